@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "storages",
     "hierarchy",
     "annotation",
@@ -114,7 +115,11 @@ VAR_DIR = Path(os.environ.get("CROWDLABEL_VAR_DIR", BASE_DIR / "var"))
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    if env_bool("DB_ASYNC_COMMIT") and DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # For throwaway test databases only: commits stop waiting for the disk flush.
+        DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
 else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded setup keeps its SQLite file and media here
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -139,8 +144,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("CROWDLABEL_STATIC_ROOT", VAR_DIR / "static"))
 WHITENOISE_USE_FINDERS = not PRODUCTION
+if not PRODUCTION:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # development serves from the apps' folders directly
 
 # Media through Django's storage API: local files by default, S3 when a bucket is named.
 MEDIA_URL = "/media/"
@@ -204,6 +211,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI assets are served from our own static files: no CDN needed.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: eager (in-process) when no broker is configured, a real broker otherwise.

@@ -1,0 +1,52 @@
+# Crowdlabel: `make run` serves the embedded platform, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run setup demo test lint format bench schema clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+## setup: migrate the database and load the demo data (what `make run` does before serving)
+setup: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+
+## run: the platform on 127.0.0.1:8000 with embedded defaults (SQLite, eager Celery, local files, demo data)
+run: setup
+	@echo ""
+	@echo "Crowdlabel is at http://$(HOST):$(PORT)/  (worker page /worker/, API docs /api/docs/, admin /admin/)"
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+## test: lint, migration check and the whole test suite
+test: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy annotation/imagecheck.py
+
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+## bench: every benchmark, printing figures and ratios (takes minutes; see bench/README.md)
+bench: $(VENV)/.installed
+	for f in bench/*.py; do echo "== $$f"; $(PY) $$f --quick || exit 1; done
+
+## schema: write the OpenAPI schema to docs/openapi.yaml
+schema: $(VENV)/.installed
+	$(PY) manage.py spectacular --file docs/openapi.yaml --validate
+
+clean:
+	rm -rf var .pytest_cache .ruff_cache

@@ -1,0 +1,230 @@
+"""Thin DRF views: datasets and image upload for organizers; next task, submit and skip for workers."""
+
+from __future__ import annotations
+
+from django.core.files.storage import FileSystemStorage
+from django.db.models import Count
+from django.http import FileResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
+from hierarchy.models import Concept
+
+from . import binary_vote, kinds, queue
+from .ingest import IngestItem, images_ingest
+from .models import Assignment, Dataset, Image
+from .serializers import (
+    AssignmentSerializer,
+    DatasetSerializer,
+    ImageSerializer,
+    ImageUploadSerializer,
+    IngestReportSerializer,
+    SubmitSerializer,
+    VoteTasksSerializer,
+)
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the task's current state."
+    default_code = "conflict"
+
+
+class DatasetViewSet(
+    mixins.CreateModelMixin, mixins.RetrieveModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet
+):
+    """Datasets of the calling organizer."""
+
+    serializer_class = DatasetSerializer
+    permission_classes = [IsAuthenticated, IsOrganizer]
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def get_queryset(self):
+        qs = Dataset.objects.annotate(image_count=Count("images"))
+        if not self.request.user.is_superuser:
+            qs = qs.filter(organizers=self.request.user)
+        return qs.order_by("id")
+
+    def perform_create(self, serializer):
+        dataset = serializer.save()
+        dataset.organizers.add(self.request.user)
+
+    @extend_schema(responses=ImageSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="images")
+    def images(self, request, pk=None):
+        dataset = self.get_object()
+        page = self.paginate_queryset(dataset.images.order_by("id"))
+        return self.get_paginated_response(ImageSerializer(page, many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": ImageUploadSerializer},
+        responses={201: IngestReportSerializer, 400: IngestReportSerializer},
+        description="Upload many image files at once (field `files`). Every file is checked on its own: the good "
+        "ones are stored, each bad one is listed in `rejected` with its reason. 400 when none was stored.",
+    )
+    @images.mapping.post
+    def upload_images(self, request, pk=None):
+        dataset = self.get_object()
+        form = ImageUploadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        items = (
+            IngestItem(name=f.name or "upload", data=f.read(), source=form.validated_data["source"])
+            for f in form.validated_data["files"]
+        )
+        report = images_ingest(dataset=dataset, items=items)
+        code = status.HTTP_201_CREATED if report.stored else status.HTTP_400_BAD_REQUEST
+        return Response(report.as_dict(), status=code)
+
+    @extend_schema(request=VoteTasksSerializer, responses={201: OpenApiTypes.OBJECT})
+    @action(detail=True, methods=["post"], url_path="vote-tasks")
+    def vote_tasks(self, request, pk=None):
+        """Queue "does this image show CONCEPT?" votes for the dataset's images (all by default)."""
+        dataset = self.get_object()
+        form = VoteTasksSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        concept = Concept.objects.filter(wnid=data["concept"]).first()
+        if concept is None:
+            raise ValidationError({"concept": f"no concept with wnid {data['concept']!r}"})
+        images = None
+        if "images" in data:
+            images = list(dataset.images.filter(pk__in=data["images"]))
+            missing = sorted(set(data["images"]) - {i.pk for i in images})
+            if missing:
+                raise ValidationError({"images": f"not images of this dataset: {missing}"})
+        tasks = binary_vote.vote_tasks_create(
+            dataset=dataset,
+            concept=concept,
+            images=images,
+            answers_wanted=data["answers_wanted"],
+            priority=data["priority"],
+        )
+        return Response({"created": len(tasks)}, status=status.HTTP_201_CREATED)
+
+
+class NextTaskView(APIView):
+    """Lease the next task for the calling worker."""
+
+    permission_classes = [IsAuthenticated, IsWorker]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("kinds", str, description="Comma-separated task kinds to take (default: any)."),
+            OpenApiParameter("dataset", int, description="Only tasks of this dataset."),
+        ],
+        responses={200: AssignmentSerializer, 204: OpenApiResponse(description="No task is available now.")},
+    )
+    def get(self, request):
+        wanted = [k for k in request.query_params.get("kinds", "").split(",") if k]
+        unknown = sorted(set(wanted) - set(kinds.names()))
+        if unknown:
+            raise ValidationError(
+                {"kinds": f"unknown task kinds: {', '.join(unknown)}; known: {', '.join(kinds.names())}"}
+            )
+        dataset = request.query_params.get("dataset")
+        if dataset is not None and not dataset.isdigit():
+            raise ValidationError({"dataset": "must be a dataset id (an integer)"})
+        assignment = queue.task_lease_next(
+            worker=request.user.worker,
+            kinds_wanted=wanted or None,
+            dataset_id=int(dataset) if dataset else None,
+        )
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(AssignmentSerializer(assignment).data)
+
+
+class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
+    """The calling worker's own assignments."""
+
+    serializer_class = AssignmentSerializer
+    permission_classes = [IsAuthenticated, IsWorker]
+
+    def get_queryset(self):
+        return (
+            Assignment.objects.filter(worker=self.request.user.worker)
+            .select_related("task__image", "task__concept")
+            .order_by("-id")
+        )
+
+    @extend_schema(
+        request=SubmitSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=True,
+                description="A key chosen by the client for this submission; a retry with the same key is "
+                "answered with the stored result and changes nothing.",
+            )
+        ],
+        responses={200: AssignmentSerializer, 201: AssignmentSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def submit(self, request, pk=None):
+        assignment = self.get_object()
+        key = request.headers.get("Idempotency-Key", "").strip()
+        if not key or len(key) > 128:
+            raise ValidationError(
+                {"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters"}
+            )
+        form = SubmitSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            result = queue.assignment_submit(
+                assignment=assignment, answer=form.validated_data["answer"], idempotency_key=key
+            )
+        except kinds.AnswerInvalid as exc:
+            raise ValidationError({"answer": str(exc)}) from None
+        except queue.QueueError as exc:
+            raise Conflict(str(exc), code=exc.code) from None
+        code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
+        return Response(AssignmentSerializer(result.assignment).data, status=code)
+
+    @extend_schema(request=None, responses=AssignmentSerializer)
+    @action(detail=True, methods=["post"])
+    def release(self, request, pk=None):
+        """Skip this task: the lease ends now and other workers can take it."""
+        try:
+            assignment = queue.assignment_release(assignment=self.get_object())
+        except queue.QueueError as exc:
+            raise Conflict(str(exc)) from None
+        return Response(AssignmentSerializer(assignment).data)
+
+
+class ImageFileView(APIView):
+    """The image bytes, for the dataset's organizers and reviewers and for workers holding a task on it."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={(200, "image/*"): OpenApiTypes.BINARY})
+    def get(self, request, pk: int):
+        image = get_object_or_404(Image.objects.select_related("dataset"), pk=pk)
+        user = request.user
+        allowed = (
+            user.is_superuser
+            or has_role(user, REVIEWERS)
+            or (has_role(user, ORGANIZERS) and image.dataset.organizers.filter(pk=user.pk).exists())
+            or (
+                hasattr(user, "worker")
+                and Assignment.objects.filter(worker=user.worker, task__image=image).exists()
+            )
+        )
+        if not allowed:
+            raise NotFound("No such image.")
+        storage = image.file.storage
+        if isinstance(storage, FileSystemStorage):
+            response = FileResponse(image.file.open("rb"))
+            response["Cache-Control"] = "private, max-age=3600"
+            return response
+        return HttpResponseRedirect(storage.url(image.file.name))

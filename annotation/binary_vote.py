@@ -1,0 +1,109 @@
+"""The plain binary vote kind: "does this image show CONCEPT?" answered yes/no by several workers.
+
+Until a consensus engine takes over a dataset, the task closes with a fixed majority of `answers_wanted`
+votes (stopping early once the majority cannot change).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from . import kinds
+from .models import Assignment, AssignmentState, Dataset, Image, Task, TaskState
+
+KIND = "binary_vote"
+
+
+def question_text(concept_name: str) -> str:
+    article = "an" if concept_name[:1].lower() in "aeiou" else "a"
+    return f"Does this image show {article} {concept_name}?"
+
+
+def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
+    if not isinstance(answer, dict) or "answer" not in answer:
+        raise kinds.AnswerInvalid('the answer must be an object like {"answer": true}')
+    value = answer["answer"]
+    if not isinstance(value, bool):
+        raise kinds.AnswerInvalid(f'"answer" must be true or false, got {value!r}')
+    return {"answer": value}
+
+
+def majority_outcome(yes: int, no: int, wanted: int) -> bool | None:
+    """The decided answer once one side holds a strict majority of `wanted` votes, else None."""
+    need = wanted // 2 + 1
+    if yes >= need:
+        return True
+    if no >= need:
+        return False
+    return None  # an even `wanted` can end in a tie: the task closes with answer None
+
+
+def on_submit(assignment: Assignment) -> None:
+    task = assignment.task
+    answers = list(
+        Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
+    )
+    yes = sum(1 for a in answers if a.get("answer") is True)
+    no = len(answers) - yes
+    outcome = majority_outcome(yes, no, task.answers_wanted)
+    if outcome is not None or yes + no >= task.answers_wanted:
+        task.state = TaskState.DONE
+        task.result = {"answer": outcome, "yes": yes, "no": no, "rule": f"majority of {task.answers_wanted}"}
+
+
+def public_payload(task: Task) -> dict[str, Any]:
+    concept = task.concept
+    return {
+        "question": task.payload.get("question") or question_text(concept.name if concept else "this"),
+        "concept": {"wnid": concept.wnid, "name": concept.name, "gloss": concept.gloss} if concept else None,
+    }
+
+
+KIND_SPEC = kinds.register(
+    kinds.TaskKind(
+        name=KIND,
+        title="Yes/no question about an image",
+        clean_answer=clean_answer,
+        on_submit=on_submit,
+        public_payload=public_payload,
+    )
+)
+
+
+def vote_tasks_create(
+    *,
+    dataset: Dataset,
+    concept,
+    images: list[Image] | None = None,
+    answers_wanted: int = 3,
+    priority: int = 0,
+) -> list[Task]:
+    """Queue one binary vote task per image (all of the dataset's images by default). Images that already
+    have an open or done vote task for the concept are skipped, so calling this twice queues nothing twice."""
+    if answers_wanted < 1:
+        raise ValueError("answers_wanted must be at least 1")
+    with transaction.atomic():
+        image_qs = (
+            dataset.images.all() if images is None else Image.objects.filter(pk__in=[i.pk for i in images])
+        )
+        already = set(
+            Task.objects.filter(kind=KIND, dataset=dataset, concept=concept)
+            .exclude(state=TaskState.CANCELLED)
+            .values_list("image_id", flat=True)
+        )
+        tasks = [
+            Task(
+                kind=KIND,
+                dataset=dataset,
+                image=image,
+                concept=concept,
+                payload={"question": question_text(concept.name)},
+                answers_wanted=answers_wanted,
+                priority=priority,
+            )
+            for image in image_qs.order_by("id")
+            if image.pk not in already
+        ]
+        return Task.objects.bulk_create(tasks, batch_size=1000)

@@ -1,0 +1,113 @@
+"""Image ingestion service: validate each file, store the good ones, report the bad ones by name.
+
+Each file is its own unit of work: one bad file never stops or undoes the good ones in the same batch, and a
+file is either stored completely (bytes in storage and its row) or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+
+from .imagecheck import CheckedImage, ImageRejected, check_image, hamming_distances
+from .models import Dataset, Image
+
+
+@dataclass(frozen=True)
+class IngestItem:
+    name: str
+    data: bytes
+    source: str = ""
+
+
+@dataclass
+class IngestReport:
+    stored: list[Image] = field(default_factory=list)
+    near_duplicates: list[Image] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
+
+    def as_dict(self) -> dict:
+        return {
+            "stored": [{"id": i.pk, "name": i.original_name} for i in self.stored],
+            "near_duplicates": [
+                {"id": i.pk, "name": i.original_name, "near_duplicate_of": i.near_duplicate_of_id}
+                for i in self.near_duplicates
+            ],
+            "rejected": [{"name": name, "reason": reason} for name, reason in self.rejected],
+        }
+
+
+class _HashIndex:
+    """The dataset's perceptual hashes, loaded once per batch and grown as files are stored."""
+
+    def __init__(self, dataset: Dataset):
+        rows = list(dataset.images.values_list("pk", "phash"))
+        self.ids = [pk for pk, _ in rows]
+        self.hashes = [h for _, h in rows]
+
+    def nearest(self, phash: str, max_distance: int) -> int | None:
+        distances = hamming_distances(phash, self.hashes)
+        if distances.size == 0:
+            return None
+        best = int(distances.argmin())
+        return self.ids[best] if distances[best] <= max_distance else None
+
+    def add(self, pk: int, phash: str) -> None:
+        self.ids.append(pk)
+        self.hashes.append(phash)
+
+
+def images_ingest(*, dataset: Dataset, items: Iterable[IngestItem], progress=None) -> IngestReport:
+    limits = settings.CROWDLABEL
+    report = IngestReport()
+    index = _HashIndex(dataset)
+    for item in items:
+        try:
+            checked = check_image(
+                item.data, max_bytes=limits["MAX_IMAGE_BYTES"], max_pixels=limits["MAX_IMAGE_PIXELS"]
+            )
+            image = _store(dataset, item, checked, index, limits["NEAR_DUPLICATE_DISTANCE"])
+        except ImageRejected as exc:
+            report.rejected.append((item.name, str(exc)))
+        else:
+            report.stored.append(image)
+            if image.near_duplicate_of_id:
+                report.near_duplicates.append(image)
+        if progress is not None:
+            progress(item.name)
+    return report
+
+
+def _store(
+    dataset: Dataset, item: IngestItem, checked: CheckedImage, index: _HashIndex, max_distance: int
+) -> Image:
+    existing = dataset.images.filter(sha256=checked.sha256).values_list("pk", flat=True).first()
+    if existing is not None:
+        raise ImageRejected(f"exact duplicate of image {existing} already in dataset {dataset.name!r}")
+    image = Image(
+        dataset=dataset,
+        original_name=item.name[:255],
+        width=checked.width,
+        height=checked.height,
+        sha256=checked.sha256,
+        phash=checked.phash,
+        source=item.source[:500],
+        near_duplicate_of_id=index.nearest(checked.phash, max_distance),
+    )
+    image.file.save(f"{item.name}.{checked.extension}", ContentFile(checked.data), save=False)
+    try:
+        with transaction.atomic():
+            image.save()
+    except IntegrityError:
+        # A concurrent upload of the same bytes won the race; drop our copy of the file.
+        image.file.storage.delete(image.file.name)
+        raise ImageRejected(f"exact duplicate of an image already in dataset {dataset.name!r}") from None
+    except Exception:
+        image.file.storage.delete(image.file.name)
+        raise
+    index.add(image.pk, image.phash)
+    return image

@@ -1,0 +1,63 @@
+"""The registry of micro-task kinds: how each kind validates an answer, reacts to it and shows itself.
+
+Higher apps (consensus, the box pipeline, hierarchy questions, gold) register their kinds here at start-up
+(`AppConfig.ready`), so the queue never imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .models import Assignment, Task
+
+
+class AnswerInvalid(Exception):
+    """The submitted answer does not fit the task kind; the message says what is wrong."""
+
+
+def _no_public_payload(task: Task) -> dict[str, Any]:
+    return dict(task.payload)
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """A kind of micro-task.
+
+    - `clean_answer(task, answer)` returns the answer to store, or raises AnswerInvalid.
+    - `on_submit(assignment)` runs inside the submit transaction with the task row locked; it may set the
+      task's state and result (the queue has already counted the answer and reopened the task).
+    - `public_payload(task)` is everything the worker's browser gets about the task besides the image.
+    """
+
+    name: str
+    title: str
+    clean_answer: Callable[[Task, Any], dict[str, Any]]
+    on_submit: Callable[[Assignment], None]
+    public_payload: Callable[[Task], dict[str, Any]] = _no_public_payload
+
+
+_registry: dict[str, TaskKind] = {}
+
+
+def register(kind: TaskKind) -> TaskKind:
+    existing = _registry.get(kind.name)
+    if existing is not None and existing != kind:
+        raise ValueError(f"task kind {kind.name!r} is already registered")
+    _registry[kind.name] = kind
+    return kind
+
+
+def get(name: str) -> TaskKind:
+    try:
+        return _registry[name]
+    except KeyError:
+        raise LookupError(
+            f"unknown task kind {name!r}; known kinds: {', '.join(sorted(_registry))}"
+        ) from None
+
+
+def names() -> list[str]:
+    return sorted(_registry)

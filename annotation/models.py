@@ -1,0 +1,185 @@
+"""Datasets, images, boxes and the micro-task queue (tasks and their leased assignments)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Dataset(models.Model):
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="datasets", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def image_upload_path(instance: Image, filename: str) -> str:
+    # Content-addressed: a retried upload of the same bytes lands on the same name.
+    extension = filename.rsplit(".", 1)[-1].lower() if "." in filename else "bin"
+    return f"datasets/{instance.dataset_id}/{instance.sha256[:2]}/{instance.sha256}.{extension}"
+
+
+class Image(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="images")
+    file = models.FileField(upload_to=image_upload_path, max_length=300)
+    original_name = models.CharField(max_length=255, blank=True)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    phash = models.CharField(max_length=16, help_text="64-bit difference hash, hex.")
+    source = models.CharField(
+        max_length=500, blank=True, help_text="Where the image came from (URL, query...)."
+    )
+    near_duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "sha256"], name="image_unique_sha256_per_dataset")
+        ]
+
+    def __str__(self) -> str:
+        return f"image {self.pk} ({self.original_name})"
+
+
+class BoxState(models.TextChoices):
+    PENDING = "pending", "Awaiting quality check"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+    REMOVED = "removed", "Removed by a reviewer"
+
+
+class Box(models.Model):
+    """A bounding box in original-image pixels (continuous coordinates, x2 > x1, y2 > y1)."""
+
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="boxes")
+    concept = models.ForeignKey("hierarchy.Concept", on_delete=models.PROTECT, related_name="boxes")
+    x1 = models.FloatField()
+    y1 = models.FloatField()
+    x2 = models.FloatField()
+    y2 = models.FloatField()
+    state = models.CharField(max_length=16, choices=BoxState.choices, default=BoxState.PENDING)
+    drawn_by = models.ForeignKey(
+        "crowd.Worker", null=True, blank=True, on_delete=models.PROTECT, related_name="boxes"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(x2__gt=models.F("x1")) & Q(y2__gt=models.F("y1")), name="box_positive_area"
+            ),
+            models.CheckConstraint(condition=Q(x1__gte=0) & Q(y1__gte=0), name="box_non_negative_origin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"box {self.pk} [{self.x1:.0f},{self.y1:.0f},{self.x2:.0f},{self.y2:.0f}]"
+
+
+class TaskState(models.TextChoices):
+    OPEN = "open", "Open"
+    LEASED = "leased", "Leased"
+    DONE = "done", "Done"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Task(models.Model):
+    """One micro-task: a question about a subject (image, concept, box) that collects answers from distinct
+    workers, one lease at a time, until its kind's handler marks it done.
+
+    `payload` is shown to the worker's browser as it is, so it must never hold a known answer."""
+
+    kind = models.CharField(max_length=64)
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="tasks")
+    image = models.ForeignKey(Image, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks")
+    concept = models.ForeignKey(
+        "hierarchy.Concept", null=True, blank=True, on_delete=models.PROTECT, related_name="tasks"
+    )
+    box = models.ForeignKey(Box, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks")
+    payload = models.JSONField(default=dict, blank=True)
+    priority = models.IntegerField(default=0, help_text="Higher first.")
+    state = models.CharField(max_length=16, choices=TaskState.choices, default=TaskState.OPEN)
+    answers_wanted = models.PositiveSmallIntegerField(default=1)
+    answers_count = models.PositiveIntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="Outcome derived from the answers, once done.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(
+                "kind",
+                models.F("priority").desc(),
+                "id",
+                name="task_available_idx",
+                condition=Q(state__in=["open", "leased"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} task {self.pk} ({self.state})"
+
+
+class TaskExclusion(models.Model):
+    """A worker who must never take this task (e.g. the drawer of the box a quality check is about)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="exclusions")
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "worker"], name="task_exclusion_unique")]
+
+    def __str__(self) -> str:
+        return f"worker {self.worker_id} excluded from task {self.task_id}"
+
+
+class AssignmentState(models.TextChoices):
+    LEASED = "leased", "Leased"
+    SUBMITTED = "submitted", "Submitted"
+    EXPIRED = "expired", "Lease expired"
+    RELEASED = "released", "Skipped by the worker"
+
+
+class Assignment(models.Model):
+    """A worker's lease on a task and, once submitted, their answer. Never edited after submission."""
+
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="assignments")
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="assignments")
+    state = models.CharField(max_length=16, choices=AssignmentState.choices, default=AssignmentState.LEASED)
+    leased_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    answer = models.JSONField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=128, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            # A worker answers a task at most once (and so never votes twice on one question).
+            models.UniqueConstraint(fields=["task", "worker"], name="assignment_one_per_worker_per_task"),
+            # At most one open lease per task.
+            models.UniqueConstraint(
+                fields=["task"], condition=Q(state="leased"), name="assignment_one_open_lease"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["expires_at"], name="assignment_open_lease_idx", condition=Q(state="leased")
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} of task {self.task_id} to worker {self.worker_id} ({self.state})"

@@ -1,0 +1,121 @@
+"""API representations of datasets, images and the worker's view of tasks and assignments."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from . import kinds
+from .models import Assignment, Dataset, Image
+
+
+class DatasetSerializer(serializers.ModelSerializer):
+    image_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Dataset
+        fields = ["id", "name", "description", "created_at", "image_count"]
+        read_only_fields = ["id", "created_at", "image_count"]
+
+
+class ImageSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Image
+        fields = [
+            "id",
+            "original_name",
+            "width",
+            "height",
+            "sha256",
+            "phash",
+            "source",
+            "near_duplicate_of",
+            "url",
+        ]
+
+    def get_url(self, image: Image) -> str:
+        return reverse("image-file", args=[image.pk])
+
+
+class ImageUploadSerializer(serializers.Serializer):
+    files = serializers.ListField(child=serializers.FileField(allow_empty_file=True), allow_empty=False)
+    source = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+
+
+class IngestRejectionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class IngestStoredSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    near_duplicate_of = serializers.IntegerField(required=False, allow_null=True)
+
+
+class IngestReportSerializer(serializers.Serializer):
+    stored = IngestStoredSerializer(many=True)
+    near_duplicates = IngestStoredSerializer(many=True)
+    rejected = IngestRejectionSerializer(many=True)
+
+
+class WorkerImageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField()
+    width = serializers.IntegerField()
+    height = serializers.IntegerField()
+
+
+class WorkerTaskSerializer(serializers.Serializer):
+    """What a worker's browser may know about a task: its kind, the public payload and the image. Never
+    the task's result, its other answers, or whether it is a gold item."""
+
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    title = serializers.SerializerMethodField()
+    payload = serializers.SerializerMethodField()
+    image = serializers.SerializerMethodField()
+
+    def get_title(self, task) -> str:
+        return kinds.get(task.kind).title
+
+    @extend_schema_field(serializers.DictField())
+    def get_payload(self, task) -> dict:
+        return kinds.get(task.kind).public_payload(task)
+
+    @extend_schema_field(WorkerImageSerializer(allow_null=True))
+    def get_image(self, task) -> dict | None:
+        image = task.image
+        if image is None:
+            return None
+        return {
+            "id": image.pk,
+            "url": reverse("image-file", args=[image.pk]),
+            "width": image.width,
+            "height": image.height,
+        }
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    task = WorkerTaskSerializer(read_only=True)
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "state", "leased_at", "expires_at", "submitted_at", "answer", "task"]
+        read_only_fields = fields
+
+
+class SubmitSerializer(serializers.Serializer):
+    answer = serializers.JSONField(help_text='The answer, shaped by the task kind, e.g. {"answer": true}.')
+
+
+class VoteTasksSerializer(serializers.Serializer):
+    concept = serializers.CharField(help_text="wnid of the concept to ask about.")
+    images = serializers.ListField(
+        child=serializers.IntegerField(), required=False, help_text="Default: all."
+    )
+    answers_wanted = serializers.IntegerField(min_value=1, max_value=15, default=3)
+    priority = serializers.IntegerField(default=0)

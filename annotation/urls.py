@@ -1,0 +1,15 @@
+from django.urls import re_path
+from rest_framework.routers import SimpleRouter
+
+from . import api
+
+router = SimpleRouter()
+router.trailing_slash = "/?"  # both /api/v1/x and /api/v1/x/ work: clients differ
+router.register("datasets", api.DatasetViewSet, basename="dataset")
+router.register("assignments", api.AssignmentViewSet, basename="assignment")
+
+urlpatterns = [
+    re_path(r"^tasks/next/?$", api.NextTaskView.as_view(), name="task-next"),
+    re_path(r"^images/(?P<pk>[0-9]+)/file/?$", api.ImageFileView.as_view(), name="image-file"),
+    *router.urls,
+]

@@ -1,0 +1,68 @@
+// A small client for the Crowdlabel REST API, shared by the browser pages.
+
+function cookie(name) {
+  const match = document.cookie.match(new RegExp("(?:^|; )" + name + "=([^;]*)"));
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+export function newKey() {
+  if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(ApiError.describe(status, body));
+    this.status = status;
+    this.body = body;
+  }
+  static describe(status, body) {
+    if (body && typeof body === "object") {
+      if (body.detail) return String(body.detail);
+      return Object.entries(body).map(([k, v]) => `${k}: ${[].concat(v).join(" ")}`).join("; ");
+    }
+    return `The server answered ${status}.`;
+  }
+}
+
+export async function api(base, path, { method = "GET", body, headers = {} } = {}) {
+  const options = { method, credentials: "same-origin", headers: { Accept: "application/json", ...headers } };
+  if (method !== "GET") options.headers["X-CSRFToken"] = cookie("csrftoken");
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(base + path, options);
+  if (response.status === 204) return null;
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+// Submit an answer exactly once: the Idempotency-Key is kept per assignment, so a retry after a network
+// failure (or a double click) can never store a second answer.
+export async function submitAnswer(base, assignmentId, answer, attempts = 3) {
+  const storageKey = `crowdlabel:submit:${assignmentId}`;
+  let key = sessionStorage.getItem(storageKey);
+  if (!key) {
+    key = newKey();
+    sessionStorage.setItem(storageKey, key);
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await api(base, `assignments/${assignmentId}/submit`, {
+        method: "POST",
+        body: { answer },
+        headers: { "Idempotency-Key": key },
+      });
+      sessionStorage.removeItem(storageKey);
+      return result;
+    } catch (error) {
+      const retriable = !(error instanceof ApiError) || error.status >= 500;
+      if (!retriable || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+    }
+  }
+}

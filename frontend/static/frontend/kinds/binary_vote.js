@@ -1,0 +1,50 @@
+// The yes/no question page: the image, the question, Yes/No buttons and the Y/N keys.
+
+export function render(container, assignment, answer) {
+  const { task } = assignment;
+  const concept = task.payload.concept;
+  container.innerHTML = "";
+  const question = document.createElement("h1");
+  question.className = "question";
+  question.textContent = task.payload.question;
+  container.append(question);
+  if (concept && concept.gloss) {
+    const gloss = document.createElement("p");
+    gloss.className = "gloss";
+    gloss.textContent = `${concept.name}: ${concept.gloss}`;
+    container.append(gloss);
+  }
+  if (task.image) {
+    const img = document.createElement("img");
+    img.className = "task-image";
+    img.src = task.image.url;
+    img.alt = "The image to judge";
+    img.width = task.image.width;
+    img.height = task.image.height;
+    container.append(img);
+  }
+  const buttons = document.createElement("div");
+  buttons.className = "answers";
+  const yes = button("Yes", "Y", "yes", () => answer({ answer: true }));
+  const no = button("No", "N", "no", () => answer({ answer: false }));
+  buttons.append(yes, no);
+  container.append(buttons);
+
+  const onKey = (event) => {
+    if (event.target && ["INPUT", "TEXTAREA"].includes(event.target.tagName)) return;
+    const key = event.key.toLowerCase();
+    if (key === "y") yes.click();
+    else if (key === "n") no.click();
+  };
+  document.addEventListener("keydown", onKey);
+  return () => document.removeEventListener("keydown", onKey);
+}
+
+function button(label, shortcut, cls, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = `answer ${cls}`;
+  b.innerHTML = `${label} <kbd>${shortcut}</kbd>`;
+  b.addEventListener("click", onClick);
+  return b;
+}

@@ -1,0 +1,8 @@
+from rest_framework.routers import SimpleRouter
+
+from . import api
+
+router = SimpleRouter()
+router.trailing_slash = "/?"  # both /api/v1/x and /api/v1/x/ work: clients differ
+router.register("concepts", api.ConceptViewSet, basename="concept")
+urlpatterns = router.urls

@@ -1,0 +1,100 @@
+"""Shared fixtures: users with roles, API clients, small datasets; service requirements per marker."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import socket
+
+import pytest
+from django.db import connection
+from PIL import Image as PILImage
+from rest_framework.test import APIClient
+
+from tests import factories
+
+REQUIRE_SERVICES = os.environ.get("CROWDLABEL_REQUIRE_SERVICES") == "1"
+
+
+def _missing(reason: str):
+    """In CI a missing service is a failure; on a developer's machine the test is skipped with the reason."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"required service missing: {reason}")
+    pytest.skip(reason)
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("postgres") and connection.vendor != "postgresql":
+        _missing("needs PostgreSQL: set DATABASE_URL=postgres://...")
+    if item.get_closest_marker("browser") and not shutil.which("chromium"):
+        _missing("needs the chromium browser (apt-get install chromium)")
+    if item.get_closest_marker("broker"):
+        url = os.environ.get("CROWDLABEL_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+        host_port = url.split("://", 1)[-1].split("@")[-1].split("/")[0]
+        host, _, port = host_port.partition(":")
+        if not port_open(host or "127.0.0.1", int(port or 6379)):
+            _missing(f"needs a Celery broker at {url}")
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery_and_tmp_media(settings, tmp_path):
+    # Tests run Celery tasks in-process unless they start a real worker themselves.
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast, tests only
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    }
+
+
+@pytest.fixture
+def organizer(db):
+    return factories.user_with_roles("organizer", ("organizers",))
+
+
+@pytest.fixture
+def worker(db):
+    return factories.user_with_roles("worker", ("workers",))
+
+
+@pytest.fixture
+def other_worker(db):
+    return factories.user_with_roles("worker2", ("workers",))
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def api_client():
+    return client_for
+
+
+@pytest.fixture
+def dataset(organizer):
+    return factories.DatasetFactory(organizers=[organizer])
+
+
+def png_bytes(size=(64, 48), colour=(200, 30, 30), seed: int | None = None) -> bytes:
+    image = PILImage.new("RGB", size, colour)
+    if seed is not None:
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        image = PILImage.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
