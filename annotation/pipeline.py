@@ -1,0 +1,505 @@
+"""The per-(image, synset) box job state machine: DRAW -> QUALITY -> COVERAGE, repeated until every instance is
+boxed (ILSVRC §3.2.1; Su, Deng, Fei-Fei 2012). Pure: transitions return a new state and the effects to execute."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any, ClassVar
+
+# How a job moves (Su, Deng, Fei-Fei 2012, "Crowdsourcing annotations for visual object detection"):
+#
+#   needs_draw --box_drawn--> awaiting_quality --accepted--> awaiting_coverage --all covered--> done
+#       ^   |                       |                              |
+#       |   +--draw_skipped---------|----------------------------->+
+#       +-------- rejected ---------+<-------- not covered --------+
+#
+# Every draw attempt (a box or a "nothing left" skip) is one round. Before a new DRAW is queued the caps are
+# checked: max_boxes accepted boxes or max_rounds rounds send the job to review instead of looping forever.
+# Each round yields at most one QUALITY and one COVERAGE question, so a job costs at most 3 * max_rounds
+# micro-tasks. A consensus that hits its own vote cap ("undecidable") also sends the job to review.
+
+SCHEMA_VERSION = 1
+
+DEFAULT_MAX_BOXES = 25
+DEFAULT_MAX_ROUNDS = 30
+
+
+class JobStatus(StrEnum):
+    NEEDS_DRAW = "needs_draw"
+    AWAITING_QUALITY = "awaiting_quality"
+    AWAITING_COVERAGE = "awaiting_coverage"
+    DONE = "done"
+    REVIEW = "review"
+
+
+TERMINAL_STATUSES = frozenset({JobStatus.DONE, JobStatus.REVIEW})
+
+
+class ReviewReason(StrEnum):
+    BOX_CAP = "box_cap"
+    ROUND_CAP = "round_cap"
+    QUALITY_UNDECIDABLE = "quality_undecidable"
+    COVERAGE_UNDECIDABLE = "coverage_undecidable"
+    # Coverage said "every instance is boxed" while no box was ever accepted: contradicts the verified label
+    # that the synset is present, so a person must look.
+    NO_BOXES = "no_boxes"
+
+
+class TransitionError(Exception):
+    """An event that the job cannot take in its current state (wrong status, wrong box, reused box id)."""
+
+
+# --- events ---------------------------------------------------------------------------------------------
+# Events are the facts the services record (append-only); replaying them with `apply` rebuilds the state.
+
+
+@dataclass(frozen=True, slots=True)
+class BoxDrawn:
+    box_id: int
+    worker: int
+    kind: ClassVar[str] = "box_drawn"
+
+
+@dataclass(frozen=True, slots=True)
+class DrawSkipped:
+    """The drawer answered "no instance is left without a box" instead of drawing."""
+
+    worker: int
+    reason: str = "no more instances"
+    kind: ClassVar[str] = "draw_skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class QualityDecided:
+    box_id: int
+    accepted: bool
+    kind: ClassVar[str] = "quality_decided"
+
+
+@dataclass(frozen=True, slots=True)
+class QualityUndecidable:
+    box_id: int
+    kind: ClassVar[str] = "quality_undecidable"
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageDecided:
+    all_covered: bool
+    kind: ClassVar[str] = "coverage_decided"
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageUndecidable:
+    kind: ClassVar[str] = "coverage_undecidable"
+
+
+Event = BoxDrawn | DrawSkipped | QualityDecided | QualityUndecidable | CoverageDecided | CoverageUndecidable
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        BoxDrawn,
+        DrawSkipped,
+        QualityDecided,
+        QualityUndecidable,
+        CoverageDecided,
+        CoverageUndecidable,
+    )
+}
+
+
+# --- effects --------------------------------------------------------------------------------------------
+# Effects are instructions for the services, executed in list order inside the same transaction.
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDraw:
+    """Queue one DRAW micro-task; the page shows the already accepted boxes."""
+
+    round: int  # 1-based number of the draw attempt this task will be
+    shown_box_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueQuality:
+    """Ask "is this box tight around one whole visible instance?"; the drawer must not answer it."""
+
+    box_id: int
+    exclude_worker: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCoverage:
+    """Ask "is every instance boxed?" over the accepted boxes; none of `exclude_workers` may answer it."""
+
+    box_ids: tuple[int, ...]
+    exclude_workers: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptBox:
+    box_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardBox:
+    """Mark the box rejected (a state, not a deletion: facts are kept)."""
+
+    box_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendToReview:
+    reason: ReviewReason
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Every instance is boxed; `box_ids` are the job's final boxes."""
+
+    box_ids: tuple[int, ...]
+
+
+Effect = QueueDraw | QueueQuality | QueueCoverage | AcceptBox | DiscardBox | SendToReview | Finish
+
+
+# --- state ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnBox:
+    box_id: int
+    drawer: int
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    event: Event
+    source: JobStatus
+    target: JobStatus
+
+
+@dataclass(frozen=True, slots=True)
+class BoxJob:
+    """State of the box job for one (image, synset) pair known to contain the synset."""
+
+    status: JobStatus = JobStatus.NEEDS_DRAW
+    accepted: tuple[DrawnBox, ...] = ()
+    pending: DrawnBox | None = None  # the box awaiting QUALITY (kept in review if quality was undecidable)
+    coverage_exclude: tuple[int, ...] = ()  # who may not answer the open COVERAGE question
+    rounds: int = 0  # draw attempts answered: boxes drawn plus skips
+    boxes_drawn: int = 0
+    boxes_rejected: int = 0
+    max_boxes: int = DEFAULT_MAX_BOXES
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    history: tuple[Transition, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        problems = _invariant_problems(self)
+        if problems:
+            raise ValueError("inconsistent box job: " + "; ".join(problems))
+
+    @property
+    def accepted_ids(self) -> tuple[int, ...]:
+        return tuple(b.box_id for b in self.accepted)
+
+    @property
+    def pending_box_id(self) -> int | None:
+        return self.pending.box_id if self.pending else None
+
+    @property
+    def pending_drawer(self) -> int | None:
+        return self.pending.drawer if self.pending else None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    def to_dict(self) -> dict[str, Any]:
+        return job_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BoxJob:
+        return job_from_dict(data)
+
+
+def _invariant_problems(job: BoxJob) -> list[str]:
+    problems = []
+    if job.max_boxes < 1 or job.max_rounds < 1:
+        problems.append("max_boxes and max_rounds must be at least 1")
+    if job.status == JobStatus.AWAITING_QUALITY and job.pending is None:
+        problems.append("awaiting_quality needs a pending box")
+    if job.status not in (JobStatus.AWAITING_QUALITY, JobStatus.REVIEW) and job.pending is not None:
+        problems.append(f"{job.status} cannot have a pending box")
+    if job.status != JobStatus.AWAITING_COVERAGE and job.coverage_exclude:
+        problems.append("coverage exclusions only exist while awaiting coverage")
+    ids = [b.box_id for b in job.accepted] + ([job.pending.box_id] if job.pending else [])
+    if len(ids) != len(set(ids)):
+        problems.append("box ids must be unique")
+    if len(job.accepted) > job.max_boxes:
+        problems.append("more accepted boxes than max_boxes")
+    if not 0 <= job.rounds <= job.max_rounds:
+        problems.append("rounds must lie between 0 and max_rounds")
+    if not 0 <= job.boxes_rejected <= job.boxes_drawn <= job.rounds:
+        problems.append("counters must satisfy 0 <= boxes_rejected <= boxes_drawn <= rounds")
+    elif len(job.accepted) > job.boxes_drawn - job.boxes_rejected:
+        problems.append("more accepted boxes than drawn and not rejected")
+    return problems
+
+
+# --- transitions ----------------------------------------------------------------------------------------
+
+Result = tuple[BoxJob, list[Effect]]
+
+
+def new_job(max_boxes: int = DEFAULT_MAX_BOXES, max_rounds: int = DEFAULT_MAX_ROUNDS) -> Result:
+    """Start the job for a verified (image, synset) pair: the first DRAW is queued."""
+    job = BoxJob(max_boxes=max_boxes, max_rounds=max_rounds)
+    return job, [QueueDraw(round=1, shown_box_ids=())]
+
+
+def _require(job: BoxJob, event: Event, *allowed: JobStatus) -> None:
+    if job.status not in allowed:
+        expected = " or ".join(s.value for s in allowed)
+        raise TransitionError(
+            f"cannot apply {event.kind} to a job in status {job.status.value} (needs {expected})"
+        )
+
+
+def _move(job: BoxJob, event: Event, **changes: Any) -> BoxJob:
+    target = changes.get("status", job.status)
+    return replace(job, history=(*job.history, Transition(event, job.status, target)), **changes)
+
+
+def _next_draw_or_review(job: BoxJob, event: Event, effects: list[Effect], **changes: Any) -> Result:
+    """Queue another DRAW unless a cap is reached, in which case the job goes to review."""
+    n_accepted = len(changes.get("accepted", job.accepted))
+    rounds = changes.get("rounds", job.rounds)
+    if n_accepted >= job.max_boxes:
+        reason, detail = ReviewReason.BOX_CAP, f"{n_accepted} boxes accepted, the cap is {job.max_boxes}"
+    elif rounds >= job.max_rounds:
+        reason, detail = ReviewReason.ROUND_CAP, f"{rounds} draw rounds used, the cap is {job.max_rounds}"
+    else:
+        new = _move(job, event, status=JobStatus.NEEDS_DRAW, coverage_exclude=(), **changes)
+        return new, [*effects, QueueDraw(round=new.rounds + 1, shown_box_ids=new.accepted_ids)]
+    new = _move(job, event, status=JobStatus.REVIEW, coverage_exclude=(), **changes)
+    return new, [*effects, SendToReview(reason, detail)]
+
+
+def _queue_coverage(
+    job: BoxJob, event: Event, effects: list[Effect], extra_exclude: int | None = None, **changes: Any
+) -> Result:
+    # The coverage verifier must not be anyone who drew one of the boxes being judged (nor the drawer who has
+    # just claimed nothing is left): "a different worker answers" (issue #5, after ILSVRC §3.2.1).
+    accepted: tuple[DrawnBox, ...] = changes.get("accepted", job.accepted)
+    exclude = {b.drawer for b in accepted}
+    if extra_exclude is not None:
+        exclude.add(extra_exclude)
+    excluded = tuple(sorted(exclude))
+    new = _move(job, event, status=JobStatus.AWAITING_COVERAGE, coverage_exclude=excluded, **changes)
+    return new, [*effects, QueueCoverage(box_ids=new.accepted_ids, exclude_workers=excluded)]
+
+
+def box_drawn(job: BoxJob, box_id: int, worker: int) -> Result:
+    """A worker drew one box (already checked by `geometry.validate_box` and the 5 px rule): ask QUALITY."""
+    event = BoxDrawn(box_id, worker)
+    _require(job, event, JobStatus.NEEDS_DRAW)
+    if box_id in job.accepted_ids:
+        raise TransitionError(f"box {box_id} is already an accepted box of this job")
+    pending = DrawnBox(box_id, worker)
+    new = _move(
+        job,
+        event,
+        status=JobStatus.AWAITING_QUALITY,
+        pending=pending,
+        rounds=job.rounds + 1,
+        boxes_drawn=job.boxes_drawn + 1,
+    )
+    return new, [QueueQuality(box_id=box_id, exclude_worker=worker)]
+
+
+def draw_skipped(job: BoxJob, worker: int, reason: str = "no more instances") -> Result:
+    """The drawer claims every instance is already boxed. That claim is not trusted on its own: it uses up a
+    round and queues a COVERAGE question (the skipper excluded), whose "yes" finishes the job and whose "no"
+    queues another DRAW. A drawer who skips because the task is too hard thus costs a round, never a result."""
+    event = DrawSkipped(worker, reason)
+    _require(job, event, JobStatus.NEEDS_DRAW)
+    return _queue_coverage(job, event, [], extra_exclude=worker, rounds=job.rounds + 1)
+
+
+def quality_decided(job: BoxJob, box_id: int, accepted: bool) -> Result:
+    """Consensus decided the QUALITY question: accept the box and ask COVERAGE, or discard it and redraw."""
+    event = QualityDecided(box_id, accepted)
+    _require(job, event, JobStatus.AWAITING_QUALITY)
+    assert job.pending is not None  # guaranteed by the invariants
+    if box_id != job.pending.box_id:
+        raise TransitionError(
+            f"quality decision for box {box_id}, but the pending box is {job.pending.box_id}"
+        )
+    if accepted:
+        return _queue_coverage(
+            job, event, [AcceptBox(box_id)], pending=None, accepted=(*job.accepted, job.pending)
+        )
+    return _next_draw_or_review(
+        job, event, [DiscardBox(box_id)], pending=None, boxes_rejected=job.boxes_rejected + 1
+    )
+
+
+def quality_undecidable(job: BoxJob, box_id: int) -> Result:
+    """The QUALITY consensus reached its vote cap: a person decides (the box stays pending for them)."""
+    event = QualityUndecidable(box_id)
+    _require(job, event, JobStatus.AWAITING_QUALITY)
+    assert job.pending is not None
+    if box_id != job.pending.box_id:
+        raise TransitionError(f"quality result for box {box_id}, but the pending box is {job.pending.box_id}")
+    new = _move(job, event, status=JobStatus.REVIEW)
+    return new, [
+        SendToReview(ReviewReason.QUALITY_UNDECIDABLE, f"no consensus on the quality of box {box_id}")
+    ]
+
+
+def coverage_decided(job: BoxJob, all_covered: bool) -> Result:
+    """Consensus decided the COVERAGE question: finish, or queue another DRAW (caps permitting)."""
+    event = CoverageDecided(all_covered)
+    _require(job, event, JobStatus.AWAITING_COVERAGE)
+    if not all_covered:
+        return _next_draw_or_review(job, event, [])
+    if not job.accepted:
+        new = _move(job, event, status=JobStatus.REVIEW, coverage_exclude=())
+        return new, [
+            SendToReview(
+                ReviewReason.NO_BOXES, "coverage confirmed with no box for a synset verified present"
+            )
+        ]
+    new = _move(job, event, status=JobStatus.DONE, coverage_exclude=())
+    return new, [Finish(new.accepted_ids)]
+
+
+def coverage_undecidable(job: BoxJob) -> Result:
+    """The COVERAGE consensus reached its vote cap: a person decides."""
+    event = CoverageUndecidable()
+    _require(job, event, JobStatus.AWAITING_COVERAGE)
+    new = _move(job, event, status=JobStatus.REVIEW, coverage_exclude=())
+    return new, [
+        SendToReview(ReviewReason.COVERAGE_UNDECIDABLE, "no consensus on whether every instance is boxed")
+    ]
+
+
+def apply(job: BoxJob, event: Event) -> Result:
+    """Apply a recorded event; `replay` builds on this to derive state from the append-only event log."""
+    match event:
+        case BoxDrawn(box_id=box_id, worker=worker):
+            return box_drawn(job, box_id, worker)
+        case DrawSkipped(worker=worker, reason=reason):
+            return draw_skipped(job, worker, reason)
+        case QualityDecided(box_id=box_id, accepted=accepted):
+            return quality_decided(job, box_id, accepted)
+        case QualityUndecidable(box_id=box_id):
+            return quality_undecidable(job, box_id)
+        case CoverageDecided(all_covered=all_covered):
+            return coverage_decided(job, all_covered)
+        case CoverageUndecidable():
+            return coverage_undecidable(job)
+    raise TypeError(f"not a box job event: {event!r}")
+
+
+def replay(
+    events: list[Event], max_boxes: int = DEFAULT_MAX_BOXES, max_rounds: int = DEFAULT_MAX_ROUNDS
+) -> BoxJob:
+    """Rebuild a job's state from its event log (raises `TransitionError` if the log is inconsistent)."""
+    job, _ = new_job(max_boxes, max_rounds)
+    for event in events:
+        job, _ = apply(job, event)
+    return job
+
+
+# --- who may answer -------------------------------------------------------------------------------------
+
+
+def excluded_workers(job: BoxJob) -> frozenset[int]:
+    """Workers who may not answer the job's open verification question (empty when none is open)."""
+    if job.status == JobStatus.AWAITING_QUALITY and job.pending is not None:
+        return frozenset({job.pending.drawer})
+    if job.status == JobStatus.AWAITING_COVERAGE:
+        return frozenset(job.coverage_exclude)
+    return frozenset()
+
+
+def can_verify(job: BoxJob, worker: int, box_id: int | None = None) -> bool:
+    """May `worker` answer the job's open verification question now?
+
+    QUALITY: `box_id` must be the pending box (None means "the pending box") and the worker must not be its
+    drawer; a worker never verifies a box they drew. COVERAGE: `box_id` is ignored; the worker must not be
+    among the drawers of the accepted boxes (nor the drawer whose skip triggered the question).
+    """
+    if job.status == JobStatus.AWAITING_QUALITY:
+        assert job.pending is not None
+        if box_id is not None and box_id != job.pending.box_id:
+            return False
+        return worker != job.pending.drawer
+    if job.status == JobStatus.AWAITING_COVERAGE:
+        return worker not in job.coverage_exclude
+    return False
+
+
+# --- serialization --------------------------------------------------------------------------------------
+
+
+def _event_to_dict(event: Event) -> dict[str, Any]:
+    return {"type": event.kind, **{f.name: getattr(event, f.name) for f in fields(event)}}
+
+
+def _event_from_dict(data: Mapping[str, Any]) -> Event:
+    kind = data.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown box job event type {kind!r}")
+    return cls(**{k: v for k, v in data.items() if k != "type"})
+
+
+def job_to_dict(job: BoxJob) -> dict[str, Any]:
+    """A JSON-ready dict of the whole state, history included."""
+    return {
+        "version": SCHEMA_VERSION,
+        "status": job.status.value,
+        "accepted": [[b.box_id, b.drawer] for b in job.accepted],
+        "pending": [job.pending.box_id, job.pending.drawer] if job.pending else None,
+        "coverage_exclude": list(job.coverage_exclude),
+        "rounds": job.rounds,
+        "boxes_drawn": job.boxes_drawn,
+        "boxes_rejected": job.boxes_rejected,
+        "max_boxes": job.max_boxes,
+        "max_rounds": job.max_rounds,
+        "history": [
+            {"event": _event_to_dict(t.event), "source": t.source.value, "target": t.target.value}
+            for t in job.history
+        ],
+    }
+
+
+def job_from_dict(data: Mapping[str, Any]) -> BoxJob:
+    """Inverse of `job_to_dict`; raises `ValueError` on an unknown version or an inconsistent state."""
+    if data.get("version") != SCHEMA_VERSION:
+        raise ValueError(f"unsupported box job version {data.get('version')!r} (expected {SCHEMA_VERSION})")
+    try:
+        pending = data["pending"]
+        return BoxJob(
+            status=JobStatus(data["status"]),
+            accepted=tuple(DrawnBox(int(b), int(w)) for b, w in data["accepted"]),
+            pending=DrawnBox(int(pending[0]), int(pending[1])) if pending is not None else None,
+            coverage_exclude=tuple(int(w) for w in data["coverage_exclude"]),
+            rounds=int(data["rounds"]),
+            boxes_drawn=int(data["boxes_drawn"]),
+            boxes_rejected=int(data["boxes_rejected"]),
+            max_boxes=int(data["max_boxes"]),
+            max_rounds=int(data["max_rounds"]),
+            history=tuple(
+                Transition(_event_from_dict(t["event"]), JobStatus(t["source"]), JobStatus(t["target"]))
+                for t in data["history"]
+            ),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"malformed box job: {exc!r}") from exc
