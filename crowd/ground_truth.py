@@ -89,12 +89,12 @@ def match_boxes(true_boxes: BoxArray, boxes: BoxArray, iou_threshold: float = CO
     out = np.full(iou.shape[0], -1, dtype=np.int64)
     if iou.size == 0:
         return out
-    order = np.argsort(-iou, axis=None, kind="stable")
+    flat_iou = iou.ravel()
+    candidates = np.flatnonzero(flat_iou >= iou_threshold)
+    order = candidates[np.argsort(-flat_iou[candidates], kind="stable")]
     taken = np.zeros(iou.shape[1], dtype=bool)
-    for flat in order:
-        i, j = divmod(int(flat), iou.shape[1])
-        if iou[i, j] < iou_threshold:
-            break
+    for flat in order.tolist():
+        i, j = divmod(flat, iou.shape[1])
         if out[i] < 0 and not taken[j]:
             out[i] = j
             taken[j] = True
