@@ -26,35 +26,86 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 DEFAULT_CAP = 12
-DEFAULT_PRIOR_STRENGTH = 10.0
+DEFAULT_PRIOR_STRENGTH = 100.0
+DEFAULT_MAX_CONCENTRATION: float | None = None
 # Table values are kept this far from 0 and 1 so a log-odds or a ratio built from them stays finite.
 PROBABILITY_FLOOR = 1e-9
+Reference = Literal["majority", "posterior"]
 METHOD = "beta-binomial/mixture-prior/bimonotone-isotonic"
 
 
 @dataclass(frozen=True)
 class MixtureFit:
-    """Two-class binomial mixture: prior P(positive) and the per-vote yes rate of each class."""
+    """Two-class binomial mixture: prior P(positive) and, per class, a Beta posterior over its per-vote yes rate.
+
+    ``pos_yes``/``pos_no`` (and ``neg_yes``/``neg_no``) are the Beta parameters: expected yes/no votes on
+    positive (negative) calibration images plus one. Their means are the plug-in rates.
+    """
 
     prior: float
-    sensitivity: float  # P(yes | positive)
-    false_positive_rate: float  # P(yes | negative)
+    pos_yes: float
+    pos_no: float
+    neg_yes: float
+    neg_no: float
     iterations: int
 
-    def log_odds(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Posterior log-odds of a positive after ``a`` yes and ``b`` no votes under the mixture."""
+    @property
+    def sensitivity(self) -> float:  # P(yes | positive)
+        return self.pos_yes / (self.pos_yes + self.pos_no)
+
+    @property
+    def false_positive_rate(self) -> float:  # P(yes | negative)
+        return self.neg_yes / (self.neg_yes + self.neg_no)
+
+    def plug_in_posterior(self, yes: NDArray[np.int64], no: NDArray[np.int64]) -> NDArray[np.float64]:
+        """P(positive) of a calibration image from all its votes, with the fitted rates taken as exact."""
         q1, q0 = self.sensitivity, self.false_positive_rate
+        logit = (
+            np.log(self.prior / (1 - self.prior)) + yes * np.log(q1 / q0) + no * np.log((1 - q1) / (1 - q0))
+        )
+        return _expit(np.asarray(logit, dtype=np.float64))
+
+    def log_odds(
+        self, a: NDArray[np.int64], b: NDArray[np.int64], max_concentration: float | None = None
+    ) -> NDArray[np.float64]:
+        """Posterior predictive log-odds of a positive for a new image after ``a`` yes and ``b`` no votes.
+
+        The per-class yes rate is integrated over its Beta posterior (a beta-binomial likelihood), so the
+        uncertainty of rates fitted on a few dozen images makes long runs of agreement count for less than the
+        plug-in rates would claim. ``max_concentration`` caps each Beta's total pseudo-count, which also
+        stands for rates varying from image to image (ambiguous candidates) however large the calibration set.
+        """
+        cap = int(max(np.max(a, initial=0), np.max(b, initial=0)))
         return (
             np.log(self.prior / (1.0 - self.prior))
-            + a * np.log(q1 / q0)
-            + b * np.log((1.0 - q1) / (1.0 - q0))
+            + _log_beta_ratio(self.pos_yes, self.pos_no, a, b, cap, max_concentration)
+            - _log_beta_ratio(self.neg_yes, self.neg_no, a, b, cap, max_concentration)
         )
+
+
+def _log_beta_ratio(
+    alpha: float,
+    beta: float,
+    a: NDArray[np.int64],
+    b: NDArray[np.int64],
+    cap: int,
+    max_concentration: float | None,
+) -> NDArray[np.float64]:
+    """log B(alpha + a, beta + b) - log B(alpha, beta), by running sums of logs (no special functions needed)."""
+    if max_concentration is not None and alpha + beta > max_concentration:
+        scale = max_concentration / (alpha + beta)
+        alpha, beta = alpha * scale, beta * scale
+    steps = np.arange(2 * cap + 1, dtype=np.float64)
+    up_a = np.concatenate([[0.0], np.cumsum(np.log(alpha + steps))])
+    up_b = np.concatenate([[0.0], np.cumsum(np.log(beta + steps))])
+    up_n = np.concatenate([[0.0], np.cumsum(np.log(alpha + beta + steps))])
+    return np.asarray(up_a[a] + up_b[b] - up_n[a + b])
 
 
 @dataclass(frozen=True)
@@ -183,25 +234,31 @@ def fit_binomial_mixture(
     resp = init_labels.astype(np.float64).copy()
     fixed = np.zeros(resp.shape, dtype=bool) if clamped is None else clamped
     prior = q1 = q0 = 0.5
+    counts = (1.0, 1.0, 1.0, 1.0)
     iterations = 0
     for iteration in range(1, max_iter + 1):
         iterations = iteration
-        prior = (resp.sum() + 1.0) / (resp.size + 2.0)
-        q1 = float((resp @ yes + 1.0) / (resp @ total + 2.0))
-        q0 = float(((1.0 - resp) @ yes + 1.0) / ((1.0 - resp) @ total + 2.0))
+        prior = float((resp.sum() + 1.0) / (resp.size + 2.0))
+        counts = (
+            float(resp @ yes) + 1.0,
+            float(resp @ no) + 1.0,
+            float((1.0 - resp) @ yes) + 1.0,
+            float((1.0 - resp) @ no) + 1.0,
+        )
+        q1 = counts[0] / (counts[0] + counts[1])
+        q0 = counts[2] / (counts[2] + counts[3])
         if q1 < q0:
             # The initial labels were anti-correlated with the votes; the "positive" class must be the one that
             # draws more yes votes, so flip rather than converge to the mirrored solution.
             q1, q0, prior = q0, q1, 1.0 - prior
+            counts = (counts[2], counts[3], counts[0], counts[1])
         logit = np.log(prior / (1 - prior)) + yes * np.log(q1 / q0) + no * np.log((1 - q1) / (1 - q0))
         new = np.where(fixed, resp, _expit(logit))
         delta = float(np.max(np.abs(new - resp))) if new.size else 0.0
         resp = new
         if delta < tol:
             break
-    return MixtureFit(
-        prior=float(prior), sensitivity=float(q1), false_positive_rate=float(q0), iterations=iterations
-    )
+    return MixtureFit(prior, *counts, iterations=iterations)
 
 
 def _expit(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -240,7 +297,9 @@ def build_table(
     *,
     cap: int = DEFAULT_CAP,
     prior_strength: float = DEFAULT_PRIOR_STRENGTH,
+    max_concentration: float | None = DEFAULT_MAX_CONCENTRATION,
     tie_label: float = 0.5,
+    reference: Reference = "majority",
 ) -> ConfidenceTable:
     """Build a smoothed, monotone confidence table from calibration vote sequences.
 
@@ -261,10 +320,15 @@ def build_table(
 
     a_grid, b_grid = np.meshgrid(np.arange(cap + 1), np.arange(cap + 1), indexing="ij")
     inside = a_grid + b_grid <= cap
-    prior_mean = _expit(mixture.log_odds(a_grid, b_grid))
+    prior_mean = _expit(mixture.log_odds(a_grid, b_grid, max_concentration))
     # Keep the prior itself inside (0, 1): with near-perfect voters the mixture odds overflow to exactly 1.0.
     prior_mean = np.clip(prior_mean, PROBABILITY_FLOOR, 1.0 - PROBABILITY_FLOOR)
 
+    if reference == "posterior":
+        soft = mixture.plug_in_posterior(yes, total - yes)
+        labels = np.where(clamped, labels, soft) if clamped is not None else soft
+    elif reference != "majority":
+        raise ValueError(f"unknown reference {reference!r}")
     positives, images = prefix_pattern_counts(sequences, labels, cap)
     raw = (positives + prior_strength * prior_mean) / (images + prior_strength)
     weights = images + prior_strength

@@ -53,7 +53,8 @@ _BY_CODE = {v: k for k, v in DECISION_CODES.items()}
 class StoppingPolicy(Protocol):
     """Anything that turns vote counts (and optionally a table) into decision codes."""
 
-    cap: int
+    @property
+    def cap(self) -> int: ...
 
     def decide_counts(
         self, table: ConfidenceTable | None, a: NDArray[np.int64], b: NDArray[np.int64]
@@ -174,18 +175,24 @@ def decision_matrix(table: ConfidenceTable | None, policy: StoppingPolicy) -> ND
 
 
 def first_decisions(
-    table: ConfidenceTable | None, answers: NDArray[np.bool_], policy: StoppingPolicy
+    table: ConfidenceTable | None,
+    answers: NDArray[np.bool_],
+    policy: StoppingPolicy,
+    start: ArrayLike = 1,
 ) -> tuple[NDArray[np.int8], NDArray[np.int64]]:
     """Run the rule over pre-drawn vote sequences (rows, arrival order): final code and votes spent per row.
 
-    Rows whose sequence runs out before a decision end ASK_MORE with all their votes spent.
+    ``start`` (per row or scalar) is the number of votes already paid for before the rule is first consulted,
+    e.g. the calibration votes of a calibration image. Rows whose sequence runs out undecided end ASK_MORE.
     """
     n_rows, width = answers.shape
-    k = min(width, policy.cap)
+    k = max(min(width, policy.cap), int(np.max(start)) if np.size(start) else 1)
+    k = min(k, width)
     yes = np.cumsum(answers[:, :k], axis=1, dtype=np.int64)
     n = np.arange(1, k + 1, dtype=np.int64)[None, :]
     codes = policy.decide_counts(table, yes, n - yes)
-    decided = codes != ASK_MORE
+    starts = np.broadcast_to(np.asarray(start, dtype=np.int64), (n_rows,))[:, None]
+    decided = (codes != ASK_MORE) & (n >= starts)
     any_decided = decided.any(axis=1)
     first = np.where(any_decided, decided.argmax(axis=1), k - 1)
     final = np.where(any_decided, codes[np.arange(n_rows), first], ASK_MORE).astype(np.int8)
