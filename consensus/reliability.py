@@ -126,14 +126,19 @@ def fit_dawid_skene(
     prior = 0.5
     converged = False
     iterations = 0
+    # With gold present the first M-step learns the rates from gold items alone: a majority start can sit in the
+    # mirrored mode (a crowd that is mostly wrong) and EM would never leave it.
+    gold_votes = clamp[item_idx]
+    anchored_start = bool(gold_votes.any())
     for iteration in range(1, max_iter + 1):
         iterations = iteration
         # M-step: expected confusion counts per worker, shrunk towards the crowd's pooled rates.
+        w_v = gold_votes.astype(np.float64) if iteration == 1 and anchored_start else np.ones(item_idx.size)
         mu_v = mu[item_idx]
-        pos_mass = np.bincount(worker_idx, weights=mu_v, minlength=n_workers)
-        neg_mass = n_votes - pos_mass
-        yes_on_pos = np.bincount(worker_idx, weights=mu_v * yes_f, minlength=n_workers)
-        no_on_neg = np.bincount(worker_idx, weights=(1.0 - mu_v) * (1.0 - yes_f), minlength=n_workers)
+        pos_mass = np.bincount(worker_idx, weights=w_v * mu_v, minlength=n_workers)
+        neg_mass = np.bincount(worker_idx, weights=w_v * (1.0 - mu_v), minlength=n_workers)
+        yes_on_pos = np.bincount(worker_idx, weights=w_v * mu_v * yes_f, minlength=n_workers)
+        no_on_neg = np.bincount(worker_idx, weights=w_v * (1.0 - mu_v) * (1.0 - yes_f), minlength=n_workers)
         if model == "two-coin":
             pooled_sens = (yes_on_pos.sum() + 1.0) / (pos_mass.sum() + 2.0)
             pooled_spec = (no_on_neg.sum() + 1.0) / (neg_mass.sum() + 2.0)
@@ -141,13 +146,16 @@ def fit_dawid_skene(
             spec = (no_on_neg + prior_strength * pooled_spec) / (neg_mass + prior_strength)
         elif model == "one-coin":
             right = yes_on_pos + no_on_neg
-            pooled_sens = pooled_spec = (right.sum() + 1.0) / (n_votes.sum() + 2.0)
-            sens = spec = (right + prior_strength * pooled_sens) / (n_votes + prior_strength)
+            pooled_sens = pooled_spec = (right.sum() + 1.0) / (pos_mass.sum() + neg_mass.sum() + 2.0)
+            sens = spec = (right + prior_strength * pooled_sens) / (pos_mass + neg_mass + prior_strength)
         else:
             raise ValueError(f"unknown model {model!r}")
         sens = np.clip(np.nan_to_num(sens, nan=pooled_sens), RATE_FLOOR, 1.0 - RATE_FLOOR)
         spec = np.clip(np.nan_to_num(spec, nan=pooled_spec), RATE_FLOOR, 1.0 - RATE_FLOOR)
-        prior = float((mu.sum() + 1.0) / (n_items + 2.0))
+        if iteration == 1 and anchored_start:
+            prior = float((clamp_value[clamp].sum() + 1.0) / (clamp.sum() + 2.0))
+        else:
+            prior = float((mu.sum() + 1.0) / (n_items + 2.0))
 
         # E-step: item log-odds = prior log-odds + sum of its votes' log-likelihood ratios.
         llr_yes = np.log(sens / (1.0 - spec))
