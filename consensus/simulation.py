@@ -7,7 +7,6 @@ run on the same pre-drawn votes, so cost differences come from the rule and not 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from consensus.calibration import DEFAULT_CAP, ConfidenceTable, build_table, calibration_sample_size
+from consensus.reliability import DEFAULT_PRIOR_STRENGTH as RELIABILITY_PRIOR_STRENGTH
 from consensus.reliability import fit_dawid_skene
 from consensus.stopping import ACCEPT, ASK_MORE, MajorityPolicy, ThresholdPolicy, first_decisions
 
@@ -200,7 +200,7 @@ class Workload:
         return _outcome("dynamic", self.crowd.truth, codes, votes), tables
 
     def run_weighted(
-        self, policy: ThresholdPolicy, prior_strength: float = 4.0, refit: Callable[[int], bool] | None = None
+        self, policy: ThresholdPolicy, prior_strength: float = RELIABILITY_PRIOR_STRENGTH
     ) -> Outcome:
         """Reliability-weighted sequential consensus: one more vote per undecided image per round, with the
         synset's Dawid-Skene fit refreshed on every vote revealed so far before each round's decisions."""
