@@ -1,0 +1,134 @@
+"""Sequential stopping: thresholds from a target precision, table-driven decisions, fixed majorities."""
+
+import numpy as np
+import pytest
+
+from consensus.calibration import ConfidenceTable
+from consensus.stopping import (
+    ACCEPT,
+    ASK_MORE,
+    REJECT,
+    REVIEW,
+    Decision,
+    MajorityPolicy,
+    ThresholdPolicy,
+    decide,
+    decide_many,
+    decision_matrix,
+    first_decisions,
+    thresholds_for_precision,
+)
+
+
+def model_table(prior: float, q1: float, q0: float, cap: int = 12) -> ConfidenceTable:
+    """Exact P(positive | a, b) for votes i.i.d. given the class: what a perfectly calibrated table holds."""
+    a, b = np.meshgrid(np.arange(cap + 1), np.arange(cap + 1), indexing="ij")
+    logit = np.log(prior / (1 - prior)) + a * np.log(q1 / q0) + b * np.log((1 - q1) / (1 - q0))
+    p = np.where(a + b <= cap, 1 / (1 + np.exp(-logit)), np.nan)
+    return ConfidenceTable(cap=cap, probabilities=p, n_images=0, n_votes=0, prior=prior)
+
+
+def test_accept_threshold_is_the_target_precision_and_reject_threshold_the_allowed_error():
+    policy = thresholds_for_precision(0.997)
+    assert policy.tau_accept == 0.997 and policy.tau_reject == 0.02 and policy.cap == 12
+    assert thresholds_for_precision(0.99, reject_error=0.05).tau_reject == 0.05
+
+
+def test_hierarchy_questions_reject_only_as_surely_as_they_accept():
+    policy = thresholds_for_precision(0.997, favour_yes=True)
+    assert policy.tau_reject == pytest.approx(0.003)
+    assert policy.tau_reject < thresholds_for_precision(0.997).tau_reject
+
+
+@pytest.mark.parametrize("bad", [0.4, 1.0])
+def test_unreachable_target_precisions_are_refused(bad):
+    with pytest.raises(ValueError):
+        thresholds_for_precision(bad)
+
+
+@pytest.mark.parametrize("target", [0.99, 0.997])
+def test_thresholds_deliver_the_target_precision_on_a_calibrated_table(target):
+    rng = np.random.default_rng(11)
+    prior, q1, q0 = 0.6, 0.8, 0.25
+    table = model_table(prior, q1, q0)
+    policy = thresholds_for_precision(target)
+    n = 200_000
+    truth = rng.random(n) < prior
+    answers = rng.random((n, 12)) < np.where(truth, q1, q0)[:, None]
+    codes, _ = first_decisions(table, answers, policy)
+    accepted = codes == ACCEPT
+    assert truth[accepted].mean() >= target
+    # ...and the reject side keeps its promise too: few positives among rejected items.
+    assert truth[codes == REJECT].mean() <= policy.tau_reject
+
+
+def test_decide_accepts_rejects_asks_more_and_reviews_at_the_cap():
+    table = model_table(0.6, 0.85, 0.15)
+    policy = thresholds_for_precision(0.997)
+    assert decide(table, 0, 0, policy) is Decision.ASK_MORE
+    assert decide(table, 4, 0, policy) is Decision.ACCEPT  # odds 1.5 * (0.85/0.15)^4 > 332
+    assert decide(table, 3, 0, policy) is Decision.ASK_MORE  # P = 0.9962 < 0.997
+    assert decide(table, 0, 3, policy) is Decision.REJECT
+    assert decide(table, 6, 6, policy) is Decision.REVIEW
+    assert decide(table, 5, 6, policy) is Decision.ASK_MORE
+
+
+def test_more_yes_never_turns_an_accept_into_anything_else():
+    table = model_table(0.6, 0.85, 0.15)
+    matrix = decision_matrix(table, thresholds_for_precision())
+    for b in range(13):
+        col = matrix[: 13 - b, b]
+        first = np.flatnonzero(col == ACCEPT)
+        if first.size:
+            assert np.all(col[first[0] :] == ACCEPT)
+
+
+def test_threshold_policy_refuses_inverted_thresholds():
+    with pytest.raises(ValueError):
+        ThresholdPolicy(tau_accept=0.4, tau_reject=0.6)
+
+
+@pytest.mark.parametrize(
+    ("n", "a", "b", "expected"),
+    [
+        (3, 2, 0, Decision.ACCEPT),
+        (3, 1, 1, Decision.ASK_MORE),
+        (3, 0, 2, Decision.REJECT),
+        (3, 1, 0, Decision.ASK_MORE),
+        (5, 3, 1, Decision.ACCEPT),
+        (5, 2, 2, Decision.ASK_MORE),
+        (5, 1, 3, Decision.REJECT),
+        (7, 3, 3, Decision.ASK_MORE),
+        (7, 4, 0, Decision.ACCEPT),
+        (4, 2, 2, Decision.REVIEW),
+    ],
+)
+def test_majority_rules_stop_as_soon_as_the_majority_is_decided(n, a, b, expected):
+    assert decide(None, a, b, MajorityPolicy(n)) is expected
+
+
+def test_decide_many_agrees_with_decide_pattern_by_pattern():
+    table = model_table(0.5, 0.8, 0.2)
+    policy = thresholds_for_precision()
+    a, b = np.meshgrid(np.arange(13), np.arange(13), indexing="ij")
+    inside = a + b <= 12
+    codes = decide_many(table, a[inside], b[inside], policy)
+    for ai, bi, code in zip(a[inside], b[inside], codes, strict=True):
+        assert Decision.from_code(code) is decide(table, int(ai), int(bi), policy)
+
+
+def test_first_decisions_count_the_votes_spent_and_respect_paid_calibration_votes():
+    answers = np.array([[True, True, False, True], [False, False, True, True], [True, False, True, False]])
+    codes, spent = first_decisions(None, answers, MajorityPolicy(3))
+    assert codes.tolist() == [ACCEPT, REJECT, ACCEPT]
+    assert spent.tolist() == [2, 2, 3]
+    # A row whose first 4 votes were already paid for is judged on all of them.
+    codes, spent = first_decisions(None, answers, MajorityPolicy(3), start=np.array([1, 4, 1]))
+    assert spent.tolist() == [2, 4, 3]
+
+
+def test_decision_codes_round_trip_and_undecided_is_zero():
+    assert ASK_MORE == 0
+    for d in Decision:
+        assert Decision.from_code(d.code) is d
+    assert Decision.REVIEW.code == REVIEW and Decision.ACCEPT == "accept"
