@@ -16,10 +16,6 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-# Pairs are built and scored in chunks of about this many, so peak memory stays around a hundred megabytes
-# whatever the dataset size (about 100 bytes of temporaries per candidate pair).
-DEFAULT_MAX_PAIRS_PER_CHUNK = 1_000_000
-
 
 class PairKind(IntEnum):
     """Which review queue a pair belongs to."""
@@ -160,14 +156,12 @@ class OverlapPairs:
         ids = np.asarray(box_ids, dtype=np.int64)
         return self._take(np.isin(self.box_a, ids) | np.isin(self.box_b, ids))
 
-    def _take(self, mask: BoolArray) -> OverlapPairs:
-        return OverlapPairs(
-            box_a=self.box_a[mask],
-            box_b=self.box_b[mask],
-            iou=self.iou[mask],
-            kind=self.kind[mask],
-            confusable=self.confusable[mask],
-        )
+    def _take(self, index: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> OverlapPairs:
+        """The pairs selected by a mask or an index array, in that order."""
+        return OverlapPairs(*(getattr(self, name)[index] for name in _PAIR_FIELDS))
+
+
+_PAIR_FIELDS = ("box_a", "box_b", "iou", "kind", "confusable")
 
 
 def _iou_from_parts(inter: FloatArray, area_a: FloatArray, area_b: FloatArray) -> FloatArray:
@@ -178,84 +172,68 @@ def _iou_from_parts(inter: FloatArray, area_a: FloatArray, area_b: FloatArray) -
     return np.divide(inter, union, out=union)
 
 
-def find_overlap_pairs(
-    boxes: BoxArrays,
-    thresholds: OverlapThresholds | None = None,
-    *,
-    max_pairs_per_chunk: int = DEFAULT_MAX_PAIRS_PER_CHUNK,
-) -> OverlapPairs:
+def find_overlap_pairs(boxes: BoxArrays, thresholds: OverlapThresholds | None = None) -> OverlapPairs:
     """Every duplicate and cross-class pair among boxes of the same image.
 
     Images are independent, so callers may scan any subset of whole images (e.g. one batch per task run) and
-    concatenate the results.
+    concatenate the results. Work and memory grow with the number of boxes plus the number of pairs that
+    overlap horizontally, not with the square of the boxes per image.
     """
     thresholds = thresholds or OverlapThresholds()
-    if max_pairs_per_chunk < 1:
-        raise ValueError("max_pairs_per_chunk must be positive")
     n = len(boxes)
     if n < 2:
         return OverlapPairs.empty()
 
-    # Sort by image then box id: each image becomes one contiguous run, and within a run a lower position
-    # means a lower box id, which gives box_a < box_b for free.
-    order = np.lexsort((boxes.box_id, boxes.image_id))
+    # Sweep and prune: sort by image, then by left edge. Box i can only overlap a later box j of its image
+    # while x1[j] < x2[i]; once some j fails that test every later one fails too. So all images advance in
+    # lockstep, one step further to the right per round, with a shrinking set of still-open boxes.
+    order = np.argsort(boxes.x1, kind="stable")
+    order = order[np.argsort(boxes.image_id[order], kind="stable")]
     image = boxes.image_id[order]
-    box_id = boxes.box_id[order]
-    coords = np.stack([boxes.x1[order], boxes.y1[order], boxes.x2[order], boxes.y2[order]], axis=1)
-    area = (coords[:, 2] - coords[:, 0]) * (coords[:, 3] - coords[:, 1])
+    # One +inf sentinel past the end, so a box whose run ends at the last position drops out by the x test.
+    x1 = np.append(boxes.x1[order], np.inf)
+    coords = _SortedBoxes(
+        box_id=boxes.box_id[order],
+        x1=x1,
+        y1=boxes.y1[order],
+        x2=boxes.x2[order],
+        y2=boxes.y2[order],
+        area=(boxes.x2[order] - x1[:n]) * (boxes.y2[order] - boxes.y1[order]),
+    )
     # Dense class codes keep confusable-pair keys (lo * n_classes + hi) small whatever the raw ids are.
     class_values, class_code = np.unique(boxes.class_id[order], return_inverse=True)
-    class_code = class_code.astype(np.int64)
-    confusable_keys = _confusable_keys(thresholds.confusable_pairs, class_values)
-    n_classes = np.int64(len(class_values))
+    scorer = _PairScorer(
+        class_code=class_code.astype(np.int64),
+        n_classes=np.int64(len(class_values)),
+        confusable_keys=_confusable_keys(thresholds.confusable_pairs, class_values),
+        thresholds=thresholds,
+    )
 
-    # Each box i pairs with every later box of its own image: positions i+1 .. run_end[i]-1.
     run_starts = np.flatnonzero(np.r_[True, image[1:] != image[:-1]])
-    run_ends = np.r_[run_starts[1:], n]
-    run_end = np.repeat(run_ends, np.diff(np.r_[run_starts, n]))
-    partners = run_end - np.arange(n) - 1
-    cumulative = np.cumsum(partners)
-
-    lowest_cross = min(thresholds.cross_class_iou, thresholds.confusable_iou)
-    found: list[tuple[IntArray, IntArray, FloatArray, npt.NDArray[np.int8], BoolArray]] = []
-    start = 0
-    while start < n:
-        done_before = cumulative[start - 1] if start else 0
-        stop = int(np.searchsorted(cumulative, done_before + max_pairs_per_chunk, side="right"))
-        stop = max(stop, start + 1)
-        counts = partners[start:stop]
-        total = int(counts.sum())
-        if total:
-            a = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
-            first_slot = np.cumsum(counts) - counts
-            b = a + 1 + np.arange(total, dtype=np.int64) - np.repeat(first_slot, counts)
-            found.append(
-                _score_chunk(
-                    a, b, coords, area, class_code, n_classes, confusable_keys, thresholds, lowest_cross
-                )
-            )
-        start = stop
+    run_end = np.repeat(np.r_[run_starts[1:], n], np.diff(np.r_[run_starts, n]))
+    found: list[OverlapPairs] = []
+    open_boxes = np.arange(n - 1, dtype=np.int64)
+    step = 1
+    while open_boxes.size:
+        partner = (
+            open_boxes + step
+        )  # at most n: a box stays open only while its previous partner was in its run
+        still_open = (partner < run_end[open_boxes]) & (x1[partner] < coords.x2[open_boxes])
+        open_boxes, partner = open_boxes[still_open], partner[still_open]
+        if open_boxes.size:
+            found.append(scorer.score(coords, open_boxes, partner))
+        step += 1
 
     if not found:
         return OverlapPairs.empty()
-    a = np.concatenate([f[0] for f in found])
-    b = np.concatenate([f[1] for f in found])
-    result_order = np.lexsort((box_id[b], box_id[a]))
-    return OverlapPairs(
-        box_a=box_id[a][result_order],
-        box_b=box_id[b][result_order],
-        iou=np.concatenate([f[2] for f in found])[result_order],
-        kind=np.concatenate([f[3] for f in found])[result_order],
-        confusable=np.concatenate([f[4] for f in found])[result_order],
-    )
+    merged = OverlapPairs(*(np.concatenate([getattr(f, name) for f in found]) for name in _PAIR_FIELDS))
+    return merged._take(np.lexsort((merged.box_b, merged.box_a)))
 
 
 def find_overlap_pairs_for_changed(
     boxes: BoxArrays,
     changed_box_ids: npt.ArrayLike,
     thresholds: OverlapThresholds | None = None,
-    *,
-    max_pairs_per_chunk: int = DEFAULT_MAX_PAIRS_PER_CHUNK,
 ) -> OverlapPairs:
     """The pairs that involve at least one new or changed box; only images holding such a box are re-scanned.
 
@@ -268,7 +246,7 @@ def find_overlap_pairs_for_changed(
         return OverlapPairs.empty()
     touched_images = np.unique(boxes.image_id[is_changed])
     subset = boxes.take(np.isin(boxes.image_id, touched_images))
-    pairs = find_overlap_pairs(subset, thresholds, max_pairs_per_chunk=max_pairs_per_chunk)
+    pairs = find_overlap_pairs(subset, thresholds)
     return pairs.involving(changed)
 
 
@@ -288,43 +266,55 @@ def _confusable_keys(pairs: frozenset[tuple[int, int]], class_values: IntArray) 
     return np.unique(lo[present].astype(np.int64) * n + hi[present])
 
 
-def _score_chunk(
-    a: IntArray,
-    b: IntArray,
-    coords: FloatArray,
-    area: FloatArray,
-    class_code: IntArray,
-    n_classes: np.int64,
-    confusable_keys: IntArray,
-    thresholds: OverlapThresholds,
-    lowest_cross: float,
-) -> tuple[IntArray, IntArray, FloatArray, npt.NDArray[np.int8], BoolArray]:
-    """IoU of candidate pairs (positions a < b), keeping those above their queue's threshold."""
-    # Most pairs of an image do not even overlap horizontally; drop them before gathering the rest.
-    ca = coords[a]
-    cb = coords[b]
-    iw = np.minimum(ca[:, 2], cb[:, 2])
-    iw -= np.maximum(ca[:, 0], cb[:, 0])
-    keep = iw > 0
-    a, b, ca, cb, iw = a[keep], b[keep], ca[keep], cb[keep], iw[keep]
-    ih = np.minimum(ca[:, 3], cb[:, 3])
-    ih -= np.maximum(ca[:, 1], cb[:, 1])
-    np.maximum(ih, 0.0, out=ih)
-    iou = _iou_from_parts(iw * ih, area[a], area[b])
+@dataclass(frozen=True)
+class _SortedBoxes:
+    box_id: IntArray
+    x1: FloatArray  # one longer than the others (sentinel)
+    y1: FloatArray
+    x2: FloatArray
+    y2: FloatArray
+    area: FloatArray
 
-    same_class = class_code[a] == class_code[b]
-    duplicate = same_class & (iou > thresholds.duplicate_iou)
-    cross = ~same_class & (iou > lowest_cross)
-    cross_idx = np.flatnonzero(cross)
-    ka, kb = class_code[a[cross_idx]], class_code[b[cross_idx]]
-    keys = np.minimum(ka, kb) * n_classes + np.maximum(ka, kb)
-    is_confusable = np.isin(keys, confusable_keys)
-    limit = np.where(is_confusable, thresholds.confusable_iou, thresholds.cross_class_iou)
-    cross_kept = iou[cross_idx] > limit
-    cross[cross_idx[~cross_kept]] = False
-    confusable = np.zeros(len(a), np.bool_)
-    confusable[cross_idx[cross_kept & is_confusable]] = True
 
-    selected = duplicate | cross
-    kind = np.where(duplicate, np.int8(PairKind.DUPLICATE), np.int8(PairKind.CROSS_CLASS)).astype(np.int8)
-    return a[selected], b[selected], iou[selected], kind[selected], confusable[selected]
+@dataclass(frozen=True)
+class _PairScorer:
+    class_code: IntArray
+    n_classes: np.int64
+    confusable_keys: IntArray
+    thresholds: OverlapThresholds
+
+    def score(self, boxes: _SortedBoxes, i: IntArray, j: IntArray) -> OverlapPairs:
+        """IoU of horizontally overlapping pairs at sorted positions (i, j), kept if above their queue's threshold."""
+        t = self.thresholds
+        iw = np.minimum(boxes.x2[i], boxes.x2[j])
+        iw -= np.maximum(boxes.x1[i], boxes.x1[j])
+        ih = np.minimum(boxes.y2[i], boxes.y2[j])
+        ih -= np.maximum(boxes.y1[i], boxes.y1[j])
+        np.maximum(ih, 0.0, out=ih)
+        iou = _iou_from_parts(iw * ih, boxes.area[i], boxes.area[j])
+
+        ci, cj = self.class_code[i], self.class_code[j]
+        same_class = ci == cj
+        duplicate = same_class & (iou > t.duplicate_iou)
+        cross = ~same_class & (iou > min(t.cross_class_iou, t.confusable_iou))
+        cross_idx = np.flatnonzero(cross)
+        ki, kj = ci[cross_idx], cj[cross_idx]
+        is_confusable = np.isin(
+            np.minimum(ki, kj) * self.n_classes + np.maximum(ki, kj), self.confusable_keys
+        )
+        limit = np.where(is_confusable, t.confusable_iou, t.cross_class_iou)
+        cross_kept = iou[cross_idx] > limit
+        cross[cross_idx[~cross_kept]] = False
+        confusable = np.zeros(len(i), np.bool_)
+        confusable[cross_idx[cross_kept & is_confusable]] = True
+
+        keep = np.flatnonzero(duplicate | cross)
+        id_i, id_j = boxes.box_id[i[keep]], boxes.box_id[j[keep]]
+        kind = np.where(duplicate[keep], np.int8(PairKind.DUPLICATE), np.int8(PairKind.CROSS_CLASS))
+        return OverlapPairs(
+            box_a=np.minimum(id_i, id_j),
+            box_b=np.maximum(id_i, id_j),
+            iou=iou[keep],
+            kind=kind.astype(np.int8),
+            confusable=confusable[keep],
+        )

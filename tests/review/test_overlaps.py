@@ -100,11 +100,11 @@ thresholds_strategy = st.builds(
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows=box_rows(), thresholds=thresholds_strategy, chunk=st.sampled_from([1, 3, 1_000_000]))
+@given(rows=box_rows(), thresholds=thresholds_strategy)
 def test_vectorized_scan_matches_brute_force_double_loop(
-    rows: list[Row], thresholds: OverlapThresholds, chunk: int
+    rows: list[Row], thresholds: OverlapThresholds
 ) -> None:
-    found = find_overlap_pairs(make_boxes(rows), thresholds, max_pairs_per_chunk=chunk)
+    found = find_overlap_pairs(make_boxes(rows), thresholds)
     assert as_tuples(found) == reference_pairs(rows, thresholds)
 
 
