@@ -215,9 +215,8 @@ def find_overlap_pairs(boxes: BoxArrays, thresholds: OverlapThresholds | None = 
     open_boxes = np.arange(n - 1, dtype=np.int64)
     step = 1
     while open_boxes.size:
-        partner = (
-            open_boxes + step
-        )  # at most n: a box stays open only while its previous partner was in its run
+        # partner <= n: a box stays open only while its previous partner was inside its run.
+        partner = open_boxes + step
         still_open = (partner < run_end[open_boxes]) & (x1[partner] < coords.x2[open_boxes])
         open_boxes, partner = open_boxes[still_open], partner[still_open]
         if open_boxes.size:
