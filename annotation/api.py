@@ -21,7 +21,7 @@ from hierarchy.models import Concept
 
 from . import binary_vote, kinds, queue
 from .ingest import IngestItem, images_ingest
-from .models import Assignment, Dataset, Image
+from .models import Assignment, Dataset, Image, Task
 from .serializers import (
     AssignmentSerializer,
     DatasetSerializer,
@@ -29,6 +29,7 @@ from .serializers import (
     ImageUploadSerializer,
     IngestReportSerializer,
     SubmitSerializer,
+    VoteResultSerializer,
     VoteTasksSerializer,
 )
 
@@ -83,6 +84,19 @@ class DatasetViewSet(
         report = images_ingest(dataset=dataset, items=items)
         code = status.HTTP_201_CREATED if report.stored else status.HTTP_400_BAD_REQUEST
         return Response(report.as_dict(), status=code)
+
+    @extend_schema(responses=VoteResultSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="vote-results")
+    def vote_results(self, request, pk=None):
+        """Binary vote tasks of the dataset with their state and, once done, their outcome."""
+        dataset = self.get_object()
+        tasks = (
+            Task.objects.filter(dataset=dataset, kind=binary_vote.KIND)
+            .select_related("concept")
+            .order_by("id")
+        )
+        page = self.paginate_queryset(tasks)
+        return self.get_paginated_response(VoteResultSerializer(page, many=True).data)
 
     @extend_schema(request=VoteTasksSerializer, responses={201: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["post"], url_path="vote-tasks")

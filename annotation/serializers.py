@@ -119,3 +119,12 @@ class VoteTasksSerializer(serializers.Serializer):
     )
     answers_wanted = serializers.IntegerField(min_value=1, max_value=15, default=3)
     priority = serializers.IntegerField(default=0)
+
+
+class VoteResultSerializer(serializers.Serializer):
+    task = serializers.IntegerField(source="pk")
+    image = serializers.IntegerField(source="image_id")
+    concept = serializers.CharField(source="concept.wnid")
+    state = serializers.CharField()
+    answers = serializers.IntegerField(source="answers_count")
+    result = serializers.JSONField(allow_null=True)

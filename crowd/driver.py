@@ -1,0 +1,247 @@
+"""The crowd simulator's driver: simulated workers take tasks and submit answers through the HTTP API until
+the pipelines finish, then the platform's final labels are compared with the ground truth.
+
+Workers see only API responses; the ground truth stays in the scenario object. The driver never imports the
+platform's models (a test checks), so what it measures is what a real crowd would get.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from crowd.simulated import Crowd, SimulatedWorker
+from crowd.transport import Reply, Transport
+
+SUMMARY_KEYS = (
+    "precision",
+    "recall",
+    "votes_per_image",
+    "questions_per_image",
+    "box_coverage",
+    "box_accuracy",
+    "tasks_per_second",
+    "worker_seconds_per_image",
+)
+# Keys measured with the wall clock: they describe the machine, not the crowd, so they are the only ones that
+# differ between two runs with the same seed.
+WALL_CLOCK_KEYS = ("tasks_per_second", "wall_seconds")
+
+
+@dataclass
+class Accounts:
+    organizer_token: str
+    worker_tokens: list[str]
+
+
+@dataclass
+class Stats:
+    tasks_answered: int = 0
+    tasks_skipped: int = 0
+    worker_seconds: float = 0.0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+class Scenario(Protocol):
+    name: str
+    kinds: tuple[str, ...]
+
+    def setup(self, api: OrganizerApi) -> None: ...
+
+    def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]: ...
+
+    def summarize(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]: ...
+
+
+class OrganizerApi:
+    """The organizer's side of the API, as a scenario uses it for setup and for reading final labels."""
+
+    def __init__(self, transport: Transport, token: str) -> None:
+        self.transport = transport
+        self.token = token
+        self.dataset_id: int | None = None
+
+    def call(self, method: str, path: str, **kwargs) -> Reply:
+        return self.transport.call(method, path, token=self.token, **kwargs)
+
+    def create_dataset(self, name: str, description: str = "") -> int:
+        data = self.call(
+            "POST", "/api/v1/datasets/", json_body={"name": name, "description": description}
+        ).expect(201)
+        self.dataset_id = data["id"]
+        return self.dataset_id
+
+    def upload(
+        self, files: list[tuple[str, bytes]], batch: int = 50, progress: Callable | None = None
+    ) -> dict[str, int]:
+        """Upload images in batches; returns {file name: image id}. Every file must be stored."""
+        ids: dict[str, int] = {}
+        for start in range(0, len(files), batch):
+            chunk = files[start : start + batch]
+            report = self.call("POST", f"/api/v1/datasets/{self.dataset_id}/images/", files=chunk).expect(201)
+            if report["rejected"]:
+                raise RuntimeError(f"the platform rejected generated images: {report['rejected']}")
+            ids.update({item["name"]: item["id"] for item in report["stored"]})
+            if progress:
+                progress(len(ids))
+        return ids
+
+    def paged(self, path: str, params: dict | None = None) -> list[dict]:
+        items: list[dict] = []
+        page = 1
+        while True:
+            data = self.call("GET", path, params={**(params or {}), "page": page}).expect(200)
+            items.extend(data["results"])
+            if not data.get("next"):
+                return items
+            page += 1
+
+
+def run_crowd(
+    transport: Transport,
+    scenario: Scenario,
+    crowd: Crowd,
+    tokens: list[str],
+    *,
+    dataset_id: int,
+    seed: int,
+    concurrency: int = 1,
+    max_tasks: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Stats:
+    """Let the crowd work until no worker gets a task in a whole round (or `max_tasks` is spent).
+
+    Single-threaded mode is deterministic: each round the workers come in a seeded random order and each takes
+    at most one task. With `concurrency` > 1, that many threads share the crowd (for load against a server)."""
+    stats = Stats()
+    lock = threading.Lock()
+    members = list(zip(crowd.workers, tokens, strict=True))
+
+    def one_task(worker: SimulatedWorker, token: str) -> bool:
+        reply = transport.call(
+            "GET",
+            "/api/v1/tasks/next",
+            token=token,
+            params={"dataset": dataset_id, "kinds": ",".join(scenario.kinds)},
+        )
+        if reply.status == 204:
+            return False
+        assignment = reply.expect(200)
+        answer, seconds = scenario.answer(worker, assignment)
+        if answer is None:
+            transport.call("POST", f"/api/v1/assignments/{assignment['id']}/release", token=token).expect(200)
+            with lock:
+                stats.tasks_skipped += 1
+            return True
+        key = uuid.UUID(int=int(np.random.default_rng([seed, assignment["id"]]).integers(0, 2**63))).hex
+        result = transport.call(
+            "POST",
+            f"/api/v1/assignments/{assignment['id']}/submit",
+            token=token,
+            json_body={"answer": answer},
+            headers={"Idempotency-Key": key},
+        )
+        with lock:
+            if result.status in (200, 201):
+                stats.tasks_answered += 1
+                stats.worker_seconds += seconds
+                kind = assignment["task"]["kind"]
+                stats.by_kind[kind] = stats.by_kind.get(kind, 0) + 1
+            else:
+                stats.errors.append(f"{result.status}: {result.data}")
+        if progress:
+            progress(stats.tasks_answered)
+        return True
+
+    def budget_left() -> bool:
+        return max_tasks is None or stats.tasks_answered + stats.tasks_skipped < max_tasks
+
+    order_rng = np.random.default_rng([seed, 0x0DE5])
+    if concurrency <= 1:
+        while budget_left():
+            worked = False
+            for index in order_rng.permutation(len(members)):
+                if not budget_left():
+                    break
+                worked |= one_task(*members[index])
+            if not worked:
+                break
+        return stats
+
+    # Concurrent mode: each thread owns a slice of the crowd and works it round by round.
+    def thread_main(slice_members):
+        while budget_left():
+            if not any(one_task(w, t) for w, t in slice_members if budget_left()):
+                return
+
+    threads = [
+        threading.Thread(target=thread_main, args=(members[i::concurrency],), daemon=True)
+        for i in range(concurrency)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return stats
+
+
+def simulate(
+    transport: Transport,
+    scenario: Scenario,
+    crowd: Crowd,
+    accounts: Accounts,
+    *,
+    dataset_name: str,
+    seed: int,
+    concurrency: int = 1,
+    max_tasks: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> dict[str, Any]:
+    """Set up the scenario through the organizer API, run the crowd, and return the JSON summary."""
+    api = OrganizerApi(transport, accounts.organizer_token)
+    api.create_dataset(dataset_name, description=f"simulated {scenario.name} scenario, seed {seed}")
+    scenario.setup(api)
+    started = time.perf_counter()
+    stats = run_crowd(
+        transport,
+        scenario,
+        crowd,
+        accounts.worker_tokens,
+        dataset_id=api.dataset_id,
+        seed=seed,
+        concurrency=concurrency,
+        max_tasks=max_tasks,
+        progress=(lambda n: progress("tasks", n)) if progress else None,
+    )
+    wall = time.perf_counter() - started
+    summary: dict[str, Any] = dict.fromkeys(SUMMARY_KEYS)
+    summary.update(scenario.summarize(api, stats))
+    summary["tasks_per_second"] = round(stats.tasks_answered / wall, 2) if wall > 0 else None
+    summary.update(
+        {
+            "scenario": scenario.name,
+            "seed": seed,
+            "tasks_answered": stats.tasks_answered,
+            "tasks_skipped": stats.tasks_skipped,
+            "tasks_by_kind": dict(sorted(stats.by_kind.items())),
+            "submit_errors": len(stats.errors),
+            "wall_seconds": round(wall, 2),
+        }
+    )
+    return summary
+
+
+def rounded(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def dumps(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, indent=2, sort_keys=False, default=lambda o: asdict(o))

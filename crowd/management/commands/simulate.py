@@ -1,0 +1,167 @@
+"""`manage.py simulate`: run a simulated crowd through the platform's HTTP API and print a JSON summary."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from config.roles import ORGANIZERS, WORKERS
+from crowd.driver import Accounts, dumps, simulate
+from crowd.models import WorkerSource
+from crowd.scenarios import SCENARIOS
+from crowd.scenes import SceneClass
+from crowd.services import token_for, user_create
+from crowd.simulated import Crowd, CrowdSpec
+from crowd.transport import HttpTransport, InProcessTransport
+from hierarchy.services import concepts_upsert
+
+DEFAULT_HIERARCHY = {"verify": "fixtures/hierarchies/voc20.json"}
+
+
+def leaf_classes(path: Path) -> list[dict]:
+    """The leaf concepts of a hierarchy fixture (nodes marked "leaf")."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot read hierarchy {path}: {exc}") from None
+    leaves = [n for n in data.get("nodes", []) if n.get("leaf")]
+    if not leaves:
+        raise CommandError(f"hierarchy {path} has no leaf nodes")
+    return [{"wnid": n["id"], "name": n["name"], "gloss": n.get("gloss", ""), "parents": []} for n in leaves]
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a simulated crowd against the platform through its HTTP API (in-process, or a server with --server) "
+        "and print one JSON summary comparing the final labels with the ground truth."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="verify")
+        parser.add_argument("--images", type=int, default=200, help="Generated images (default 200).")
+        parser.add_argument("--workers", type=int, default=30, help="Simulated workers (default 30).")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--spammers", type=float, default=0.1, help="Share of spammers (default 0.1).")
+        parser.add_argument("--synsets", type=int, default=None, help="Use only the first K leaf synsets.")
+        parser.add_argument(
+            "--positive-rate", type=float, default=0.6, help="Share of true candidates (verify)."
+        )
+        parser.add_argument(
+            "--votes", type=int, default=3, help="Votes per question for fixed majority (verify)."
+        )
+        parser.add_argument(
+            "--hierarchy", type=Path, default=None, help="Hierarchy fixture (JSON) for the classes."
+        )
+        parser.add_argument(
+            "--server", default=None, help="Base URL of a running server (default: in-process)."
+        )
+        parser.add_argument(
+            "--concurrency", type=int, default=1, help="Parallel worker threads (needs --server)."
+        )
+        parser.add_argument(
+            "--max-tasks", type=int, default=None, help="Stop after this many tasks (a budget)."
+        )
+        parser.add_argument(
+            "--report", type=Path, default=None, help="Also write a Markdown report with plots here."
+        )
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **opts):
+        self.validate(opts)
+        scenario_name = opts["scenario"]
+        hierarchy = opts["hierarchy"] or Path(settings.BASE_DIR) / DEFAULT_HIERARCHY.get(
+            scenario_name, "fixtures/hierarchies/voc20.json"
+        )
+        nodes = leaf_classes(hierarchy)
+        if opts["synsets"]:
+            if opts["synsets"] > len(nodes):
+                raise CommandError(
+                    f"--synsets {opts['synsets']} is more than the {len(nodes)} leaves of {hierarchy}"
+                )
+            nodes = nodes[: opts["synsets"]]
+        classes = [SceneClass(n["wnid"], n["name"]) for n in nodes]
+
+        run_id = uuid.uuid4().hex[:8]
+        accounts = self.make_accounts(run_id, opts["workers"], nodes)
+        crowd = Crowd.build(
+            CrowdSpec(n_workers=opts["workers"], seed=opts["seed"], spammer_fraction=opts["spammers"]),
+            class_keys=[c.key for c in classes],
+        )
+        scenario = SCENARIOS[scenario_name](
+            classes=classes,
+            crowd=crowd,
+            n_images=opts["images"],
+            seed=opts["seed"],
+            positive_rate=opts["positive_rate"],
+            votes_per_question=opts["votes"],
+        )
+        transport = HttpTransport(opts["server"]) if opts["server"] else InProcessTransport()
+        summary = simulate(
+            transport,
+            scenario,
+            crowd,
+            accounts,
+            dataset_name=f"sim-{scenario_name}-{opts['seed']}-{run_id}",
+            seed=opts["seed"],
+            concurrency=opts["concurrency"],
+            max_tasks=opts["max_tasks"],
+            progress=None if opts["no_progress"] else self.progress,
+        )
+        if not opts["no_progress"]:
+            sys.stderr.write("\n")
+        if opts["report"]:
+            from crowd.report import write_report
+
+            path = write_report(summary, opts["report"])
+            sys.stderr.write(f"report written to {path}\n")
+        self.stdout.write(dumps(summary))
+
+    def validate(self, opts) -> None:
+        problems = []
+        if opts["images"] < 1:
+            problems.append("--images must be at least 1")
+        if opts["workers"] < 2:
+            problems.append("--workers must be at least 2")
+        if not 0 <= opts["spammers"] < 1:
+            problems.append("--spammers must be in [0, 1)")
+        if opts["concurrency"] < 1:
+            problems.append("--concurrency must be at least 1")
+        if opts["concurrency"] > 1 and not opts["server"]:
+            problems.append("--concurrency above 1 needs --server (a running server to load)")
+        if opts["votes"] < 1:
+            problems.append("--votes must be at least 1")
+        if opts["synsets"] is not None and opts["synsets"] < 1:
+            problems.append("--synsets must be at least 1")
+        if problems:
+            raise CommandError("; ".join(problems))
+
+    def make_accounts(self, run_id: str, n_workers: int, nodes: list[dict]) -> Accounts:
+        """The organizer and worker accounts the simulated crowd logs in with, and the concepts it asks about.
+        (Accounts and concepts have no public API: an operator creates them, as here.)"""
+        with transaction.atomic():
+            concepts_upsert(nodes)
+            organizer = user_create(username=f"sim-{run_id}-organizer", password=None, roles=(ORGANIZERS,))
+            tokens = [
+                token_for(
+                    user_create(
+                        username=f"sim-{run_id}-w{i:04d}",
+                        password=None,
+                        roles=(WORKERS,),
+                        source=WorkerSource.SIMULATED,
+                        external_id=f"{run_id}-{i}",
+                    )
+                )
+                for i in range(n_workers)
+            ]
+            return Accounts(organizer_token=token_for(organizer), worker_tokens=tokens)
+
+    def progress(self, what: str, count: int) -> None:
+        if count % 50 == 0:
+            sys.stderr.write(f"\r{what}: {count}")
+            sys.stderr.flush()

@@ -1,0 +1,11 @@
+"""Simulator scenarios, one module each; `SCENARIOS` maps a name to its factory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .verify import VerifyScenario
+
+SCENARIOS: dict[str, Callable[..., object]] = {
+    "verify": VerifyScenario,
+}

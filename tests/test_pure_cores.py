@@ -1,0 +1,76 @@
+"""The lint rule behind convention 1: algorithm modules never import Django or DRF."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PURE_CORES = [
+    "annotation/geometry.py",
+    "annotation/pipeline.py",
+    "annotation/imagecheck.py",
+    "consensus/calibration.py",
+    "consensus/stopping.py",
+    "consensus/reliability.py",
+    "hierarchy/algorithm.py",
+    "hierarchy/fixture.py",
+    "review/overlaps.py",
+    "benchmark/splits.py",
+    "benchmark/metrics",
+    "crowd/scenes.py",
+    "crowd/simulated.py",
+    "crowd/ground_truth.py",
+    "gold/scoring.py",
+]
+FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
+
+
+def pure_files() -> list[Path]:
+    files: list[Path] = []
+    for name in PURE_CORES:
+        path = ROOT / name
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.py")))
+        elif path.exists():
+            files.append(path)
+    return files
+
+
+def framework_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        found.extend(
+            f"{path.relative_to(ROOT)}:{node.lineno} imports {n}"
+            for n in names
+            if n.split(".")[0] in FORBIDDEN
+        )
+    return found
+
+
+def test_the_pure_core_list_finds_modules():
+    assert len(pure_files()) >= 4
+
+
+@pytest.mark.parametrize("path", pure_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_pure_core_module_does_not_import_the_framework(path):
+    assert framework_imports(path) == []
+
+
+def test_the_check_catches_a_framework_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import numpy\nfrom django.db import models\n")
+    original_root = globals()["ROOT"]
+    try:
+        globals()["ROOT"] = tmp_path
+        assert framework_imports(bad) == ["bad.py:2 imports django.db"]
+    finally:
+        globals()["ROOT"] = original_root
