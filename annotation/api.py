@@ -20,7 +20,7 @@ from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 from hierarchy.models import Concept
 
 from . import binary_vote, kinds, queue
-from .ingest import IngestItem, images_ingest
+from .ingest import images_ingest, item_read
 from .models import Assignment, Dataset, Image, Task
 from .serializers import (
     AssignmentSerializer,
@@ -78,7 +78,7 @@ class DatasetViewSet(
         form = ImageUploadSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         items = (
-            IngestItem(name=f.name or "upload", data=f.read(), source=form.validated_data["source"])
+            item_read(f.name or "upload", f, size=f.size, source=form.validated_data["source"])
             for f in form.validated_data["files"]
         )
         report = images_ingest(dataset=dataset, items=items)

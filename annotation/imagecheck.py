@@ -33,15 +33,18 @@ class CheckedImage:
     reoriented: bool
 
 
-def check_image(data: bytes, *, max_bytes: int, max_pixels: int) -> CheckedImage:
+def check_image(data: bytes, *, max_bytes: int, max_pixels: int, size: int | None = None) -> CheckedImage:
+    """`size` is the file's full size when the caller read only its first `max_bytes + 1` bytes (so an
+    over-size file is refused without ever being held in memory whole)."""
     if len(data) == 0:
         raise ImageRejected("the file is empty")
-    if len(data) > max_bytes:
-        raise ImageRejected(f"the file is {len(data):,} bytes, over the limit of {max_bytes:,} bytes")
+    total = len(data) if size is None else max(size, len(data))
+    if total > max_bytes:
+        raise ImageRejected(f"the file is {total:,} bytes, over the limit of {max_bytes:,} bytes")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data))
+            image: Image.Image = Image.open(io.BytesIO(data))
             fmt = image.format or ""
             width, height = image.size
             if width * height > max_pixels:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -22,6 +23,14 @@ class IngestItem:
     name: str
     data: bytes
     source: str = ""
+    size: int | None = None  # the file's full size when `data` holds only its first bytes (see item_read)
+
+
+def item_read(name: str, stream: BinaryIO, *, size: int | None = None, source: str = "") -> IngestItem:
+    """Read one file for ingestion, holding at most the size limit plus one byte in memory: a huge file is
+    refused from its size alone instead of being read whole first."""
+    data = stream.read(settings.CROWDLABEL["MAX_IMAGE_BYTES"] + 1)
+    return IngestItem(name=name, data=data, source=source, size=size)
 
 
 @dataclass
@@ -68,7 +77,10 @@ def images_ingest(*, dataset: Dataset, items: Iterable[IngestItem], progress=Non
     for item in items:
         try:
             checked = check_image(
-                item.data, max_bytes=limits["MAX_IMAGE_BYTES"], max_pixels=limits["MAX_IMAGE_PIXELS"]
+                item.data,
+                max_bytes=limits["MAX_IMAGE_BYTES"],
+                max_pixels=limits["MAX_IMAGE_PIXELS"],
+                size=item.size,
             )
             image = _store(dataset, item, checked, index, limits["NEAR_DUPLICATE_DISTANCE"])
         except ImageRejected as exc:
