@@ -1,0 +1,77 @@
+"""Admin for datasets, images, boxes and the queue. Assignments are facts: the admin only shows them."""
+
+from django.contrib import admin
+from django.db.models import Count
+
+from .models import Assignment, Box, Dataset, Image, Task
+
+
+@admin.register(Dataset)
+class DatasetAdmin(admin.ModelAdmin):
+    list_display = ["name", "image_count", "created_at"]
+    search_fields = ["name"]
+    filter_horizontal = ["organizers"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(image_count=Count("images"))
+
+    @admin.display(ordering="image_count", description="images")
+    def image_count(self, dataset) -> int:
+        return dataset.image_count
+
+
+@admin.register(Image)
+class ImageAdmin(admin.ModelAdmin):
+    list_display = ["id", "original_name", "dataset", "width", "height", "near_duplicate_of"]
+    list_filter = ["dataset", ("near_duplicate_of", admin.EmptyFieldListFilter)]
+    search_fields = ["original_name", "sha256", "source"]
+    list_select_related = ["dataset", "near_duplicate_of"]
+    raw_id_fields = ["near_duplicate_of"]
+    # The hashes are computed from the stored bytes at ingestion; editing them would break duplicate checks.
+    readonly_fields = ["sha256", "phash", "width", "height", "created_at"]
+
+
+@admin.register(Box)
+class BoxAdmin(admin.ModelAdmin):
+    list_display = ["id", "image", "concept", "x1", "y1", "x2", "y2", "state", "drawn_by"]
+    list_filter = ["state"]
+    search_fields = ["concept__wnid", "concept__name"]
+    list_select_related = ["image", "concept", "drawn_by"]
+    raw_id_fields = ["image", "concept", "drawn_by"]
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "kind",
+        "state",
+        "priority",
+        "answers_count",
+        "answers_wanted",
+        "dataset",
+        "concept",
+    ]
+    list_filter = ["kind", "state", "dataset"]
+    list_select_related = ["dataset", "concept"]
+    raw_id_fields = ["image", "concept", "box", "dataset"]
+    readonly_fields = ["answers_count", "lease_expires_at", "result", "created_at", "updated_at"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    """Read-only: answers are append-only facts (a submitted assignment is never edited or deleted)."""
+
+    list_display = ["id", "task", "worker", "state", "leased_at", "expires_at", "submitted_at"]
+    list_filter = ["state", "task__kind"]
+    list_select_related = ["task", "worker"]
+    search_fields = ["worker__external_id", "worker__user__username"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
