@@ -46,7 +46,7 @@ bench: $(VENV)/.installed
 
 ## schema: write the OpenAPI schema to docs/openapi.yaml
 schema: $(VENV)/.installed
-	$(PY) manage.py spectacular --file docs/openapi.yaml --validate
+	$(PY) manage.py spectacular --file docs/openapi.yaml --validate --fail-on-warn
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache
