@@ -220,6 +220,13 @@ SPECTACULAR_SETTINGS = {
 # Celery: eager (in-process) when no broker is configured, a real broker otherwise.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# A key prefix lets several deployments (or test runs) share one Redis database without taking each other's
+# messages.
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"global_keyprefix": os.environ["CELERY_BROKER_KEY_PREFIX"]}
+    if os.environ.get("CELERY_BROKER_KEY_PREFIX")
+    else {}
+)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ACKS_LATE = True

@@ -43,10 +43,16 @@ async function next() {
     setTimeout(next, 10000);
     return;
   }
-  const renderer = await rendererFor(assignment.task.kind);
-  show(assignment.task.title);
-  body.dataset.assignment = assignment.id;
-  cleanup = renderer.render(body, assignment, (answer) => submit(assignment, answer));
+  try {
+    const renderer = await rendererFor(assignment.task.kind);
+    show(assignment.task.title);
+    body.dataset.assignment = assignment.id;
+    cleanup = renderer.render(body, assignment, (answer) => submit(assignment, answer));
+  } catch (error) {
+    // Say so instead of "Loading…" forever, and hand the task back rather than sit on its lease.
+    show(`This task cannot be shown here: ${error.message}`, true);
+    api(base, `assignments/${assignment.id}/release`, { method: "POST" }).catch(() => {});
+  }
 }
 
 async function submit(assignment, answer) {

@@ -32,6 +32,8 @@ export function render(container, assignment, answer) {
 
   const onKey = (event) => {
     if (event.target && ["INPUT", "TEXTAREA"].includes(event.target.tagName)) return;
+    // Ctrl+Y, Alt+N and friends belong to the browser, and a held-down key must not answer the next task too.
+    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
     const key = event.key.toLowerCase();
     if (key === "y") yes.click();
     else if (key === "n") no.click();
