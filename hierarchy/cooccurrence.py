@@ -83,13 +83,14 @@ class CooccurrenceModel:
 
 @dataclass
 class CorrelationOrder:
-    """Ask first what is likely "no" (it prunes most on DAGs) and take shortcuts to likely-"yes" nodes.
+    """Ask first what is likely "no" and prunes most, and take shortcuts to likely-"yes" nodes.
 
     Shortcut rule (expected questions saved): asking an undecided node d below the frontier costs one
     question now; plain Algorithm 1 would ask d anyway with probability P(all ancestors of d present), and a
     "yes" on d decides its k undecided ancestors, each of which Algorithm 1 would otherwise have asked.
     So the expected saving is P(ancestors present) + k * P(d present) - 1; the order asks the best shortcut
-    when that saving exceeds `min_gain`, and otherwise the candidate least likely to be present.
+    when that saving exceeds `min_gain`, and otherwise the candidate with the largest expected pruning,
+    P(no) * (1 + undecided descendants).
     """
 
     model: CooccurrenceModel
@@ -110,4 +111,12 @@ class CorrelationOrder:
             best = int(np.argmax(gain))
             if gain[best] > self.min_gain and undecided_above[best] > 0:
                 return model.node_ids[best]
-        return min(frontier, key=lambda n: (p_node[model.column[n]], dag.depth[n], dag.index[n]))
+
+        # Among candidates, the one whose expected "no" removes the most undecided nodes: on a tree the order
+        # of candidates does not change the count, but on a diamond asking the parent likely to be "no"
+        # prunes the shared child unasked.
+        def expected_pruned(node: str) -> float:
+            below = sum(1 for d in dag.descendants(node) if d not in state.decisions)
+            return (1.0 - float(p_node[model.column[node]])) * (1 + below)
+
+        return min(frontier, key=lambda n: (-expected_pruned(n), dag.depth[n], dag.index[n]))
