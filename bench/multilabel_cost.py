@@ -251,13 +251,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="fewer images (about 20 s)")
-    parser.add_argument("--images", type=int, default=500)
-    parser.add_argument("--train", type=int, default=3000)
+    parser.add_argument("--quick", action="store_true", help="100 test and 1000 training images")
+    parser.add_argument("--images", type=int, default=400)
+    parser.add_argument("--train", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    n_images = 150 if args.quick else args.images
-    n_train = 1500 if args.quick else args.train
+    n_images = 100 if args.quick else args.images
+    n_train = 1000 if args.quick else args.train
     began = time.perf_counter()
 
     det = load_fixture(FIXTURES / "ilsvrc_det200.json")

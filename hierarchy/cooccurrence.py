@@ -69,15 +69,21 @@ class CooccurrenceModel:
 
     def estimate(self, state: LabelingState) -> tuple[np.ndarray, np.ndarray]:
         """(P(node present), P(all ancestors of node present)) given the answers, aligned with `node_ids`."""
-        mask = self.consistent_images(state).astype(np.float32)
+        mask = self.consistent_images(state)
         matched = float(mask.sum())
-        p_above = (mask @ self.all_above_f + self.alpha * self.prior_above) / (matched + self.alpha)
+        if matched * 4 < mask.size:  # few images left once some answers are known: gather them
+            rows = np.flatnonzero(mask)
+            sum_above, sum_node = self.all_above_f[rows].sum(axis=0), self.present_f[rows].sum(axis=0)
+        else:
+            weights = mask.astype(np.float32)
+            sum_above, sum_node = weights @ self.all_above_f, weights @ self.present_f
+        p_above = (sum_above + self.alpha * self.prior_above) / (matched + self.alpha)
         # A node implies its ancestors, so P(node) = P(ancestors) * P(node | ancestors) for the prior.
         prior = p_above * self.prior_given_above
-        p_node = (mask @ self.present_f + self.alpha * prior) / (matched + self.alpha)
-        for node_id, decision in state.decisions.items():
-            j = self.column[node_id]
-            p_node[j] = 1.0 if decision.present else 0.0
+        p_node = (sum_node + self.alpha * prior) / (matched + self.alpha)
+        if state.decisions:
+            decided = np.fromiter((self.column[n] for n in state.decisions), dtype=np.intp)
+            p_node[decided] = np.fromiter((d.present for d in state.decisions.values()), dtype=np.float32)
         return p_node, np.minimum(np.maximum(p_above, p_node), 1.0)
 
 
