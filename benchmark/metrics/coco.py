@@ -17,7 +17,12 @@ from .matching import greedy_match, pair_iou, pairs_within_groups
 # COCOeval.Params (bbox): the same expressions, so the floats are the same.
 IOU_THRESHOLDS = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1, endpoint=True)
 RECALL_THRESHOLDS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
-AREA_RANGES = ((0.0, 1e5**2), (0.0, 32.0**2), (32.0**2, 96.0**2), (96.0**2, 1e5**2))  # all, small, medium, large
+AREA_RANGES = (
+    (0.0, 1e5**2),
+    (0.0, 32.0**2),
+    (32.0**2, 96.0**2),
+    (96.0**2, 1e5**2),
+)  # all, small, medium, large
 MAX_DETS = 100  # stats[0:6] all use maxDets=100
 STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl")
 
@@ -34,16 +39,16 @@ def ground_truth_from_coco(dataset: Mapping[str, Any]) -> GroundTruth:
     }
     boxes = np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(-1, 4)
     return GroundTruth(
-        image_ids=[im["id"] for im in images],
-        category_ids=[c["id"] for c in cats],
-        box_image=[a["image_id"] for a in anns],
-        box_category=[a["category_id"] for a in anns],
+        image_ids=np.array([im["id"] for im in images]),
+        category_ids=np.array([c["id"] for c in cats]),
+        box_image=np.array([a["image_id"] for a in anns]),
+        box_category=np.array([a["category_id"] for a in anns]),
         boxes=boxes,
         # pycocotools uses the annotation's own 'area' (the segment's), not the box's.
-        area=[a["area"] if "area" in a else a["bbox"][2] * a["bbox"][3] for a in anns],
-        iscrowd=[bool(a.get("iscrowd", 0)) for a in anns],
-        difficult=[bool(a.get("difficult", 0) or a.get("ignore", 0)) for a in anns],
-        ann_ids=[a.get("id", k + 1) for k, a in enumerate(anns)],
+        area=np.array([a["area"] if "area" in a else a["bbox"][2] * a["bbox"][3] for a in anns]),
+        iscrowd=np.array([bool(a.get("iscrowd", 0)) for a in anns], dtype=bool),
+        difficult=np.array([bool(a.get("difficult", 0) or a.get("ignore", 0)) for a in anns], dtype=bool),
+        ann_ids=np.array([a.get("id", k + 1) for k, a in enumerate(anns)]),
         category_names=category_name_map(cats),
         image_sizes=sizes or None,
     )
@@ -125,9 +130,7 @@ def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
     precision = -np.ones((n_thr, n_rec, n_cat, len(AREA_RANGES)))
     for a, (lo, hi) in enumerate(AREA_RANGES):
         g_ignore = g_crowd | (g_area < lo) | (g_area > hi)
-        match = greedy_match(
-            d_group, pair_det, pair_gt, ious, pair_ok, g_ignore, g_crowd, prefer_last=True
-        )
+        match = greedy_match(d_group, pair_det, pair_gt, ious, pair_ok, g_ignore, g_crowd, prefer_last=True)
         matched = match >= 0
         safe = np.where(matched, match, 0)
         d_ignore = matched & g_ignore[safe]

@@ -169,9 +169,11 @@ def resample_detection(gt: GroundTruth, dets: Detections, sample: IntArray) -> t
     if gt.image_sizes is not None:
         sizes = {i: gt.image_sizes[int(s)] for i, s in enumerate(sample) if int(s) in gt.image_sizes}
     assert gt.area is not None and gt.iscrowd is not None and gt.difficult is not None
-    blacklist = frozenset(
-        (i, c) for i, s in enumerate(sample) for (b, c) in gt.blacklist if b == int(s)
-    ) if gt.blacklist else frozenset()
+    blacklist = (
+        frozenset((i, c) for i, s in enumerate(sample) for (b, c) in gt.blacklist if b == int(s))
+        if gt.blacklist
+        else frozenset()
+    )
     new_gt = replace(
         gt,
         image_ids=np.arange(len(sample)),
@@ -197,7 +199,11 @@ def resample_labels(
     gt_pos = np.array([pos[int(s)] for s in sample], dtype=np.int64)
     b_rows, b_img = expand_rows(gt.box_image, sample)
     new_gt = replace(
-        gt, image_ids=np.arange(len(sample)), labels=gt.labels[gt_pos], box_image=b_img, boxes=gt.boxes[b_rows]
+        gt,
+        image_ids=np.arange(len(sample)),
+        labels=gt.labels[gt_pos],
+        box_image=b_img,
+        boxes=gt.boxes[b_rows],
     )
     p_rows, p_img = expand_rows(pred.image_ids, sample)
     boxes = None if pred.boxes is None else pred.boxes[p_rows]
