@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .data import Detections, FloatArray, GroundTruth, category_name_map
+from .data import BoolArray, Detections, FloatArray, GroundTruth, IntArray, category_name_map
 from .matching import greedy_match, pair_iou, pairs_within_groups
 
 # COCOeval.Params (bbox): the same expressions, so the floats are the same.
@@ -72,6 +72,53 @@ def _summarize(precision: FloatArray, t_index: int | None, area_index: int) -> f
     return -1.0 if valid.size == 0 else float(np.mean(valid))
 
 
+def _stable_rank(values: FloatArray) -> IntArray:
+    """Position of each value in a stable ascending sort (ties keep input order)."""
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[np.argsort(values, kind="stable")] = np.arange(len(values))
+    return rank
+
+
+def _rank_in_runs(sorted_keys: IntArray) -> IntArray:
+    """0, 1, 2, ... within each run of equal consecutive keys."""
+    if len(sorted_keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]
+    start = np.maximum.accumulate(np.where(first, np.arange(len(sorted_keys)), 0))
+    return np.arange(len(sorted_keys)) - start
+
+
+def _interpolated_precision(tps: BoolArray, fps: BoolArray, n_pos: IntArray) -> FloatArray:
+    """101-point interpolated precision of each row (COCOeval.accumulate), rows sorted by confidence.
+
+    Same floats as pycocotools: precision is ``tp / (fp + tp + eps)``, made non-increasing from the right,
+    and read at the first detection whose recall ``tp / n_pos`` reaches each recall threshold (0 if none).
+    """
+    n_rows, n_d = tps.shape
+    if n_d == 0:
+        return np.zeros((n_rows, len(RECALL_THRESHOLDS)))
+    tp = np.cumsum(tps, axis=1).astype(np.float64)
+    fp = np.cumsum(fps, axis=1).astype(np.float64)
+    pr = tp / (fp + tp + np.spacing(1))
+    pr = np.maximum.accumulate(pr[:, ::-1], axis=1)[:, ::-1]
+    # searchsorted(recall, thr, "left") without a call per row: float division is monotone in the
+    # numerator, so recall < thr exactly when tp < m, m being the least integer with m / n_pos >= thr.
+    npos = n_pos.astype(np.float64)[:, None]
+    m = np.ceil(RECALL_THRESHOLDS[None, :] * npos).astype(np.int64)
+    for _ in range(2):
+        m = np.where((m > 0) & ((m - 1) / npos >= RECALL_THRESHOLDS), m - 1, m)
+        m = np.where(m / npos < RECALL_THRESHOLDS, m + 1, m)
+    # The first position with tp >= m is where the m-th true positive sits.
+    tp_row, tp_pos = np.nonzero(tps)
+    row_start = np.searchsorted(tp_row, np.arange(n_rows))
+    total = tp[:, -1].astype(np.int64)[:, None]
+    at = np.clip(row_start[:, None] + m - 1, 0, max(len(tp_pos) - 1, 0))
+    pos_of_mth = tp_pos[at] if len(tp_pos) else np.zeros_like(m)
+    inds = np.where(m == 0, 0, np.where(m <= total, pos_of_mth, n_d))
+    inside = inds < n_d
+    return np.where(inside, np.take_along_axis(pr, np.minimum(inds, n_d - 1), axis=1), 0.0)
+
+
 def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
     """COCOeval's ``eval['precision'][:, :, :, :, maxDets=100]``: (T, R, K, A), -1 where undefined."""
     assert gt.area is not None and gt.iscrowd is not None and gt.ann_ids is not None
@@ -99,20 +146,28 @@ def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
         raise ValueError("detections refer to images absent from the ground truth")
     d_cat, d_ok2 = index_of(dets.category, cat_ids)
     d_keep = np.flatnonzero(d_ok2)  # detections of unknown classes are dropped, as in COCOeval._prepare
-    d_img, d_cat = d_img[d_keep], d_cat[d_keep]
-    d_scores = dets.scores[d_keep]
+    d_img, d_cat, d_scores = d_img[d_keep], d_cat[d_keep], dets.scores[d_keep]
+    n = len(d_keep)
+    # Within an (image, class): stable sort by decreasing score, keep the first maxDets (computeIoU).
+    # Sorting a unique integer key (group, stable score rank) is much faster than a lexsort.
+    order = (
+        np.argsort(d_img * n_cat + d_cat)
+        if n == 0
+        else np.argsort((d_img * n_cat + d_cat) * n + _stable_rank(-d_scores))
+    )
+    sorted_group = (d_img * n_cat + d_cat)[order]
+    rank = _rank_in_runs(sorted_group)
+    order, rank = order[rank < MAX_DETS], rank[rank < MAX_DETS]
+    # Then put the kept detections in accumulate's order: per class by score, ties by image id then rank.
+    # Within an (image, class) this is still decreasing score, the order greedy matching needs.
+    n = len(order)
+    acc = np.argsort(d_cat[order] * n + _stable_rank(-d_scores[order])) if n else order
+    sel = d_keep[order[acc]]
+    d_img, d_cat, d_scores = d_img[order[acc]], d_cat[order[acc]], d_scores[order[acc]]
     d_group = d_img * n_cat + d_cat
-    # Within an (image, class): stable sort by decreasing score, keep the first maxDets.
-    order = np.lexsort((np.arange(len(d_keep)), -d_scores, d_group))
-    sorted_group = d_group[order]
-    first = np.r_[True, sorted_group[1:] != sorted_group[:-1]] if len(order) else np.zeros(0, bool)
-    start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0)) if len(order) else first
-    rank_all = np.arange(len(order)) - start
-    order = order[rank_all < MAX_DETS]
-    d_rank = rank_all[rank_all < MAX_DETS]
-    d_img, d_cat, d_group, d_scores = d_img[order], d_cat[order], d_group[order], d_scores[order]
-    d_boxes = dets.boxes[d_keep][order]
+    d_boxes = dets.boxes[sel]
     d_area = d_boxes[:, 2] * d_boxes[:, 3]
+    cat_bounds = np.searchsorted(d_cat, np.arange(n_cat + 1))
 
     pair_det, pair_gt = pairs_within_groups(d_group, g_group)
     ious = pair_iou(d_boxes[pair_det], g_boxes[pair_gt], g_crowd[pair_gt])
@@ -121,45 +176,50 @@ def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
     thresholds = np.minimum(IOU_THRESHOLDS, 1 - 1e-10)
     pair_ok = ious[None, :] >= thresholds[:, None]
 
-    # Per class, detections in accumulate's order: score, then image id, then rank within the image.
-    acc_order = np.lexsort((d_rank, d_img, -d_scores, d_cat))
-    acc_cat = d_cat[acc_order]
-    cat_bounds = np.searchsorted(acc_cat, np.arange(n_cat + 1))
+    # All area ranges x IoU thresholds are matched in one pass: setting s = area * T + t.
+    n_thr, n_rec, n_area = len(IOU_THRESHOLDS), len(RECALL_THRESHOLDS), len(AREA_RANGES)
+    g_ignore = np.stack([g_crowd | (g_area < lo) | (g_area > hi) for lo, hi in AREA_RANGES])
+    cand, match = greedy_match(
+        d_group,
+        pair_det,
+        pair_gt,
+        ious,
+        np.tile(pair_ok, (n_area, 1)),
+        np.repeat(g_ignore, n_thr, axis=0),
+        g_crowd,
+        prefer_last=True,
+    )
+    n_set = n_area * n_thr
+    hit = match >= 0
+    safe = np.where(hit, match, 0)
+    setting = np.arange(n_set)[:, None]
+    # A detection matched to an ignored truth is ignored; COCOeval stores the truth's id as the match, so a
+    # truth with id 0 reads as "no match".
+    cand_ignore = hit & np.repeat(g_ignore, n_thr, axis=0)[setting, safe]
+    if len(g_id_nonzero):
+        hit &= g_id_nonzero[safe]
+    matched = np.zeros((n_set, n), dtype=bool)
+    matched[:, cand] = hit
+    d_ignore = np.zeros((n_set, n), dtype=bool)
+    d_ignore[:, cand] = cand_ignore
+    # Unmatched detections outside the area range are ignored too.
+    d_out = np.stack([(d_area < lo) | (d_area > hi) for lo, hi in AREA_RANGES])
+    d_ignore |= ~matched & np.repeat(d_out, n_thr, axis=0)
+    tps = matched & ~d_ignore
+    fps = ~matched & ~d_ignore
+    n_pos = np.stack([np.bincount(g_cat[~g_ignore[a]], minlength=n_cat) for a in range(n_area)])  # (A, K)
 
-    n_thr, n_rec = len(IOU_THRESHOLDS), len(RECALL_THRESHOLDS)
-    precision = -np.ones((n_thr, n_rec, n_cat, len(AREA_RANGES)))
-    for a, (lo, hi) in enumerate(AREA_RANGES):
-        g_ignore = g_crowd | (g_area < lo) | (g_area > hi)
-        match = greedy_match(d_group, pair_det, pair_gt, ious, pair_ok, g_ignore, g_crowd, prefer_last=True)
-        matched = match >= 0
-        safe = np.where(matched, match, 0)
-        d_ignore = matched & g_ignore[safe]
-        # COCOeval stores the truth's id as the match, so a truth with id 0 reads as "no match".
-        matched &= g_id_nonzero[safe] if len(g_id_nonzero) else matched
-        d_out = (d_area < lo) | (d_area > hi)
-        d_ignore |= ~matched & d_out[None, :]
-        n_pos = np.bincount(g_cat[~g_ignore], minlength=n_cat)
-        tps = (matched & ~d_ignore)[:, acc_order]
-        fps = (~matched & ~d_ignore)[:, acc_order]
-        for k in range(n_cat):
-            if n_pos[k] == 0:
-                continue
-            lo_k, hi_k = cat_bounds[k], cat_bounds[k + 1]
-            n_d = hi_k - lo_k
-            if n_d == 0:
-                precision[:, :, k, a] = 0.0
-                continue
-            tp = np.cumsum(tps[:, lo_k:hi_k], axis=1).astype(np.float64)
-            fp = np.cumsum(fps[:, lo_k:hi_k], axis=1).astype(np.float64)
-            rc = tp / n_pos[k]
-            pr = tp / (fp + tp + np.spacing(1))
-            pr = np.maximum.accumulate(pr[:, ::-1], axis=1)[:, ::-1]
-            for t in range(n_thr):
-                inds = np.searchsorted(rc[t], RECALL_THRESHOLDS, side="left")
-                inside = inds < n_d
-                q = np.zeros(n_rec)
-                q[inside] = pr[t, inds[inside]]
-                precision[t, :, k, a] = q
+    precision = -np.ones((n_thr, n_rec, n_cat, n_area))
+    for k in range(n_cat):
+        rows = np.flatnonzero(np.repeat(n_pos[:, k], n_thr) > 0)  # settings where the class has truth
+        if rows.size == 0:
+            continue
+        q = _interpolated_precision(
+            tps[rows, cat_bounds[k] : cat_bounds[k + 1]],
+            fps[rows, cat_bounds[k] : cat_bounds[k + 1]],
+            np.repeat(n_pos[:, k], n_thr)[rows],
+        )
+        precision[rows % n_thr, :, k, rows // n_thr] = q
     return precision
 
 

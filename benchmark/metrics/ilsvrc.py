@@ -74,10 +74,10 @@ def evaluate_ilsvrc_det(gt: GroundTruth, dets: Detections) -> dict[str, Any]:
     thresholds = detection_threshold(gt.boxes, gt.pixel_inclusive)
     pair_ok = ((ious >= thresholds[pair_gt]) & (ious > 0))[None, :]
     no = np.zeros(gt.n_boxes, bool)
-    match = greedy_match(d_group, pair_det, pair_gt, ious, pair_ok, no, no, prefer_last=False)[0]
+    cand, match = greedy_match(d_group, pair_det, pair_gt, ious, pair_ok, no, no, prefer_last=False)
 
     tp_all = np.zeros(len(dets), bool)
-    tp_all[d_idx] = match >= 0
+    tp_all[d_idx[cand]] = match[0] >= 0
     per_class: dict[str, float] = {}
     for cat in np.unique(gt.category_ids):
         n_pos = int(np.count_nonzero((gt.box_category == cat) & keep_g))

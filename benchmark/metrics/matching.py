@@ -61,8 +61,8 @@ def greedy_match(
     gt_ignore: BoolArray,
     gt_reusable: BoolArray,
     prefer_last: bool,
-) -> IntArray:
-    """Greedy matching of detections to truths, for T threshold settings at once.
+) -> tuple[IntArray, IntArray]:
+    """Greedy matching of detections to truths, for S settings (thresholds, ignore flags) at once.
 
     Detections are processed within each group (an image and class) in increasing index order, so the caller
     orders them by decreasing confidence. Each takes, among truths still free (or reusable, e.g. COCO crowds)
@@ -71,15 +71,16 @@ def greedy_match(
     last truth in index order when ``prefer_last`` (COCOeval's ``>=`` scan) else to the first (ILSVRC devkit's
     strict ``>``). Pairs must be sorted by detection then truth index.
 
-    Returns ``(T, D)`` truth indices, -1 where a detection is unmatched. Groups are independent, so the k-th
-    candidate detection of every group is matched in one vectorized step.
+    ``pair_ok`` is (S, P); ``gt_ignore`` is (S, G) or (G,). Returns the candidate detections (those with a
+    passing pair) and their (S, C) truth indices, -1 where unmatched; every other detection is unmatched.
+    Groups are independent, so the k-th candidate of every group is matched in one vectorized step.
     """
     n_thr = pair_ok.shape[0]
+    ignore = np.broadcast_to(gt_ignore, (n_thr, len(gt_reusable)))
     n_det = len(det_group)
-    result = np.full((n_thr, n_det), -1, dtype=np.int64)
     keep = pair_ok.any(axis=0)
     if not keep.any():
-        return result
+        return np.zeros(0, dtype=np.int64), np.zeros((n_thr, 0), dtype=np.int64)
     pair_det, pair_gt, pair_iou_values = pair_det[keep], pair_gt[keep], pair_iou_values[keep]
     pair_ok = pair_ok[:, keep]
 
@@ -92,11 +93,14 @@ def greedy_match(
     group_start = np.maximum.accumulate(np.where(first, np.arange(len(cand)), 0))
     rank = np.empty(n_det, dtype=np.int64)
     rank[cand] = np.arange(len(cand)) - group_start
+    slot = np.empty(n_det, dtype=np.int64)
+    slot[cand] = np.arange(len(cand))
+    result = np.full((n_thr, len(cand)), -1, dtype=np.int64)
 
     pair_rank = rank[pair_det]
     by_rank = np.argsort(pair_rank, kind="stable")
     bounds = np.searchsorted(pair_rank[by_rank], np.arange(int(pair_rank.max()) + 2))
-    n_gt = len(gt_ignore)
+    n_gt = len(gt_reusable)
     taken = np.zeros((n_thr, n_gt), dtype=bool)
     for r in range(len(bounds) - 1):
         block = by_rank[bounds[r] : bounds[r + 1]]
@@ -113,7 +117,7 @@ def greedy_match(
         m_iou[row, col] = b_iou
         m_ok[:, row, col] = b_ok
         eligible = m_ok & (~taken[:, m_gt] | gt_reusable[m_gt])
-        preferred = eligible & ~gt_ignore[m_gt]
+        preferred = eligible & ~ignore[:, m_gt]
         use = np.where(preferred.any(axis=2, keepdims=True), preferred, eligible)
         score = np.where(use, m_iou, -np.inf)
         best = score.max(axis=2, keepdims=True)
@@ -125,5 +129,5 @@ def greedy_match(
         t_idx, r_idx = np.nonzero(use.any(axis=2))
         chosen = m_gt[r_idx, k[t_idx, r_idx]]
         taken[t_idx, chosen] = True
-        result[t_idx, b_det[row_start[r_idx]]] = chosen
-    return result
+        result[t_idx, slot[b_det[row_start[r_idx]]]] = chosen
+    return cand, result

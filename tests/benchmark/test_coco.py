@@ -40,7 +40,13 @@ def generated(seed, n_images=120, n_classes=8, crowd_rate=0.08, empty_rate=0.2, 
         n_gt = 0 if rng.random() < empty_rate else int(rng.integers(1, 9))
         for _ in range(n_gt):
             kind = rng.random()
-            side = rng.uniform(1, 20) if kind < 0.3 else rng.uniform(20, 120) if kind < 0.7 else rng.uniform(100, 600)
+            side = (
+                rng.uniform(1, 20)
+                if kind < 0.3
+                else rng.uniform(20, 120)
+                if kind < 0.7
+                else rng.uniform(100, 600)
+            )
             w, h = side * rng.uniform(0.5, 1.5), side * rng.uniform(0.5, 1.5)
             x, y = rng.uniform(0, 800 - min(w, 799)), rng.uniform(0, 600 - min(h, 599))
             cat = int(rng.integers(1, n_classes))  # the last class never has truth
@@ -60,7 +66,12 @@ def generated(seed, n_images=120, n_classes=8, crowd_rate=0.08, empty_rate=0.2, 
                     {
                         "image_id": im["id"],
                         "category_id": cat if rng.random() < 0.8 else int(rng.integers(1, n_classes + 1)),
-                        "bbox": [x + j[0] * w, y + j[1] * h, max(w * (1 + j[2]), 0.5), max(h * (1 + j[3]), 0.5)],
+                        "bbox": [
+                            x + j[0] * w,
+                            y + j[1] * h,
+                            max(w * (1 + j[2]), 0.5),
+                            max(h * (1 + j[3]), 0.5),
+                        ],
                         "score": float(np.round(rng.random(), score_decimals)),
                     }
                 )
@@ -92,7 +103,12 @@ def test_coco_ap_equals_pycocotools_with_many_crowds_and_more_than_100_detection
     for _ in range(150):
         w, h = rng.uniform(5, 300, 2)
         results.append(
-            {"image_id": image, "category_id": 1, "bbox": [10.0, 10.0, float(w), float(h)], "score": float(rng.random())}
+            {
+                "image_id": image,
+                "category_id": 1,
+                "bbox": [10.0, 10.0, float(w), float(h)],
+                "score": float(rng.random()),
+            }
         )
     assert np.max(np.abs(ours(gt, results) - reference_stats(gt, results))) <= 1e-9
 

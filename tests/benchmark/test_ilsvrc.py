@@ -13,7 +13,9 @@ from benchmark.metrics.ilsvrc import (
 
 
 def one_object(box, pixel_inclusive=False):
-    return GroundTruth([1], [3], [1], [3], [box], category_names={3: "n01440764"}, pixel_inclusive=pixel_inclusive)
+    return GroundTruth(
+        [1], [3], [1], [3], [box], category_names={3: "n01440764"}, pixel_inclusive=pixel_inclusive
+    )
 
 
 def test_small_object_threshold_worked_example_counts_a_20px_box_around_a_10px_object():
@@ -36,7 +38,9 @@ def test_large_objects_keep_the_half_overlap_threshold():
 
 def test_detection_greedy_matching_goes_by_confidence_and_duplicates_are_false_positives():
     gt = GroundTruth([1, 2], [3], [1, 2], [3, 3], [[0, 0, 100, 100], [0, 0, 100, 100]])
-    dets = Detections([1, 1, 2], [3, 3, 3], [[0, 0, 100, 100], [0, 0, 99, 99], [0, 0, 100, 100]], [0.5, 0.9, 0.1])
+    dets = Detections(
+        [1, 1, 2], [3, 3, 3], [[0, 0, 100, 100], [0, 0, 99, 99], [0, 0, 100, 100]], [0.5, 0.9, 0.1]
+    )
     # order: img1 0.9 (TP), img1 0.5 (duplicate -> FP), img2 0.1 (TP): AP = 0.5 * 1 + 0.5 * 2/3
     assert evaluate_ilsvrc_det(gt, dets)["mAP"] == pytest.approx(0.5 + 0.5 * 2 / 3)
 
@@ -65,7 +69,10 @@ def test_top5_error_counts_an_image_right_when_any_guess_is_its_class():
 
 def test_localization_needs_the_right_class_and_an_overlapping_box():
     gt = ImageLabels(
-        [1, 2, 3], [7, 8, 9], box_image=[1, 1, 2, 3], boxes=[[0, 0, 10, 10], [50, 50, 40, 40], [0, 0, 20, 20], [0, 0, 20, 20]]
+        [1, 2, 3],
+        [7, 8, 9],
+        box_image=[1, 1, 2, 3],
+        boxes=[[0, 0, 10, 10], [50, 50, 40, 40], [0, 0, 20, 20], [0, 0, 20, 20]],
     )
     boxes = np.zeros((3, 5, 4))
     boxes[0, 1] = [50, 50, 40, 40]  # second guess right class, matches the second instance

@@ -22,7 +22,11 @@ def devkit_reference(gt_by_image, dets, use_07, plus_one):
             iw = min(bb[2], gx2) - max(bb[0], gx1) + one
             ih = min(bb[3], gy2) - max(bb[1], gy1) + one
             if iw > 0 and ih > 0:
-                ua = (bb[2] - bb[0] + one) * (bb[3] - bb[1] + one) + (gx2 - gx1 + one) * (gy2 - gy1 + one) - iw * ih
+                ua = (
+                    (bb[2] - bb[0] + one) * (bb[3] - bb[1] + one)
+                    + (gx2 - gx1 + one) * (gy2 - gy1 + one)
+                    - iw * ih
+                )
                 ov = iw * ih / ua
                 if ov > ovmax:
                     ovmax, jmax = ov, j
@@ -124,15 +128,30 @@ def test_voc_ap_matches_devkit_rule_on_random_sets():
             objs = []
             for _ in range(int(rng.integers(0, 4))):
                 x1, y1 = rng.integers(0, 80, 2)
-                objs.append((x1, y1, x1 + rng.integers(3, 40), y1 + rng.integers(3, 40), int(rng.random() < 0.2)))
+                objs.append(
+                    (x1, y1, x1 + rng.integers(3, 40), y1 + rng.integers(3, 40), int(rng.random() < 0.2))
+                )
             gt_by_image[image] = objs
             for o in objs:
                 for _ in range(int(rng.integers(0, 3))):
                     j = rng.integers(-4, 5, 4)
-                    dets.append((image, float(rng.integers(0, 10)) / 10, o[0] + j[0], o[1] + j[1], o[2] + j[2], o[3] + j[3]))
+                    dets.append(
+                        (
+                            image,
+                            float(rng.integers(0, 10)) / 10,
+                            o[0] + j[0],
+                            o[1] + j[1],
+                            o[2] + j[2],
+                            o[3] + j[3],
+                        )
+                    )
         gt, d = as_arrays(gt_by_image, dets, True)
-        assert evaluate_voc07(gt, d)["mAP"] == pytest.approx(devkit_reference(gt_by_image, dets, True, True), abs=1e-12)
-        assert evaluate_voc12(gt, d)["mAP"] == pytest.approx(devkit_reference(gt_by_image, dets, False, True), abs=1e-12)
+        assert evaluate_voc07(gt, d)["mAP"] == pytest.approx(
+            devkit_reference(gt_by_image, dets, True, True), abs=1e-12
+        )
+        assert evaluate_voc12(gt, d)["mAP"] == pytest.approx(
+            devkit_reference(gt_by_image, dets, False, True), abs=1e-12
+        )
 
 
 def test_eleven_point_and_all_point_ap_differ_as_the_devkits_define():
@@ -145,7 +164,12 @@ def test_eleven_point_and_all_point_ap_differ_as_the_devkits_define():
 
 def test_classes_with_only_difficult_truth_stay_out_of_the_mean():
     gt = GroundTruth(
-        [1], [1, 2], [1, 1], [1, 2], [[0, 0, 10, 10], [20, 20, 10, 10]], difficult=[False, True],
+        [1],
+        [1, 2],
+        [1, 1],
+        [1, 2],
+        [[0, 0, 10, 10], [20, 20, 10, 10]],
+        difficult=[False, True],
         category_names={1: "a", 2: "b"},
     )
     d = Detections([1], [1], [[0, 0, 10, 10]], [0.5])
