@@ -43,6 +43,23 @@ def _resample(gt: Any, pred: Any, sample: np.ndarray) -> tuple[Any, Any]:
     raise TypeError(f"cannot resample {type(gt).__name__} with {type(pred).__name__}")
 
 
+def _fast_resampler(
+    evaluate: Callable[[Any, Any], Mapping[str, Any]], gt: Any, pred: Any
+) -> Callable[[np.ndarray], Mapping[str, Any]] | None:
+    """Detection protocols match within images, so a draw only needs re-accumulating, not re-matching."""
+    from .coco import coco_resampler, evaluate_coco
+    from .ilsvrc import evaluate_ilsvrc_det, ilsvrc_det_resampler
+    from .voc import evaluate_voc07, evaluate_voc12, voc_resampler
+
+    if evaluate is evaluate_coco:
+        return coco_resampler(gt, pred)
+    if evaluate is evaluate_voc07 or evaluate is evaluate_voc12:
+        return voc_resampler(gt, pred, eleven_point=evaluate is evaluate_voc07)
+    if evaluate is evaluate_ilsvrc_det:
+        return ilsvrc_det_resampler(gt, pred)
+    return None
+
+
 def _scalars(result: Mapping[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in result.items() if isinstance(v, int | float | np.floating)}
 
@@ -54,19 +71,22 @@ def bootstrap(
     n_samples: int = 1000,
     seed: int = 0,
     levels: Sequence[float] = DEFAULT_LEVELS,
+    exact_resampling: bool = False,
 ) -> dict[str, BootstrapEstimate]:
     """Intervals for every scalar the protocol returns (per-class APs are left out).
 
     Each sample draws as many images as the set has, with replacement; a twice-drawn image counts as two
-    images. The same seed gives the same intervals.
+    images. The same seed gives the same intervals. The detection protocols take a shortcut that gives
+    the same numbers (``exact_resampling=True`` forces evaluating every draw from scratch).
     """
     point = _scalars(evaluate(gt, pred))
+    fast = None if exact_resampling else _fast_resampler(evaluate, gt, pred)
     images = np.unique(gt.image_ids)
     rng = np.random.default_rng(seed)
     draws: dict[str, list[float]] = {k: [] for k in point}
     for _ in range(n_samples):
         sample = images[rng.integers(0, len(images), size=len(images))]
-        values = _scalars(evaluate(*_resample(gt, pred, sample)))
+        values = _scalars(fast(sample) if fast is not None else evaluate(*_resample(gt, pred, sample)))
         for k in draws:
             draws[k].append(values.get(k, float("nan")))
     out: dict[str, BootstrapEstimate] = {}

@@ -6,12 +6,13 @@ class at once with numpy instead of one Python loop per detection.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .data import BoolArray, Detections, FloatArray, GroundTruth, IntArray, category_name_map
+from .data import BoolArray, Detections, FloatArray, GroundTruth, IntArray, category_name_map, expand_rows
 from .matching import greedy_match, pair_iou, pairs_within_groups
 
 # COCOeval.Params (bbox): the same expressions, so the floats are the same.
@@ -119,8 +120,25 @@ def _interpolated_precision(tps: BoolArray, fps: BoolArray, n_pos: IntArray) -> 
     return np.where(inside, np.take_along_axis(pr, np.minimum(inds, n_d - 1), axis=1), 0.0)
 
 
-def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
-    """COCOeval's ``eval['precision'][:, :, :, :, maxDets=100]``: (T, R, K, A), -1 where undefined."""
+@dataclass(frozen=True)
+class CocoMatches:
+    """Outcome of matching, per detection in accumulate order (class, score, image, rank in image).
+
+    Matching happens within images, so these flags hold for any resampling of the images: the bootstrap
+    re-accumulates them instead of matching again.
+    """
+
+    det_image: IntArray  # position of the image in the sorted image ids
+    det_cat: IntArray  # position of the class in the sorted class ids
+    det_score_rank: IntArray  # dense rank of decreasing score (equal scores share a rank)
+    tps: BoolArray  # (A * T, D): true positive at area range a, IoU threshold t
+    fps: BoolArray
+    pos_counts: IntArray  # (A, images, classes): truths not ignored
+    n_cat: int
+
+
+def coco_match(gt: GroundTruth, dets: Detections) -> CocoMatches:
+    """COCOeval.evaluate() for every image, class, area range and IoU threshold at once."""
     assert gt.area is not None and gt.iscrowd is not None and gt.ann_ids is not None
     image_ids = np.unique(gt.image_ids)
     cat_ids = np.unique(gt.category_ids)
@@ -167,7 +185,6 @@ def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
     d_group = d_img * n_cat + d_cat
     d_boxes = dets.boxes[sel]
     d_area = d_boxes[:, 2] * d_boxes[:, 3]
-    cat_bounds = np.searchsorted(d_cat, np.arange(n_cat + 1))
 
     pair_det, pair_gt = pairs_within_groups(d_group, g_group)
     ious = pair_iou(d_boxes[pair_det], g_boxes[pair_gt], g_crowd[pair_gt])
@@ -177,7 +194,7 @@ def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
     pair_ok = ious[None, :] >= thresholds[:, None]
 
     # All area ranges x IoU thresholds are matched in one pass: setting s = area * T + t.
-    n_thr, n_rec, n_area = len(IOU_THRESHOLDS), len(RECALL_THRESHOLDS), len(AREA_RANGES)
+    n_thr, n_area = len(IOU_THRESHOLDS), len(AREA_RANGES)
     g_ignore = np.stack([g_crowd | (g_area < lo) | (g_area > hi) for lo, hi in AREA_RANGES])
     cand, match = greedy_match(
         d_group,
@@ -207,25 +224,53 @@ def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
     d_ignore |= ~matched & np.repeat(d_out, n_thr, axis=0)
     tps = matched & ~d_ignore
     fps = ~matched & ~d_ignore
-    n_pos = np.stack([np.bincount(g_cat[~g_ignore[a]], minlength=n_cat) for a in range(n_area)])  # (A, K)
 
-    precision = -np.ones((n_thr, n_rec, n_cat, n_area))
-    for k in range(n_cat):
-        rows = np.flatnonzero(np.repeat(n_pos[:, k], n_thr) > 0)  # settings where the class has truth
-        if rows.size == 0:
+    pos_counts = np.zeros((n_area, len(image_ids), n_cat), dtype=np.int64)
+    for a in range(n_area):
+        np.add.at(pos_counts[a], (g_img[~g_ignore[a]], g_cat[~g_ignore[a]]), 1)
+    score_rank = np.unique(-d_scores, return_inverse=True)[1].reshape(-1) if n else np.zeros(0, np.int64)
+    return CocoMatches(d_img, d_cat, score_rank, tps, fps, pos_counts, n_cat)
+
+
+def coco_accumulate(m: CocoMatches, sample: IntArray | None = None) -> FloatArray:
+    """COCOeval.accumulate(): precision (T, R, K, A) at maxDets=100, -1 where a class has no truth.
+
+    ``sample`` (image positions, with repeats) evaluates a bootstrap draw; a repeated image counts twice and
+    ranks, on equal scores, by its place in the draw, exactly as if the draw had been evaluated afresh.
+    """
+    n_thr, n_rec, n_area = len(IOU_THRESHOLDS), len(RECALL_THRESHOLDS), len(AREA_RANGES)
+    if sample is None:
+        tps, fps, det_cat = m.tps, m.fps, m.det_cat
+        n_pos = m.pos_counts.sum(axis=1)
+    else:
+        rows, _ = expand_rows(m.det_image, sample)
+        # Rows come out by draw, then in accumulate order; a stable sort on (class, score) finishes the job.
+        key = m.det_cat[rows] * (int(m.det_score_rank.max(initial=0)) + 1) + m.det_score_rank[rows]
+        rows = rows[np.argsort(key, kind="stable")]
+        tps, fps, det_cat = m.tps[:, rows], m.fps[:, rows], m.det_cat[rows]
+        n_pos = m.pos_counts[:, sample, :].sum(axis=1)
+    cat_bounds = np.searchsorted(det_cat, np.arange(m.n_cat + 1))
+    precision = -np.ones((n_thr, n_rec, m.n_cat, n_area))
+    for k in range(m.n_cat):
+        rows_k = np.flatnonzero(np.repeat(n_pos[:, k], n_thr) > 0)  # settings where the class has truth
+        if rows_k.size == 0:
             continue
         q = _interpolated_precision(
-            tps[rows, cat_bounds[k] : cat_bounds[k + 1]],
-            fps[rows, cat_bounds[k] : cat_bounds[k + 1]],
-            np.repeat(n_pos[:, k], n_thr)[rows],
+            tps[rows_k, cat_bounds[k] : cat_bounds[k + 1]],
+            fps[rows_k, cat_bounds[k] : cat_bounds[k + 1]],
+            np.repeat(n_pos[:, k], n_thr)[rows_k],
         )
-        precision[rows % n_thr, :, k, rows // n_thr] = q
+        precision[rows_k % n_thr, :, k, rows_k // n_thr] = q
     return precision
 
 
-def evaluate_coco(gt: GroundTruth, dets: Detections) -> dict[str, float]:
-    """AP, AP50, AP75, APs, APm, APl as COCOeval.summarize() stats[0:6] (maxDets 100; -1 when undefined)."""
-    precision = coco_precision(gt, dets)
+def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
+    """COCOeval's ``eval['precision'][:, :, :, :, maxDets=100]``: (T, R, K, A), -1 where undefined."""
+    return coco_accumulate(coco_match(gt, dets))
+
+
+def coco_stats(precision: FloatArray) -> dict[str, float]:
+    """COCOeval.summarize() stats[0:6] from the precision array."""
     t50 = int(np.flatnonzero(IOU_THRESHOLDS == 0.5)[0])
     t75 = int(np.flatnonzero(IOU_THRESHOLDS == 0.75)[0])
     return {
@@ -236,6 +281,22 @@ def evaluate_coco(gt: GroundTruth, dets: Detections) -> dict[str, float]:
         "APm": _summarize(precision, None, 2),
         "APl": _summarize(precision, None, 3),
     }
+
+
+def evaluate_coco(gt: GroundTruth, dets: Detections) -> dict[str, float]:
+    """AP, AP50, AP75, APs, APm, APl as COCOeval.summarize() stats[0:6] (maxDets 100; -1 when undefined)."""
+    return coco_stats(coco_precision(gt, dets))
+
+
+def coco_resampler(gt: GroundTruth, dets: Detections) -> Callable[[IntArray], dict[str, float]]:
+    """Stats of bootstrap draws (image ids, with repeats), matching once and re-accumulating per draw."""
+    matches = coco_match(gt, dets)
+    image_ids = np.unique(gt.image_ids)
+
+    def stats_of(sample_ids: IntArray) -> dict[str, float]:
+        return coco_stats(coco_accumulate(matches, np.searchsorted(image_ids, sample_ids)))
+
+    return stats_of
 
 
 def evaluate_coco_dicts(dataset: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) -> dict[str, float]:

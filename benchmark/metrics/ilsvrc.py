@@ -4,13 +4,14 @@ detection AP with Algorithm 2's greedy matching and the small-object threshold (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .data import Detections, FloatArray, GroundTruth, ImageLabels, TopKPredictions
+from .data import Detections, FloatArray, GroundTruth, ImageLabels, IntArray, TopKPredictions
 from .matching import greedy_match, pair_iou, pairs_within_groups
-from .voc import average_precision
+from .voc import DetectionFlags, ap_per_class
 
 LOCALIZATION_IOU = 0.5
 SMALL_OBJECT_MARGIN = 10.0  # pixels added to each side length in the threshold (§4.3)
@@ -28,14 +29,8 @@ def detection_threshold(gt_boxes: FloatArray, pixel_inclusive: bool = False) -> 
     return np.minimum(0.5, (w * h) / ((w + SMALL_OBJECT_MARGIN) * (h + SMALL_OBJECT_MARGIN)))
 
 
-def evaluate_ilsvrc_det(gt: GroundTruth, dets: Detections) -> dict[str, Any]:
-    """mAP and AP per class name under the ILSVRC detection protocol (§4.3, Algorithm 2).
-
-    Per image and class, detections in decreasing confidence each take the unassigned truth of highest IoU
-    among those above that truth's threshold (first truth on ties, as the devkit's strict ``>``). AP is the
-    all-point area under the precision envelope, pooled over images. Detections of a class on an image
-    blacklisted for that class are dropped, as are that image's truths of the class.
-    """
+def ilsvrc_det_flags(gt: GroundTruth, dets: Detections) -> DetectionFlags:
+    """Algorithm 2 outcome per detection (see ``evaluate_ilsvrc_det``)."""
     table = np.unique(gt.image_ids)
     d_pos = np.clip(np.searchsorted(table, dets.image), 0, max(len(table) - 1, 0))
     if len(dets) and (not len(table) or not np.all(table[d_pos] == dets.image)):
@@ -78,18 +73,37 @@ def evaluate_ilsvrc_det(gt: GroundTruth, dets: Detections) -> dict[str, Any]:
 
     tp_all = np.zeros(len(dets), bool)
     tp_all[d_idx[cand]] = match[0] >= 0
-    per_class: dict[str, float] = {}
-    for cat in np.unique(gt.category_ids):
-        n_pos = int(np.count_nonzero((gt.box_category == cat) & keep_g))
-        if n_pos == 0:
-            continue
-        idx = np.flatnonzero((dets.category == cat) & keep_d)
-        idx = idx[np.argsort(-dets.scores[idx], kind="stable")]
-        per_class[gt.name_of(int(cat))] = average_precision(
-            tp_all[idx], ~tp_all[idx], n_pos, eleven_point=False
-        )
-    m_ap = float(np.mean(list(per_class.values()))) if per_class else 0.0
-    return {"mAP": m_ap, "AP_per_class": per_class}
+    categories = np.unique(gt.category_ids)
+    known_cat = np.isin(dets.category, categories)
+    return DetectionFlags(
+        categories=categories,
+        names=tuple(gt.name_of(int(c)) for c in categories),
+        det_image=d_pos[known_cat],
+        det_category=dets.category[known_cat],
+        det_score=dets.scores[known_cat],
+        tp=tp_all[known_cat],
+        fp=(keep_d & ~tp_all)[known_cat],  # blacklisted detections are neither
+        gt_image=g_pos[keep_g],
+        gt_category=gt.box_category[keep_g],
+    )
+
+
+def evaluate_ilsvrc_det(gt: GroundTruth, dets: Detections) -> dict[str, Any]:
+    """mAP and AP per class name under the ILSVRC detection protocol (§4.3, Algorithm 2).
+
+    Per image and class, detections in decreasing confidence each take the unassigned truth of highest IoU
+    among those above that truth's threshold (first truth on ties, as the devkit's strict ``>``). AP is the
+    all-point area under the precision envelope, pooled over images. Detections of a class on an image
+    blacklisted for that class are dropped, as are that image's truths of the class.
+    """
+    return ap_per_class(ilsvrc_det_flags(gt, dets), eleven_point=False)
+
+
+def ilsvrc_det_resampler(gt: GroundTruth, dets: Detections) -> Callable[[IntArray], dict[str, Any]]:
+    """Scores of bootstrap draws (image ids, with repeats), matching once."""
+    flags = ilsvrc_det_flags(gt, dets)
+    table = np.unique(gt.image_ids)
+    return lambda sample_ids: ap_per_class(flags, False, np.searchsorted(table, sample_ids))
 
 
 def _guess_rows(gt: ImageLabels, pred: TopKPredictions) -> np.ndarray:

@@ -7,11 +7,13 @@ with an already detected truth a false positive, with a difficult truth neither.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .data import BoolArray, Detections, GroundTruth, IntArray
+from .data import BoolArray, Detections, FloatArray, GroundTruth, IntArray, expand_rows
 from .matching import pair_iou, pairs_within_groups
 
 IOU_THRESHOLD = 0.5
@@ -89,24 +91,91 @@ def voc_match(
     return tp, fp
 
 
+@dataclass(frozen=True)
+class DetectionFlags:
+    """True/false positive flags per detection and the counted truths, the input of per-class AP.
+
+    Matching stays within images, so the flags hold for any resampling of the images (the bootstrap
+    re-accumulates them). Image fields are positions in the sorted image ids.
+    """
+
+    categories: IntArray
+    names: tuple[str, ...]
+    det_image: IntArray
+    det_category: IntArray
+    det_score: FloatArray
+    tp: BoolArray
+    fp: BoolArray
+    gt_image: IntArray  # counted truths only (not difficult, not blacklisted)
+    gt_category: IntArray
+
+
+def ap_per_class(flags: DetectionFlags, eleven_point: bool, sample: IntArray | None = None) -> dict[str, Any]:
+    """mAP and AP per class name; classes without a counted truth have no AP and stay out of the mean.
+
+    ``sample`` (image positions, with repeats) scores a bootstrap draw as if it were evaluated afresh.
+    """
+    rows = np.arange(len(flags.det_image))
+    g_category = flags.gt_category
+    if sample is not None:
+        rows, _ = expand_rows(flags.det_image, sample)
+        g_rows, _ = expand_rows(flags.gt_image, sample)
+        g_category = g_category[g_rows]
+    # Per class, decreasing score; equal scores keep input order (Matlab's sort is stable).
+    cat = np.searchsorted(flags.categories, flags.det_category[rows])
+    rank = np.empty(len(rows), dtype=np.int64)
+    rank[np.argsort(-flags.det_score[rows], kind="stable")] = np.arange(len(rows))
+    rows = rows[np.argsort(cat * max(len(rows), 1) + rank)]
+    bounds = np.searchsorted(
+        np.searchsorted(flags.categories, flags.det_category[rows]), np.arange(len(flags.categories) + 1)
+    )
+    n_pos = np.bincount(np.searchsorted(flags.categories, g_category), minlength=len(flags.categories))
+    per_class: dict[str, float] = {}
+    for k, name in enumerate(flags.names):
+        if n_pos[k] == 0:
+            continue
+        idx = rows[bounds[k] : bounds[k + 1]]
+        per_class[name] = average_precision(flags.tp[idx], flags.fp[idx], int(n_pos[k]), eleven_point)
+    m_ap = float(np.mean(list(per_class.values()))) if per_class else 0.0
+    return {"mAP": m_ap, "AP_per_class": per_class}
+
+
+def voc_flags(gt: GroundTruth, dets: Detections, iou_threshold: float = IOU_THRESHOLD) -> DetectionFlags:
+    assert gt.difficult is not None
+    tp, fp = voc_match(gt, dets, iou_threshold)
+    table = np.unique(gt.image_ids)
+    g_pos, g_known = _image_positions(gt, gt.box_image)
+    counted = g_known & ~gt.difficult
+    categories = np.unique(gt.category_ids)
+    # Detections of classes outside the benchmark are not scored.
+    known_cat = np.isin(dets.category, categories)
+    return DetectionFlags(
+        categories=categories,
+        names=tuple(gt.name_of(int(c)) for c in categories),
+        det_image=np.searchsorted(table, dets.image[known_cat]),
+        det_category=dets.category[known_cat],
+        det_score=dets.scores[known_cat],
+        tp=tp[known_cat],
+        fp=fp[known_cat],
+        gt_image=g_pos[counted],
+        gt_category=gt.box_category[counted],
+    )
+
+
 def evaluate_voc(
     gt: GroundTruth, dets: Detections, *, eleven_point: bool, iou_threshold: float = IOU_THRESHOLD
 ) -> dict[str, Any]:
     """mAP and AP per class name. Classes without a non-difficult truth have no AP and stay out of the mean."""
-    assert gt.difficult is not None
-    tp, fp = voc_match(gt, dets, iou_threshold)
-    images = set(gt.image_ids.tolist())
-    listed = np.fromiter((i in images for i in gt.box_image.tolist()), bool, len(gt.box_image))
-    per_class: dict[str, float] = {}
-    for cat in np.unique(gt.category_ids):
-        n_pos = int(np.count_nonzero((gt.box_category == cat) & ~gt.difficult & listed))
-        if n_pos == 0:
-            continue
-        idx = np.flatnonzero(dets.category == cat)
-        idx = idx[np.argsort(-dets.scores[idx], kind="stable")]
-        per_class[gt.name_of(int(cat))] = average_precision(tp[idx], fp[idx], n_pos, eleven_point)
-    m_ap = float(np.mean(list(per_class.values()))) if per_class else 0.0
-    return {"mAP": m_ap, "AP_per_class": per_class}
+    return ap_per_class(voc_flags(gt, dets, iou_threshold), eleven_point)
+
+
+def voc_resampler(
+    gt: GroundTruth, dets: Detections, eleven_point: bool
+) -> Callable[[IntArray], dict[str, Any]]:
+    """Scores of bootstrap draws (image ids, with repeats), matching once."""
+    flags = voc_flags(gt, dets)
+    table = np.unique(gt.image_ids)
+    return lambda sample_ids: ap_per_class(flags, eleven_point, np.searchsorted(table, sample_ids))
 
 
 def evaluate_voc07(gt: GroundTruth, dets: Detections) -> dict[str, Any]:

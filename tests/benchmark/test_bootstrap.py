@@ -1,10 +1,12 @@
 """Bootstrap intervals (ILSVRC §6.2): seeded, per image, around the full-set value."""
 
 import numpy as np
+import pytest
 
 from benchmark.metrics.bootstrap import bootstrap
 from benchmark.metrics.data import Detections, GroundTruth, ImageLabels, TopKPredictions, expand_rows
 from benchmark.metrics.ilsvrc import evaluate_ilsvrc_cls
+from benchmark.metrics.registry import PROTOCOLS
 from benchmark.metrics.voc import evaluate_voc12
 
 
@@ -56,3 +58,38 @@ def test_bootstrap_works_for_detection_protocols():
     assert set(est) == {"mAP"}
     low, high = est["mAP"].intervals[0].low, est["mAP"].intervals[0].high
     assert low < est["mAP"].value < high
+
+
+@pytest.mark.parametrize("protocol", ["coco", "voc07", "voc12", "ilsvrc-det"])
+def test_detection_shortcut_gives_the_same_intervals_as_evaluating_every_draw(protocol):
+    rng = np.random.default_rng(2)
+    n_images, rows, dets = 25, [], []
+    for image in range(n_images):
+        for _ in range(int(rng.integers(0, 4))):
+            x, y, w, h = *rng.uniform(0, 200, 2), *rng.uniform(5, 80, 2)
+            cat = int(rng.integers(1, 4))
+            rows.append((image, cat, x, y, w, h, rng.random() < 0.1))
+            for _ in range(int(rng.integers(0, 3))):
+                j = rng.normal(0, 0.15, 4)
+                dets.append(
+                    (image, cat, x + j[0] * w, y + j[1] * h, w * (1 + abs(j[2])), h, round(rng.random(), 1))
+                )
+        dets.append(
+            (image, int(rng.integers(1, 4)), *rng.uniform(0, 200, 2), 30.0, 30.0, round(rng.random(), 1))
+        )
+    gt = GroundTruth(
+        np.arange(n_images),
+        [1, 2, 3],
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [r[2:6] for r in rows],
+        iscrowd=[r[6] and protocol == "coco" for r in rows],
+        difficult=[r[6] and protocol != "coco" for r in rows],
+    )
+    pred = Detections(
+        [d[0] for d in dets], [d[1] for d in dets], [d[2:6] for d in dets], [d[6] for d in dets]
+    )
+    fn = PROTOCOLS[protocol]
+    fast = bootstrap(fn, gt, pred, n_samples=15, seed=5)
+    exact = bootstrap(fn, gt, pred, n_samples=15, seed=5, exact_resampling=True)
+    assert fast == exact
