@@ -18,7 +18,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from benchmark.metrics.coco import evaluate_coco_dicts  # noqa: E402
+from benchmark.metrics.bootstrap import bootstrap  # noqa: E402
+from benchmark.metrics.coco import (  # noqa: E402
+    detections_from_coco,
+    evaluate_coco,
+    evaluate_coco_dicts,
+    ground_truth_from_coco,
+)
 
 
 def synthetic_set(
@@ -130,6 +136,7 @@ def main() -> None:
     parser.add_argument("--classes", type=int, default=80)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="500 images")
+    parser.add_argument("--bootstrap", type=int, default=0, help="also time N bootstrap draws of our COCO AP")
     args = parser.parse_args()
     n_images = 500 if args.quick else args.images
 
@@ -146,6 +153,14 @@ def main() -> None:
     print(f"pycocotools     {t_ref:8.2f} s  stats {np.round(ref, 4).tolist()}")
     print(f"max |ours - pycocotools| = {np.max(np.abs(ours_stats - ref)):.3g}")
     print(f"speed-up vs pycocotools: {t_ref / t_ours:.1f}x")
+    if args.bootstrap:
+        truth, dets = ground_truth_from_coco(gt), detections_from_coco(results)
+        t_boot, est = timed(bootstrap, evaluate_coco, truth, dets, args.bootstrap, args.seed)
+        ap = est["AP"]
+        print(
+            f"bootstrap       {t_boot:8.2f} s  for {args.bootstrap} draws: AP {ap.value:.4f} "
+            + " ".join(f"{iv.level:.1%} [{iv.low:.4f}, {iv.high:.4f}]" for iv in ap.intervals)
+        )
     try:
         import faster_coco_eval  # noqa: F401
     except ImportError:

@@ -72,13 +72,20 @@ def bootstrap(
     seed: int = 0,
     levels: Sequence[float] = DEFAULT_LEVELS,
     exact_resampling: bool = False,
+    method: str = "percentile",
 ) -> dict[str, BootstrapEstimate]:
     """Intervals for every scalar the protocol returns (per-class APs are left out).
 
     Each sample draws as many images as the set has, with replacement; a twice-drawn image counts as two
     images. The same seed gives the same intervals. The detection protocols take a shortcut that gives
     the same numbers (``exact_resampling=True`` forces evaluating every draw from scratch).
+
+    ``method="percentile"`` (ILSVRC §6.2) takes quantiles of the draws. AP over few truths per class drifts
+    upward under resampling, so its percentile interval can sit above the full-set value; ``"basic"``
+    reflects the quantiles around the value (``2 v - q_high, 2 v - q_low``) to cancel that drift.
     """
+    if method not in ("percentile", "basic"):
+        raise ValueError(f"unknown interval method {method!r}; use 'percentile' or 'basic'")
     point = _scalars(evaluate(gt, pred))
     fast = None if exact_resampling else _fast_resampler(evaluate, gt, pred)
     images = np.unique(gt.image_ids)
@@ -97,6 +104,8 @@ def bootstrap(
             tail = (1.0 - level) / 2.0
             if samples.size:
                 low, high = np.nanquantile(samples, [tail, 1.0 - tail])
+                if method == "basic":
+                    low, high = 2 * value - high, 2 * value - low
             else:
                 low = high = float("nan")
             intervals.append(Interval(level, float(low), float(high)))

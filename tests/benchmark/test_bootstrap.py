@@ -93,3 +93,12 @@ def test_detection_shortcut_gives_the_same_intervals_as_evaluating_every_draw(pr
     fast = bootstrap(fn, gt, pred, n_samples=15, seed=5)
     exact = bootstrap(fn, gt, pred, n_samples=15, seed=5, exact_resampling=True)
     assert fast == exact
+
+
+def test_basic_intervals_reflect_the_percentile_ones_around_the_value():
+    gt, pred = labels_case()
+    pct = bootstrap(evaluate_ilsvrc_cls, gt, pred, n_samples=100, seed=0)["top5_error"]
+    basic = bootstrap(evaluate_ilsvrc_cls, gt, pred, n_samples=100, seed=0, method="basic")["top5_error"]
+    for p, b in zip(pct.intervals, basic.intervals, strict=True):
+        assert b.low == pytest.approx(2 * pct.value - p.high)
+        assert b.high == pytest.approx(2 * pct.value - p.low)
