@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from . import kinds
@@ -129,14 +129,14 @@ def assignment_submit(
         current.idempotency_key = idempotency_key
         current.submitted_at = now
         current.save(update_fields=["state", "answer", "idempotency_key", "submitted_at"])
-        task.answers_count = F("answers_count") + 1
+        # The task row is locked until commit, so its in-memory count is exact: no F() and no re-read needed,
+        # and the kind's handler changes the same instance, which is written once.
+        task.answers_count += 1
         task.state = TaskState.OPEN
         task.lease_expires_at = None
-        task.save(update_fields=["answers_count", "state", "lease_expires_at", "updated_at"])
-        task.refresh_from_db(fields=["answers_count"])
         current.task = task
         kind.on_submit(current)
-        task.save(update_fields=["state", "result", "updated_at"])
+        task.save(update_fields=["answers_count", "state", "lease_expires_at", "result", "updated_at"])
         return SubmitResult(current, replayed=False)
 
 

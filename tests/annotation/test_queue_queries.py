@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 # Statements per request, transaction control (BEGIN/SAVEPOINT/COMMIT) left out.
 NEXT_TASK_QUERIES = 7
-SUBMIT_QUERIES = 12
+SUBMIT_QUERIES = 10
 
 
 def token_client(user) -> APIClient:
