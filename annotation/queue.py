@@ -32,6 +32,11 @@ class AlreadySubmitted(QueueError):
     code = "already_submitted"
 
 
+# The task's subjects that the worker's view of an assignment shows: loaded with the locked task row (only the
+# task row is locked) so answering the request needs no further query.
+WORKER_VIEW_RELATED = ("image", "concept")
+
+
 def lease_duration() -> timedelta:
     return timedelta(seconds=settings.CROWDLABEL["LEASE_SECONDS"])
 
@@ -71,6 +76,7 @@ def task_lease_next(
                 task = (
                     available_tasks(worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now)
                     .order_by("-priority", "id")
+                    .select_related(*WORKER_VIEW_RELATED)
                     .select_for_update(skip_locked=True, of=("self",))
                     .first()
                 )
@@ -113,7 +119,11 @@ def assignment_submit(
     if not idempotency_key or len(idempotency_key) > 128:
         raise ValueError("an Idempotency-Key of 1 to 128 characters is required")
     with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=assignment.task_id)
+        task = (
+            Task.objects.select_related(*WORKER_VIEW_RELATED)
+            .select_for_update(of=("self",))
+            .get(pk=assignment.task_id)
+        )
         current = Assignment.objects.select_for_update().get(pk=assignment.pk)
         if current.state == AssignmentState.SUBMITTED:
             if current.idempotency_key == idempotency_key:

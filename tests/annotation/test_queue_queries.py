@@ -16,8 +16,8 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 # Statements per request, transaction control (BEGIN/SAVEPOINT/COMMIT) left out.
-NEXT_TASK_QUERIES = 7
-SUBMIT_QUERIES = 10
+NEXT_TASK_QUERIES = 5
+SUBMIT_QUERIES = 8
 
 
 def token_client(user) -> APIClient:
