@@ -16,8 +16,8 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 # Statements per request, transaction control (BEGIN/SAVEPOINT/COMMIT) left out.
-NEXT_TASK_QUERIES = 5
-SUBMIT_QUERIES = 8
+NEXT_TASK_QUERIES = 4
+SUBMIT_QUERIES = 7
 
 
 def token_client(user) -> APIClient:
