@@ -28,7 +28,9 @@ def duplicate(dataset, make_box):
 
 
 def decide(client, item_id, decision, **extra):
-    return client.post(f"/api/v1/review/items/{item_id}/decide", {"decision": decision, **extra}, format="json")
+    return client.post(
+        f"/api/v1/review/items/{item_id}/decide", {"decision": decision, **extra}, format="json"
+    )
 
 
 def test_reviewer_takes_the_item_with_image_boxes_and_keyboard_choices(duplicate, reviewer):

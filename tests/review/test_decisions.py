@@ -38,7 +38,9 @@ def test_keep_a_removes_b_softly_and_records_before_and_after(pair, reviewer):
     item = lease(reviewer, ReviewKind.DUPLICATE)
     assert item.pk == pair["duplicate"].pk
 
-    row = services.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A, reason="same dog")
+    row = services.review_decide(
+        item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A, reason="same dog"
+    )
 
     b = Box.objects.get(pk=pair["b"].pk)
     assert b.state == BoxState.REMOVED, "removed is a state: the row is kept"
@@ -51,7 +53,9 @@ def test_keep_a_removes_b_softly_and_records_before_and_after(pair, reviewer):
     assert (item.state, item.leased_to, item.lease_expires_at) == (ItemState.DECIDED, None, None)
 
 
-def test_removing_a_box_dismisses_its_other_open_items_and_undo_restores_everything(pair, reviewer, organizer):
+def test_removing_a_box_dismisses_its_other_open_items_and_undo_restores_everything(
+    pair, reviewer, organizer
+):
     item = lease(reviewer, ReviewKind.DUPLICATE)
     row = services.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_B)
     cross_with_a = ReviewItem.objects.get(kind=ReviewKind.CROSS_CLASS, box_a=pair["a"])
@@ -68,7 +72,9 @@ def test_removing_a_box_dismisses_its_other_open_items_and_undo_restores_everyth
     assert ReviewDecision.objects.count() == 2, "the undone decision stays in the audit trail"
 
 
-def test_relabel_changes_the_concept_to_the_other_class_by_default_and_undo_reverts(pair, reviewer, organizer):
+def test_relabel_changes_the_concept_to_the_other_class_by_default_and_undo_reverts(
+    pair, reviewer, organizer
+):
     item = lease(reviewer, ReviewKind.CROSS_CLASS)
     target_id = item.box_a_id
     row = services.review_decide(item=item, reviewer=reviewer, decision=Decision.RELABEL_A)
@@ -84,7 +90,9 @@ def test_relabel_to_an_explicit_class_and_useless_relabel_is_refused(pair, revie
     item = lease(reviewer, ReviewKind.CROSS_CLASS)
     box_a = Box.objects.get(pk=item.box_a_id)
     with pytest.raises(services.InvalidDecision, match="current class"):
-        services.review_decide(item=item, reviewer=reviewer, decision=Decision.RELABEL_A, new_concept=box_a.concept)
+        services.review_decide(
+            item=item, reviewer=reviewer, decision=Decision.RELABEL_A, new_concept=box_a.concept
+        )
     horse = factories.ConceptFactory(name="horse")
     services.review_decide(item=item, reviewer=reviewer, decision=Decision.RELABEL_A, new_concept=horse)
     assert Box.objects.get(pk=box_a.pk).concept == horse
@@ -95,14 +103,18 @@ def test_a_decision_of_another_kind_is_refused_and_changes_nothing(pair, reviewe
     with pytest.raises(services.InvalidDecision, match="not a decision for a duplicate"):
         services.review_decide(item=item, reviewer=reviewer, decision=Decision.REMOVE_A)
     with pytest.raises(services.InvalidDecision):
-        services.review_decide(item=item, reviewer=reviewer, decision=Decision.DISTINCT, new_concept=pair["cat"])
+        services.review_decide(
+            item=item, reviewer=reviewer, decision=Decision.DISTINCT, new_concept=pair["cat"]
+        )
     assert not ReviewDecision.objects.exists()
     assert ReviewItem.objects.get(pk=item.pk).state == ItemState.LEASED
 
 
 def test_a_failure_inside_the_decision_rolls_back_box_changes(pair, reviewer, dataset):
     box = pair["a"]
-    item = services.ambiguous_enqueue(dataset=dataset, subject={"type": "test.boom", "id": 1}, reason="x", box=box)
+    item = services.ambiguous_enqueue(
+        dataset=dataset, subject={"type": "test.boom", "id": 1}, reason="x", box=box
+    )
     Box.objects.filter(pk=box.pk).update(state=BoxState.PENDING)
 
     def boom(item, row):
@@ -163,12 +175,16 @@ def test_undo_is_refused_twice_for_an_undo_and_after_later_changes(pair, reviewe
         services.review_undo(decision=row, organizer=organizer)
 
 
-def test_ambiguous_items_are_queued_once_while_open_and_accept_sets_the_box_state(dataset, reviewer, make_box):
+def test_ambiguous_items_are_queued_once_while_open_and_accept_sets_the_box_state(
+    dataset, reviewer, make_box
+):
     img = factories.ImageFactory(dataset=dataset)
     box = make_box(img, factories.ConceptFactory(), 1, 1, 20, 20, state=BoxState.PENDING)
     subject = {"type": "box_job", "id": 7}
     first = services.ambiguous_enqueue(dataset=dataset, subject=subject, reason="over its round cap", box=box)
-    again = services.ambiguous_enqueue(dataset=dataset, subject={"id": 7, "type": "box_job"}, reason="again", box=box)
+    again = services.ambiguous_enqueue(
+        dataset=dataset, subject={"id": 7, "type": "box_job"}, reason="again", box=box
+    )
     assert first.pk == again.pk
     with pytest.raises(ValueError, match="type"):
         services.ambiguous_enqueue(dataset=dataset, subject={"id": 1}, reason="x")

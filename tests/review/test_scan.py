@@ -171,7 +171,9 @@ def test_zero_area_boxes_are_refused_by_the_database(dataset, concepts):
     img = image(dataset)
     for coords in [(10, 10, 10, 20), (10, 10, 20, 10), (10, 10, 5, 20)]:
         with pytest.raises(IntegrityError), transaction.atomic():
-            Box.objects.create(image=img, concept=concepts["dog"], x1=coords[0], y1=coords[1], x2=coords[2], y2=coords[3])
+            Box.objects.create(
+                image=img, concept=concepts["dog"], x1=coords[0], y1=coords[1], x2=coords[2], y2=coords[3]
+            )
     assert not Box.objects.exists()
 
 
