@@ -1,4 +1,4 @@
-"""Top-level URL map: API under /api/v1/, schema and docs, worker pages, admin, the health probe."""
+"""Top-level URL map: API under /api/v1/, schema and docs, worker and reviewer pages, admin, the health probe."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -16,5 +16,6 @@ urlpatterns = [
     path("api/v1/", include("hierarchy.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include("review.urls")),
     path("", include("frontend.urls")),
 ]
