@@ -13,7 +13,7 @@ from tests.conftest import png_bytes
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_reviewer_resolves_a_duplicate_pair_with_the_keyboard(live_server, browser, make_box):
+def test_reviewer_resolves_a_duplicate_pair_with_the_keyboard(live_server, chromium, make_box):
     factories.user_with_roles("rita", ("reviewers",), password="rita-pass-123")
     dataset = factories.DatasetFactory()
     img = factories.ImageFactory(dataset=dataset, width=200, height=150, file__data=png_bytes((200, 150)))
@@ -23,7 +23,7 @@ def test_reviewer_resolves_a_duplicate_pair_with_the_keyboard(live_server, brows
     services.overlaps_scan(dataset)
     item = ReviewItem.objects.get()
 
-    page = browser.new_page()
+    page = chromium.new_page()
     try:
         page.goto(f"{live_server.url}/accounts/login/?next=/review/")
         page.fill("input[name=username]", "rita")
