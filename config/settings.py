@@ -242,6 +242,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"QuestionStateEnum": "consensus.models.QuestionState"},
 }
 
 # Celery: eager (in-process) when no broker is configured, a real broker otherwise.
