@@ -242,7 +242,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {"QuestionStateEnum": "consensus.models.QuestionState"},
+    "ENUM_NAME_OVERRIDES": {
+        "QuestionStateEnum": "consensus.models.QuestionState",
+        "QuestionKindEnum": "consensus.models.QuestionKind",
+        "ReviewKindEnum": "review.models.ReviewKind",
+    },
 }
 
 # Celery: eager (in-process) when no broker is configured, a real broker otherwise.

@@ -77,7 +77,9 @@ class Command(BaseCommand):
             "--hierarchy", type=Path, default=None, help="Hierarchy fixture (JSON) for the classes."
         )
         parser.add_argument(
-            "--server", default=None, help="Base URL of a running server sharing this DATABASE_URL (accounts and concepts are created in the database directly; default: in-process)."
+            "--server",
+            default=None,
+            help="Base URL of a running server sharing this DATABASE_URL (accounts and concepts are created in the database directly; default: in-process).",
         )
         parser.add_argument(
             "--concurrency", type=int, default=1, help="Parallel worker threads (needs --server)."
