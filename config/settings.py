@@ -250,8 +250,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: eager (in-process) when no broker is configured, a real broker otherwise.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")
+# Eager mode never talks to a broker; the in-memory transport only keeps kombu from guessing a host.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
 # A key prefix lets several deployments (or test runs) share one Redis database without taking each other's
 # messages.
 CELERY_BROKER_TRANSPORT_OPTIONS = (
