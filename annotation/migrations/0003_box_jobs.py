@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0001_initial'),
+        ('annotation', '0002_task_available_any_kind_idx'),
         ('hierarchy', '0001_initial'),
     ]
 
