@@ -261,3 +261,14 @@ def test_box_jobs_start_covers_every_image_of_the_dataset_once(dataset, concept)
     report = boxes.box_jobs_start(dataset=dataset, concept=concept, images=first[:2])
     assert (report.created, report.existing) == (0, 2)
     assert boxes.status_counts(dataset)["needs_draw"] == 3
+
+
+def test_a_job_sent_to_review_becomes_one_ambiguous_review_item_about_its_pending_box(job, crowd):
+    from review.models import ReviewItem
+
+    drawer, *_ = crowd
+    box = draw(drawer)
+    boxes.on_quality_undecidable(box.pk)
+    item = ReviewItem.objects.get()
+    assert item.subject == {"type": "box_job", "id": job.pk}
+    assert item.box_a_id == box.pk and "quality_undecidable" in item.reason
