@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation import boxes, pipeline, questions
-from annotation.box_questions import VOTES
+from annotation.box_questions import RULES
 from annotation.models import Box, BoxJob, BoxJobEvent, BoxState, Task, TaskExclusion, TaskState
 from tests import factories
 from tests.annotation.boxhelpers import answer, image, lease, vote, workers
@@ -198,7 +198,7 @@ def test_quality_stops_early_once_the_majority_is_reached(job, crowd):
     drawer, *others = crowd
     draw(drawer)
     task = vote(others, QUALITY, True)
-    assert task.answers_count == VOTES[QUALITY] // 2 + 1
+    assert task.answers_count == RULES[QUALITY][0] == 2
 
 
 def test_a_stale_decision_is_ignored_and_changes_nothing(job, crowd):
@@ -272,3 +272,16 @@ def test_a_job_sent_to_review_becomes_one_ambiguous_review_item_about_its_pendin
     item = ReviewItem.objects.get()
     assert item.subject == {"type": "box_job", "id": job.pk}
     assert item.box_a_id == box.pk and "quality_undecidable" in item.reason
+
+
+def test_one_no_on_coverage_queues_another_draw_but_yes_needs_three_votes(job, crowd):
+    drawer, *others = crowd
+    draw(drawer)
+    vote(others, QUALITY, True)
+    a, b, c, *_ = others
+    answer(a, COVERAGE, {"answer": True})
+    answer(b, COVERAGE, {"answer": True})
+    assert refresh(job).status == "awaiting_coverage"
+    task = answer(c, COVERAGE, {"answer": False})
+    assert task.state == TaskState.DONE and task.result["answer"] is False
+    assert refresh(job).status == "needs_draw"
