@@ -6,7 +6,7 @@ the default fixed-majority questions, without the database or HTTP, and prints f
 (images whose every instance is boxed at IoU >= 0.5), box accuracy (accepted boxes with IoU >= 0.7), duplicates,
 micro-tasks and simulated worker-seconds per accepted box and per fully covered image.
 
-    python bench/box_cost.py             # 200 images, 2 crowds, 2 seeds
+    python bench/box_cost.py             # 200 images, 2 crowds, 1 seed (--seeds N for more)
     python bench/box_cost.py --quick     # 80 images, 1 seed
 """
 
@@ -265,7 +265,7 @@ def report(name: str, tally: Tally, truth: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=200)
-    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="80 images, 1 seed, screened crowd only")
     args = parser.parse_args()
     images, seeds = (80, 1) if args.quick else (args.images, args.seeds)

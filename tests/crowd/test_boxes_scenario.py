@@ -65,3 +65,19 @@ def test_a_simulated_crowd_boxes_synthetic_scenes_to_the_ilsvrc_coverage_and_acc
     assert summary["box_accuracy"] >= 0.992, summary
     assert summary["worker_seconds_per_image"] > 0 and summary["votes_per_image"] > 0
     assert set(summary["tasks_by_kind"]) == {"box_draw", "box_quality", "box_coverage"}
+
+
+@pytest.mark.django_db
+def test_simulate_command_runs_the_boxes_scenario_and_fills_the_box_keys():
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command(
+        "simulate", scenario="boxes", images=4, workers=8, seed=2, synsets=4, stdout=out, no_progress=True
+    )
+    summary = json.loads(out.getvalue())
+    assert summary["scenario"] == "boxes" and summary["submit_errors"] == 0
+    assert 0 <= summary["box_coverage"] <= 1 and 0 <= summary["box_accuracy"] <= 1
+    assert summary["worker_seconds_per_image"] > 0 and summary["tasks_by_kind"]["box_draw"] >= 4
