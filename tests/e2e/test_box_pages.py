@@ -35,7 +35,7 @@ def to_screen(svg_box: dict, x: float, y: float) -> tuple[float, float]:
 
 
 def test_a_box_drawn_by_mouse_on_a_scaled_image_is_stored_in_original_pixels(
-    page, live_server, draw_job, chromium
+    page, live_server, draw_job, chromium, tmp_path
 ):
     page.set_viewport_size({"width": 700, "height": 900})
     factories.user_with_roles("ann", ("workers",))
@@ -60,6 +60,8 @@ def test_a_box_drawn_by_mouse_on_a_scaled_image_is_stored_in_original_pixels(
     page.mouse.down()
     page.mouse.move(handle["x"] + handle["width"] / 2 + 40, handle["y"] + handle["height"] / 2, steps=4)
     page.mouse.up()
+    # Screenshots land in pytest's temporary directory, for a person to look at when a run goes wrong.
+    page.screenshot(path=tmp_path / "draw-page.png", full_page=True)
     page.keyboard.press("Enter")
     expect(page.locator("#answered")).to_have_text("1")
 
@@ -80,6 +82,8 @@ def test_a_box_drawn_by_mouse_on_a_scaled_image_is_stored_in_original_pixels(
         sign_in(other, live_server.url, "bob")
         expect(other.locator("h1.question")).to_contain_text("tight around one whole visible dog")
         expect(other.locator("rect.box.judged")).to_have_count(1)
+        wait_for_image_loaded(other)
+        other.screenshot(path=tmp_path / "quality-page.png", full_page=True)
         other.keyboard.press("y")
         expect(other.locator("#answered")).to_have_text("1")
     finally:
