@@ -134,7 +134,14 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "crowdlabel.sqlite3",
-            "OPTIONS": {"timeout": 20},
+            "OPTIONS": {
+                "timeout": 20,
+                # WAL lets readers run while one writer commits, and NORMAL sync is durable at checkpoints;
+                # IMMEDIATE takes the write lock when a transaction starts, so concurrent requests queue
+                # instead of failing with "database is locked" halfway through.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+            },
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -235,6 +242,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "QuestionStateEnum": "consensus.models.QuestionState",
+        "QuestionKindEnum": "consensus.models.QuestionKind",
+        "ReviewKindEnum": "review.models.ReviewKind",
+    },
 }
 
 # Celery: eager (in-process) when no broker is configured, a real broker otherwise.
