@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.db.models import Count
 
-from .models import Assignment, Box, Dataset, Image, Task
+from .models import Assignment, Box, BoxJob, Dataset, Image, Task
 
 
 @admin.register(Dataset)
@@ -71,6 +71,23 @@ class AssignmentAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(BoxJob)
+class BoxJobAdmin(admin.ModelAdmin):
+    """Box jobs change only through the pipeline's services; the admin shows them and their event log."""
+
+    list_display = ["id", "image", "concept", "status", "review_reason", "updated_at"]
+    list_filter = ["status", "review_reason", "dataset"]
+    list_select_related = ["image", "concept"]
+    raw_id_fields = ["image", "concept"]
+    readonly_fields = [f.name for f in BoxJob._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:

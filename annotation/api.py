@@ -19,11 +19,15 @@ from rest_framework.views import APIView
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 from hierarchy.models import Concept
 
-from . import binary_vote, kinds, queue
+from . import binary_vote, boxes, kinds, queue
 from .ingest import images_ingest, item_read
-from .models import Assignment, Dataset, Image, Task
+from .models import Assignment, Box, BoxJob, BoxState, Dataset, Image, Task
 from .serializers import (
     AssignmentSerializer,
+    BoxJobProgressSerializer,
+    BoxJobsStartedSerializer,
+    BoxJobsStartSerializer,
+    BoxSerializer,
     DatasetSerializer,
     ImageSerializer,
     ImageUploadSerializer,
@@ -125,6 +129,84 @@ class DatasetViewSet(
             priority=data["priority"],
         )
         return Response({"created": len(tasks)}, status=status.HTTP_201_CREATED)
+
+    def _concept(self, wnid: str) -> Concept:
+        concept = Concept.objects.filter(wnid=wnid).first()
+        if concept is None:
+            raise ValidationError({"concept": f"no concept with wnid {wnid!r}"})
+        return concept
+
+    @extend_schema(
+        parameters=[OpenApiParameter("concept", str, description="Only jobs of this concept (wnid).")],
+        responses=BoxJobProgressSerializer,
+    )
+    @action(detail=True, methods=["get"], url_path="box-jobs")
+    def box_jobs(self, request, pk=None):
+        """Progress of the box pipeline: jobs per status, and why jobs went to review."""
+        dataset = self.get_object()
+        wnid = request.query_params.get("concept")
+        concept = self._concept(wnid) if wnid else None
+        counts = boxes.status_counts(dataset, concept)
+        jobs = BoxJob.objects.filter(dataset=dataset).exclude(review_reason="")
+        if concept is not None:
+            jobs = jobs.filter(concept=concept)
+        reasons = dict(jobs.values("review_reason").annotate(n=Count("id")).values_list("review_reason", "n"))
+        data = {"total": sum(counts.values()), "status_counts": counts, "review_reasons": reasons}
+        return Response(BoxJobProgressSerializer(data).data)
+
+    @extend_schema(request=BoxJobsStartSerializer, responses={201: BoxJobsStartedSerializer})
+    @box_jobs.mapping.post
+    def box_jobs_start(self, request, pk=None):
+        """Start the box pipeline (draw, quality, coverage) for a concept on images known to show it.
+        Starting a job that exists already changes nothing."""
+        dataset = self.get_object()
+        form = BoxJobsStartSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        concept = self._concept(data["concept"])
+        images = None
+        if "images" in data:
+            images = list(dataset.images.filter(pk__in=data["images"]).order_by("id"))
+            missing = sorted(set(data["images"]) - {i.pk for i in images})
+            if missing:
+                raise ValidationError({"images": f"not images of this dataset: {missing}"})
+        report = boxes.box_jobs_start(
+            dataset=dataset,
+            concept=concept,
+            images=images,
+            max_boxes=data["max_boxes"],
+            max_rounds=data["max_rounds"],
+        )
+        body = BoxJobsStartedSerializer({"created": report.created, "existing": report.existing}).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "state", str, enum=BoxState.values, description="Box state (default: accepted)."
+            ),
+            OpenApiParameter("concept", str, description="Only boxes of this concept (wnid)."),
+            OpenApiParameter("image", int, description="Only boxes on this image."),
+        ],
+        responses=BoxSerializer(many=True),
+    )
+    @action(detail=True, methods=["get"], url_path="boxes")
+    def box_list(self, request, pk=None):
+        """Boxes on the dataset's images, in original-image pixels."""
+        dataset = self.get_object()
+        params = request.query_params
+        state = params.get("state", BoxState.ACCEPTED)
+        if state not in BoxState.values:
+            raise ValidationError({"state": f"must be one of {', '.join(BoxState.values)}"})
+        qs = Box.objects.filter(image__dataset=dataset, state=state).select_related("concept")
+        if params.get("concept"):
+            qs = qs.filter(concept=self._concept(params["concept"]))
+        if params.get("image"):
+            if not params["image"].isdigit():
+                raise ValidationError({"image": "must be an image id (an integer)"})
+            qs = qs.filter(image_id=int(params["image"]))
+        page = self.paginate_queryset(qs.order_by("id"))
+        return self.get_paginated_response(BoxSerializer(page, many=True).data)
 
 
 class NextTaskView(APIView):

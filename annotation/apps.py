@@ -5,5 +5,6 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
-        # Registers the binary vote task kind with the queue.
-        from . import binary_vote  # noqa: F401
+        # Registers the task kinds with the queue: binary votes, box drawing, and the default backend for the
+        # box pipeline's quality and coverage questions.
+        from . import binary_vote, box_draw, box_questions  # noqa: F401

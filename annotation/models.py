@@ -191,3 +191,58 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} of task {self.task_id} to worker {self.worker_id} ({self.state})"
+
+
+class BoxJobStatus(models.TextChoices):
+    """Mirrors `annotation.pipeline.JobStatus`, as a column the organizer's progress queries can count."""
+
+    NEEDS_DRAW = "needs_draw", "Waiting for a box to be drawn"
+    AWAITING_QUALITY = "awaiting_quality", "Waiting for the quality check"
+    AWAITING_COVERAGE = "awaiting_coverage", "Waiting for the coverage check"
+    DONE = "done", "Every instance boxed"
+    REVIEW = "review", "Sent to review"
+
+
+class BoxJob(models.Model):
+    """The box pipeline for one (image, concept) pair known to show the concept (ILSVRC §3.2.1).
+
+    `state` is `pipeline.BoxJob.to_dict()`; `status` repeats its status for queries. Both are a cache of the
+    append-only `BoxJobEvent` log, written in the same transaction as each event."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="box_jobs")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="box_jobs")
+    concept = models.ForeignKey("hierarchy.Concept", on_delete=models.PROTECT, related_name="box_jobs")
+    status = models.CharField(max_length=20, choices=BoxJobStatus.choices, default=BoxJobStatus.NEEDS_DRAW)
+    state = models.JSONField()
+    max_boxes = models.PositiveSmallIntegerField()
+    max_rounds = models.PositiveSmallIntegerField()
+    review_reason = models.CharField(max_length=32, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["image", "concept"], name="box_job_unique_image_concept")
+        ]
+        indexes = [models.Index(fields=["dataset", "concept", "status"], name="box_job_progress_idx")]
+
+    def __str__(self) -> str:
+        return f"box job {self.pk} (image {self.image_id}, concept {self.concept_id}, {self.status})"
+
+
+class BoxJobEvent(models.Model):
+    """One fact of a box job (a box drawn, a skip, a decision), never edited: `pipeline.replay` of a job's
+    events in `seq` order rebuilds its state."""
+
+    job = models.ForeignKey(BoxJob, on_delete=models.PROTECT, related_name="events")
+    seq = models.PositiveIntegerField()
+    event = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "seq"]
+        constraints = [models.UniqueConstraint(fields=["job", "seq"], name="box_job_event_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"event {self.seq} of box job {self.job_id}: {self.event.get('type')}"

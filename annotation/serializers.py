@@ -128,3 +128,37 @@ class VoteResultSerializer(serializers.Serializer):
     state = serializers.CharField()
     answers = serializers.IntegerField(source="answers_count")
     result = serializers.JSONField(allow_null=True)
+
+
+class BoxJobsStartSerializer(serializers.Serializer):
+    concept = serializers.CharField(help_text="wnid of the concept to box.")
+    images = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Images known to show the concept (default: every image of the dataset).",
+    )
+    max_boxes = serializers.IntegerField(min_value=1, max_value=200, default=25)
+    max_rounds = serializers.IntegerField(min_value=1, max_value=500, default=30)
+
+
+class BoxJobsStartedSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    existing = serializers.IntegerField(help_text="Images that already had a job for the concept.")
+
+
+class BoxJobProgressSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    status_counts = serializers.DictField(child=serializers.IntegerField())
+    review_reasons = serializers.DictField(child=serializers.IntegerField())
+
+
+class BoxSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    image = serializers.IntegerField(source="image_id")
+    concept = serializers.CharField(source="concept.wnid")
+    x1 = serializers.FloatField()
+    y1 = serializers.FloatField()
+    x2 = serializers.FloatField()
+    y2 = serializers.FloatField()
+    state = serializers.CharField()
+    drawn_by = serializers.IntegerField(source="drawn_by_id", allow_null=True)

@@ -18,7 +18,7 @@ from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
 from annotation import binary_vote
-from annotation.models import Box, Dataset, Image, Task, TaskState
+from annotation.models import Box, Dataset, Image, Task, TaskExclusion, TaskState
 from annotation.queue import QueueError
 from hierarchy.models import Concept
 
@@ -257,6 +257,16 @@ def _serve(questions: list[Question], text: str | None, settings: ConsensusSetti
     for question, task in zip(questions, tasks, strict=True):
         question.task = task
     Question.objects.bulk_update(questions, ["task", "state"], batch_size=500)
+    # A subject may name workers who must not answer (the drawer of the box a quality question is about),
+    # whenever the question is served: at creation or after waiting for its calibration table.
+    TaskExclusion.objects.bulk_create(
+        [
+            TaskExclusion(task=q.task, worker_id=int(w))
+            for q in questions
+            for w in (q.subject or {}).get("exclude_workers", ())
+        ],
+        batch_size=500,
+    )
 
 
 # --- voting ------------------------------------------------------------------------------------------------

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .boxes import BoxesScenario
 from .verify import VerifyScenario
 
 SCENARIOS: dict[str, Callable[..., object]] = {
+    "boxes": BoxesScenario,
     "verify": VerifyScenario,
 }

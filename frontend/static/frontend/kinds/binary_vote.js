@@ -1,4 +1,5 @@
-// The yes/no question page: the image, the question, Yes/No buttons and the Y/N keys.
+// The yes/no question page: the image, the question, Yes/No buttons and the Y/N keys. `yesNo` is shared by
+// every yes/no page (box quality and coverage import it).
 
 export function render(container, assignment, answer) {
   const { task } = assignment;
@@ -23,26 +24,37 @@ export function render(container, assignment, answer) {
     img.height = task.image.height;
     container.append(img);
   }
+  return yesNo(container, answer);
+}
+
+// Yes/No buttons answering {"answer": true|false}, with Y/N keys; returns the cleanup for the page.
+export function yesNo(container, answer) {
   const buttons = document.createElement("div");
   buttons.className = "answers";
   const yes = button("Yes", "Y", "yes", () => answer({ answer: true }));
   const no = button("No", "N", "no", () => answer({ answer: false }));
   buttons.append(yes, no);
   container.append(buttons);
+  return onShortcut({ y: () => yes.click(), n: () => no.click() });
+}
 
+// Single-key shortcuts, ignoring typing in fields, Ctrl/Alt/Meta chords (the browser's) and auto-repeat (a
+// held-down key must not answer the next task too). Returns the function that removes the listener.
+export function onShortcut(handlers) {
   const onKey = (event) => {
     if (event.target && ["INPUT", "TEXTAREA"].includes(event.target.tagName)) return;
-    // Ctrl+Y, Alt+N and friends belong to the browser, and a held-down key must not answer the next task too.
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
-    const key = event.key.toLowerCase();
-    if (key === "y") yes.click();
-    else if (key === "n") no.click();
+    const handler = handlers[event.key.toLowerCase()] || handlers[event.key];
+    if (handler) {
+      event.preventDefault();
+      handler();
+    }
   };
   document.addEventListener("keydown", onKey);
   return () => document.removeEventListener("keydown", onKey);
 }
 
-function button(label, shortcut, cls, onClick) {
+export function button(label, shortcut, cls, onClick) {
   const b = document.createElement("button");
   b.type = "button";
   b.className = `answer ${cls}`;

@@ -1,0 +1,83 @@
+"""The DRAW micro-task kind of the box pipeline: one worker draws one box around one instance not yet boxed,
+or answers that none is left (ILSVRC §3.2.1; Su, Deng, Fei-Fei 2012).
+
+Answer: {"box": [x1, y1, x2, y2]} in original-image pixels, or {"none_left": true}; an optional "image" id
+lets a client make sure the box belongs to the image it showed. A refused box stores nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import boxes, geometry, kinds
+from .models import Assignment, Task, TaskState
+
+KIND = boxes.DRAW_KIND
+
+
+def instructions(concept_name: str) -> str:
+    return (
+        f"Draw one tight box around one {concept_name} that has no box yet: the box should touch the edges of "
+        f"the visible part. If every {concept_name} already has a box, press N (nothing left)."
+    )
+
+
+def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
+    if not isinstance(answer, dict):
+        raise kinds.AnswerInvalid(
+            'the answer must be an object like {"box": [x1, y1, x2, y2]} or {"none_left": true}'
+        )
+    if "image" in answer and answer["image"] != task.image_id:
+        raise kinds.AnswerInvalid(
+            f"this task is about image {task.image_id}, not image {answer['image']!r}: no task of yours is on that image"
+        )
+    has_box = "box" in answer
+    none_left = answer.get("none_left", False)
+    if not isinstance(none_left, bool):
+        raise kinds.AnswerInvalid(f'"none_left" must be true or false, got {none_left!r}')
+    if has_box == none_left:
+        raise kinds.AnswerInvalid('send either "box" or "none_left": true (exactly one of them)')
+    if none_left:
+        return {"none_left": True}
+    assert task.image is not None and task.concept_id is not None
+    try:
+        box = boxes.box_check(image=task.image, concept_id=task.concept_id, coords=answer["box"])
+    except geometry.BoxError as exc:
+        raise kinds.AnswerInvalid(str(exc)) from None
+    return {"box": list(box.as_tuple())}
+
+
+def on_submit(assignment: Assignment) -> None:
+    task = assignment.task
+    answer = assignment.answer or {}
+    if answer.get("none_left"):
+        boxes.box_draw_skip(task=task, worker=assignment.worker)
+        task.result = {"none_left": True}
+    else:
+        box = boxes.box_submit(task=task, worker=assignment.worker, box=geometry.Box(*answer["box"]))
+        task.result = {"box_id": box.pk}
+    task.state = TaskState.DONE
+
+
+def public_payload(task: Task) -> dict[str, Any]:
+    concept = task.concept
+    assert concept is not None and task.image_id is not None
+    shown = boxes.accepted_boxes(task.image_id, concept.pk)
+    return {
+        "concept": {"wnid": concept.wnid, "name": concept.name, "gloss": concept.gloss},
+        "instructions": instructions(concept.name),
+        "boxes": [{"id": b.pk, "box": [b.x1, b.y1, b.x2, b.y2]} for b in shown],
+        "min_side": geometry.MIN_BOX_SIDE,
+        "min_difference": geometry.DUPLICATE_MIN_DIFF_PX,
+    }
+
+
+KIND_SPEC = kinds.register(
+    kinds.TaskKind(
+        name=KIND,
+        title="Draw a box",
+        clean_answer=clean_answer,
+        on_submit=on_submit,
+        public_payload=public_payload,
+    )
+)

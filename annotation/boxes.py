@@ -1,0 +1,307 @@
+"""Services of the box pipeline (ILSVRC §3.2.1; Su, Deng, Fei-Fei 2012): start a job per (image, concept),
+take drawn boxes and skips, react to quality and coverage decisions. Each service loads the job row under a
+lock, applies one `annotation.pipeline` transition, appends the event, and executes the returned effects.
+
+Lock order: task row (the queue's submit) first, then the job row, then boxes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from . import geometry, pipeline, questions
+from .models import (
+    Box,
+    BoxJob,
+    BoxJobEvent,
+    BoxJobStatus,
+    BoxState,
+    Dataset,
+    Image,
+    Task,
+    TaskState,
+)
+
+logger = logging.getLogger(__name__)
+
+DRAW_KIND = "box_draw"
+
+# Subscribers told about a job sent to review: fn(job, reason, detail). A review app registers one at ready();
+# until then the job simply rests in status "review" for an organizer to find.
+_review_hooks: list[Callable[[BoxJob, str, str], None]] = []
+
+
+def review_hook_register(hook: Callable[[BoxJob, str, str], None]) -> None:
+    if hook not in _review_hooks:
+        _review_hooks.append(hook)
+
+
+def review_hook_unregister(hook: Callable[[BoxJob, str, str], None]) -> None:
+    if hook in _review_hooks:
+        _review_hooks.remove(hook)
+
+
+# --- starting jobs ------------------------------------------------------------------------------------------
+
+
+def box_job_start(
+    *,
+    image: Image,
+    concept,
+    max_boxes: int = pipeline.DEFAULT_MAX_BOXES,
+    max_rounds: int = pipeline.DEFAULT_MAX_ROUNDS,
+) -> tuple[BoxJob, bool]:
+    """Start the box job for an (image, concept) pair verified to show the concept; the first DRAW is queued.
+    Idempotent: a second call returns the existing job and `created` False (the unique constraint decides)."""
+    state, effects = pipeline.new_job(max_boxes=max_boxes, max_rounds=max_rounds)
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                job = BoxJob.objects.create(
+                    dataset_id=image.dataset_id,
+                    image=image,
+                    concept=concept,
+                    status=state.status.value,
+                    state=state.to_dict(),
+                    max_boxes=max_boxes,
+                    max_rounds=max_rounds,
+                )
+        except IntegrityError:
+            return BoxJob.objects.get(image=image, concept=concept), False
+        _execute(job, state, effects)
+        return job, True
+
+
+@dataclass(frozen=True)
+class StartReport:
+    created: int
+    existing: int
+
+
+def box_jobs_start(
+    *,
+    dataset: Dataset,
+    concept,
+    images: Iterable[Image] | None = None,
+    max_boxes: int = pipeline.DEFAULT_MAX_BOXES,
+    max_rounds: int = pipeline.DEFAULT_MAX_ROUNDS,
+) -> StartReport:
+    """Start box jobs for `concept` on `images` (default: every image of the dataset), each in its own
+    transaction so one large call never holds locks for long."""
+    chosen = list(dataset.images.order_by("id")) if images is None else list(images)
+    created = 0
+    for image in chosen:
+        _, new = box_job_start(image=image, concept=concept, max_boxes=max_boxes, max_rounds=max_rounds)
+        created += new
+    return StartReport(created=created, existing=len(chosen) - created)
+
+
+# --- the DRAW answer ----------------------------------------------------------------------------------------
+
+
+def accepted_boxes(image_id: int, concept_id: int) -> list[Box]:
+    return list(
+        Box.objects.filter(image_id=image_id, concept_id=concept_id, state=BoxState.ACCEPTED).order_by("id")
+    )
+
+
+def box_check(*, image: Image, concept_id: int, coords) -> geometry.Box:
+    """Validate a drawn box: inside the image, x2 > x1, finite, big enough, and at least 5 px away from every
+    accepted box of the concept in the image (the draw page's duplicate rule, ILSVRC §3.2.1). Raises
+    `geometry.BoxError` with a message naming the problem."""
+    if not isinstance(coords, list | tuple) or len(coords) != 4:
+        raise geometry.BoxError('"box" must be a list of 4 numbers [x1, y1, x2, y2] in image pixels')
+    for name, value in zip(("x1", "y1", "x2", "y2"), coords, strict=True):
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise geometry.BoxError(f"{name} must be a number, got {value!r}")
+    box = geometry.validate_box(*coords, width=image.width, height=image.height)
+    for existing in accepted_boxes(image.pk, concept_id):
+        other = (existing.x1, existing.y1, existing.x2, existing.y2)
+        if not geometry.differs_by_at_least(box, [other]):
+            raise geometry.BoxError(
+                f"this box is a duplicate of box {existing.pk}: draw a box around an instance that has no "
+                f"box yet (some side must move by at least {geometry.DUPLICATE_MIN_DIFF_PX:g} px)"
+            )
+    return box
+
+
+def _job_for_task(task: Task) -> BoxJob:
+    return BoxJob.objects.select_for_update().get(pk=task.payload["job"])
+
+
+def box_submit(*, task: Task, worker, box: geometry.Box) -> Box:
+    """Store a box the worker drew on a DRAW task (already checked by `box_check`) and ask QUALITY."""
+    job = _job_for_task(task)
+    created = Box.objects.create(
+        image_id=job.image_id,
+        concept_id=job.concept_id,
+        x1=box.x1,
+        y1=box.y1,
+        x2=box.x2,
+        y2=box.y2,
+        state=BoxState.PENDING,
+        drawn_by=worker,
+    )
+    _advance(job, lambda s: pipeline.box_drawn(s, created.pk, worker.pk))
+    return created
+
+
+def box_draw_skip(*, task: Task, worker) -> BoxJob:
+    """The drawer says no instance is left without a box: not trusted alone, it queues a COVERAGE check."""
+    job = _job_for_task(task)
+    _advance(job, lambda s: pipeline.draw_skipped(s, worker.pk))
+    return job
+
+
+# --- decisions, called by whichever backend asked the question ----------------------------------------------
+
+
+def on_quality_decided(box_id: int, accepted: bool) -> bool:
+    """QUALITY decided for `box_id`. Returns False (and changes nothing) for a stale decision."""
+    return _on_box_decision(box_id, lambda s: pipeline.quality_decided(s, box_id, accepted))
+
+
+def on_quality_undecidable(box_id: int) -> bool:
+    return _on_box_decision(box_id, lambda s: pipeline.quality_undecidable(s, box_id))
+
+
+def on_coverage_decided(job_id: int, all_covered: bool) -> bool:
+    return _on_job_decision(job_id, lambda s: pipeline.coverage_decided(s, all_covered))
+
+
+def on_coverage_undecidable(job_id: int) -> bool:
+    return _on_job_decision(job_id, pipeline.coverage_undecidable)
+
+
+def on_question_decided(question: questions.BinaryQuestion, outcome: bool | None) -> bool:
+    """One entry point for question backends: route a decision (None = undecidable) to its handler."""
+    if question.kind == questions.QUALITY:
+        if question.box_id is None:
+            raise ValueError("a quality question needs its box_id")
+        if outcome is None:
+            return on_quality_undecidable(question.box_id)
+        return on_quality_decided(question.box_id, outcome)
+    if question.kind == questions.COVERAGE:
+        if outcome is None:
+            return on_coverage_undecidable(question.job_id)
+        return on_coverage_decided(question.job_id, outcome)
+    raise ValueError(f"not a box pipeline question kind: {question.kind!r}")
+
+
+def _on_box_decision(box_id: int, transition) -> bool:
+    box = Box.objects.filter(pk=box_id).values("image_id", "concept_id").first()
+    if box is None:
+        raise LookupError(f"no box {box_id}")
+    with transaction.atomic():
+        job = BoxJob.objects.select_for_update().get(image_id=box["image_id"], concept_id=box["concept_id"])
+        return _advance_or_ignore(job, transition)
+
+
+def _on_job_decision(job_id: int, transition) -> bool:
+    with transaction.atomic():
+        job = BoxJob.objects.select_for_update().get(pk=job_id)
+        return _advance_or_ignore(job, transition)
+
+
+def _advance_or_ignore(job: BoxJob, transition) -> bool:
+    try:
+        _advance(job, transition)
+    except pipeline.TransitionError as exc:
+        # A decision that arrives after the job moved on (e.g. a reviewer took it over) must not break the
+        # vote that produced it; it is logged and dropped.
+        logger.warning("box job %s ignored a stale decision: %s", job.pk, exc)
+        return False
+    return True
+
+
+# --- applying transitions -----------------------------------------------------------------------------------
+
+
+def job_state(job: BoxJob) -> pipeline.BoxJob:
+    return pipeline.BoxJob.from_dict(job.state)
+
+
+def _advance(job: BoxJob, transition: Callable[[pipeline.BoxJob], pipeline.Result]) -> None:
+    """Apply one transition to a locked job row: append its event, cache the state, execute the effects."""
+    before = job_state(job)
+    after, effects = transition(before)
+    data = after.to_dict()
+    BoxJobEvent.objects.bulk_create(
+        BoxJobEvent(job=job, seq=seq + 1, event=data["history"][seq]["event"])
+        for seq in range(len(before.history), len(after.history))
+    )
+    job.state = data
+    job.status = after.status.value
+    job.save(update_fields=["state", "status", "updated_at"])
+    _execute(job, after, effects)
+
+
+def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]) -> None:
+    for effect in effects:
+        match effect:
+            case pipeline.QueueDraw(round=round_no, shown_box_ids=shown):
+                Task.objects.create(
+                    kind=DRAW_KIND,
+                    dataset_id=job.dataset_id,
+                    image_id=job.image_id,
+                    concept_id=job.concept_id,
+                    payload={"job": job.pk, "round": round_no, "shown_box_ids": list(shown)},
+                    answers_wanted=1,
+                )
+            case pipeline.QueueQuality(box_id=box_id, exclude_worker=drawer):
+                _ask(job, questions.QUALITY, box_id, state.accepted_ids, (drawer,))
+            case pipeline.QueueCoverage(box_ids=box_ids, exclude_workers=excluded):
+                _ask(job, questions.COVERAGE, None, box_ids, excluded)
+            case pipeline.AcceptBox(box_id=box_id):
+                Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.ACCEPTED)
+            case pipeline.DiscardBox(box_id=box_id):
+                Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.REJECTED)
+            case pipeline.SendToReview(reason=reason, detail=detail):
+                BoxJob.objects.filter(pk=job.pk).update(review_reason=reason.value)
+                job.review_reason = reason.value
+                for hook in list(_review_hooks):
+                    hook(job, reason.value, detail)
+            case pipeline.Finish():
+                pass  # the boxes are accepted already and the status says done
+            case _:
+                raise TypeError(f"unknown box pipeline effect {effect!r}")
+
+
+def _ask(job: BoxJob, kind: str, box_id: int | None, box_ids, exclude) -> str:
+    # The quality question shows the accepted boxes too, so a verifier can see a box that repeats one of them.
+    shown = tuple(b for b in box_ids if b != box_id)
+    question = questions.BinaryQuestion(
+        kind=kind,
+        job_id=job.pk,
+        dataset_id=job.dataset_id,
+        image_id=job.image_id,
+        concept_id=job.concept_id,
+        box_id=box_id,
+        box_ids=shown,
+        exclude_workers=tuple(sorted(set(exclude))),
+        text=questions.text_for(kind, job.concept.name),
+    )
+    return questions.ask(question)
+
+
+# --- reads for organizers -----------------------------------------------------------------------------------
+
+
+def status_counts(dataset: Dataset, concept=None) -> dict[str, int]:
+    """Jobs per status (every status present, zeros included)."""
+    from django.db.models import Count
+
+    qs = BoxJob.objects.filter(dataset=dataset)
+    if concept is not None:
+        qs = qs.filter(concept=concept)
+    counts = dict.fromkeys(BoxJobStatus.values, 0)
+    counts.update({row["status"]: row["n"] for row in qs.values("status").annotate(n=Count("id"))})
+    return counts
+
+
+def open_tasks(job: BoxJob):
+    return Task.objects.filter(payload__job=job.pk).exclude(state__in=[TaskState.DONE, TaskState.CANCELLED])

@@ -1,0 +1,303 @@
+"""Cost of boxes: the three-step box pipeline (draw, quality, coverage; ILSVRC §3.2.1, Su et al. 2012) against
+the baseline "three workers each draw every box, merged by IoU clustering", on the same seeded scenes and crowd.
+
+Runs the pure pipeline state machine (`annotation.pipeline`) with the simulated workers (`crowd.simulated`) and
+the default fixed-majority questions, without the database or HTTP, and prints for each method: box coverage
+(images whose every instance is boxed at IoU >= 0.5), box accuracy (accepted boxes with IoU >= 0.7), duplicates,
+micro-tasks and simulated worker-seconds per accepted box and per fully covered image.
+
+    python bench/box_cost.py             # 200 images, 2 crowds, 1 seed (--seeds N for more)
+    python bench/box_cost.py --quick     # 80 images, 1 seed
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass, field, replace
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+from annotation import pipeline  # noqa: E402
+from crowd.ground_truth import COVERAGE_IOU, box_scores, match_boxes  # noqa: E402
+from crowd.scenarios.boxes import grow_to_min_side, page_rules_hold  # noqa: E402
+from crowd.scenes import SceneSpec, generate_scenes  # noqa: E402
+from crowd.simulated import (  # noqa: E402
+    Crowd,
+    CrowdSpec,
+    SimulatedWorker,
+    TaskKind,
+    answer_seconds,
+    draw_box,
+    judge_box_quality,
+    judge_coverage,
+)
+
+CLASSES = [f"c{i:02d}" for i in range(20)]
+MIN_DIFFERENCE = 5.0
+# (yes votes needed, no votes needed) for quality and coverage; (2, 2) is a majority of 3 with early stop.
+RULES = (((2, 2), (2, 2)), ((2, 2), (3, 3)), ((2, 2), (3, 2)), ((2, 2), (3, 1)), ((2, 2), (4, 2)))
+
+
+@dataclass
+class Tally:
+    tasks: int = 0
+    seconds: float = 0.0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    accepted: dict = field(default_factory=dict)
+    review: int = 0
+    jobs: int = 0
+
+    def charge(self, worker: SimulatedWorker, kind: TaskKind) -> None:
+        self.tasks += 1
+        self.seconds += answer_seconds(worker, kind)
+        self.by_kind[kind.value] = self.by_kind.get(kind.value, 0) + 1
+
+
+def crowd_for(name: str, seed: int, n_workers: int = 40) -> Crowd:
+    """'screened': no spammers (gold questions block them in production), realistic verifier accuracy;
+    'open': the simulator's default crowd with 10% spammers. Both: drawers with a few px of jitter, 5% loose
+    boxes, and 10% of draws re-boxing an instance that already has a box."""
+    if name == "screened":
+        spec = CrowdSpec(
+            n_workers=n_workers,
+            seed=seed,
+            spammer_fraction=0.0,
+            sloppy_fraction=0.0,
+            accuracy_mean=0.92,
+            accuracy_concentration=40.0,
+            low_quality_fraction=0.05,
+        )
+    else:
+        spec = CrowdSpec(n_workers=n_workers, seed=seed, sloppy_fraction=0.0)
+    crowd = Crowd.build(spec, class_keys=CLASSES)
+    for w in crowd.workers:
+        w.profile = replace(w.profile, rebox_rate=0.1, loose_box_rate=0.05, jitter_px=2.0)
+    return crowd
+
+
+def _vote(crowd, rng, exclude, rule: tuple[int, int], judge, tally: Tally, kind: TaskKind) -> bool | None:
+    """Votes from distinct eligible workers until `rule` = (yes needed, no needed) is met by one side."""
+    yes_needed, no_needed = rule
+    eligible = [w for w in crowd.workers if w.worker_id not in exclude]
+    yes = no = 0
+    for i in rng.permutation(len(eligible))[: yes_needed + no_needed - 1]:
+        worker = eligible[int(i)]
+        tally.charge(worker, kind)
+        if judge(worker):
+            yes += 1
+        else:
+            no += 1
+        if yes >= yes_needed:
+            return True
+        if no >= no_needed:
+            return False
+    return None
+
+
+def run_pipeline(
+    scenes, crowd: Crowd, seed: int, quality: tuple[int, int], coverage: tuple[int, int]
+) -> Tally:
+    rng = np.random.default_rng([seed, 0xB0C5])
+    tally = Tally()
+    index = {w.worker_id: i for i, w in enumerate(crowd.workers)}
+    for scene in scenes:
+        for key, truth in sorted(scene.boxes_by_class().items()):
+            tally.jobs += 1
+            job, effects = pipeline.new_job()
+            drawn: dict[int, np.ndarray] = {}
+            drawer_of: dict[int, str] = {}
+            while effects:
+                effect, *effects = effects
+                accepted = np.array([drawn[b] for b in job.accepted_ids]).reshape(-1, 4)
+                match effect:
+                    case pipeline.QueueDraw():
+                        for _ in range(10):  # workers who cannot satisfy the page hand the task back
+                            worker = crowd.workers[int(rng.integers(len(crowd.workers)))]
+                            matched = match_boxes(truth, accepted, COVERAGE_IOU)
+                            unboxed = np.delete(truth, matched[matched >= 0], axis=0)
+                            box = draw_box(worker, unboxed, accepted, (scene.width, scene.height))
+                            if box is None:
+                                tally.charge(worker, TaskKind.DRAW)
+                                job, new = pipeline.draw_skipped(job, index[worker.worker_id])
+                                break
+                            box = grow_to_min_side(box, scene.width, scene.height)
+                            if page_rules_hold(box, accepted, MIN_DIFFERENCE):
+                                tally.charge(worker, TaskKind.DRAW)
+                                box_id = len(drawn) + 1
+                                drawn[box_id] = np.asarray(box)
+                                drawer_of[box_id] = worker.worker_id
+                                job, new = pipeline.box_drawn(job, box_id, index[worker.worker_id])
+                                break
+                        effects = [*effects, *new]
+                    case pipeline.QueueQuality(box_id=box_id):
+                        box = drawn[box_id].reshape(1, 4)
+                        outcome = _vote(
+                            crowd,
+                            rng,
+                            {drawer_of[box_id]},
+                            quality,
+                            lambda w, b=box, a=accepted, t=truth: judge_box_quality(w, b, t, a),
+                            tally,
+                            TaskKind.QUALITY,
+                        )
+                        if outcome is None:
+                            job, new = pipeline.quality_undecidable(job, box_id)
+                        else:
+                            job, new = pipeline.quality_decided(job, box_id, outcome)
+                        effects = [*effects, *new]
+                    case pipeline.QueueCoverage(exclude_workers=excluded):
+                        names = {crowd.workers[i].worker_id for i in excluded}
+                        outcome = _vote(
+                            crowd,
+                            rng,
+                            names,
+                            coverage,
+                            lambda w, a=accepted, t=truth: judge_coverage(w, t, a),
+                            tally,
+                            TaskKind.COVERAGE,
+                        )
+                        if outcome is None:
+                            job, new = pipeline.coverage_undecidable(job)
+                        else:
+                            job, new = pipeline.coverage_decided(job, outcome)
+                        effects = [*effects, *new]
+                    case pipeline.SendToReview():
+                        tally.review += 1
+            boxes = [drawn[b] for b in job.accepted_ids]
+            if boxes:
+                tally.accepted[(scene.index, key)] = np.array(boxes)
+    return tally
+
+
+def merge_by_clustering(worker_boxes: list[np.ndarray], min_votes: int) -> np.ndarray:
+    """Greedy IoU clustering: a box joins the cluster whose median box it overlaps best (IoU >= 0.5) if that
+    cluster has no box of its worker yet; clusters with boxes from at least `min_votes` workers survive as
+    their coordinate-wise median."""
+    clusters: list[tuple[list[np.ndarray], set[int]]] = []
+    for w, boxes in enumerate(worker_boxes):
+        for box in boxes:
+            best, best_iou = None, COVERAGE_IOU
+            for c, (members, owners) in enumerate(clusters):
+                if w in owners:
+                    continue
+                centre = np.median(np.array(members), axis=0)
+                iou = _iou(box, centre)
+                if iou >= best_iou:
+                    best, best_iou = c, iou
+            if best is None:
+                clusters.append(([box], {w}))
+            else:
+                clusters[best][0].append(box)
+                clusters[best][1].add(w)
+    kept = [np.median(np.array(m), axis=0) for m, owners in clusters if len(owners) >= min_votes]
+    return np.array(kept).reshape(-1, 4)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    return float(inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter))
+
+
+def run_baseline(scenes, crowd: Crowd, seed: int, n_drawers: int = 3, max_boxes: int = 25) -> Tally:
+    """Each of `n_drawers` workers draws every instance (one micro-task per worker and (image, class)); the
+    boxes are merged by IoU clustering with a majority of drawers."""
+    rng = np.random.default_rng([seed, 0xBA5E])
+    tally = Tally()
+    for scene in scenes:
+        for key, truth in sorted(scene.boxes_by_class().items()):
+            tally.jobs += 1
+            picks = rng.choice(len(crowd.workers), size=n_drawers, replace=False)
+            worker_boxes = []
+            for i in picks:
+                worker = crowd.workers[int(i)]
+                own = np.zeros((0, 4))
+                for _ in range(max_boxes):
+                    matched = match_boxes(truth, own, COVERAGE_IOU)
+                    unboxed = np.delete(truth, matched[matched >= 0], axis=0)
+                    box = draw_box(worker, unboxed, own, (scene.width, scene.height))
+                    if box is None:
+                        break
+                    tally.seconds += answer_seconds(worker, TaskKind.DRAW)
+                    own = np.vstack([own, grow_to_min_side(box, scene.width, scene.height)])
+                # Deciding that nothing is left is a look over the whole image, timed like a coverage check.
+                tally.charge(worker, TaskKind.COVERAGE)
+                worker_boxes.append(own)
+            merged = merge_by_clustering(worker_boxes, min_votes=n_drawers // 2 + 1)
+            if len(merged):
+                tally.accepted[(scene.index, key)] = merged
+    return tally
+
+
+def report(name: str, tally: Tally, truth: dict) -> dict:
+    score = box_scores(truth, tally.accepted)
+    boxes = max(score.accepted_boxes, 1)
+    covered = max(score.covered_images, 1)
+    row = {
+        "method": name,
+        "coverage": score.coverage,
+        "accuracy": score.accuracy,
+        "duplicates": score.duplicate_boxes,
+        "boxes": score.accepted_boxes,
+        "tasks/box": tally.tasks / boxes,
+        "sec/box": tally.seconds / boxes,
+        "tasks/cov.img": tally.tasks / covered,
+        "sec/cov.img": tally.seconds / covered,
+        "review": tally.review,
+    }
+    print(
+        f"  {name:<28} coverage {row['coverage']:.4f}  accuracy {row['accuracy']:.4f}  dup {row['duplicates']:>3}"
+        f"  boxes {row['boxes']:>4}  tasks/box {row['tasks/box']:5.2f}  s/box {row['sec/box']:6.1f}"
+        f"  tasks/covered img {row['tasks/cov.img']:5.1f}  s/covered img {row['sec/cov.img']:6.1f}"
+        f"  review {row['review']}"
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--images", type=int, default=200)
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="80 images, 1 seed, screened crowd only")
+    args = parser.parse_args()
+    images, seeds = (80, 1) if args.quick else (args.images, args.seeds)
+    crowds = ("screened",) if args.quick else ("screened", "open")
+    for crowd_name in crowds:
+        rows: dict[str, list[dict]] = {}
+        print(f"\ncrowd: {crowd_name}, {images} images x {seeds} seed(s)")
+        for seed in range(seeds):
+            started = time.perf_counter()
+            scenes = generate_scenes(CLASSES, SceneSpec(n_images=images, seed=seed))
+            truth = {(s.index, k): b for s in scenes for k, b in s.boxes_by_class().items()}
+            crowd = crowd_for(crowd_name, seed)
+            print(f" seed {seed}:")
+            for q, c in RULES:
+                name = f"pipeline q{q[0]}:{q[1]} c{c[0]}:{c[1]}"
+                rows.setdefault(name, []).append(report(name, run_pipeline(scenes, crowd, seed, q, c), truth))
+            for k in (3, 5):
+                name = f"baseline {k} drawers"
+                rows.setdefault(name, []).append(report(name, run_baseline(scenes, crowd, seed, k), truth))
+            print(f"  ({time.perf_counter() - started:.1f} s)")
+        print(" mean over seeds:")
+        base = np.mean([r["sec/cov.img"] for r in rows["baseline 3 drawers"]])
+        for name, rs in rows.items():
+            cov = np.mean([r["coverage"] for r in rs])
+            acc = np.mean([r["accuracy"] for r in rs])
+            sec = np.mean([r["sec/cov.img"] for r in rs])
+            tasks = np.mean([r["tasks/box"] for r in rs])
+            print(
+                f"  {name:<28} coverage {cov:.4f}  accuracy {acc:.4f}  tasks/box {tasks:5.2f}"
+                f"  s/covered img {sec:6.1f}  ({sec / base:.2f} x baseline-3)"
+            )
+
+
+if __name__ == "__main__":
+    main()
