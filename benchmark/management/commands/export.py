@@ -29,7 +29,9 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=True, metavar="DIR_OR_ARCHIVE")
         parser.add_argument("--no-images", action="store_true", help="Write labels and lists only.")
         parser.add_argument("--provenance", action="store_true", help="Add the per-label provenance sidecar.")
-        parser.add_argument("--version", type=int, help="Split version number (default: latest frozen).")
+        parser.add_argument(
+            "--split-version", type=int, help="Split version number (default: latest frozen)."
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **options):
@@ -37,8 +39,8 @@ class Command(BaseCommand):
         if dataset is None:
             raise CommandError(f"no dataset named {options['dataset']!r}")
         version = None
-        if options["version"] is not None:
-            version = SplitVersion.objects.filter(dataset=dataset, number=options["version"]).first()
+        if options["split_version"] is not None:
+            version = SplitVersion.objects.filter(dataset=dataset, number=options["split_version"]).first()
             if version is None:
                 raise CommandError(f"dataset {dataset.name} has no split version {options['version']}")
         out = Path(options["out"])
