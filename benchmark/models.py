@@ -104,8 +104,14 @@ class ExportJob(models.Model):
                 fields=["dataset", "split_version", "format", "split", "include_images", "provenance"],
                 condition=Q(state__in=["queued", "running"]),
                 name="export_job_one_in_flight",
-                nulls_distinct=False,
-            )
+            ),
+            # NULLs are distinct in unique indexes (and SQLite has no NULLS NOT DISTINCT): unsplit exports
+            # get their own constraint.
+            models.UniqueConstraint(
+                fields=["dataset", "format", "split", "include_images", "provenance"],
+                condition=Q(state__in=["queued", "running"], split_version__isnull=True),
+                name="export_job_one_in_flight_unsplit",
+            ),
         ]
 
     def __str__(self) -> str:
