@@ -174,7 +174,11 @@ def export_job_run(job_id: int) -> ExportJob:
     """Run a queued job. Idempotent: a finished job is left alone; a job whose worker died while running
     is run again from scratch (the archive is only attached at the end)."""
     with transaction.atomic():
-        job = ExportJob.objects.select_for_update().select_related("dataset", "split_version").get(pk=job_id)
+        job = (
+            ExportJob.objects.select_for_update(of=("self",))
+            .select_related("dataset", "split_version")
+            .get(pk=job_id)
+        )
         if job.state in (JobState.DONE, JobState.FAILED):
             return job
         job.state = JobState.RUNNING

@@ -290,10 +290,7 @@ class ExportContext:
             self.options.progress(self._written)
 
 
-class Exporter(Protocol):
-    name: str
-
-    def __call__(self, ctx: ExportContext) -> None: ...
+Exporter = Callable[[ExportContext], None]  # writes one format's files for ctx.splits() into ctx.tree
 
 
 def write_provenance(ctx: ExportContext) -> None:
