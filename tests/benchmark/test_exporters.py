@@ -288,3 +288,21 @@ def test_coco_results_against_exported_coco_truth_match_evaluate_coco_directly(t
     data = json.loads((tmp_path / "c/annotations/instances_train.json").read_text())
     dets = load_predictions("coco", json.dumps(detections_for(data, 1)), gt)
     assert evaluate_files("coco", gt, dets) == evaluate_coco(gt, dets)
+
+
+def test_hidden_truth_sits_beside_the_export_with_the_same_kind(tmp_path):
+    assert hidden_truth_path(tmp_path / "x.tar.gz") == tmp_path / "x-test-groundtruth.tar.gz"
+    assert hidden_truth_path(tmp_path / "x.zip") == tmp_path / "x-test-groundtruth.zip"
+    assert hidden_truth_path(tmp_path / "x") == tmp_path / "x-test-groundtruth"
+
+
+@pytest.mark.parametrize(
+    "fmt, protocol", [("coco", "coco"), ("ilsvrc", "ilsvrc-det"), ("ilsvrc", "ilsvrc-cls")]
+)
+def test_a_withheld_export_cannot_serve_as_ground_truth(tmp_path, fmt, protocol):
+    from benchmark.metrics.files import TruthError
+
+    export(generated_source(11), fmt, tmp_path / "t", ExportOptions(split="test", include_images=False))
+    target = tmp_path / "t/annotations/image_info_test.json" if fmt == "coco" else tmp_path / "t"
+    with pytest.raises(TruthError, match="withheld"):
+        load_ground_truth(protocol, target)
