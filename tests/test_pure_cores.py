@@ -20,6 +20,7 @@ PURE_CORES = [
     "review/overlaps.py",
     "benchmark/splits.py",
     "benchmark/metrics",
+    "benchmark/exporters",
     "crowd/scenes.py",
     "crowd/simulated.py",
     "crowd/ground_truth.py",

@@ -1,0 +1,74 @@
+"""Exporters by format name: adding a format is adding a module and registering it here.
+
+``export_dataset`` writes one export (directory or archive) and, when a split's labels are withheld, the
+hidden ground truth of that split beside it (never inside) for the evaluation server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from . import coco, ilsvrc, imagefolder, voc, yolo
+from .base import (
+    ExportContext,
+    Exporter,
+    ExportOptions,
+    LabelSource,
+    OutputTree,
+    hidden_truth_path,
+    manifest_dict,
+    output_directory,
+    utcnow,
+    write_provenance,
+)
+
+EXPORTERS: dict[str, Exporter] = {
+    "coco": coco.export,
+    "voc": voc.export,
+    "ilsvrc": ilsvrc.export,
+    "yolo": yolo.export,
+    "imagefolder": imagefolder.export,
+}
+FORMATS = tuple(EXPORTERS)
+
+
+def export(source: LabelSource, format_name: str, out: Path, options: ExportOptions) -> dict[str, Any]:
+    """Write one export of ``source`` to ``out`` (a directory, or an archive by suffix); return its manifest."""
+    try:
+        exporter = EXPORTERS[format_name]
+    except KeyError:
+        raise ValueError(f"unknown format {format_name!r}; choose from {', '.join(FORMATS)}") from None
+    exported_at = utcnow()
+    with output_directory(Path(out)) as root:
+        tree = OutputTree(root)
+        ctx = ExportContext(source, options, tree, exported_at)
+        exporter(ctx)
+        if options.provenance:
+            write_provenance(ctx)
+        manifest = manifest_dict(ctx, format_name, exported_at)
+        (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def export_dataset(
+    source: LabelSource, format_name: str, out: Path, options: ExportOptions
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The export, plus the hidden ground truth of every withheld split it covers (labels, no images),
+    written to ``hidden_truth_path(out)``. Returns (manifest, hidden manifest or None)."""
+    manifest = export(source, format_name, out, options)
+    withheld = manifest["labels_withheld"]
+    hidden = None
+    if withheld:
+        hidden_options = ExportOptions(
+            split=withheld[0] if len(withheld) == 1 else options.split,
+            include_images=False,
+            provenance=options.provenance,
+            withheld=frozenset(),
+        )
+        hidden = export(source, format_name, hidden_truth_path(Path(out)), hidden_options)
+    return manifest, hidden
+
+
+__all__ = ["EXPORTERS", "FORMATS", "ExportOptions", "LabelSource", "export", "export_dataset"]

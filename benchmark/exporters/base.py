@@ -1,0 +1,397 @@
+"""What every exporter shares: the records a label source streams, the output tree that checksums each
+written file, the per-image merge of images with their boxes and labels, and the manifest. No framework here:
+the Django side supplies a `LabelSource`, tests an in-memory one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+SPLIT_NAMES = ("train", "val", "test")
+ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
+Progress = Callable[[int], None]  # called with the number of images written so far
+
+
+@dataclass(frozen=True, slots=True)
+class ExportImage:
+    id: int
+    file_name: str  # name in the export: the zero-padded id and the stored file's extension
+    width: int
+    height: int
+    split: str
+
+    @property
+    def stem(self) -> str:
+        return self.file_name.rsplit(".", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportBox:
+    """An accepted box in continuous pixel coordinates (x2 > x1, y2 > y1)."""
+
+    id: int
+    image_id: int
+    category_id: int
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExportLabel:
+    """An image-level verdict: ``positive`` True is a verified positive, False a verified negative."""
+
+    image_id: int
+    category_id: int
+    positive: bool
+
+
+@dataclass(frozen=True)
+class ExportCategory:
+    id: int  # the concept's id: stable when classes are added
+    wnid: str
+    name: str
+    supercategory: str = ""
+
+    @property
+    def slug(self) -> str:
+        return "_".join(self.name.split()).replace("/", "_") or self.wnid
+
+
+class LabelSource(Protocol):
+    """Streams one dataset's labels, images ordered by id, boxes and labels by (image id, ...)."""
+
+    dataset_name: str
+    dataset_version: str
+
+    def categories(self) -> Sequence[ExportCategory]: ...
+
+    def splits(self) -> Sequence[str]: ...
+
+    def images(self, split: str) -> Iterator[ExportImage]: ...
+
+    def boxes(self, split: str) -> Iterator[ExportBox]: ...
+
+    def labels(self, split: str) -> Iterator[ExportLabel]: ...
+
+    def provenance(self, split: str) -> Iterator[dict[str, Any]]: ...
+
+    def open_image(self, image: ExportImage) -> IO[bytes]: ...
+
+
+@dataclass
+class ExportOptions:
+    split: str = "all"  # train, val, test or all
+    include_images: bool = True
+    provenance: bool = False
+    # Splits written without labels (images and ids only). Test is withheld unless writing the hidden truth.
+    withheld: frozenset[str] = frozenset({"test"})
+    progress: Progress | None = None
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    sha256: str
+    bytes: int
+
+
+class HashingWriter:
+    """A text sink that hashes and counts what it writes; callers batch lines so this is called rarely."""
+
+    def __init__(self, raw: IO[bytes]):
+        self._raw = raw
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, text: str) -> None:
+        data = text.encode()
+        self._hash.update(data)
+        self._raw.write(data)
+        self.size += len(data)
+
+    def write_bytes(self, data: bytes) -> None:
+        self._hash.update(data)
+        self._raw.write(data)
+        self.size += len(data)
+
+    def digest(self) -> str:
+        return self._hash.hexdigest()
+
+
+class OutputTree:
+    """A directory being filled; remembers the sha256 and size of every file written through it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.files: dict[str, FileEntry] = {}
+        self._made: set[Path] = set()
+
+    @contextmanager
+    def open(self, relpath: str) -> Iterator[HashingWriter]:
+        path = self.root / relpath
+        if path.parent not in self._made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(path.parent)
+        with open(path, "wb", buffering=1 << 20) as raw:
+            writer = HashingWriter(raw)
+            yield writer
+        self.files[relpath] = FileEntry(writer.digest(), writer.size)
+
+    def write_text(self, relpath: str, text: str) -> None:
+        with self.open(relpath) as out:
+            out.write(text)
+
+    def copy(self, relpath: str, source: IO[bytes]) -> None:
+        with self.open(relpath) as out:
+            while chunk := source.read(1 << 20):
+                out.write_bytes(chunk)
+
+
+@dataclass
+class ExportCounts:
+    """Images per split, and boxes and image-level positives per (class, split), for the manifest."""
+
+    images: Counter[str] = field(default_factory=Counter)
+    boxes: Counter[tuple[int, str]] = field(default_factory=Counter)
+    positives: Counter[tuple[int, str]] = field(default_factory=Counter)
+
+    def as_dict(self, categories: Sequence[ExportCategory]) -> dict[str, Any]:
+        splits = sorted(self.images)
+        per_class = {
+            c.name: {s: {"boxes": self.boxes[(c.id, s)], "images": self.positives[(c.id, s)]} for s in splits}
+            for c in categories
+        }
+        return {
+            "images": dict(sorted(self.images.items())),
+            "boxes": {s: sum(n for (_, s2), n in self.boxes.items() if s2 == s) for s in splits},
+            "classes": per_class,
+        }
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """One image with its boxes and image-level labels, as the per-image exporters consume it."""
+
+    image: ExportImage
+    boxes: list[ExportBox]
+    labels: list[ExportLabel]
+
+    def positive_classes(self) -> set[int]:
+        return {b.category_id for b in self.boxes} | {lab.category_id for lab in self.labels if lab.positive}
+
+    def negative_classes(self) -> set[int]:
+        boxed = {b.category_id for b in self.boxes}
+        return {lab.category_id for lab in self.labels if not lab.positive and lab.category_id not in boxed}
+
+
+def per_image(
+    images: Iterable[ExportImage], boxes: Iterable[ExportBox], labels: Iterable[ExportLabel]
+) -> Iterator[ImageRecord]:
+    """Merge three streams ordered by image id into one record per image (a merge join: memory stays at
+    one image's rows, whatever the dataset's size)."""
+    box_it, label_it = iter(boxes), iter(labels)
+    next_box, next_label = next(box_it, None), next(label_it, None)
+    for image in images:
+        own_boxes: list[ExportBox] = []
+        while next_box is not None and next_box.image_id <= image.id:
+            if next_box.image_id == image.id:
+                own_boxes.append(next_box)
+            next_box = next(box_it, None)
+        own_labels: list[ExportLabel] = []
+        while next_label is not None and next_label.image_id <= image.id:
+            if next_label.image_id == image.id:
+                own_labels.append(next_label)
+            next_label = next(label_it, None)
+        yield ImageRecord(image, own_boxes, own_labels)
+
+
+class ExportContext:
+    """What an exporter works with: the source, the options, the output tree and the running counts."""
+
+    def __init__(
+        self,
+        source: LabelSource,
+        options: ExportOptions,
+        tree: OutputTree,
+        exported_at: datetime | None = None,
+    ):
+        self.source = source
+        self.exported_at = exported_at or utcnow()
+        self.options = options
+        self.tree = tree
+        self.counts = ExportCounts()
+        self.categories = list(source.categories())
+        self._written = 0
+
+    def splits(self) -> list[str]:
+        available = list(self.source.splits())
+        if self.options.split == "all":
+            return available
+        if self.options.split not in available:
+            raise ValueError(
+                f"split {self.options.split!r} is not in this dataset version (has {', '.join(available)})"
+            )
+        return [self.options.split]
+
+    def labelled(self, split: str) -> bool:
+        return split not in self.options.withheld
+
+    def images(self, split: str) -> Iterator[ExportImage]:
+        for image in self.source.images(split):
+            self.counts.images[split] += 1
+            yield image
+
+    def boxes(self, split: str) -> Iterator[ExportBox]:
+        if not self.labelled(split):
+            return iter(())
+        return self._count_boxes(split)
+
+    def _count_boxes(self, split: str) -> Iterator[ExportBox]:
+        for box in self.source.boxes(split):
+            self.counts.boxes[(box.category_id, split)] += 1
+            yield box
+
+    def labels(self, split: str) -> Iterator[ExportLabel]:
+        if not self.labelled(split):
+            return iter(())
+        return self._count_labels(split)
+
+    def _count_labels(self, split: str) -> Iterator[ExportLabel]:
+        for label in self.source.labels(split):
+            if label.positive:
+                self.counts.positives[(label.category_id, split)] += 1
+            yield label
+
+    def records(self, split: str) -> Iterator[ImageRecord]:
+        return per_image(self.images(split), self.boxes(split), self.labels(split))
+
+    def copy_image(self, relpath: str, image: ExportImage) -> None:
+        if self.options.include_images:
+            with self.source.open_image(image) as data:
+                self.tree.copy(relpath, data)
+
+    def image_done(self) -> None:
+        self._written += 1
+        if self.options.progress is not None and self._written % 1000 == 0:
+            self.options.progress(self._written)
+
+
+Exporter = Callable[[ExportContext], None]  # writes one format's files for ctx.splits() into ctx.tree
+
+
+def write_provenance(ctx: ExportContext) -> None:
+    """The optional sidecar: one JSON line per label with the evidence behind it (pipeline, votes,
+    probability), so users can filter by confidence. Withheld splits get none."""
+    for split in ctx.splits():
+        if not ctx.labelled(split):
+            continue
+        with ctx.tree.open(f"provenance/{split}.jsonl") as out:
+            batch: list[str] = []
+            for row in ctx.source.provenance(split):
+                batch.append(json.dumps(row, separators=(",", ":")))
+                if len(batch) >= 5000:
+                    out.write("\n".join(batch) + "\n")
+                    batch.clear()
+            if batch:
+                out.write("\n".join(batch) + "\n")
+
+
+def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -> dict[str, Any]:
+    return {
+        "dataset": ctx.source.dataset_name,
+        "dataset_version": ctx.source.dataset_version,
+        "format": format_name,
+        "split": ctx.options.split,
+        "exported_at": exported_at.isoformat(),
+        "labels_withheld": sorted(set(ctx.splits()) & set(ctx.options.withheld)),
+        "images_included": ctx.options.include_images,
+        "counts": ctx.counts.as_dict(ctx.categories),
+        "files": {k: {"sha256": v.sha256, "bytes": v.bytes} for k, v in sorted(ctx.tree.files.items())},
+    }
+
+
+def archive_kind(out: Path) -> str | None:
+    name = out.name.lower()
+    if name.endswith(".zip"):
+        return "zip"
+    if name.endswith((".tar.gz", ".tgz")):
+        return "gztar"
+    return None
+
+
+def pack(directory: Path, out: Path) -> None:
+    """Pack a finished export directory into ``out`` (.zip or .tar.gz), file by file (no whole-archive
+    buffering)."""
+    kind = archive_kind(out)
+    files = sorted(p for p in directory.rglob("*") if p.is_file())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "zip":
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+            for path in files:
+                zf.write(path, path.relative_to(directory).as_posix())
+    elif kind == "gztar":
+        with tarfile.open(out, "w:gz", compresslevel=1) as tf:
+            for path in files:
+                tf.add(path, path.relative_to(directory).as_posix(), recursive=False)
+    else:
+        raise ValueError(f"not an archive name: {out}")
+
+
+@contextmanager
+def output_directory(out: Path) -> Iterator[Path]:
+    """A directory to fill: ``out`` itself, or a scratch directory packed into ``out`` when it names an
+    archive. A directory that exists must be empty, so an export never mixes with stale files."""
+    if archive_kind(out) is None:
+        if out.exists() and any(out.iterdir()):
+            raise ValueError(f"output directory {out} is not empty")
+        out.mkdir(parents=True, exist_ok=True)
+        yield out
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="export-", dir=os.environ.get("TMPDIR")))
+    try:
+        yield scratch
+        pack(scratch, out)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def hidden_truth_path(out: Path) -> Path:
+    """Where the withheld test labels go: beside the export, never inside it."""
+    kind = archive_kind(out)
+    name = out.name
+    for suffix in (".tar.gz", ".tgz", ".zip"):
+        if kind and name.lower().endswith(suffix):
+            return out.with_name(name[: -len(suffix)] + "-test-groundtruth" + name[-len(suffix) :])
+    return out.with_name(name + "-test-groundtruth")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def json_line_batches(rows: Iterable[str], sep: str = ",\n", size: int = 2000) -> Iterator[str]:
+    """Join pre-rendered JSON values in batches, so the writer is called once per ``size`` rows."""
+    batch: list[str] = []
+    first = True
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield ("" if first else sep) + sep.join(batch)
+            first = False
+            batch.clear()
+    if batch:
+        yield ("" if first else sep) + sep.join(batch)

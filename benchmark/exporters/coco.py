@@ -1,0 +1,70 @@
+"""COCO detection JSON: ``annotations/instances_{split}.json`` (``image_info_{split}.json`` when the split's
+labels are withheld) and ``images/{split}/``. Written incrementally, one pass over images and one over boxes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .base import ExportContext, json_line_batches
+
+INFO_VERSION = "1.0"
+
+
+def _header(ctx: ExportContext, split: str) -> str:
+    info = {
+        "description": f"{ctx.source.dataset_name} ({split})",
+        "version": ctx.source.dataset_version,
+        "year": ctx.exported_at.year,
+        "date_created": ctx.exported_at.isoformat(),
+        "contributor": "Crowdlabel",
+    }
+    categories = [
+        {"id": c.id, "name": c.name, "supercategory": c.supercategory or c.name, "wnid": c.wnid}
+        for c in ctx.categories
+    ]
+    return (
+        '{"info": '
+        + json.dumps(info)
+        + ', "licenses": [], "categories": '
+        + json.dumps(categories)
+        + ', "images": [\n'
+    )
+
+
+def export(ctx: ExportContext) -> None:
+    for split in ctx.splits():
+        labelled = ctx.labelled(split)
+        name = f"annotations/instances_{split}.json" if labelled else f"annotations/image_info_{split}.json"
+        with ctx.tree.open(name) as out:
+            out.write(_header(ctx, split))
+            for chunk in json_line_batches(_image_rows(ctx, split)):
+                out.write(chunk)
+            if not labelled:
+                out.write("\n]}\n")
+                continue
+            out.write('\n], "annotations": [\n')
+            for chunk in json_line_batches(_box_rows(ctx, split)):
+                out.write(chunk)
+            out.write("\n]}\n")
+
+
+def _image_rows(ctx: ExportContext, split: str):
+    for image in ctx.images(split):
+        ctx.copy_image(f"images/{split}/{image.file_name}", image)
+        ctx.image_done()
+        yield (
+            f'{{"id": {image.id}, "file_name": {json.dumps(image.file_name)}, '
+            f'"width": {image.width}, "height": {image.height}}}'
+        )
+
+
+def _box_rows(ctx: ExportContext, split: str):
+    # float repr is valid JSON and round-trips exactly, as json.dumps would write it.
+    for b in ctx.boxes(split):
+        w = b.x2 - b.x1
+        h = b.y2 - b.y1
+        yield (
+            f'{{"id": {b.id}, "image_id": {b.image_id}, "category_id": {b.category_id}, '
+            f'"bbox": [{b.x1!r}, {b.y1!r}, {w!r}, {h!r}], "area": {w * h!r}, "iscrowd": 0}}'
+        )

@@ -1,0 +1,82 @@
+"""`export`: write a dataset in COCO, VOC, ILSVRC, YOLO or image-folder layout to a folder or archive."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from annotation.models import Dataset
+from benchmark.exporters import FORMATS
+from benchmark.exporters.base import hidden_truth_path
+from benchmark.models import SplitVersion
+from benchmark.services import BenchmarkError, export_run
+
+
+class Command(BaseCommand):
+    help = (
+        "Export the dataset's final labels. Test labels are withheld: exporting test (or all) writes test "
+        "images and ids only, and the test labels go to OUT-test-groundtruth beside the export, for the "
+        "evaluation server. OUT ending in .zip or .tar.gz is an archive, anything else a folder."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dataset", required=True, metavar="NAME")
+        parser.add_argument("--format", required=True, choices=FORMATS)
+        parser.add_argument("--split", default="all", choices=("train", "val", "test", "all"))
+        parser.add_argument("--out", required=True, metavar="DIR_OR_ARCHIVE")
+        parser.add_argument("--no-images", action="store_true", help="Write labels and lists only.")
+        parser.add_argument("--provenance", action="store_true", help="Add the per-label provenance sidecar.")
+        parser.add_argument(
+            "--split-version", type=int, help="Split version number (default: latest frozen)."
+        )
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **options):
+        dataset = Dataset.objects.filter(name=options["dataset"]).first()
+        if dataset is None:
+            raise CommandError(f"no dataset named {options['dataset']!r}")
+        version = None
+        if options["split_version"] is not None:
+            version = SplitVersion.objects.filter(dataset=dataset, number=options["split_version"]).first()
+            if version is None:
+                raise CommandError(f"dataset {dataset.name} has no split version {options['version']}")
+        out = Path(options["out"])
+        bar = tqdm(
+            total=dataset.images.count(),
+            unit="image",
+            file=sys.stderr,
+            disable=options["no_progress"] or not sys.stderr.isatty(),
+        )
+
+        def progress(done: int) -> None:
+            bar.update(done - bar.n)
+
+        try:
+            manifest, hidden = export_run(
+                dataset=dataset,
+                format_name=options["format"],
+                split=options["split"],
+                out=out,
+                include_images=not options["no_images"],
+                provenance=options["provenance"],
+                version=version,
+                progress=progress,
+            )
+        except BenchmarkError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            bar.close()
+        counts = manifest["counts"]
+        self.stdout.write(
+            f"wrote {out}: "
+            + ", ".join(f"{s} {n} images" for s, n in counts["images"].items())
+            + f", {sum(counts['boxes'].values())} boxes, {len(manifest['files'])} files"
+        )
+        if hidden is not None:
+            self.stdout.write(
+                f"withheld labels of {', '.join(manifest['labels_withheld'])} written to {hidden_truth_path(out)} "
+                "(for the evaluation server only)"
+            )

@@ -1,0 +1,176 @@
+"""Frozen split versions, export jobs, and challenges with teams, submissions and their scores."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from annotation.models import Dataset, Image
+
+
+class SplitName(models.TextChoices):
+    TRAIN = "train", "Train"
+    VAL = "val", "Validation"
+    TEST = "test", "Test"
+
+
+class SplitVersion(models.Model):
+    """One computed train/val/test assignment of a dataset. Once frozen it never changes, and the next
+    version starts from it: an image once in val or test stays there."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="split_versions")
+    number = models.PositiveIntegerField()
+    seed = models.BigIntegerField()
+    ratios = models.JSONField(help_text='{"train": 0.6, "val": 0.13, "test": 0.27}')
+    source_rules = models.JSONField(default=dict, blank=True)
+    manifest = models.JSONField()
+    frozen = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["dataset", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "number"], name="split_version_unique_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dataset} splits v{self.number}{' (frozen)' if self.frozen else ''}"
+
+    @property
+    def label(self) -> str:
+        return f"v{self.number}-{self.manifest.get('version_hash', '')}"
+
+
+class ImageSplit(models.Model):
+    version = models.ForeignKey(SplitVersion, on_delete=models.CASCADE, related_name="images")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="splits")
+    split = models.CharField(max_length=8, choices=SplitName.choices)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "image"], name="image_split_unique_per_version")
+        ]
+        indexes = [models.Index(fields=["version", "split", "image"], name="image_split_lookup_idx")]
+
+    def __str__(self) -> str:
+        return f"image {self.image_id} in {self.split} (v{self.version_id})"
+
+
+class ExportFormat(models.TextChoices):
+    COCO = "coco", "COCO JSON"
+    VOC = "voc", "PASCAL VOC"
+    ILSVRC = "ilsvrc", "ILSVRC"
+    YOLO = "yolo", "YOLO"
+    IMAGEFOLDER = "imagefolder", "Image folders"
+
+
+class ExportSplit(models.TextChoices):
+    TRAIN = "train", "Train"
+    VAL = "val", "Validation"
+    TEST = "test", "Test (labels withheld)"
+    ALL = "all", "All (test labels withheld)"
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ExportJob(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="export_jobs")
+    split_version = models.ForeignKey(SplitVersion, null=True, blank=True, on_delete=models.PROTECT)
+    format = models.CharField(max_length=16, choices=ExportFormat.choices)
+    split = models.CharField(max_length=8, choices=ExportSplit.choices, default=ExportSplit.ALL)
+    include_images = models.BooleanField(default=True)
+    provenance = models.BooleanField(default=False)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    progress = models.PositiveIntegerField(default=0, help_text="Images written so far.")
+    total = models.PositiveIntegerField(default=0, help_text="Images to write.")
+    file = models.FileField(upload_to="exports/", max_length=300, blank=True)
+    manifest = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # One export of the same content in flight at a time: a repeated POST joins it.
+            models.UniqueConstraint(
+                fields=["dataset", "split_version", "format", "split", "include_images", "provenance"],
+                condition=Q(state__in=["queued", "running"]),
+                name="export_job_one_in_flight",
+            ),
+            # NULLs are distinct in unique indexes (and SQLite has no NULLS NOT DISTINCT): unsplit exports
+            # get their own constraint.
+            models.UniqueConstraint(
+                fields=["dataset", "format", "split", "include_images", "provenance"],
+                condition=Q(state__in=["queued", "running"], split_version__isnull=True),
+                name="export_job_one_in_flight_unsplit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"export {self.pk} of {self.dataset_id} ({self.format}, {self.split}, {self.state})"
+
+
+class Challenge(models.Model):
+    """A benchmark over the test split of one frozen split version, scored with one protocol."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="challenges")
+    split_version = models.ForeignKey(SplitVersion, on_delete=models.PROTECT, related_name="challenges")
+    protocol = models.CharField(max_length=16)
+    ground_truth = models.FileField(
+        upload_to="challenges/", max_length=300, blank=True, help_text="Hidden test labels (built once)."
+    )
+    submissions_per_window = models.PositiveSmallIntegerField(default=2)
+    window_days = models.PositiveSmallIntegerField(default=7)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Team(models.Model):
+    challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="teams")
+    name = models.CharField(max_length=100)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams")
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["challenge", "name"], name="team_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SubmissionState(models.TextChoices):
+    PENDING = "pending", "Waiting to be scored"
+    SCORED = "scored", "Scored"
+    FAILED = "failed", "Scoring failed"
+
+
+class Submission(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="submissions")
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    file = models.FileField(upload_to="submissions/", max_length=300)
+    state = models.CharField(max_length=16, choices=SubmissionState.choices, default=SubmissionState.PENDING)
+    scores = models.JSONField(null=True, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["team", "created_at"], name="submission_team_time_idx")]
+
+    def __str__(self) -> str:
+        return f"submission {self.pk} of {self.team} ({self.state})"

@@ -1,0 +1,221 @@
+"""State changes of the benchmark app: split versions, export runs and jobs. Each write is one atomic block."""
+
+from __future__ import annotations
+
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from django.core.files import File
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.models import Dataset, Image
+
+from . import selectors
+from .exporters import FORMATS, ExportOptions, export, export_dataset
+from .models import ExportJob, ImageSplit, JobState, SplitVersion
+from .splits import ImageRecord, SplitRatios, make_splits
+
+BULK = 5000
+
+
+class BenchmarkError(ValueError):
+    """Bad input a person can fix (unknown split, no split version...)."""
+
+
+def split_version_create(
+    *,
+    dataset: Dataset,
+    ratios: SplitRatios,
+    seed: int = 0,
+    source_rules: Mapping[str, SplitRatios] | None = None,
+    freeze: bool = False,
+) -> SplitVersion:
+    """Compute a new split version from the dataset's current images and final labels, keeping every image
+    of the latest frozen version where it was (benchmark.splits.make_splits), and store it with its
+    manifest in one transaction."""
+    source_rules = dict(source_rules or {})
+    classes: dict[int, set[int]] = defaultdict(set)
+    for label in selectors.image_labels(dataset):
+        if label.positive:
+            classes[label.image_id].add(label.concept_id)
+    groups = selectors.near_duplicate_groups(dataset)
+    # A source rule applies to images whose recorded source starts with its key (longest key wins).
+    keys = sorted(source_rules, key=len, reverse=True)
+    records = []
+    for pk, source in Image.objects.filter(dataset=dataset).order_by("id").values_list("id", "source"):
+        rule = next((k for k in keys if source.startswith(k)), "")
+        records.append(ImageRecord(pk, frozenset(classes.get(pk, ())), groups.get(pk), rule))
+    with transaction.atomic():
+        # The dataset row serializes version numbering between concurrent runs.
+        Dataset.objects.select_for_update().get(pk=dataset.pk)
+        previous_version = selectors.split_version_latest(dataset, frozen_only=True)
+        previous = selectors.split_assignment(previous_version) if previous_version else None
+        try:
+            result = make_splits(records, ratios, seed=seed, previous=previous, source_ratios=source_rules)
+        except ValueError as exc:
+            raise BenchmarkError(str(exc)) from None
+        latest = selectors.split_version_latest(dataset)
+        manifest = result.manifest.as_dict()
+        manifest["previous_version"] = previous_version.number if previous_version else None
+        manifest["new_images"] = len(result.new_images)
+        version = SplitVersion.objects.create(
+            dataset=dataset,
+            number=(latest.number + 1) if latest else 1,
+            seed=seed,
+            ratios={"train": ratios.train, "val": ratios.val, "test": ratios.test},
+            source_rules={
+                k: dict(zip(("train", "val", "test"), r.as_tuple(), strict=True))
+                for k, r in source_rules.items()
+            },
+            manifest=manifest,
+            frozen=freeze,
+        )
+        rows = (
+            ImageSplit(version=version, image_id=pk, split=split) for pk, split in result.assignment.items()
+        )
+        while batch := [row for _, row in zip(range(BULK), rows, strict=False)]:
+            ImageSplit.objects.bulk_create(batch)
+    return version
+
+
+def split_version_freeze(*, version: SplitVersion) -> SplitVersion:
+    with transaction.atomic():
+        version = SplitVersion.objects.select_for_update().get(pk=version.pk)
+        if not version.frozen:
+            version.frozen = True
+            version.save(update_fields=["frozen"])
+    return version
+
+
+def export_source(
+    dataset: Dataset, split: str, version: SplitVersion | None = None
+) -> selectors.DatasetSource:
+    if version is None:
+        version = selectors.split_version_latest(dataset, frozen_only=True) or selectors.split_version_latest(
+            dataset
+        )
+    if version is None and split != "all":
+        raise BenchmarkError(
+            f"dataset {dataset.name} has no split version: run make_splits first, or export --split all"
+        )
+    return selectors.DatasetSource(dataset, version)
+
+
+def export_run(
+    *,
+    dataset: Dataset,
+    format_name: str,
+    split: str,
+    out: Path,
+    include_images: bool = True,
+    provenance: bool = False,
+    version: SplitVersion | None = None,
+    progress: Callable[[int], None] | None = None,
+    hidden_truth: bool = True,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Export to a directory or archive; with ``hidden_truth`` the withheld test labels go beside it."""
+    if format_name not in FORMATS:
+        raise BenchmarkError(f"unknown format {format_name!r}; choose from {', '.join(FORMATS)}")
+    source = export_source(dataset, split, version)
+    options = ExportOptions(
+        split=split, include_images=include_images, provenance=provenance, progress=progress
+    )
+    try:
+        if hidden_truth:
+            return export_dataset(source, format_name, out, options)
+        return export(source, format_name, out, options), None
+    except ValueError as exc:
+        raise BenchmarkError(str(exc)) from None
+
+
+def export_job_request(
+    *, dataset: Dataset, user, format_name: str, split: str, include_images: bool, provenance: bool
+) -> tuple[ExportJob, bool]:
+    """Queue an export job, or return the identical one already in flight (a repeated POST changes nothing).
+    The Celery task is enqueued once the row is committed."""
+    version = selectors.split_version_latest(dataset, frozen_only=True) or selectors.split_version_latest(
+        dataset
+    )
+    if version is None and split != "all":
+        raise BenchmarkError(f"dataset {dataset.name} has no split version: make splits first, or export all")
+    fields = {
+        "dataset": dataset,
+        "split_version": version,
+        "format": format_name,
+        "split": split,
+        "include_images": include_images,
+        "provenance": provenance,
+    }
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                job = ExportJob.objects.create(requested_by=user, **fields)
+        except IntegrityError:
+            existing = ExportJob.objects.filter(
+                state__in=[JobState.QUEUED, JobState.RUNNING], **fields
+            ).first()
+            if existing is None:  # finished between our insert and this read: ask again
+                raise
+            return existing, False
+        total = Image.objects.filter(dataset=dataset).count()
+        ExportJob.objects.filter(pk=job.pk).update(total=total)
+        job.total = total
+        from .tasks import export_job_run_task
+
+        transaction.on_commit(lambda: export_job_run_task.delay(job.pk))
+    return job, True
+
+
+def export_job_run(job_id: int) -> ExportJob:
+    """Run a queued job. Idempotent: a finished job is left alone; a job whose worker died while running
+    is run again from scratch (the archive is only attached at the end)."""
+    with transaction.atomic():
+        job = (
+            ExportJob.objects.select_for_update(of=("self",))
+            .select_related("dataset", "split_version")
+            .get(pk=job_id)
+        )
+        if job.state in (JobState.DONE, JobState.FAILED):
+            return job
+        job.state = JobState.RUNNING
+        job.progress = 0
+        job.save(update_fields=["state", "progress"])
+
+    def progress(done: int) -> None:
+        ExportJob.objects.filter(pk=job_id).update(progress=done)
+
+    with tempfile.TemporaryDirectory(prefix="export-job-") as scratch:
+        archive = Path(scratch) / f"{job.dataset.name}-{job.format}-{job.split}-{job.pk}.zip"
+        try:
+            # The API never hands out hidden test labels: no ground-truth sidecar for jobs.
+            manifest, _ = export_run(
+                dataset=job.dataset,
+                format_name=job.format,
+                split=job.split,
+                out=archive,
+                include_images=job.include_images,
+                provenance=job.provenance,
+                version=job.split_version,
+                progress=progress,
+                hidden_truth=False,
+            )
+        except BenchmarkError as exc:
+            ExportJob.objects.filter(pk=job_id).update(
+                state=JobState.FAILED, error=str(exc), finished_at=timezone.now()
+            )
+            job.refresh_from_db()
+            return job
+        with transaction.atomic():
+            job = ExportJob.objects.select_for_update().get(pk=job_id)
+            with archive.open("rb") as data:
+                job.file.save(archive.name, File(data), save=False)
+            job.state = JobState.DONE
+            job.manifest = manifest
+            job.progress = sum(manifest["counts"]["images"].values())
+            job.finished_at = timezone.now()
+            job.save()
+    return job

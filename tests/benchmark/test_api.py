@@ -1,0 +1,221 @@
+"""Export jobs over the API (eager Celery) and challenge submissions: validation, the team quota, scoring,
+the leaderboard, and who may do what."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from datetime import timedelta
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+
+from annotation.models import Box, BoxState
+from benchmark.models import Challenge, ExportJob, ImageSplit, SplitVersion, Submission, Team
+from tests import factories
+from tests.conftest import client_for
+
+
+@pytest.fixture
+def frozen(labelled):
+    call_command(
+        "make_splits",
+        "--dataset",
+        labelled["dataset"].name,
+        "--freeze",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    return SplitVersion.objects.get()
+
+
+def start_export(client, dataset, **body):
+    return client.post(f"/api/v1/datasets/{dataset.pk}/exports/", {"format": "coco", **body}, format="json")
+
+
+def test_export_job_runs_end_to_end_and_offers_the_archive(
+    organizer, labelled, frozen, django_capture_on_commit_callbacks
+):
+    client = client_for(organizer)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = start_export(client, labelled["dataset"], split="all", include_images=False)
+    assert response.status_code == 201, response.content
+    job = client.get(f"/api/v1/exports/{response.json()['id']}/").json()
+    assert job["state"] == "done" and job["progress"] == 36 and job["split_version"] == 1
+    assert job["download_url"].endswith(f"/api/v1/exports/{job['id']}/file")
+    download = client.get(f"/api/v1/exports/{job['id']}/file")
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
+    names = set(archive.namelist())
+    assert {"annotations/instances_train.json", "annotations/image_info_test.json", "manifest.json"} <= names
+    assert not any("groundtruth" in n for n in names)
+    test_info = json.loads(archive.read("annotations/image_info_test.json"))
+    assert "annotations" not in test_info and len(test_info["images"]) == frozen.manifest["counts"]["test"]
+
+
+def test_a_repeated_export_request_joins_the_job_in_flight(
+    organizer, labelled, frozen, django_capture_on_commit_callbacks
+):
+    client = client_for(organizer)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        first = start_export(client, labelled["dataset"], split="train")
+        second = start_export(client, labelled["dataset"], split="train")
+    assert (first.status_code, second.status_code) == (201, 200)
+    assert first.json()["id"] == second.json()["id"] and len(callbacks) == 1
+    assert first.json()["state"] == "queued"
+    other = start_export(client, labelled["dataset"], split="val")
+    assert other.status_code == 201 and ExportJob.objects.count() == 2
+
+
+def test_only_the_datasets_organizers_see_its_exports(
+    organizer, labelled, frozen, worker, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        job_id = start_export(client_for(organizer), labelled["dataset"], include_images=False).json()["id"]
+    stranger = factories.user_with_roles("other-organizer", ("organizers",))
+    assert client_for(stranger).get(f"/api/v1/exports/{job_id}/").status_code == 404
+    assert client_for(stranger).get(f"/api/v1/exports/{job_id}/file").status_code == 404
+    assert start_export(client_for(stranger), labelled["dataset"]).status_code == 404
+    assert client_for(worker).get(f"/api/v1/exports/{job_id}/").status_code == 403
+    from rest_framework.test import APIClient
+
+    assert APIClient().get(f"/api/v1/exports/{job_id}/").status_code == 401
+
+
+def test_a_split_export_without_any_split_version_is_refused(organizer, labelled):
+    response = start_export(client_for(organizer), labelled["dataset"], split="test")
+    assert response.status_code == 400 and "make splits" in response.json()["split"]
+
+
+# --- challenges ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def challenge(labelled, frozen):
+    return Challenge.objects.create(
+        name="det", dataset=labelled["dataset"], split_version=frozen, protocol="coco"
+    )
+
+
+@pytest.fixture
+def team_user(challenge):
+    user = factories.user_with_roles("alice", ())
+    team = Team.objects.create(challenge=challenge, name="alices")
+    team.members.add(user)
+    return user
+
+
+def hidden_boxes(challenge):
+    ids = ImageSplit.objects.filter(version=challenge.split_version, split="test").values_list(
+        "image_id", flat=True
+    )
+    return list(Box.objects.filter(image_id__in=ids, state=BoxState.ACCEPTED))
+
+
+def perfect_results(challenge) -> bytes:
+    return json.dumps(
+        [
+            {
+                "image_id": b.image_id,
+                "category_id": b.concept_id,
+                "bbox": [b.x1, b.y1, b.x2 - b.x1, b.y2 - b.y1],
+                "score": 0.9,
+            }
+            for b in hidden_boxes(challenge)
+        ]
+    ).encode()
+
+
+def submit(user, challenge, data: bytes, name="results.json"):
+    return client_for(user).post(
+        f"/api/v1/challenges/{challenge.pk}/submissions/",
+        {"file": SimpleUploadedFile(name, data)},
+        format="multipart",
+    )
+
+
+def test_a_valid_submission_is_scored_against_the_hidden_test_labels(challenge, team_user):
+    response = submit(team_user, challenge, perfect_results(challenge))
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["state"] == "scored" and body["scores"]["AP50"] == pytest.approx(1.0)
+    board = client_for(team_user).get(f"/api/v1/challenges/{challenge.pk}/leaderboard").json()
+    assert board[0]["team"] == "alices" and board[0]["metric"] == "AP" and board[0]["rank"] == 1
+
+
+def test_bad_submissions_are_refused_with_every_problem_and_do_not_count(challenge, team_user):
+    box = hidden_boxes(challenge)[0]
+    train_image = ImageSplit.objects.filter(version=challenge.split_version, split="train").first().image_id
+    rows = [
+        {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [1, 1, 5, 5], "score": 0.5},
+        {"image_id": train_image, "category_id": box.concept_id, "bbox": [1, 1, 5, 5], "score": 0.5},
+        {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [1, 1, 9000, 5], "score": 0.5},
+        {"image_id": box.image_id, "category_id": 424242, "bbox": [1, 1, 5, 5], "score": "high"},
+    ]
+    response = submit(team_user, challenge, json.dumps(rows).encode())
+    assert response.status_code == 400
+    problems = response.json()["problems"]
+    assert {
+        "where": "entry 1",
+        "reason": f"unknown image_id {train_image}",
+    } in problems  # train ids are unknown
+    assert any(p["where"] == "entry 2" and "outside" in p["reason"] for p in problems)
+    assert any(p["where"] == "entry 3" and "unknown category_id" in p["reason"] for p in problems)
+    assert any(p["where"] == "entry 3" and "score" in p["reason"] for p in problems)
+    syntax = submit(team_user, challenge, b'[{"image_id": 1,\n "bbox": ]')
+    assert syntax.status_code == 400 and syntax.json()["problems"][0]["where"] == "line 2"
+    assert Submission.objects.count() == 0
+
+
+def test_a_team_gets_two_submissions_per_seven_days(challenge, team_user):
+    good = perfect_results(challenge)
+    teammate = factories.user_with_roles("bob", ())
+    Team.objects.get().members.add(teammate)
+    assert submit(team_user, challenge, good).status_code == 201
+    assert submit(teammate, challenge, good).status_code == 201
+    third = submit(team_user, challenge, good)
+    assert third.status_code == 429 and "at most 2" in third.json()["detail"]
+    Submission.objects.filter(pk=Submission.objects.order_by("id").first().pk).update(
+        created_at=Submission.objects.first().created_at - timedelta(days=8)
+    )
+    assert submit(team_user, challenge, good).status_code == 201
+    assert Submission.objects.count() == 3
+
+
+def test_only_team_members_may_submit(challenge, worker):
+    assert submit(worker, challenge, b"[]").status_code == 403
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_parallel_uploads_of_a_team_cannot_pass_the_quota_together(labelled):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    call_command(
+        "make_splits",
+        "--dataset",
+        labelled["dataset"].name,
+        "--freeze",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    challenge = Challenge.objects.create(
+        name="race", dataset=labelled["dataset"], split_version=SplitVersion.objects.get(), protocol="voc12"
+    )
+    user = factories.user_with_roles("racer", ())
+    Team.objects.create(challenge=challenge, name="racers").members.add(user)
+    data = perfect_results(challenge)
+    assert submit(user, challenge, b"{").status_code == 400  # builds the hidden truth once, uncounted
+
+    def one(_):
+        try:
+            return submit(user, challenge, data).status_code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        codes = sorted(pool.map(one, range(4)))
+    assert codes == [201, 201, 429, 429]

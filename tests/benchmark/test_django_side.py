@@ -1,0 +1,238 @@
+"""Splits, label selection, the export and evaluate commands on a database-backed dataset."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation.models import Box, BoxState
+from benchmark.models import ImageSplit, SplitVersion
+from benchmark.selectors import image_labels
+from tests import factories
+
+
+def splits_of(version: SplitVersion) -> dict[int, str]:
+    return dict(ImageSplit.objects.filter(version=version).values_list("image_id", "split"))
+
+
+def make_splits(dataset, *extra: str) -> dict:
+    out = io.StringIO()
+    call_command("make_splits", "--dataset", dataset.name, *extra, stdout=out, stderr=io.StringIO())
+    return json.loads(out.getvalue())
+
+
+def test_image_labels_read_accepted_boxes_and_finished_votes_only(labelled):
+    images, dog, cat = labelled["images"], labelled["dog"], labelled["cat"]
+    labels = {(lab.image_id, lab.concept_id): lab for lab in image_labels(labelled["dataset"])}
+    assert (
+        labels[(images[3].pk, cat.pk)].positive and labels[(images[3].pk, cat.pk)].pipeline == "binary_vote"
+    )
+    assert labels[(images[3].pk, dog.pk)].pipeline == "box"
+    assert not labels[(images[6].pk, dog.pk)].positive  # verified negative
+    assert labels[(images[6].pk, dog.pk)].no == 3
+    assert (images[7].pk, cat.pk) not in labels  # unfinished vote
+    # Image 0 has removed (dog) and rejected (cat) boxes besides its accepted cat box.
+    assert (images[0].pk, dog.pk) not in labels
+    keys = list(labels)
+    assert keys == sorted(keys)
+
+
+def test_make_splits_is_deterministic_for_a_seed(labelled):
+    first = make_splits(labelled["dataset"], "--seed", "3")
+    second = make_splits(labelled["dataset"], "--seed", "3")
+    v1, v2 = SplitVersion.objects.order_by("number")
+    assert splits_of(v1) == splits_of(v2)
+    assert first["version_hash"] == second["version_hash"]
+    assert (first["version"], second["version"]) == (1, 2)
+    assert sum(first["counts"].values()) == 36
+
+
+def test_frozen_splits_never_move_when_images_are_added(labelled):
+    dataset = labelled["dataset"]
+    make_splits(dataset, "--freeze")
+    before = splits_of(SplitVersion.objects.get(number=1))
+    for k in range(12):
+        image = factories.ImageFactory(dataset=dataset)
+        Box.objects.create(
+            image=image, concept=labelled["dog"], x1=1, y1=1, x2=9, y2=9, state=BoxState.ACCEPTED
+        )
+        if k == 0:  # a new near-duplicate of an old test or val image joins its split
+            anchor = next(i for i in labelled["images"] if before[i.pk] != "train")
+            image.near_duplicate_of = anchor
+            image.save(update_fields=["near_duplicate_of"])
+            joined = (image.pk, before[anchor.pk])
+    manifest = make_splits(dataset)
+    after = splits_of(SplitVersion.objects.get(number=2))
+    assert {k: after[k] for k in before} == before
+    assert after[joined[0]] == joined[1]
+    assert manifest["new_images"] == 12 and manifest["previous_version"] == 1
+
+
+def test_near_duplicates_never_straddle_two_splits(labelled):
+    images = labelled["images"]
+    for seed in range(5):
+        make_splits(labelled["dataset"], "--seed", str(seed))
+        version = SplitVersion.objects.order_by("-number").first()
+        split = splits_of(version)
+        assert split[images[0].pk] == split[images[1].pk] == split[images[2].pk]
+        assert split[images[4].pk] == split[images[5].pk]
+
+
+def test_source_rule_sends_a_source_only_to_val_and_test(labelled):
+    make_splits(labelled["dataset"], "--source-rule", "flickr=0.33:0.67", "--seed", "1")
+    split = splits_of(SplitVersion.objects.get())
+    flickr = [i for i in labelled["images"] if i.source == "flickr" and i.near_duplicate_of_id is None]
+    assert flickr and all(
+        split[i.pk] in ("val", "test")
+        for i in flickr
+        if i.pk not in {labelled["images"][k].pk for k in (0, 4)}
+    )
+
+
+def test_bad_ratios_fail_with_a_message(labelled):
+    with pytest.raises(CommandError, match="sum to 1"):
+        make_splits(labelled["dataset"], "--train", "0.9", "--val", "0.2", "--test", "0.1")
+
+
+def export_cmd(dataset, *args: str) -> str:
+    out = io.StringIO()
+    call_command(
+        "export", "--dataset", dataset.name, "--no-progress", *args, stdout=out, stderr=io.StringIO()
+    )
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["coco", "voc", "ilsvrc", "yolo", "imagefolder"])
+def test_no_label_of_a_test_image_appears_in_any_export_of_test(labelled, tmp_path, fmt):
+    dataset = labelled["dataset"]
+    make_splits(dataset, "--freeze")
+    split = splits_of(SplitVersion.objects.get())
+    test_images = [i for i in labelled["images"] if split[i.pk] == "test"]
+    assert test_images
+    boxes = Box.objects.filter(image__in=test_images, state=BoxState.ACCEPTED)
+    needles = (
+        {f"{b.x1!r}" for b in boxes} | {f"{b.x2!r}" for b in boxes} | {f"<xmax>{round(b.x2)}" for b in boxes}
+    )
+    out = tmp_path / "test-export"
+    text = export_cmd(dataset, "--format", fmt, "--split", "test", "--out", str(out), "--provenance")
+    assert "withheld" in text
+    for path in out.rglob("*"):
+        if path.is_file():
+            content = path.read_bytes().decode("utf-8", "replace")
+            assert not [n for n in needles if n in content], path
+            # No list line pairs a test image with a verdict or a class.
+            lines = set(content.splitlines())
+            for image in test_images:
+                stem = f"{image.pk:012d}"
+                verdicts = {f"{stem} 1", f"{stem}  1", f"{stem} 0", f"{stem} -1"}
+                classes = {f"{image.pk} {c.pk}" for c in (labelled["dog"], labelled["cat"])}
+                assert not lines & (verdicts | classes), path
+    truth = Path(str(out) + "-test-groundtruth")
+    truth_text = "".join(p.read_text() for p in truth.rglob("*") if p.is_file())
+    assert truth.is_dir() and any(n in truth_text for n in needles) or fmt in ("yolo", "imagefolder")
+
+
+def test_coco_export_skips_removed_and_rejected_boxes_and_names_supercategories(labelled, tmp_path):
+    dataset = labelled["dataset"]
+    make_splits(dataset, "--freeze")
+    export_cmd(dataset, "--format", "coco", "--split", "train", "--out", str(tmp_path / "c"))
+    data = json.loads((tmp_path / "c/annotations/instances_train.json").read_text())
+    train = set(ImageSplit.objects.filter(split="train").values_list("image_id", flat=True))
+    accepted = set(
+        Box.objects.filter(image_id__in=train, state=BoxState.ACCEPTED).values_list("id", flat=True)
+    )
+    assert {a["id"] for a in data["annotations"]} == accepted
+    assert {c["name"]: c["supercategory"] for c in data["categories"]} == {
+        "dog": "animal",
+        "domestic cat": "animal",
+    }
+    assert len(list((tmp_path / "c/images/train").iterdir())) == len(train)  # image bytes copied
+    manifest = json.loads((tmp_path / "c/manifest.json").read_text())
+    assert manifest["dataset_version"].startswith("v1-") and manifest["counts"]["images"] == {
+        "train": len(train)
+    }
+
+
+def test_export_to_an_archive_and_unknown_dataset_errors(labelled, tmp_path):
+    export_cmd(
+        labelled["dataset"],
+        "--format",
+        "voc",
+        "--split",
+        "all",
+        "--out",
+        str(tmp_path / "x.tar.gz"),
+        "--no-images",
+    )
+    assert (tmp_path / "x.tar.gz").stat().st_size > 0
+    with pytest.raises(CommandError, match="no dataset"):
+        call_command("export", "--dataset", "nope", "--format", "coco", "--out", str(tmp_path / "y"))
+
+
+def evaluate_cmd(*args: str) -> dict:
+    out = io.StringIO()
+    call_command("evaluate", *args, stdout=out, stderr=io.StringIO())
+    return json.loads(out.getvalue())
+
+
+def test_evaluate_scores_an_exported_val_set_with_every_detection_protocol(labelled, tmp_path):
+    dataset = labelled["dataset"]
+    make_splits(dataset, "--freeze")
+    export_cmd(dataset, "--format", "coco", "--split", "val", "--out", str(tmp_path / "c"), "--no-images")
+    gt_file = tmp_path / "c/annotations/instances_val.json"
+    data = json.loads(gt_file.read_text())
+    results = [
+        {"image_id": a["image_id"], "category_id": a["category_id"], "bbox": a["bbox"], "score": 0.9}
+        for a in data["annotations"]
+    ]
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps(results))
+    coco = evaluate_cmd("--protocol", "coco", "--gt", str(gt_file), "--pred", str(pred), "--bootstrap", "20")
+    assert set(coco) >= {"AP", "AP50", "AP75", "APs", "APm", "APl", "bootstrap"}
+    assert coco["AP50"] == pytest.approx(1.0)
+    voc = evaluate_cmd("--protocol", "voc12", "--gt", str(gt_file), "--pred", str(pred))
+    assert set(voc["AP_per_class"]) <= {"dog", "domestic cat"} and voc["mAP"] == pytest.approx(1.0)
+
+
+def test_evaluate_ilsvrc_classification_on_an_exported_archive(labelled, tmp_path):
+    dataset = labelled["dataset"]
+    make_splits(dataset, "--freeze")
+    archive = tmp_path / "i.zip"
+    export_cmd(dataset, "--format", "ilsvrc", "--split", "val", "--out", str(archive), "--no-images")
+    import zipfile
+
+    with zipfile.ZipFile(archive) as zf:
+        truth = [line.split() for line in zf.read("CLS-LOC/val_labels.txt").decode().splitlines()]
+    other = {str(labelled["dog"].pk): labelled["cat"].pk, str(labelled["cat"].pk): labelled["dog"].pk}
+    pred = tmp_path / "cls.txt"
+    pred.write_text("".join(f"{i} {other[c]} {c}\n" for i, c in truth))
+    result = evaluate_cmd("--protocol", "ilsvrc-cls", "--gt", str(archive), "--pred", str(pred))
+    assert result == {"top1_error": 1.0, "top5_error": 0.0}
+
+
+def test_evaluate_refuses_a_malformed_submission_listing_every_problem(labelled, tmp_path):
+    dataset = labelled["dataset"]
+    make_splits(dataset, "--freeze")
+    export_cmd(dataset, "--format", "coco", "--split", "val", "--out", str(tmp_path / "c"), "--no-images")
+    gt_file = tmp_path / "c/annotations/instances_val.json"
+    image_id = json.loads(gt_file.read_text())["images"][0]["id"]
+    bad = [
+        {"image_id": image_id, "category_id": labelled["dog"].pk, "bbox": [1, 1, 5, 5], "score": 0.5},
+        {"image_id": 999999, "category_id": labelled["dog"].pk, "bbox": [1, 1, 5, 5], "score": 0.5},
+        {"image_id": image_id, "category_id": labelled["dog"].pk, "bbox": [1, 1, 5000, 5], "score": 0.5},
+        {"image_id": image_id, "bbox": [1, 1, 5, 5], "score": 0.5},
+    ]
+    pred = tmp_path / "bad.json"
+    pred.write_text(json.dumps(bad))
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="3 problem"):
+        call_command("evaluate", "--protocol", "coco", "--gt", str(gt_file), "--pred", str(pred), stderr=err)
+    lines = err.getvalue().splitlines()
+    assert any("entry 1" in line and "unknown image_id 999999" in line for line in lines)
+    assert any("entry 2" in line and "outside" in line for line in lines)
+    assert any("entry 3" in line and "missing key" in line for line in lines)
