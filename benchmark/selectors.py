@@ -1,9 +1,9 @@
 """Reads for splits and exports: the finalized labels of a dataset, streamed in image order.
 
-``image_labels`` is the one place that decides which image-level labels are final. Today it reads accepted
-boxes (an accepted box of a class makes the image a verified positive) and finished ``binary_vote`` tasks
-(majority yes: positive; majority no: verified negative). When consensus decisions land, they become a
-third stream merged here, and every caller (splits, exporters, provenance) follows without change.
+``image_labels`` is the one place that decides which image-level labels are final. It merges three streams:
+accepted boxes (an accepted box of a class makes the image a verified positive), image-verification
+questions decided by consensus (accepted: positive with its probability; rejected: verified negative;
+sent to review: not final) and finished ``binary_vote`` tasks (the fixed-majority baseline).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from django.db.models import Count, QuerySet
 
 from annotation.binary_vote import KIND as BINARY_VOTE
 from annotation.models import Box, BoxState, Dataset, Image, Task, TaskState
+from consensus.models import Question, QuestionKind, QuestionState
 from hierarchy.models import Concept, ConceptEdge
 
 from .exporters.base import SPLIT_NAMES, ExportBox, ExportCategory, ExportImage, ExportLabel
@@ -34,7 +35,7 @@ class ImageLabel:
     image_id: int
     concept_id: int
     positive: bool
-    pipeline: str  # "box" (accepted boxes) or "binary_vote"; "consensus" once decisions land
+    pipeline: str  # "box" (accepted boxes), "consensus" (image verification) or "binary_vote"
     boxes: int = 0
     yes: int = 0
     no: int = 0
@@ -67,25 +68,54 @@ def _vote_pairs(dataset: Dataset, images: QuerySet | None) -> Iterator[tuple[int
             yield image_id, concept_id, "binary_vote", task_id, result
 
 
+def _consensus_pairs(dataset: Dataset, images: QuerySet | None) -> Iterator[tuple[int, int, str, int, Any]]:
+    qs = Question.objects.filter(
+        dataset=dataset,
+        kind=QuestionKind.IMAGE_VERIFY,
+        state__in=(QuestionState.ACCEPTED, QuestionState.REJECTED),
+        image__isnull=False,
+    )
+    if images is not None:
+        qs = qs.filter(image_id__in=images)
+    rows = qs.order_by("image_id", "concept_id", "id").values_list(
+        "image_id", "concept_id", "id", "state", "yes_count", "no_count", "p"
+    )
+    for image_id, concept_id, question_id, state, yes, no, p in rows.iterator(chunk_size=CHUNK):
+        result = {"answer": state == QuestionState.ACCEPTED, "yes": yes, "no": no, "p": p}
+        yield image_id, concept_id, "consensus", question_id, result
+
+
 def image_labels(dataset: Dataset, images: QuerySet | None = None) -> Iterator[ImageLabel]:
     """One label per (image, concept) with any final evidence, ordered by (image id, concept id).
 
     An accepted box outweighs a "no" vote (the box itself passed a quality check); among several finished
     vote tasks on one pair the latest decides, and the vote counts of all of them are reported.
     """
-    streams = heapq.merge(_box_pairs(dataset, images), _vote_pairs(dataset, images), key=lambda r: r[:2])
+    streams = heapq.merge(
+        _box_pairs(dataset, images),
+        _consensus_pairs(dataset, images),
+        _vote_pairs(dataset, images),
+        key=lambda r: r[:2],
+    )
     for (image_id, concept_id), group in itertools.groupby(streams, key=lambda r: (r[0], r[1])):
         boxes = yes = no = 0
         vote: bool | None = None
+        consensus: bool | None = None
+        probability: float | None = None
         for _, _, kind, value, result in group:
             if kind == "box":
                 boxes += value
+                continue
+            yes += int(result.get("yes", 0))
+            no += int(result.get("no", 0))
+            if kind == "consensus":
+                consensus, probability = result["answer"], result["p"]
             else:
-                yes += int(result.get("yes", 0))
-                no += int(result.get("no", 0))
                 vote = result["answer"]
         if boxes:
-            yield ImageLabel(image_id, concept_id, True, "box", boxes, yes, no)
+            yield ImageLabel(image_id, concept_id, True, "box", boxes, yes, no, probability)
+        elif consensus is not None:  # a calibrated decision outranks a fixed-majority vote on the same pair
+            yield ImageLabel(image_id, concept_id, consensus, "consensus", 0, yes, no, probability)
         else:
             yield ImageLabel(image_id, concept_id, bool(vote), BINARY_VOTE, 0, yes, no)
 
@@ -100,6 +130,15 @@ def dataset_categories(dataset: Dataset) -> list[ExportCategory]:
     )
     ids |= set(
         Task.objects.filter(dataset=dataset, kind=BINARY_VOTE, state=TaskState.DONE, concept__isnull=False)
+        .values_list("concept_id", flat=True)
+        .distinct()
+    )
+    ids |= set(
+        Question.objects.filter(
+            dataset=dataset,
+            kind=QuestionKind.IMAGE_VERIFY,
+            state__in=(QuestionState.ACCEPTED, QuestionState.REJECTED),
+        )
         .values_list("concept_id", flat=True)
         .distinct()
     )

@@ -42,6 +42,35 @@ def test_image_labels_read_accepted_boxes_and_finished_votes_only(labelled):
     assert keys == sorted(keys)
 
 
+def test_consensus_decisions_are_final_labels_with_their_probability_and_outrank_fixed_votes(labelled):
+    from consensus.models import Question, QuestionKind, QuestionState
+
+    images, dog, cat = labelled["images"], labelled["dog"], labelled["cat"]
+    dataset = labelled["dataset"]
+    common = {"dataset": dataset, "kind": QuestionKind.IMAGE_VERIFY}
+    # Image 3 has a fixed-majority "yes" for cat; consensus says no: the calibrated decision wins.
+    Question.objects.create(
+        **common, concept=cat, image=images[3], state=QuestionState.REJECTED, no_count=4, p=0.01
+    )
+    Question.objects.create(
+        **common, concept=dog, image=images[8], state=QuestionState.ACCEPTED, yes_count=3, p=0.998
+    )
+    Question.objects.create(
+        **common, concept=dog, image=images[10], state=QuestionState.REVIEW, yes_count=6, no_count=6
+    )
+    labels = {(lab.image_id, lab.concept_id): lab for lab in image_labels(dataset)}
+    overruled = labels[(images[3].pk, cat.pk)]
+    assert (overruled.positive, overruled.pipeline, overruled.probability) == (False, "consensus", 0.01)
+    accepted = labels[(images[8].pk, dog.pk)]
+    assert (accepted.positive, accepted.pipeline, accepted.probability, accepted.yes) == (
+        True,
+        "consensus",
+        0.998,
+        3,
+    )
+    assert (images[10].pk, dog.pk) not in labels  # sent to review: not final
+
+
 def test_make_splits_is_deterministic_for_a_seed(labelled):
     first = make_splits(labelled["dataset"], "--seed", "3")
     second = make_splits(labelled["dataset"], "--seed", "3")
