@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotation.geometry import iou_matrix
+
 # An instance counts as covered when an accepted box overlaps it at IoU >= 0.5: the PASCAL VOC / ILSVRC
 # detection criterion. It is looser than ACCURACY_IOU on purpose: coverage asks "was this instance boxed at
 # all?", accuracy asks "is the box tight?", and a loose-but-present box should fail only the second.
@@ -65,27 +67,11 @@ def as_boxes(boxes: BoxArray) -> np.ndarray:
     return np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
 
 
-def _iou_matrix(a: BoxArray, b: BoxArray) -> np.ndarray:
-    """IoU of every box in `a` with every box in `b`, shape (len(a), len(b)). Private until the shared
-    geometry module lands; it treats x2, y2 as exclusive edges (width = x2 - x1)."""
-    a, b = as_boxes(a), as_boxes(b)
-    ix1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    iy1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    ix2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    iy2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(ix2 - ix1, 0, None) * np.clip(iy2 - iy1, 0, None)
-    area_a = np.clip(a[:, 2] - a[:, 0], 0, None) * np.clip(a[:, 3] - a[:, 1], 0, None)
-    area_b = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
-    union = area_a[:, None] + area_b[None, :] - inter
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(union > 0, inter / union, 0.0)
-
-
 def match_boxes(true_boxes: BoxArray, boxes: BoxArray, iou_threshold: float = COVERAGE_IOU) -> np.ndarray:
     """One-to-one greedy matching by decreasing IoU (as PASCAL VOC evaluation does): for each box in
     `boxes`, the index of the true box it matches, or -1. A true box is matched at most once, so a second box
     on the same instance stays unmatched (a duplicate)."""
-    iou = _iou_matrix(boxes, true_boxes)
+    iou = iou_matrix(boxes, true_boxes)
     out = np.full(iou.shape[0], -1, dtype=np.int64)
     if iou.size == 0:
         return out
@@ -135,7 +121,7 @@ def box_scores(
         n_accepted += a.shape[0]
         if t.shape[0] == 0:
             continue
-        iou = _iou_matrix(a, t)
+        iou = iou_matrix(a, t)
         n_accurate += int((iou.max(axis=1) >= accuracy_iou).sum())
         # A duplicate overlaps an instance (at the coverage IoU) that another box already took.
         matched = match_boxes(t, a, coverage_iou)

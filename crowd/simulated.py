@@ -15,7 +15,8 @@ from enum import StrEnum
 
 import numpy as np
 
-from crowd.ground_truth import COVERAGE_IOU, BoxArray, _iou_matrix, as_boxes, match_boxes
+from annotation.geometry import iou_matrix
+from crowd.ground_truth import COVERAGE_IOU, BoxArray, as_boxes, match_boxes
 
 Box = tuple[float, float, float, float]
 
@@ -170,7 +171,7 @@ def box_is_good(
     truth = as_boxes(true_boxes)
     if truth.shape[0] == 0:
         return False
-    iou = _iou_matrix(box, truth)[0]
+    iou = iou_matrix(as_boxes(box), truth)[0]
     best = int(np.argmax(iou))
     if iou[best] < iou_threshold:
         return False
@@ -191,7 +192,7 @@ def judge_box_quality(
     truth = box_is_good(box, true_boxes, accepted_boxes)
     t = as_boxes(true_boxes)
     if t.shape[0]:
-        best_iou = float(_iou_matrix(box, t).max())
+        best_iou = float(iou_matrix(as_boxes(box), t).max())
         if abs(best_iou - 0.7) < BORDERLINE_IOU_BAND:
             difficulty *= 2.0
     return answer_binary(worker, truth, difficulty)

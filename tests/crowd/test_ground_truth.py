@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
+from annotation.geometry import iou_matrix
 from crowd.ground_truth import (
-    _iou_matrix,
     all_instances_covered,
     box_accuracy,
     box_coverage,
@@ -16,10 +16,10 @@ B = (50.0, 50.0, 70.0, 90.0)
 
 
 def test_iou_of_hand_computed_pairs():
-    iou = _iou_matrix([A, (5, 0, 15, 10), (20, 20, 30, 30)], [A])
+    iou = iou_matrix([A, (5, 0, 15, 10), (20, 20, 30, 30)], [A])
     assert iou[:, 0] == pytest.approx([1.0, 50 / 150, 0.0])
-    assert _iou_matrix([], [A]).shape == (0, 1)
-    assert _iou_matrix([(3, 3, 3, 9)], [(3, 3, 3, 9)])[0, 0] == 0.0  # degenerate boxes never match
+    assert iou_matrix([], [A]).shape == (0, 1)
+    assert iou_matrix([(3, 3, 3, 9)], [(3, 3, 3, 9)])[0, 0] == 0.0  # degenerate boxes never match
 
 
 def test_precision_and_recall_of_image_labels():

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from crowd.ground_truth import _iou_matrix
+from annotation.geometry import iou_matrix
 from crowd.simulated import (
     SU_2012_TIMINGS,
     Crowd,
@@ -64,7 +64,7 @@ def test_random_spammer_answers_yes_half_the_time_whatever_the_truth():
 def test_spammers_draw_boxes_unrelated_to_the_objects():
     w = worker(WorkerKind.RANDOM_SPAMMER, seed=4)
     boxes = [draw_box(w, [BIG], [], IMAGE) for _ in range(500)]
-    ious = _iou_matrix(boxes, [BIG])[:, 0]
+    ious = iou_matrix(boxes, [BIG])[:, 0]
     assert (ious >= 0.7).mean() < 0.05
 
 
@@ -80,20 +80,20 @@ def test_drawing_jitter_has_the_profile_spread_and_no_bias():
     err = boxes - np.array(BIG)
     assert np.all(np.abs(err.mean(axis=0)) < 0.15)
     assert np.all(np.abs(err.std(axis=0) - 2.0) < 0.15)
-    assert _iou_matrix(boxes, [BIG]).min() > 0.85
+    assert iou_matrix(boxes, [BIG]).min() > 0.85
 
 
 def test_jitter_shrinks_on_small_objects_so_they_stay_tight():
     w = worker(seed=6, jitter_px=4.0, loose_box_rate=0.0, small_miss_rate=0.0)
     tiny = (50.0, 50.0, 66.0, 62.0)
     boxes = [draw_box(w, [tiny], [], IMAGE) for _ in range(1000)]
-    assert (_iou_matrix(boxes, [tiny])[:, 0] >= 0.7).mean() > 0.97
+    assert (iou_matrix(boxes, [tiny])[:, 0] >= 0.7).mean() > 0.97
 
 
 def test_loose_boxes_appear_at_the_profile_rate_and_fail_the_07_iou():
     w = worker(seed=8, jitter_px=2.0, loose_box_rate=0.05)
     boxes = [draw_box(w, [BIG], [], IMAGE) for _ in range(5000)]
-    loose = (_iou_matrix(boxes, [BIG])[:, 0] < 0.7).mean()
+    loose = (iou_matrix(boxes, [BIG])[:, 0] < 0.7).mean()
     assert abs(loose - 0.05) < 0.01
 
 
@@ -101,7 +101,7 @@ def test_sloppy_drawers_rebox_already_boxed_instances_at_their_rate():
     w = worker(WorkerKind.SLOPPY, seed=9, rebox_rate=0.3, loose_box_rate=0.0)
     other = (400.0, 300.0, 500.0, 420.0)
     boxes = [draw_box(w, [other], [BIG], IMAGE) for _ in range(4000)]
-    on_existing = (_iou_matrix(boxes, [BIG])[:, 0] > 0.7).mean()
+    on_existing = (iou_matrix(boxes, [BIG])[:, 0] > 0.7).mean()
     assert abs(on_existing - 0.3) < 0.025
     # A re-drawn box is hand-made, never a pixel copy (the draw page refuses exact duplicates).
     assert BIG not in boxes
@@ -120,8 +120,8 @@ def test_drawer_prefers_large_instances_but_boxes_all_kinds():
     w = worker(seed=11, loose_box_rate=0.0, small_miss_rate=0.0)
     small = (500.0, 400.0, 530.0, 430.0)
     boxes = [draw_box(w, [BIG, small], [], IMAGE) for _ in range(2000)]
-    on_big = (_iou_matrix(boxes, [BIG])[:, 0] > 0.7).mean()
-    on_small = (_iou_matrix(boxes, [small])[:, 0] > 0.7).mean()
+    on_big = (iou_matrix(boxes, [BIG])[:, 0] > 0.7).mean()
+    on_small = (iou_matrix(boxes, [small])[:, 0] > 0.7).mean()
     assert on_big > on_small > 0.1
     assert on_big + on_small > 0.99
 
