@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 from hierarchy.models import Concept
 
-from . import binary_vote, kinds, queue
+from . import binary_vote, hooks, kinds, queue
 from .ingest import images_ingest, item_read
 from .models import Assignment, Dataset, Image, Task
 from .serializers import (
@@ -207,7 +207,10 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         except queue.QueueError as exc:
             raise Conflict(str(exc), code=exc.code) from None
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
-        return Response(AssignmentSerializer(result.assignment).data, status=code)
+        data = AssignmentSerializer(result.assignment).data
+        for extras in hooks.submit_extras:
+            data.update(extras(result.assignment))
+        return Response(data, status=code)
 
     @extend_schema(request=None, responses=AssignmentSerializer)
     @action(detail=True, methods=["post"])
