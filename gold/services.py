@@ -33,10 +33,11 @@ def gold_submit_intercept(assignment: Assignment) -> bool:
     if task.kind != TASK_KIND:
         return False
     serving = GoldServing.objects.select_related("item").filter(task_id=task.pk).first()
+    assignment._gold_answer = None  # read by qualification_feedback in the same request: no second query
     if serving is None:
         return False
     correct = bool(assignment.answer["answer"]) == serving.item.answer
-    GoldAnswer.objects.create(
+    assignment._gold_answer = GoldAnswer.objects.create(
         serving=serving,
         assignment=assignment,
         worker=assignment.worker,
@@ -54,7 +55,12 @@ def gold_submit_intercept(assignment: Assignment) -> bool:
 def qualification_feedback(assignment: Assignment) -> dict[str, Any]:
     """Submit-response extras: after a wrong answer to a qualification item, what the right answer was (the
     training of Su et al. 2012). Nothing for embedded gold or ordinary tasks."""
-    answer = GoldAnswer.objects.select_related("serving__item").filter(assignment_id=assignment.pk).first()
+    if hasattr(assignment, "_gold_answer"):
+        answer = assignment._gold_answer
+    else:  # a replayed submit: the interceptor did not run
+        answer = (
+            GoldAnswer.objects.select_related("serving__item").filter(assignment_id=assignment.pk).first()
+        )
     if answer is None or answer.correct or answer.serving.purpose != Purpose.QUALIFICATION:
         return {}
     item = answer.serving.item

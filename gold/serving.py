@@ -8,6 +8,7 @@ A gold item is served as a fresh `question` task leased to that one worker: the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -22,36 +23,55 @@ from .models import Block, GoldItem, GoldServing, GoldSettings, Purpose, WorkerS
 _GOLD_STREAM = 0x601D
 
 
-def gated_pairs() -> set[tuple[int, str]]:
-    """(dataset, question kind) pairs that need qualification: enough gold items for the qualification set."""
-    counts = GoldItem.objects.values("dataset_id", "kind").annotate(n=Count("id"))
-    settings = {s.dataset_id: s for s in GoldSettings.objects.all()}
-    out = set()
+@dataclass(frozen=True)
+class GoldContext:
+    """What gating needs to know for one lease: the pairs that need qualification, and this worker's blocks
+    and qualifications. One query when no dataset has gold (the common hot path), four otherwise."""
+
+    gated: frozenset[tuple[int, str]] = frozenset()
+    blocked: frozenset[tuple[int, str]] = frozenset()
+    qualified: frozenset[tuple[int, str]] = frozenset()
+    has_gold: bool = False
+
+    @property
+    def withheld(self) -> frozenset[tuple[int, str]]:
+        return self.blocked | (self.gated - self.qualified)
+
+
+def gold_context(worker) -> GoldContext:
+    counts = list(GoldItem.objects.values("dataset_id", "kind").annotate(n=Count("id")).order_by())
+    if not counts:
+        return GoldContext()
+    settings = {
+        s.dataset_id: s for s in GoldSettings.objects.filter(dataset_id__in={r["dataset_id"] for r in counts})
+    }
+    gated = set()
     for row in counts:
         size = settings.get(row["dataset_id"], GoldSettings()).qualification_size
         if size and row["n"] >= size:
-            out.add((row["dataset_id"], row["kind"]))
-    return out
-
-
-def worker_pairs(worker) -> tuple[set[tuple[int, str]], set[tuple[int, str]]]:
-    """(pairs the worker is blocked from, pairs the worker is qualified for)."""
-    blocked = set(Block.objects.filter(worker=worker).values_list("dataset_id", "kind"))
-    qualified = set(
-        WorkerScore.objects.filter(worker=worker, qualified=True).values_list("dataset_id", "kind")
+            gated.add((row["dataset_id"], row["kind"]))
+    return GoldContext(
+        gated=frozenset(gated),
+        blocked=frozenset(Block.objects.filter(worker=worker).values_list("dataset_id", "kind")),
+        qualified=frozenset(
+            WorkerScore.objects.filter(worker=worker, qualified=True).values_list("dataset_id", "kind")
+        ),
+        has_gold=True,
     )
-    return blocked, qualified
 
 
 def task_filter(qs, worker):
     """Never a gold task of anyone else; no production task of a pair the worker is blocked from or not yet
-    qualified for."""
+    qualified for. Uses the context the lease hook just computed for this lease, if any."""
+    ctx = getattr(worker, "_gold_context", None)
+    if ctx is None:
+        ctx = gold_context(worker)
+    else:
+        del worker._gold_context  # one lease only: a block or qualification may change it before the next
     qs = qs.filter(~Exists(GoldServing.objects.filter(task=OuterRef("pk"))))
-    blocked, qualified = worker_pairs(worker)
-    withheld = blocked | (gated_pairs() - qualified)
-    if withheld:
+    if ctx.withheld:
         cond = Q()
-        for dataset_id, kind in withheld:
+        for dataset_id, kind in sorted(ctx.withheld):
             cond |= Q(dataset_id=dataset_id, question__kind=kind)
         qs = qs.exclude(cond)
     return qs
@@ -65,6 +85,10 @@ def lease_hook(worker, kinds_wanted, dataset_id, now: datetime) -> Assignment | 
     (dataset seed, worker, number of the worker's leases in the dataset) so runs are reproducible."""
     if kinds_wanted and TASK_KIND not in kinds_wanted:
         return None
+    ctx = gold_context(worker)
+    worker._gold_context = ctx
+    if not ctx.has_gold:
+        return None
     nxt = (
         queue.available_tasks(
             worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now, apply_filters=False
@@ -77,11 +101,10 @@ def lease_hook(worker, kinds_wanted, dataset_id, now: datetime) -> Assignment | 
     if nxt is None or nxt["kind"] != TASK_KIND or nxt["question__kind"] is None:
         return None
     pair = (nxt["dataset_id"], nxt["question__kind"])
-    blocked, qualified = worker_pairs(worker)
-    if pair in blocked:
+    if pair in ctx.blocked:
         return None
     settings = GoldSettings.for_dataset(pair[0])
-    if pair in gated_pairs() and pair not in qualified:
+    if pair in ctx.gated and pair not in ctx.qualified:
         return _serve(worker, pair, Purpose.QUALIFICATION, nxt["priority"], now, settings)
     if settings.rate <= 0:
         return None
