@@ -187,6 +187,9 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
             )
         ],
         responses={200: AssignmentSerializer, 201: AssignmentSerializer},
+        description="Submit the answer once. After a wrong answer to a qualification task (the short training "
+        "set a new worker answers before production tasks of a kind), the response also carries `feedback` "
+        "(the expected answer and an explanation); no other response ever does.",
     )
     @action(detail=True, methods=["post"])
     def submit(self, request, pk=None):
