@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 from hierarchy.models import Concept
 
-from . import binary_vote, boxes, kinds, queue
+from . import binary_vote, boxes, hooks, kinds, queue
 from .ingest import images_ingest, item_read
 from .models import Assignment, Box, BoxJob, BoxState, Dataset, Image, Task
 from .serializers import (
@@ -269,6 +269,9 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
             )
         ],
         responses={200: AssignmentSerializer, 201: AssignmentSerializer},
+        description="Submit the answer once. After a wrong answer to a qualification task (the short training "
+        "set a new worker answers before production tasks of a kind), the response also carries `feedback` "
+        "(the expected answer and an explanation); no other response ever does.",
     )
     @action(detail=True, methods=["post"])
     def submit(self, request, pk=None):
@@ -289,7 +292,10 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         except queue.QueueError as exc:
             raise Conflict(str(exc), code=exc.code) from None
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
-        return Response(AssignmentSerializer(result.assignment).data, status=code)
+        data = AssignmentSerializer(result.assignment).data
+        for extras in hooks.submit_extras:
+            data.update(extras(result.assignment))
+        return Response(data, status=code)
 
     @extend_schema(request=None, responses=AssignmentSerializer)
     @action(detail=True, methods=["post"])

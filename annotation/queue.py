@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from . import kinds
+from . import hooks, kinds
 from .models import Assignment, AssignmentState, Task, TaskExclusion, TaskState
 
 
@@ -42,20 +42,29 @@ def lease_duration() -> timedelta:
 
 
 def available_tasks(
-    *, worker, kinds_wanted: list[str] | None = None, dataset_id: int | None = None, now=None
+    *,
+    worker,
+    kinds_wanted: list[str] | None = None,
+    dataset_id: int | None = None,
+    now=None,
+    apply_filters: bool = True,
 ):
     """Tasks this worker may lease now: open, or leased with an expired lease; never one they already had,
-    never one they are excluded from."""
+    never one they are excluded from, never one a registered task filter (annotation.hooks) withholds."""
     now = now or timezone.now()
     qs = Task.objects.filter(Q(state=TaskState.OPEN) | Q(state=TaskState.LEASED, lease_expires_at__lt=now))
     if kinds_wanted:
         qs = qs.filter(kind__in=kinds_wanted)
     if dataset_id is not None:
         qs = qs.filter(dataset_id=dataset_id)
-    return qs.filter(
+    qs = qs.filter(
         ~Exists(Assignment.objects.filter(task=OuterRef("pk"), worker=worker)),
         ~Exists(TaskExclusion.objects.filter(task=OuterRef("pk"), worker=worker)),
     )
+    if apply_filters:
+        for task_filter in hooks.task_filters:
+            qs = task_filter(qs, worker)
+    return qs
 
 
 def task_lease_next(
@@ -73,6 +82,10 @@ def task_lease_next(
         now = now or timezone.now()
         try:
             with transaction.atomic():
+                for hook in hooks.lease_hooks:
+                    hooked = hook(worker, kinds_wanted, dataset_id, now)
+                    if hooked is not None:
+                        return hooked
                 task = (
                     available_tasks(worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now)
                     .order_by("-priority", "id")
@@ -145,7 +158,8 @@ def assignment_submit(
         task.state = TaskState.OPEN
         task.lease_expires_at = None
         current.task = task
-        kind.on_submit(current)
+        if not any(intercept(current) for intercept in hooks.submit_interceptors):
+            kind.on_submit(current)
         task.save(update_fields=["answers_count", "state", "lease_expires_at", "result", "updated_at"])
         return SubmitResult(current, replayed=False)
 

@@ -99,6 +99,9 @@ class Verdict(models.TextChoices):
     ACCEPT = Decision.ACCEPT.value, "Accept"
     REJECT = Decision.REJECT.value, "Reject"
     REVIEW = Decision.REVIEW.value, "Review"
+    # Not a stopping-rule verdict: a decided question went back to collecting votes after some of its votes
+    # were voided (consensus.voiding).
+    REOPENED = "reopened", "Reopened"
 
 
 VERDICT_STATE = {
@@ -190,6 +193,21 @@ class Vote(models.Model):
 
     def __str__(self) -> str:
         return f"vote {self.pk}: worker {self.worker_id} says {'yes' if self.answer else 'no'}"
+
+
+class VoteVoid(models.Model):
+    """A vote that no longer counts (its worker was found unreliable). The vote row stays; this fact is added
+    once and never removed. Counts, estimators and calibration tables skip voided votes."""
+
+    vote = models.OneToOneField(Vote, on_delete=models.PROTECT, related_name="void")
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"vote {self.vote_id} void: {self.reason}"
 
 
 class CalibrationTable(models.Model):

@@ -104,6 +104,7 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
         # weighs their vote. Refit per decision; cheap at thousands of votes (see docs/consensus.md).
         rows = list(
             Vote.objects.filter(question__kind=question.kind, question__concept_id=question.concept_id)
+            .filter(void__isnull=True)
             .values_list("question_id", "worker_id", "answer")
             .order_by("id")
         )
@@ -398,7 +399,7 @@ def calibration_rebuild(
         sequences: dict[int, list[bool]] = {pk: [] for pk in limit}
         last_vote = 0
         for qid, answer, vote_id in (
-            Vote.objects.filter(question_id__in=limit)
+            Vote.objects.filter(question_id__in=limit, void__isnull=True)
             .order_by("id")
             .values_list("question_id", "answer", "id")
         ):

@@ -3,3 +3,14 @@ from django.apps import AppConfig
 
 class GoldConfig(AppConfig):
     name = "gold"
+
+    def ready(self) -> None:
+        # Gold sits above the queue and consensus: it plugs into the queue's hooks instead of being imported.
+        from annotation import hooks
+
+        from . import services, serving
+
+        hooks.register_lease_hook(serving.lease_hook)
+        hooks.register_task_filter(serving.task_filter)
+        hooks.register_submit_interceptor(services.gold_submit_intercept)
+        hooks.register_submit_extras(services.qualification_feedback)

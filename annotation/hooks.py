@@ -1,0 +1,54 @@
+"""Extension points of the queue for higher apps (gold): lease hooks, task filters, submit interceptors and
+submit-response extras. The queue calls them; it never imports the apps that register them.
+
+Register in `AppConfig.ready`; registering the same callable twice is a no-op. Every hook runs inside the
+queue's transaction, so what it writes commits or rolls back with the lease or the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
+    from .models import Assignment
+
+# (worker, kinds_wanted, dataset_id, now) -> an Assignment it leased instead of the normal next task, or None.
+LeaseHook = Callable[[Any, "list[str] | None", "int | None", datetime], "Assignment | None"]
+# (tasks queryset, worker) -> the queryset without the tasks this worker must not lease.
+TaskFilter = Callable[["QuerySet", Any], "QuerySet"]
+# (assignment being submitted, task row locked) -> True when it handled the answer (the kind's on_submit
+# is then skipped).
+SubmitInterceptor = Callable[["Assignment"], bool]
+# (submitted assignment) -> extra keys for the submit response (e.g. qualification feedback), or {}.
+SubmitExtras = Callable[["Assignment"], dict[str, Any]]
+
+lease_hooks: list[LeaseHook] = []
+task_filters: list[TaskFilter] = []
+submit_interceptors: list[SubmitInterceptor] = []
+submit_extras: list[SubmitExtras] = []
+
+
+def _add(registry: list, fn):
+    if fn not in registry:
+        registry.append(fn)
+    return fn
+
+
+def register_lease_hook(fn: LeaseHook) -> LeaseHook:
+    return _add(lease_hooks, fn)
+
+
+def register_task_filter(fn: TaskFilter) -> TaskFilter:
+    return _add(task_filters, fn)
+
+
+def register_submit_interceptor(fn: SubmitInterceptor) -> SubmitInterceptor:
+    return _add(submit_interceptors, fn)
+
+
+def register_submit_extras(fn: SubmitExtras) -> SubmitExtras:
+    return _add(submit_extras, fn)

@@ -1,0 +1,127 @@
+"""Voiding votes: a higher app (gold) that finds a worker unreliable voids their votes; the questions they touched
+are recounted without them, open ones keep collecting votes, and decided ones are re-checked by the stopping
+rule and reopened when the remaining votes no longer decide them.
+
+Locks: every touched task (by id), then every touched question (by id), the queue's task-then-question order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Count, Q
+
+from annotation.models import Task, TaskState
+
+from .models import (
+    DECIDED_STATES,
+    VERDICT_STATE,
+    ConsensusSettings,
+    Question,
+    QuestionDecision,
+    QuestionRole,
+    QuestionState,
+    Verdict,
+    Vote,
+    VoteVoid,
+)
+from .services import _decide, _finalize
+from .stopping import Decision
+
+
+@dataclass
+class VoidReport:
+    voided: int = 0
+    recounted: list[int] = field(default_factory=list)  # open questions recounted (still open)
+    decided_now: list[int] = field(default_factory=list)  # open questions the remaining votes decide
+    confirmed: list[int] = field(default_factory=list)  # decided questions whose verdict stands
+    changed: list[int] = field(default_factory=list)  # decided questions that got another verdict
+    reopened: list[int] = field(default_factory=list)  # decided questions back to collecting votes
+
+
+def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
+    """Void these votes (ids; already-void ones are skipped) and repair every question they counted in."""
+    report = VoidReport()
+    with transaction.atomic():
+        fresh = list(
+            Vote.objects.filter(pk__in=list(votes), void__isnull=True).values_list("pk", "question_id")
+        )
+        if not fresh:
+            return report
+        question_ids = sorted({qid for _, qid in fresh})
+        task_ids = sorted(
+            t for t in Question.objects.filter(pk__in=question_ids).values_list("task_id", flat=True) if t
+        )
+        tasks = {t.pk: t for t in Task.objects.select_for_update().filter(pk__in=task_ids).order_by("id")}
+        questions = list(Question.objects.select_for_update().filter(pk__in=question_ids).order_by("id"))
+        VoteVoid.objects.bulk_create([VoteVoid(vote_id=pk, reason=reason[:200]) for pk, _ in fresh])
+        report.voided = len(fresh)
+        counts = {
+            row["question_id"]: row
+            for row in Vote.objects.filter(question_id__in=question_ids, void__isnull=True)
+            .values("question_id")
+            .annotate(yes=Count("id", filter=Q(answer=True)), no=Count("id", filter=Q(answer=False)))
+        }
+        for question in questions:
+            row = counts.get(question.pk, {"yes": 0, "no": 0})
+            question.yes_count, question.no_count = row["yes"], row["no"]
+            question.save(update_fields=["yes_count", "no_count"])
+            task = tasks.get(question.task_id) if question.task_id else None
+            _repair(question, task, report)
+            if task is not None:
+                task.save(update_fields=["state", "result", "lease_expires_at", "updated_at"])
+    return report
+
+
+def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
+    settings = ConsensusSettings.for_dataset(question.dataset_id)
+    enough = question.n_votes >= question.min_votes
+    if question.state == QuestionState.OPEN:
+        paused = task is not None and task.state == TaskState.DONE
+        if paused and not enough:
+            task.state, task.result = TaskState.OPEN, None  # a calibration question short of its votes again
+        if not enough or question.role == QuestionRole.CALIBRATION:
+            report.recounted.append(question.pk)
+            return
+        decision, estimate = _decide(question, settings)
+        if decision == Decision.ASK_MORE:
+            question.p = estimate.p
+            question.save(update_fields=["p"])
+            report.recounted.append(question.pk)
+        else:
+            _finalize(question, task, decision, estimate, settings)
+            report.decided_now.append(question.pk)
+        return
+    if question.state not in DECIDED_STATES:
+        return
+    current = {state: verdict for verdict, state in VERDICT_STATE.items()}[QuestionState(question.state)]
+    if enough:
+        decision, estimate = _decide(question, settings)
+    else:
+        decision, estimate = Decision.ASK_MORE, None
+    if decision != Decision.ASK_MORE:
+        if decision.value == current.value:
+            report.confirmed.append(question.pk)
+        else:
+            _finalize(question, task, decision, estimate, settings)
+            report.changed.append(question.pk)
+        return
+    # The remaining votes no longer decide it: back to the queue, with an append-only row saying so.
+    question.state = QuestionState.OPEN
+    question.p = estimate.p if estimate is not None else None
+    question.decided_at = None
+    question.save(update_fields=["state", "p", "decided_at"])
+    QuestionDecision.objects.create(
+        question=question,
+        decision=Verdict.REOPENED,
+        p=question.p,
+        yes_count=question.yes_count,
+        no_count=question.no_count,
+        estimator=settings.estimator,
+        table=estimate.table if estimate is not None else None,
+    )
+    if task is not None:
+        task.state, task.result, task.lease_expires_at = TaskState.OPEN, None, None
+    report.reopened.append(question.pk)

@@ -1,0 +1,221 @@
+"""Gold items (binary questions with a known answer), how each was served and answered, worker scores,
+qualification, blocks and payment recommendations. Every fact is a row added once; scores are a cache."""
+
+from __future__ import annotations
+
+from django.conf import settings as django_settings
+from django.db import models
+from django.db.models import Q
+
+from consensus.models import QuestionKind
+from gold import scoring
+
+
+class GoldSettings(models.Model):
+    """A dataset's gold policy. A dataset without a row uses the defaults."""
+
+    dataset = models.OneToOneField(
+        "annotation.Dataset", on_delete=models.CASCADE, related_name="gold_settings"
+    )
+    rate = models.FloatField(default=0.1, help_text="Share of a qualified worker's tasks that are gold.")
+    qualification_size = models.PositiveSmallIntegerField(
+        default=5, help_text="Gold items a worker answers before production tasks of a kind (0: none)."
+    )
+    qualification_pass = models.PositiveSmallIntegerField(
+        default=4, help_text="Correct answers among the last `qualification_size` that qualify."
+    )
+    prior_a = models.FloatField(default=scoring.DEFAULT_PRIOR[0])
+    prior_b = models.FloatField(default=scoring.DEFAULT_PRIOR[1])
+    block_threshold = models.FloatField(default=scoring.DEFAULT_BLOCK_THRESHOLD)
+    block_confidence = models.FloatField(default=scoring.DEFAULT_BLOCK_CONFIDENCE)
+    block_min_answers = models.PositiveSmallIntegerField(default=scoring.DEFAULT_MIN_ANSWERS)
+    bonus_lower = models.FloatField(
+        default=scoring.DEFAULT_BONUS_LOWER, help_text="Bonus when the accuracy's lower bound is above this."
+    )
+    seed = models.PositiveIntegerField(default=0, help_text="Seeds when gold is served.")
+
+    class Meta:
+        verbose_name_plural = "gold settings"
+        constraints = [
+            models.CheckConstraint(condition=Q(rate__gte=0.0) & Q(rate__lt=1.0), name="gold_rate_range"),
+            models.CheckConstraint(
+                condition=Q(qualification_pass__lte=models.F("qualification_size")),
+                name="gold_qualification_pass_within_size",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"gold settings of dataset {self.dataset_id}"
+
+    @classmethod
+    def for_dataset(cls, dataset_id: int) -> GoldSettings:
+        found = cls.objects.filter(dataset_id=dataset_id).first()
+        return found if found is not None else cls(dataset_id=dataset_id)
+
+    @property
+    def prior(self) -> scoring.Prior:
+        return scoring.Prior(self.prior_a, self.prior_b)
+
+    @property
+    def rule(self) -> scoring.BlockRule:
+        return scoring.BlockRule(self.block_threshold, self.block_confidence, self.block_min_answers)
+
+
+class GoldSource(models.TextChoices):
+    ORGANIZER = "organizer", "Created by an organizer"
+    IMPORT = "import", "Imported from CSV"
+    PROMOTED = "promoted", "Promoted from a confirmed decision"
+
+
+class GoldItem(models.Model):
+    """A binary question whose answer is known. Served to workers as an ordinary `question` task."""
+
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="gold_items")
+    kind = models.CharField(max_length=32, choices=QuestionKind.choices)
+    concept = models.ForeignKey("hierarchy.Concept", on_delete=models.PROTECT, related_name="gold_items")
+    image = models.ForeignKey("annotation.Image", on_delete=models.PROTECT, related_name="gold_items")
+    box = models.ForeignKey(
+        "annotation.Box", null=True, blank=True, on_delete=models.PROTECT, related_name="gold_items"
+    )
+    answer = models.BooleanField()
+    explanation = models.CharField(
+        max_length=300, blank=True, help_text="Shown after a wrong qualification answer."
+    )
+    source = models.CharField(max_length=16, choices=GoldSource.choices, default=GoldSource.ORGANIZER)
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "kind", "concept", "image"],
+                condition=Q(box__isnull=True),
+                name="gold_unique_image_subject",
+            ),
+            models.UniqueConstraint(
+                fields=["dataset", "kind", "concept", "box"],
+                condition=Q(box__isnull=False),
+                name="gold_unique_box_subject",
+            ),
+        ]
+        indexes = [models.Index(fields=["dataset", "kind"], name="gold_item_pool_idx")]
+
+    def __str__(self) -> str:
+        return f"gold {self.kind} item {self.pk} ({'yes' if self.answer else 'no'})"
+
+
+class Purpose(models.TextChoices):
+    QUALIFICATION = "qualification", "Qualification"
+    EMBEDDED = "embedded", "Embedded in production"
+
+
+class GoldServing(models.Model):
+    """A gold item served to one worker as its own queue task (created at lease time)."""
+
+    item = models.ForeignKey(GoldItem, on_delete=models.PROTECT, related_name="servings")
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="gold_servings")
+    task = models.OneToOneField("annotation.Task", on_delete=models.PROTECT, related_name="gold_serving")
+    purpose = models.CharField(max_length=16, choices=Purpose.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            # A worker never sees the same gold item twice.
+            models.UniqueConstraint(fields=["item", "worker"], name="gold_serving_once_per_worker")
+        ]
+
+    def __str__(self) -> str:
+        return f"gold item {self.item_id} to worker {self.worker_id} ({self.purpose})"
+
+
+class GoldAnswer(models.Model):
+    """A worker's answer to a gold item, checked against the known answer. Append-only."""
+
+    serving = models.OneToOneField(GoldServing, on_delete=models.PROTECT, related_name="answer")
+    assignment = models.OneToOneField("annotation.Assignment", on_delete=models.PROTECT, related_name="gold")
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="gold_answers")
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=32, choices=QuestionKind.choices)
+    correct = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["worker", "dataset", "kind"], name="gold_answer_worker_idx")]
+
+    def __str__(self) -> str:
+        return f"gold answer {self.pk} by worker {self.worker_id} ({'right' if self.correct else 'wrong'})"
+
+
+class WorkerScore(models.Model):
+    """The posterior summary of one worker on one question kind in one dataset, rewritten in the transaction of
+    each of their gold answers (a cache of the GoldAnswer rows)."""
+
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="gold_scores")
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=32, choices=QuestionKind.choices)
+    answered = models.PositiveIntegerField(default=0)
+    correct = models.PositiveIntegerField(default=0)
+    mean = models.FloatField()
+    lower = models.FloatField()
+    p_below = models.FloatField(help_text="P(accuracy < the block threshold).")
+    qualified = models.BooleanField(default=False)
+    qualification_answered = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["dataset", "kind", "worker"]
+        constraints = [
+            models.UniqueConstraint(fields=["worker", "dataset", "kind"], name="worker_score_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"worker {self.worker_id} on {self.kind}: {self.correct}/{self.answered}"
+
+
+class Block(models.Model):
+    """A worker blocked from a question kind in a dataset, with the evidence. Added once, never removed."""
+
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="gold_blocks")
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=32, choices=QuestionKind.choices)
+    answered = models.PositiveIntegerField()
+    correct = models.PositiveIntegerField()
+    p_below = models.FloatField()
+    repair = models.JSONField(default=dict, help_text="What voiding their votes did to the questions.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["worker", "dataset", "kind"], name="block_once")]
+
+    def __str__(self) -> str:
+        return f"worker {self.worker_id} blocked from {self.kind} in dataset {self.dataset_id}"
+
+
+class Recommendation(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    REJECT = "reject", "Reject"
+    BONUS = "bonus", "Approve with a bonus"
+
+
+class PaymentDecision(models.Model):
+    """A pay recommendation for one assignment, with its reason. Append-only: the newest row is current."""
+
+    assignment = models.ForeignKey("annotation.Assignment", on_delete=models.PROTECT, related_name="payments")
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="+")
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
+    recommendation = models.CharField(max_length=16, choices=Recommendation.choices)
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["dataset", "worker"], name="payment_dataset_worker_idx")]
+
+    def __str__(self) -> str:
+        return f"assignment {self.assignment_id}: {self.recommendation}"

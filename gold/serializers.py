@@ -1,0 +1,57 @@
+"""Organizer-facing representations of gold items, worker scores and payment recommendations."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from consensus.models import QuestionKind
+
+from .models import GoldItem, PaymentDecision, WorkerScore
+
+
+class GoldItemSerializer(serializers.ModelSerializer):
+    concept = serializers.SlugRelatedField(slug_field="wnid", read_only=True)
+
+    class Meta:
+        model = GoldItem
+        fields = ["id", "kind", "concept", "image", "box", "answer", "explanation", "source", "created_at"]
+        read_only_fields = fields
+
+
+class GoldItemCreateSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=QuestionKind.choices, default=QuestionKind.IMAGE_VERIFY)
+    concept = serializers.CharField(help_text="wnid of the concept.")
+    image = serializers.IntegerField()
+    box = serializers.IntegerField(required=False, allow_null=True)
+    answer = serializers.BooleanField()
+    explanation = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
+
+
+class WorkerScoreSerializer(serializers.ModelSerializer):
+    worker = serializers.IntegerField(source="worker_id")
+    username = serializers.CharField(source="worker.user.username")
+    blocked = serializers.SerializerMethodField()
+
+    class Meta:
+        model = WorkerScore
+        fields = [
+            "worker",
+            "username",
+            "kind",
+            "answered",
+            "correct",
+            "mean",
+            "lower",
+            "p_below",
+            "qualified",
+            "blocked",
+        ]
+
+    def get_blocked(self, row) -> bool:
+        return (row.worker_id, row.kind) in self.context.get("blocked", set())
+
+
+class PaymentDecisionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PaymentDecision
+        fields = ["id", "assignment", "worker", "recommendation", "reason", "created_at"]

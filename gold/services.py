@@ -1,0 +1,169 @@
+"""State changes of gold: check a gold answer and update the worker's score in the same transaction,
+qualify, block and repair (void the blocked worker's votes through consensus), and pay recommendations."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from django.db import transaction
+
+from annotation.models import Assignment, AssignmentState, TaskState
+from consensus.models import Vote
+from consensus.services import TASK_KIND
+from consensus.voiding import votes_void
+
+from . import scoring
+from .models import (
+    Block,
+    GoldAnswer,
+    GoldServing,
+    GoldSettings,
+    PaymentDecision,
+    Purpose,
+    Recommendation,
+    WorkerScore,
+)
+
+
+def gold_submit_intercept(assignment: Assignment) -> bool:
+    """Queue submit interceptor: a gold task's answer is checked here and never becomes a consensus vote.
+    Runs inside the submit transaction with the task row locked."""
+    task = assignment.task
+    if task.kind != TASK_KIND:
+        return False
+    serving = GoldServing.objects.select_related("item").filter(task_id=task.pk).first()
+    assignment._gold_answer = None  # read by qualification_feedback in the same request: no second query
+    if serving is None:
+        return False
+    correct = bool(assignment.answer["answer"]) == serving.item.answer
+    assignment._gold_answer = GoldAnswer.objects.create(
+        serving=serving,
+        assignment=assignment,
+        worker=assignment.worker,
+        dataset_id=task.dataset_id,
+        kind=serving.item.kind,
+        correct=correct,
+    )
+    task.state, task.result = TaskState.DONE, None
+    score_update(
+        worker=assignment.worker, dataset_id=task.dataset_id, kind=serving.item.kind, serving=serving
+    )
+    return True
+
+
+def qualification_feedback(assignment: Assignment) -> dict[str, Any]:
+    """Submit-response extras: after a wrong answer to a qualification item, what the right answer was (the
+    training of Su et al. 2012). Nothing for embedded gold or ordinary tasks."""
+    if hasattr(assignment, "_gold_answer"):
+        answer = assignment._gold_answer
+    else:  # a replayed submit: the interceptor did not run
+        answer = (
+            GoldAnswer.objects.select_related("serving__item").filter(assignment_id=assignment.pk).first()
+        )
+    if answer is None or answer.correct or answer.serving.purpose != Purpose.QUALIFICATION:
+        return {}
+    item = answer.serving.item
+    return {
+        "feedback": {
+            "correct": False,
+            "expected": {"answer": item.answer},
+            "explanation": item.explanation or "Look again at the concept's description before answering.",
+        }
+    }
+
+
+def score_update(*, worker, dataset_id: int, kind: str, serving: GoldServing) -> WorkerScore:
+    """Recount the worker's gold answers of (dataset, kind), qualify and block as the rules say."""
+    settings = GoldSettings.for_dataset(dataset_id)
+    row, _ = WorkerScore.objects.select_for_update().get_or_create(
+        worker=worker, dataset_id=dataset_id, kind=kind, defaults={"mean": 0.0, "lower": 0.0, "p_below": 0.0}
+    )
+    answers = GoldAnswer.objects.filter(worker=worker, dataset_id=dataset_id, kind=kind)
+    row.answered = answers.count()
+    row.correct = answers.filter(correct=True).count()
+    s = scoring.score(row.correct, row.answered, settings.prior, settings.rule)
+    row.mean, row.lower, row.p_below = s.mean, s.lower, s.p_below
+    if serving.purpose == Purpose.QUALIFICATION and not row.qualified:
+        row.qualification_answered += 1
+        window = list(
+            answers.filter(serving__purpose=Purpose.QUALIFICATION)
+            .order_by("-id")
+            .values_list("correct", flat=True)[: settings.qualification_size]
+        )
+        row.qualified = (
+            len(window) >= settings.qualification_size and sum(window) >= settings.qualification_pass
+        )
+    row.save()
+    if s.blocked and not Block.objects.filter(worker=worker, dataset_id=dataset_id, kind=kind).exists():
+        worker_block(worker=worker, dataset_id=dataset_id, kind=kind, score=s)
+    return row
+
+
+def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) -> Block:
+    """Block the worker from (dataset, kind), void their votes there and repair the questions they touched:
+    open ones keep collecting votes from others, decided ones are re-checked and reopened if undecided."""
+    with transaction.atomic():
+        votes = Vote.objects.filter(
+            worker=worker, question__dataset_id=dataset_id, question__kind=kind
+        ).values_list("pk", flat=True)
+        report = votes_void(votes=list(votes), reason=f"worker {worker.pk} blocked from {kind}")
+        block = Block.objects.create(
+            worker=worker,
+            dataset_id=dataset_id,
+            kind=kind,
+            answered=score.answered,
+            correct=score.correct,
+            p_below=score.p_below,
+            repair=asdict(report),
+        )
+        payments_decide(dataset_id=dataset_id, worker=worker)
+        return block
+
+
+def _recommend(
+    assignment: Assignment, gold: GoldAnswer | None, kind: str | None, blocked, bonus
+) -> tuple[str, str]:
+    if gold is not None and not gold.correct and (assignment.worker_id, kind) in blocked:
+        return Recommendation.REJECT, "wrong answer to a gold item; the worker was blocked on this kind"
+    if (assignment.worker_id, kind) in bonus:
+        return Recommendation.BONUS, "gold accuracy's lower bound is above the bonus line"
+    return Recommendation.APPROVE, "approved"  # never rejected for a non-gold answer
+
+
+def payments_decide(*, dataset_id: int, worker=None) -> int:
+    """Add a PaymentDecision for every submitted assignment of the dataset (of one worker) whose
+    recommendation is new or changed. Returns the number of rows added."""
+    settings = GoldSettings.for_dataset(dataset_id)
+    with transaction.atomic():
+        assignments = Assignment.objects.filter(task__dataset_id=dataset_id, state=AssignmentState.SUBMITTED)
+        if worker is not None:
+            assignments = assignments.filter(worker=worker)
+        assignments = list(assignments.select_related("task__question", "gold__serving__item").order_by("id"))
+        blocked = set(Block.objects.filter(dataset_id=dataset_id).values_list("worker_id", "kind"))
+        bonus = set()
+        for row in WorkerScore.objects.filter(dataset_id=dataset_id):
+            s = scoring.score(row.correct, row.answered, settings.prior, settings.rule)
+            if (row.worker_id, row.kind) not in blocked and scoring.bonus_due(s, settings.bonus_lower):
+                bonus.add((row.worker_id, row.kind))
+        current: dict[int, str] = {}
+        for p in PaymentDecision.objects.filter(assignment__in=assignments).order_by("id"):
+            current[p.assignment_id] = p.recommendation
+        new = []
+        for a in assignments:
+            gold = getattr(a, "gold", None)
+            question = getattr(a.task, "question", None)
+            kind = gold.kind if gold is not None else (question.kind if question is not None else None)
+            rec, reason = _recommend(a, gold, kind, blocked, bonus)
+            if current.get(a.pk) != rec:
+                new.append(
+                    PaymentDecision(
+                        assignment=a,
+                        worker_id=a.worker_id,
+                        dataset_id=dataset_id,
+                        recommendation=rec,
+                        reason=reason,
+                    )
+                )
+        PaymentDecision.objects.bulk_create(new)
+        return len(new)

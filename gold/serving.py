@@ -1,0 +1,158 @@
+"""Serving gold through the queue: the lease hook that mixes gold items into a worker's stream (qualification
+first, then at the dataset's rate) and the task filter that keeps gold tasks private and withholds production
+tasks of kinds a worker is blocked from or not yet qualified for (hooks registered in gold.apps).
+
+A gold item is served as a fresh `question` task leased to that one worker: the same kind, the same payload
+(the question's wording), the same URLs as an ordinary question. Nothing about it says gold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db.models import Count, Exists, OuterRef, Q
+
+from annotation import queue
+from annotation.models import Assignment, AssignmentState, Task, TaskState
+from consensus.services import TASK_KIND, question_text
+
+from .models import Block, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
+
+_GOLD_STREAM = 0x601D
+
+
+@dataclass(frozen=True)
+class GoldContext:
+    """What gating needs to know for one lease: the pairs that need qualification, and this worker's blocks
+    and qualifications. One query when no dataset has gold (the common hot path), four otherwise."""
+
+    gated: frozenset[tuple[int, str]] = frozenset()
+    blocked: frozenset[tuple[int, str]] = frozenset()
+    qualified: frozenset[tuple[int, str]] = frozenset()
+    has_gold: bool = False
+
+    @property
+    def withheld(self) -> frozenset[tuple[int, str]]:
+        return self.blocked | (self.gated - self.qualified)
+
+
+def gold_context(worker) -> GoldContext:
+    counts = list(GoldItem.objects.values("dataset_id", "kind").annotate(n=Count("id")).order_by())
+    if not counts:
+        return GoldContext()
+    settings = {
+        s.dataset_id: s for s in GoldSettings.objects.filter(dataset_id__in={r["dataset_id"] for r in counts})
+    }
+    gated = set()
+    for row in counts:
+        size = settings.get(row["dataset_id"], GoldSettings()).qualification_size
+        if size and row["n"] >= size:
+            gated.add((row["dataset_id"], row["kind"]))
+    return GoldContext(
+        gated=frozenset(gated),
+        blocked=frozenset(Block.objects.filter(worker=worker).values_list("dataset_id", "kind")),
+        qualified=frozenset(
+            WorkerScore.objects.filter(worker=worker, qualified=True).values_list("dataset_id", "kind")
+        ),
+        has_gold=True,
+    )
+
+
+def task_filter(qs, worker):
+    """Never a gold task of anyone else; no production task of a pair the worker is blocked from or not yet
+    qualified for. Uses the context the lease hook just computed for this lease, if any."""
+    ctx = getattr(worker, "_gold_context", None)
+    if ctx is None:
+        ctx = gold_context(worker)
+    else:
+        del worker._gold_context  # one lease only: a block or qualification may change it before the next
+    qs = qs.filter(~Exists(GoldServing.objects.filter(task=OuterRef("pk"))))
+    if ctx.withheld:
+        cond = Q()
+        for dataset_id, kind in sorted(ctx.withheld):
+            cond |= Q(dataset_id=dataset_id, question__kind=kind)
+        qs = qs.exclude(cond)
+    return qs
+
+
+def lease_hook(worker, kinds_wanted, dataset_id, now: datetime) -> Assignment | None:
+    """Lease a gold task instead of the worker's next ordinary question, or return None for the normal path.
+
+    Looks at the question the worker would get next (ignoring gating): a pair they must qualify for gets a
+    qualification item; a qualified pair gets gold with probability `rate`, drawn from a generator seeded by
+    (dataset seed, worker, number of the worker's leases in the dataset) so runs are reproducible."""
+    if kinds_wanted and TASK_KIND not in kinds_wanted:
+        return None
+    ctx = gold_context(worker)
+    worker._gold_context = ctx
+    if not ctx.has_gold:
+        return None
+    nxt = (
+        queue.available_tasks(
+            worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now, apply_filters=False
+        )
+        .filter(~Exists(GoldServing.objects.filter(task=OuterRef("pk"))))
+        .order_by("-priority", "id")
+        .values("dataset_id", "kind", "question__kind", "priority")
+        .first()
+    )
+    if nxt is None or nxt["kind"] != TASK_KIND or nxt["question__kind"] is None:
+        return None
+    pair = (nxt["dataset_id"], nxt["question__kind"])
+    if pair in ctx.blocked:
+        return None
+    settings = GoldSettings.for_dataset(pair[0])
+    if pair in ctx.gated and pair not in ctx.qualified:
+        return _serve(worker, pair, Purpose.QUALIFICATION, nxt["priority"], now, settings)
+    if settings.rate <= 0:
+        return None
+    n = Assignment.objects.filter(worker=worker, task__dataset_id=pair[0]).count()
+    if not gold_due(settings.seed, worker.pk, n, settings.rate):
+        return None
+    return _serve(worker, pair, Purpose.EMBEDDED, nxt["priority"], now, settings)
+
+
+def gold_due(seed: int, worker_id: int, n_leases: int, rate: float) -> bool:
+    """Whether the worker's lease number `n_leases` in a dataset is gold: an independent draw per lease, seeded
+    so it is reproducible yet not guessable from the count alone (no fixed "every 10th")."""
+    return bool(np.random.default_rng([seed, _GOLD_STREAM, worker_id, n_leases]).random() < rate)
+
+
+def _serve(
+    worker, pair, purpose: str, priority: int, now: datetime, settings: GoldSettings
+) -> Assignment | None:
+    dataset_id, kind = pair
+    unseen = list(
+        GoldItem.objects.filter(dataset_id=dataset_id, kind=kind)
+        .exclude(Exists(GoldServing.objects.filter(item=OuterRef("pk"), worker=worker)))
+        .order_by("id")
+        .values_list("pk", flat=True)
+    )
+    if not unseen:
+        return None
+    n_served = GoldServing.objects.filter(worker=worker).count()
+    rng = np.random.default_rng([settings.seed, _GOLD_STREAM, worker.pk, n_served, 1])
+    item = GoldItem.objects.select_related("concept", "image", "box").get(
+        pk=unseen[int(rng.integers(len(unseen)))]
+    )
+    expires_at = now + queue.lease_duration()
+    task = Task.objects.create(
+        kind=TASK_KIND,
+        dataset_id=dataset_id,
+        image=item.image,
+        concept=item.concept,
+        box=item.box,
+        payload={"question": question_text(kind, item.concept)},
+        priority=priority,
+        state=TaskState.LEASED,
+        lease_expires_at=expires_at,
+        answers_wanted=1,
+    )
+    GoldServing.objects.create(item=item, worker=worker, task=task, purpose=purpose)
+    assignment = Assignment.objects.create(
+        task=task, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
+    )
+    assignment.task = task
+    return assignment

@@ -1,0 +1,86 @@
+"""Blocking and repair: a worker whose gold accuracy is surely below the threshold is blocked, their votes are
+voided (never deleted), open questions recounted, decided ones re-checked and reopened when undecided."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation import queue
+from consensus import services as consensus
+from consensus.models import Question, QuestionDecision, QuestionState, Verdict, Vote, VoteVoid
+from gold import scoring
+from gold.models import Block, GoldSettings, PaymentDecision, Recommendation, WorkerScore
+from gold.services import worker_block
+
+from .conftest import gold_for, make_images, make_workers, production_questions
+
+
+def test_posterior_blocks_a_coin_flipper_but_not_one_early_slip():
+    assert scoring.score(7, 20).blocked
+    assert not scoring.score(0, 1).blocked, "fewer answers than the minimum never block"
+    assert not scoring.score(17, 20).blocked
+    assert scoring.beta_cdf(0.3, 2, 5) == pytest.approx(0.579825, abs=1e-6)
+
+
+@pytest.mark.django_db
+def test_blocking_voids_votes_reopens_questions_they_decided_and_keeps_every_row(dataset, concept):
+    images = make_images(dataset, 6)
+    questions = production_questions(dataset, concept, images[:4])
+    gold_for(dataset, concept, images[4:])
+    GoldSettings.objects.create(dataset=dataset, qualification_size=0, qualification_pass=0, rate=0.0)
+    spammer, honest, honest2 = make_workers(3)
+    q_decided, q_open = questions[0], questions[1]
+    # Three yes votes decide q_decided, two do not; the spammer's vote is one of the three.
+    consensus.vote_record(question=q_decided, worker=spammer, answer=True)
+    consensus.vote_record(question=q_decided, worker=honest, answer=True)
+    consensus.vote_record(question=q_decided, worker=honest2, answer=True)
+    consensus.vote_record(question=q_open, worker=spammer, answer=False)
+    q_decided.refresh_from_db()
+    assert q_decided.state == QuestionState.ACCEPTED, q_decided.p
+    votes_before = Vote.objects.count()
+    block = worker_block(
+        worker=spammer, dataset_id=dataset.pk, kind="image_verify", score=scoring.score(2, 10)
+    )
+    q_decided.refresh_from_db()
+    q_open.refresh_from_db()
+    assert Vote.objects.count() == votes_before, "nothing is deleted"
+    assert VoteVoid.objects.count() == 2
+    assert (q_open.state, q_open.yes_count, q_open.no_count) == (QuestionState.OPEN, 0, 0)
+    assert q_decided.state == QuestionState.OPEN and q_decided.n_votes == 2
+    decisions = list(QuestionDecision.objects.filter(question=q_decided).values_list("decision", flat=True))
+    assert decisions == [Verdict.ACCEPT, Verdict.REOPENED], "the first verdict stays; the reopening is added"
+    assert q_decided.pk in block.repair["reopened"] and q_open.pk in block.repair["recounted"]
+    assert q_decided.task.state == "open"
+    # Other workers can take the reopened question; the blocked one gets nothing of that kind.
+    other = make_workers(1, prefix="x")[0]
+    ids = set(queue.available_tasks(worker=other).values_list("pk", flat=True))
+    assert q_decided.task_id in ids
+    assert not queue.available_tasks(worker=spammer).filter(question__kind="image_verify").exists()
+
+
+@pytest.mark.django_db
+def test_a_worker_failing_gold_is_blocked_and_only_their_wrong_gold_answers_are_rejected(dataset, concept):
+    images = make_images(dataset, 40)
+    questions = production_questions(dataset, concept, images[:10])
+    gold = gold_for(dataset, concept, images[10:])
+    answers = {g.image_id: g.answer for g in gold}
+    GoldSettings.objects.create(dataset=dataset, qualification_size=0, qualification_pass=0, rate=0.5)
+    (w,) = make_workers(1)
+    consensus.vote_record(question=questions[9], worker=w, answer=True)
+    for i in range(60):
+        a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
+        if a is None:
+            break
+        truth = answers.get(a.task.image_id)
+        wrong = truth is not None and i % 3 != 0  # wrong on two gold items of three
+        answer = (not truth) if wrong else True
+        queue.assignment_submit(assignment=a, answer={"answer": answer}, idempotency_key=f"k{i}")
+    block = Block.objects.get(worker=w)
+    assert block.answered <= 20
+    assert WorkerScore.objects.get(worker=w).answered == block.answered
+    assert not Vote.objects.filter(worker=w, void__isnull=True).exists()
+    recs = PaymentDecision.objects.filter(worker=w)
+    rejected = recs.filter(recommendation=Recommendation.REJECT)
+    assert rejected.exists()
+    assert all(p.assignment.gold.correct is False for p in rejected), "never rejected for a non-gold answer"
+    assert Question.objects.filter(pk=questions[9].pk, state=QuestionState.OPEN).exists()

@@ -1,0 +1,124 @@
+"""Gold mixed into the queue: the configured share of tasks, never the same item twice to one worker,
+qualification before production, and gold answers that never become consensus votes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from annotation import queue
+from annotation.models import Assignment, Task
+from consensus.models import Question, Vote
+from gold.models import GoldAnswer, GoldServing, GoldSettings, Purpose, WorkerScore
+from gold.serving import gold_due, lease_hook
+
+from .conftest import gold_for, make_images, make_workers, production_questions
+
+
+def lease_submit(worker, answer=True):
+    a = queue.task_lease_next(worker=worker, kinds_wanted=["question"])
+    assert a is not None
+    queue.assignment_submit(assignment=a, answer={"answer": answer}, idempotency_key=f"k{a.pk}")
+    return a
+
+
+@pytest.mark.django_db
+def test_a_new_worker_answers_the_qualification_set_before_any_production_task(dataset, concept):
+    images = make_images(dataset, 20)
+    production_questions(dataset, concept, images[:10])
+    gold = gold_for(dataset, concept, images[10:])
+    answers = {g.image_id: g.answer for g in gold}
+    (w,) = make_workers(1)
+    for i in range(5):
+        a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
+        assert GoldServing.objects.filter(task=a.task, purpose=Purpose.QUALIFICATION).exists()
+        assert not Question.objects.filter(task=a.task).exists()
+        queue.assignment_submit(
+            assignment=a, answer={"answer": answers[a.task.image_id]}, idempotency_key=f"q{i}"
+        )
+    assert WorkerScore.objects.get(worker=w).qualified
+    GoldSettings.objects.create(dataset=dataset, rate=0.0)
+    a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
+    assert Question.objects.filter(task=a.task).exists(), "qualified: production now"
+
+
+@pytest.mark.django_db
+def test_an_unqualified_worker_never_gets_production_tasks_of_a_gated_kind(dataset, concept):
+    images = make_images(dataset, 20)
+    production_questions(dataset, concept, images[:10])
+    gold = gold_for(dataset, concept, images[10:])
+    answers = {g.image_id: g.answer for g in gold}
+    (w,) = make_workers(1)
+    seen_production = 0
+    for i in range(10):  # always wrong: never qualifies; runs out of gold items, then gets nothing
+        a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
+        if a is None:
+            break
+        seen_production += Question.objects.filter(task=a.task).exists()
+        queue.assignment_submit(
+            assignment=a, answer={"answer": not answers[a.task.image_id]}, idempotency_key=f"q{i}"
+        )
+    assert seen_production == 0
+    assert not WorkerScore.objects.get(worker=w).qualified
+
+
+@pytest.mark.django_db
+def test_gold_answers_never_become_consensus_votes(dataset, concept):
+    images = make_images(dataset, 20)
+    production_questions(dataset, concept, images[:10])
+    gold_for(dataset, concept, images[10:])
+    (w,) = make_workers(1)
+    lease_submit(w)
+    assert Vote.objects.count() == 0
+    assert GoldAnswer.objects.count() == 1
+    task = Task.objects.get(gold_serving__isnull=False)
+    assert task.state == "done" and task.result is None
+
+
+@pytest.mark.django_db
+def test_other_workers_never_lease_someone_elses_gold_task_after_its_lease_expires(dataset, concept):
+    from datetime import timedelta
+
+    images = make_images(dataset, 20)
+    production_questions(dataset, concept, images[:10])
+    gold_for(dataset, concept, images[10:])
+    w1, w2 = make_workers(2)
+    a = queue.task_lease_next(worker=w1, kinds_wanted=["question"])
+    queue.leases_expire(now=timezone.now() + timedelta(days=1))
+    tasks = queue.available_tasks(worker=w2)
+    assert not tasks.filter(pk=a.task_id).exists()
+
+
+def test_gold_share_of_ten_thousand_served_tasks_is_the_rate_within_one_point():
+    """The lease hook's gold draw over 10,000 leases of 20 workers, for several rates."""
+    for rate in (0.05, 0.1, 0.2):
+        share = np.mean([gold_due(0, w, n, rate) for w in range(1, 21) for n in range(500)])
+        assert abs(share - rate) <= 0.01, (rate, share)
+
+
+@pytest.mark.django_db
+def test_served_gold_share_follows_the_rate_and_a_worker_never_sees_an_item_twice(dataset, concept):
+    """Through the real lease hook (the ordinary lease stood in for by an assignment on a placeholder task)."""
+    images = make_images(dataset, 120)
+    production_questions(dataset, concept, images[:1])
+    gold_for(dataset, concept, images[1:])
+    GoldSettings.objects.create(dataset=dataset, rate=0.2, qualification_size=0, qualification_pass=0)
+    workers = make_workers(2)
+    now = timezone.now()
+    served = gold = 0
+    for w in workers:
+        placeholders = Task.objects.bulk_create(
+            Task(kind="binary_vote", dataset=dataset, state="done") for _ in range(300)
+        )
+        for placeholder in placeholders:
+            served += 1
+            a = lease_hook(w, ["question"], None, now)
+            if a is not None:
+                gold += 1
+                Assignment.objects.filter(pk=a.pk).update(state="released")
+            else:
+                Assignment.objects.create(task=placeholder, worker=w, expires_at=now, state="released")
+    assert abs(gold / served - 0.2) <= 0.05, gold / served
+    pairs = list(GoldServing.objects.values_list("worker_id", "item_id"))
+    assert len(pairs) == len(set(pairs)) == gold
