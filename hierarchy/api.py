@@ -5,6 +5,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -110,9 +111,9 @@ class MultilabelView(APIView):
         if hierarchy is not None and not hierarchy.isdigit():
             raise ValidationError({"hierarchy": "must be a hierarchy id (an integer)"})
         hierarchy_id = int(hierarchy) if hierarchy else None
-        paginator = self.pagination_class() if self.pagination_class else None
+        paginator = PageNumberPagination()
         qs = selectors.labelings_of(dataset.pk, hierarchy_id)
-        page = paginator.paginate_queryset(qs, request, view=self) if paginator else list(qs)
+        page = paginator.paginate_queryset(qs, request, view=self)
         response = paginator.get_paginated_response(ImageLabelingSerializer(page, many=True).data)
         response.data["progress"] = selectors.multilabel_progress(dataset.pk, hierarchy_id)
         return response

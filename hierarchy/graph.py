@@ -31,11 +31,12 @@ _cache: dict[int, HierarchyGraph] = {}
 
 
 def graph_for(hierarchy: Hierarchy | int) -> HierarchyGraph:
-    hierarchy_id = hierarchy if isinstance(hierarchy, int) else hierarchy.pk
+    row = hierarchy if isinstance(hierarchy, Hierarchy) else Hierarchy.objects.get(pk=hierarchy)
+    hierarchy_id = row.pk
     cached = _cache.get(hierarchy_id)
-    if cached is not None:
+    # Ids can come back after a deletion (and do in tests): trust the cache only for the same DAG.
+    if cached is not None and cached.dag.fingerprint == row.fingerprint:
         return cached
-    row = hierarchy if isinstance(hierarchy, Hierarchy) else Hierarchy.objects.get(pk=hierarchy_id)
     nodes = list(QuestionNode.objects.filter(hierarchy_id=hierarchy_id).order_by("position"))
     by_pk = {n.pk: n.node_id for n in nodes}
     parents: dict[str, list[str]] = {n.node_id: [] for n in nodes}
