@@ -36,6 +36,7 @@ def questions_open(
                     "question": node.question,
                     "node": node_id,
                     "hierarchy": graph.hierarchy_id,
+                    "dag": graph.dag.fingerprint,
                     "labeling": labeling.pk,
                 },
                 answers_wanted=rule_for(node.leaf).max_votes,

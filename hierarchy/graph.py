@@ -30,7 +30,13 @@ class HierarchyGraph:
 _cache: dict[int, HierarchyGraph] = {}
 
 
-def graph_for(hierarchy: Hierarchy | int) -> HierarchyGraph:
+def graph_for(hierarchy: Hierarchy | int, fingerprint: str | None = None) -> HierarchyGraph:
+    """The graph of a hierarchy. Given the DAG fingerprint the caller expects (labeling states and question
+    tasks record it), a cached graph is returned without touching the database."""
+    if fingerprint is not None and not isinstance(hierarchy, Hierarchy):
+        cached = _cache.get(hierarchy)
+        if cached is not None and cached.dag.fingerprint == fingerprint:
+            return cached
     row = hierarchy if isinstance(hierarchy, Hierarchy) else Hierarchy.objects.get(pk=hierarchy)
     hierarchy_id = row.pk
     cached = _cache.get(hierarchy_id)

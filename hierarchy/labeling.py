@@ -164,7 +164,7 @@ def labeling_answer(
     node already decided changes nothing."""
     with transaction.atomic():
         labeling = ImageLabeling.objects.select_for_update().get(pk=labeling_id)
-        graph = graph_for(labeling.hierarchy_id)
+        graph = graph_for(labeling.hierarchy_id, labeling.state.get("dag"))
         state = LabelingState.from_dict(labeling.state, graph.dag)
         if node_id in state.decisions:
             return labeling

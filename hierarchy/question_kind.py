@@ -26,7 +26,7 @@ def on_submit(assignment: Assignment) -> None:
     )
     yes = sum(1 for a in answers if a.get("answer") is True)
     no = len(answers) - yes
-    node = graph_for(task.payload["hierarchy"]).nodes[task.payload["node"]]
+    node = graph_for(task.payload["hierarchy"], task.payload.get("dag")).nodes[task.payload["node"]]
     rule = rule_for(node.leaf)
     outcome = vote_outcome(yes, no, rule)
     if outcome is None:
@@ -44,7 +44,7 @@ def on_submit(assignment: Assignment) -> None:
 
 
 def public_payload(task: Task) -> dict[str, Any]:
-    graph = graph_for(task.payload["hierarchy"])
+    graph = graph_for(task.payload["hierarchy"], task.payload.get("dag"))
     node = graph.nodes[task.payload["node"]]
     return {
         "question": node.question,

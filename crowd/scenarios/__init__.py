@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .multilabel import MultilabelScenario
 from .verify import VerifyScenario
 
 SCENARIOS: dict[str, Callable[..., object]] = {
     "verify": VerifyScenario,
+    "multilabel": MultilabelScenario,
 }

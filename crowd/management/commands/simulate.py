@@ -19,9 +19,14 @@ from crowd.scenes import SceneClass
 from crowd.services import token_for, user_create
 from crowd.simulated import Crowd, CrowdSpec
 from crowd.transport import HttpTransport, InProcessTransport
-from hierarchy.services import concepts_upsert
+from hierarchy.algorithm import DagError
+from hierarchy.fixture import FixtureError, load_fixture
+from hierarchy.services import HierarchyConflict, concepts_upsert, hierarchy_load
 
-DEFAULT_HIERARCHY = {"verify": "fixtures/hierarchies/voc20.json"}
+DEFAULT_HIERARCHY = {
+    "verify": "fixtures/hierarchies/voc20.json",
+    "multilabel": "fixtures/hierarchies/ilsvrc_det200.json",
+}
 
 
 def leaf_classes(path: Path) -> list[dict]:
@@ -59,6 +64,12 @@ class Command(BaseCommand):
             "--hierarchy", type=Path, default=None, help="Hierarchy fixture (JSON) for the classes."
         )
         parser.add_argument(
+            "--order",
+            choices=["breadth_first", "correlation"],
+            default="breadth_first",
+            help="Question order (multilabel): ILSVRC breadth-first, or correlation-aware.",
+        )
+        parser.add_argument(
             "--server", default=None, help="Base URL of a running server (default: in-process)."
         )
         parser.add_argument(
@@ -75,8 +86,10 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         self.validate(opts)
         scenario_name = opts["scenario"]
-        hierarchy = opts["hierarchy"] or Path(settings.BASE_DIR) / DEFAULT_HIERARCHY.get(
-            scenario_name, "fixtures/hierarchies/voc20.json"
+        hierarchy = Path(
+            opts["hierarchy"]
+            or Path(settings.BASE_DIR)
+            / DEFAULT_HIERARCHY.get(scenario_name, "fixtures/hierarchies/voc20.json")
         )
         nodes = leaf_classes(hierarchy)
         if opts["synsets"]:
@@ -86,6 +99,10 @@ class Command(BaseCommand):
                 )
             nodes = nodes[: opts["synsets"]]
         classes = [SceneClass(n["wnid"], n["name"]) for n in nodes]
+        extra = {}
+        if scenario_name == "multilabel":
+            self.load_hierarchy(hierarchy)
+            extra = {"hierarchy_path": hierarchy, "order": opts["order"]}
 
         run_id = uuid.uuid4().hex[:8]
         accounts = self.make_accounts(run_id, opts["workers"], nodes)
@@ -100,6 +117,7 @@ class Command(BaseCommand):
             seed=opts["seed"],
             positive_rate=opts["positive_rate"],
             votes_per_question=opts["votes"],
+            **extra,
         )
         transport = HttpTransport(opts["server"]) if opts["server"] else InProcessTransport()
         summary = simulate(
@@ -140,6 +158,15 @@ class Command(BaseCommand):
             problems.append("--synsets must be at least 1")
         if problems:
             raise CommandError("; ".join(problems))
+
+    def load_hierarchy(self, path: Path) -> None:
+        """The question hierarchy, loaded as `load_hierarchy` does (a no-op when it is already loaded)."""
+        try:
+            hierarchy_load(load_fixture(path))
+        except FixtureError as exc:
+            raise CommandError(str(exc)) from None
+        except (DagError, HierarchyConflict) as exc:
+            raise CommandError(f"{path}: {exc}") from None
 
     def make_accounts(self, run_id: str, n_workers: int, nodes: list[dict]) -> Accounts:
         """The organizer and worker accounts the simulated crowd logs in with, and the concepts it asks about.
