@@ -104,3 +104,20 @@ def test_progress_query_count_does_not_grow_with_images(
     with CaptureQueriesContext(connection) as more:
         client.get(URL.format(dataset.pk))
     assert len(more) == len(few)
+
+
+@pytest.mark.django_db
+def test_worker_sees_the_question_with_gloss_and_examples_and_nothing_else(
+    api_client, organizer, worker, dataset, tiny_hierarchy, images
+):
+    api_client(organizer).post(URL.format(dataset.pk), {"hierarchy": tiny_hierarchy.pk}, format="json")
+    reply = api_client(worker).get("/api/v1/tasks/next", {"kinds": "hierarchy_question"})
+    assert reply.status_code == 200
+    task = reply.json()["task"]
+    assert task["kind"] == "hierarchy_question"
+    assert task["payload"] == {
+        "question": "Is there ANY animal in this image?",
+        "concept": {"wnid": "q:animal", "name": "animal", "gloss": "gloss of animal"},
+        "examples": ["dog", "cat"],
+    }
+    assert task["image"]["id"] == images[0].pk
