@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count, Q
 
 from . import kinds
 from .models import Assignment, AssignmentState, Dataset, Image, Task, TaskState
@@ -42,11 +43,12 @@ def majority_outcome(yes: int, no: int, wanted: int) -> bool | None:
 
 def on_submit(assignment: Assignment) -> None:
     task = assignment.task
-    answers = list(
-        Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
+    # Count in the database: a task may gather many answers and only the two totals matter.
+    counts = Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).aggregate(
+        total=Count("id"), yes=Count("id", filter=Q(answer__answer=True))
     )
-    yes = sum(1 for a in answers if a.get("answer") is True)
-    no = len(answers) - yes
+    yes = counts["yes"]
+    no = counts["total"] - yes
     outcome = majority_outcome(yes, no, task.answers_wanted)
     if outcome is not None or yes + no >= task.answers_wanted:
         task.state = TaskState.DONE

@@ -18,6 +18,10 @@ from .imagecheck import CheckedImage, ImageRejected, check_image, hamming_distan
 from .models import Dataset, Image
 
 
+class DuplicateImage(ImageRejected):
+    """The same bytes are already in the dataset: refused, but nothing is wrong with the file."""
+
+
 @dataclass(frozen=True)
 class IngestItem:
     name: str
@@ -38,6 +42,11 @@ class IngestReport:
     stored: list[Image] = field(default_factory=list)
     near_duplicates: list[Image] = field(default_factory=list)
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
+    duplicates: int = 0  # how many of the rejected were exact duplicates of stored images
+
+    @property
+    def only_duplicates_rejected(self) -> bool:
+        return bool(self.rejected) and self.duplicates == len(self.rejected)
 
     def as_dict(self) -> dict:
         return {
@@ -85,6 +94,7 @@ def images_ingest(*, dataset: Dataset, items: Iterable[IngestItem], progress=Non
             image = _store(dataset, item, checked, index, limits["NEAR_DUPLICATE_DISTANCE"])
         except ImageRejected as exc:
             report.rejected.append((item.name, str(exc)))
+            report.duplicates += isinstance(exc, DuplicateImage)
         else:
             report.stored.append(image)
             if image.near_duplicate_of_id:
@@ -99,7 +109,7 @@ def _store(
 ) -> Image:
     existing = dataset.images.filter(sha256=checked.sha256).values_list("pk", flat=True).first()
     if existing is not None:
-        raise ImageRejected(f"exact duplicate of image {existing} already in dataset {dataset.name!r}")
+        raise DuplicateImage(f"exact duplicate of image {existing} already in dataset {dataset.name!r}")
     image = Image(
         dataset=dataset,
         original_name=item.name[:255],
@@ -117,7 +127,7 @@ def _store(
     except IntegrityError:
         # A concurrent upload of the same bytes won the race; drop our copy of the file.
         image.file.storage.delete(image.file.name)
-        raise ImageRejected(f"exact duplicate of an image already in dataset {dataset.name!r}") from None
+        raise DuplicateImage(f"exact duplicate of an image already in dataset {dataset.name!r}") from None
     except Exception:
         image.file.storage.delete(image.file.name)
         raise

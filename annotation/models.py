@@ -127,6 +127,14 @@ class Task(models.Model):
                 name="task_available_idx",
                 condition=Q(state__in=["open", "leased"]),
             ),
+            # The same order for workers who take any kind (no `kinds` filter): without it every lease sorts
+            # all open tasks.
+            models.Index(
+                models.F("priority").desc(),
+                "id",
+                name="task_available_any_kind_idx",
+                condition=Q(state__in=["open", "leased"]),
+            ),
         ]
 
     def __str__(self) -> str:

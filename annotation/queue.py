@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from . import kinds
@@ -30,6 +30,11 @@ class LeaseExpired(QueueError):
 
 class AlreadySubmitted(QueueError):
     code = "already_submitted"
+
+
+# The task's subjects that the worker's view of an assignment shows: loaded with the locked task row (only the
+# task row is locked) so answering the request needs no further query.
+WORKER_VIEW_RELATED = ("image", "concept")
 
 
 def lease_duration() -> timedelta:
@@ -71,6 +76,7 @@ def task_lease_next(
                 task = (
                     available_tasks(worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now)
                     .order_by("-priority", "id")
+                    .select_related(*WORKER_VIEW_RELATED)
                     .select_for_update(skip_locked=True, of=("self",))
                     .first()
                 )
@@ -113,7 +119,11 @@ def assignment_submit(
     if not idempotency_key or len(idempotency_key) > 128:
         raise ValueError("an Idempotency-Key of 1 to 128 characters is required")
     with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=assignment.task_id)
+        task = (
+            Task.objects.select_related(*WORKER_VIEW_RELATED)
+            .select_for_update(of=("self",))
+            .get(pk=assignment.task_id)
+        )
         current = Assignment.objects.select_for_update().get(pk=assignment.pk)
         if current.state == AssignmentState.SUBMITTED:
             if current.idempotency_key == idempotency_key:
@@ -129,14 +139,14 @@ def assignment_submit(
         current.idempotency_key = idempotency_key
         current.submitted_at = now
         current.save(update_fields=["state", "answer", "idempotency_key", "submitted_at"])
-        task.answers_count = F("answers_count") + 1
+        # The task row is locked until commit, so its in-memory count is exact: no F() and no re-read needed,
+        # and the kind's handler changes the same instance, which is written once.
+        task.answers_count += 1
         task.state = TaskState.OPEN
         task.lease_expires_at = None
-        task.save(update_fields=["answers_count", "state", "lease_expires_at", "updated_at"])
-        task.refresh_from_db(fields=["answers_count"])
         current.task = task
         kind.on_submit(current)
-        task.save(update_fields=["state", "result", "updated_at"])
+        task.save(update_fields=["answers_count", "state", "lease_expires_at", "result", "updated_at"])
         return SubmitResult(current, replayed=False)
 
 

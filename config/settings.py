@@ -37,6 +37,16 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
 
 
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
+
+
 DJANGO_ENV = os.environ.get("DJANGO_ENV", "development").strip().lower()
 if DJANGO_ENV not in {"development", "production"}:
     raise ImproperlyConfigured(f"DJANGO_ENV must be 'development' or 'production', got {DJANGO_ENV!r}")
@@ -124,7 +134,14 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "crowdlabel.sqlite3",
-            "OPTIONS": {"timeout": 20},
+            "OPTIONS": {
+                "timeout": 20,
+                # WAL lets readers run while one writer commits, and NORMAL sync is durable at checkpoints;
+                # IMMEDIATE takes the write lock when a transaction starts, so concurrent requests queue
+                # instead of failing with "database is locked" halfway through.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+            },
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -191,11 +208,21 @@ CROWDLABEL = {
     "NEAR_DUPLICATE_DISTANCE": env_int("CROWDLABEL_NEAR_DUPLICATE_DISTANCE", 6),
     # How long a worker holds a leased micro-task.
     "LEASE_SECONDS": env_int("CROWDLABEL_LEASE_SECONDS", 300),
+    # Review queues (ILSVRC Appendix E): a pair is queued when its IoU is strictly above the threshold;
+    # organizer-listed confusable class pairs use the lower one.
+    "REVIEW_DUPLICATE_IOU": env_float("CROWDLABEL_REVIEW_DUPLICATE_IOU", 0.5),
+    "REVIEW_CROSS_CLASS_IOU": env_float("CROWDLABEL_REVIEW_CROSS_CLASS_IOU", 0.5),
+    "REVIEW_CONFUSABLE_IOU": env_float("CROWDLABEL_REVIEW_CONFUSABLE_IOU", 0.3),
+    # How long a reviewer holds a leased review item.
+    "REVIEW_LEASE_SECONDS": env_int("CROWDLABEL_REVIEW_LEASE_SECONDS", 600),
+    # Boxes younger than this may belong to transactions still committing: the scan checks them but does not
+    # move its watermark past them, so a late commit with a lower id is never skipped.
+    "REVIEW_SCAN_SETTLE_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_SETTLE_SECONDS", 120),
 }
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "crowd.authentication.WorkerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -215,6 +242,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "QuestionStateEnum": "consensus.models.QuestionState",
+        "QuestionKindEnum": "consensus.models.QuestionKind",
+        "ReviewKindEnum": "review.models.ReviewKind",
+    },
 }
 
 # Celery: eager (in-process) when no broker is configured, a real broker otherwise.

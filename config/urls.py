@@ -1,17 +1,22 @@
-"""Top-level URL map: API under /api/v1/, schema and docs, worker pages, admin."""
+"""Top-level URL map: API under /api/v1/, schema and docs, worker and reviewer pages, admin, the health probe."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from config.health import healthz
+
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include("annotation.urls")),
     path("api/v1/", include("hierarchy.urls")),
+    path("api/v1/", include("consensus.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include("review.urls")),
     path("", include("frontend.urls")),
 ]

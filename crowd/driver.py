@@ -61,6 +61,12 @@ class Scenario(Protocol):
     def summarize(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]: ...
 
 
+# How long the crowd waits, when no task is available, for background work (e.g. a calibration table being
+# built by a Celery worker) that a scenario says is still pending.
+PENDING_WAIT_SECONDS = 30.0
+PENDING_POLL_SECONDS = 0.5
+
+
 class OrganizerApi:
     """The organizer's side of the API, as a scenario uses it for setup and for reading final labels."""
 
@@ -116,11 +122,13 @@ def run_crowd(
     concurrency: int = 1,
     max_tasks: int | None = None,
     progress: Callable[[int], None] | None = None,
+    pending: Callable[[], bool] | None = None,
 ) -> Stats:
     """Let the crowd work until no worker gets a task in a whole round (or `max_tasks` is spent).
 
     Single-threaded mode is deterministic: each round the workers come in a seeded random order and each takes
-    at most one task. With `concurrency` > 1, that many threads share the crowd (for load against a server)."""
+    at most one task. With `concurrency` > 1, that many threads share the crowd (for load against a server).
+    A round without work ends the run unless `pending()` says background work will release more tasks soon."""
     stats = Stats()
     lock = threading.Lock()
     members = list(zip(crowd.workers, tokens, strict=True))
@@ -164,6 +172,22 @@ def run_crowd(
     def budget_left() -> bool:
         return max_tasks is None or stats.tasks_answered + stats.tasks_skipped < max_tasks
 
+    idle_since: list[float] = []  # when the current stretch of rounds without work began
+
+    def wait_for_pending() -> bool:
+        """After a round without work: True if pending work may release tasks (after a short sleep), False
+        when nothing is pending or the crowd has waited PENDING_WAIT_SECONDS in all."""
+        if pending is None or not pending():
+            return False
+        with lock:
+            if not idle_since:
+                idle_since.append(time.monotonic())
+            waited = time.monotonic() - idle_since[0]
+        if waited > PENDING_WAIT_SECONDS:
+            return False
+        time.sleep(PENDING_POLL_SECONDS)
+        return True
+
     order_rng = np.random.default_rng([seed, 0x0DE5])
     if concurrency <= 1:
         while budget_left():
@@ -172,14 +196,16 @@ def run_crowd(
                 if not budget_left():
                     break
                 worked |= one_task(*members[index])
-            if not worked:
+            if worked:
+                idle_since.clear()
+            elif not wait_for_pending():
                 break
         return stats
 
     # Concurrent mode: each thread owns a slice of the crowd and works it round by round.
     def thread_main(slice_members):
         while budget_left():
-            if not any(one_task(w, t) for w, t in slice_members if budget_left()):
+            if not any(one_task(w, t) for w, t in slice_members if budget_left()) and not wait_for_pending():
                 return
 
     threads = [
@@ -220,6 +246,7 @@ def simulate(
         concurrency=concurrency,
         max_tasks=max_tasks,
         progress=(lambda n: progress("tasks", n)) if progress else None,
+        pending=(lambda: scenario.work_pending(api)) if hasattr(scenario, "work_pending") else None,
     )
     wall = time.perf_counter() - started
     summary: dict[str, Any] = dict.fromkeys(SUMMARY_KEYS)

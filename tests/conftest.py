@@ -14,6 +14,8 @@ from rest_framework.test import APIClient
 
 from tests import factories
 
+pytest_plugins = ["tests.browser_fixtures"]
+
 REQUIRE_SERVICES = os.environ.get("CROWDLABEL_REQUIRE_SERVICES") == "1"
 
 

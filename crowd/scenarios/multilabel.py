@@ -80,7 +80,7 @@ class MultilabelScenario:
     hierarchy_path: Path
     order: str = "breadth_first"
     positive_rate: float = 0.6  # verify only
-    votes_per_question: int = 3  # verify only: hierarchy questions are decided by the platform
+    image_size: tuple[int, int] | None = None  # None = SceneSpec's sizes
     name: str = "multilabel"
     kinds: tuple[str, ...] = ("hierarchy_question",)
 
@@ -90,7 +90,13 @@ class MultilabelScenario:
         unknown = sorted(set(keys) - set(self.hierarchy.leaves))
         if unknown:
             raise ValueError(f"classes that are not leaves of the hierarchy: {unknown[:5]}")
-        spec = SceneSpec(n_images=self.n_images, seed=self.seed, groups=self.hierarchy.scene_groups(keys))
+        sizes = {}
+        if self.image_size is not None:
+            w, h = self.image_size
+            sizes = {"width_range": (w, w), "height_range": (h, h)}
+        spec = SceneSpec(
+            n_images=self.n_images, seed=self.seed, groups=self.hierarchy.scene_groups(keys), **sizes
+        )
         self.scenes: list[Scene] = generate_scenes(self.classes, spec)
         self.image_scene: dict[int, Scene] = {}
 

@@ -55,16 +55,33 @@ def test_summary_names_the_image_a_near_duplicate_resembles(dataset, folder):
     assert f"image {copy.pk} resembles image {original.pk}" in output
 
 
-def test_rerun_refuses_exact_duplicates_by_image_id_and_fails_when_nothing_is_new(dataset, tmp_path):
+def test_rerun_over_an_ingested_folder_refuses_duplicates_by_image_id_and_succeeds(dataset, tmp_path):
     photo = tmp_path / "one.jpg"
     photo.write_bytes(imagefiles.jpeg(4))
     run(photo, dataset=dataset.name)
     first = dataset.images.get()
     out = io.StringIO()
-    with pytest.raises(CommandError, match="none of the 1 files was stored"):
-        call_command("ingest_images", str(photo), dataset=dataset.name, stdout=out, no_progress=True)
+    call_command("ingest_images", str(photo), dataset=dataset.name, stdout=out, no_progress=True)
     assert f"exact duplicate of image {first.pk}" in out.getvalue()
+    assert "already in the dataset" in out.getvalue()
     assert dataset.images.count() == 1
+
+
+def test_a_run_that_stores_nothing_for_a_real_reason_fails(dataset, tmp_path):
+    photo = tmp_path / "one.jpg"
+    photo.write_bytes(imagefiles.jpeg(4))
+    run(photo, dataset=dataset.name)
+    junk = tmp_path / "notes.jpg"
+    junk.write_text("not an image")
+    with pytest.raises(CommandError, match="none of the 2 files was stored"):
+        call_command(
+            "ingest_images",
+            str(photo),
+            str(junk),
+            dataset=dataset.name,
+            stdout=io.StringIO(),
+            no_progress=True,
+        )
 
 
 def test_single_files_and_folders_can_be_mixed(dataset, folder, tmp_path):

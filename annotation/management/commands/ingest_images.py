@@ -75,7 +75,10 @@ class Command(BaseCommand):
                 answers_wanted=options["answers_wanted"],
             )
             self.stdout.write(f"Queued {len(tasks)} vote tasks for {concept.wnid} ({concept.name}).")
-        if not report.stored:
+        if not report.stored and report.only_duplicates_rejected:
+            # Re-running over an already ingested folder is not an error: everything is there already.
+            self.stdout.write("Every file is already in the dataset; nothing to do.")
+        elif not report.stored:
             raise CommandError(f"none of the {len(files)} files was stored (reasons above)")
 
     def _summary(self, dataset: Dataset, total: int, report: IngestReport) -> None:

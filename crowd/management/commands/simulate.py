@@ -27,6 +27,13 @@ DEFAULT_HIERARCHY = {
     "verify": "fixtures/hierarchies/voc20.json",
     "multilabel": "fixtures/hierarchies/ilsvrc_det200.json",
 }
+CONSENSUS_RULES = ("dynamic", "weighted", "majority3", "majority5", "majority7")
+
+
+def synthetic_classes(k: int) -> list[dict]:
+    """K made-up leaf classes, for when no hierarchy fixture is installed: the crowd gives each its own
+    difficulty, which is all the verify scenario needs."""
+    return [{"wnid": f"sim{i:05d}", "name": f"class {i}", "gloss": "", "parents": []} for i in range(k)]
 
 
 def leaf_classes(path: Path) -> list[dict]:
@@ -53,12 +60,26 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=30, help="Simulated workers (default 30).")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--spammers", type=float, default=0.1, help="Share of spammers (default 0.1).")
-        parser.add_argument("--synsets", type=int, default=None, help="Use only the first K leaf synsets.")
+        parser.add_argument(
+            "--synsets",
+            type=int,
+            default=None,
+            help="Use the first K leaf synsets (default 10 for verify, all for multilabel; 0 = all).",
+        )
         parser.add_argument(
             "--positive-rate", type=float, default=0.6, help="Share of true candidates (verify)."
         )
         parser.add_argument(
-            "--votes", type=int, default=3, help="Votes per question for fixed majority (verify)."
+            "--consensus",
+            choices=CONSENSUS_RULES,
+            default="dynamic",
+            help="verify: dynamic consensus with per-synset calibration (default), reliability-weighted, or "
+            "a fixed majority of N votes.",
+        )
+        parser.add_argument(
+            "--image-size",
+            default=None,
+            help="verify: generated image size as WxH (default: realistic sizes; small is faster).",
         )
         parser.add_argument(
             "--hierarchy", type=Path, default=None, help="Hierarchy fixture (JSON) for the classes."
@@ -70,7 +91,9 @@ class Command(BaseCommand):
             help="Question order (multilabel): ILSVRC breadth-first, or correlation-aware.",
         )
         parser.add_argument(
-            "--server", default=None, help="Base URL of a running server (default: in-process)."
+            "--server",
+            default=None,
+            help="Base URL of a running server sharing this DATABASE_URL (accounts and concepts are created in the database directly; default: in-process).",
         )
         parser.add_argument(
             "--concurrency", type=int, default=1, help="Parallel worker threads (needs --server)."
@@ -84,14 +107,19 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
-        self.validate(opts)
         scenario_name = opts["scenario"]
+        if opts["synsets"] is None:
+            opts["synsets"] = 0 if scenario_name == "multilabel" else 10
+        self.validate(opts)
         hierarchy = Path(
             opts["hierarchy"]
             or Path(settings.BASE_DIR)
             / DEFAULT_HIERARCHY.get(scenario_name, "fixtures/hierarchies/voc20.json")
         )
-        nodes = leaf_classes(hierarchy)
+        if opts["hierarchy"] is None and not hierarchy.exists():
+            nodes = synthetic_classes(opts["synsets"] or 10)
+        else:
+            nodes = leaf_classes(hierarchy)
         if opts["synsets"]:
             if opts["synsets"] > len(nodes):
                 raise CommandError(
@@ -99,10 +127,6 @@ class Command(BaseCommand):
                 )
             nodes = nodes[: opts["synsets"]]
         classes = [SceneClass(n["wnid"], n["name"]) for n in nodes]
-        extra = {}
-        if scenario_name == "multilabel":
-            self.load_hierarchy(hierarchy)
-            extra = {"hierarchy_path": hierarchy, "order": opts["order"]}
 
         run_id = uuid.uuid4().hex[:8]
         accounts = self.make_accounts(run_id, opts["workers"], nodes)
@@ -110,13 +134,18 @@ class Command(BaseCommand):
             CrowdSpec(n_workers=opts["workers"], seed=opts["seed"], spammer_fraction=opts["spammers"]),
             class_keys=[c.key for c in classes],
         )
+        extra = {}
+        if scenario_name == "verify":
+            extra = {"consensus": opts["consensus"], "image_size": opts["image_size"]}
+        if scenario_name == "multilabel":
+            self.load_hierarchy(hierarchy)
+            extra = {"hierarchy_path": hierarchy, "order": opts["order"], "image_size": opts["image_size"]}
         scenario = SCENARIOS[scenario_name](
             classes=classes,
             crowd=crowd,
             n_images=opts["images"],
             seed=opts["seed"],
             positive_rate=opts["positive_rate"],
-            votes_per_question=opts["votes"],
             **extra,
         )
         transport = HttpTransport(opts["server"]) if opts["server"] else InProcessTransport()
@@ -152,10 +181,16 @@ class Command(BaseCommand):
             problems.append("--concurrency must be at least 1")
         if opts["concurrency"] > 1 and not opts["server"]:
             problems.append("--concurrency above 1 needs --server (a running server to load)")
-        if opts["votes"] < 1:
-            problems.append("--votes must be at least 1")
-        if opts["synsets"] is not None and opts["synsets"] < 1:
-            problems.append("--synsets must be at least 1")
+        if opts["synsets"] < 0:
+            problems.append("--synsets must be at least 1 (or 0 for all)")
+        if opts["image_size"] is not None:
+            try:
+                w, h = (int(x) for x in opts["image_size"].lower().split("x"))
+            except ValueError:
+                w = h = 0
+            if not (32 <= w <= 2000 and 32 <= h <= 2000):
+                problems.append("--image-size must be WxH with sides from 32 to 2000 pixels, e.g. 128x96")
+            opts["image_size"] = (w, h)
         if problems:
             raise CommandError("; ".join(problems))
 

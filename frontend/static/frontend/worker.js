@@ -34,6 +34,11 @@ async function next() {
   try {
     assignment = await api(base, "tasks/next" + (kinds ? `?kinds=${encodeURIComponent(kinds)}` : ""));
   } catch (error) {
+    if (error.status === 401 || error.status === 403) {
+      // The session ended (or this account lost the worker role): sign in again, then come back here.
+      window.location.assign(`/accounts/login/?next=${encodeURIComponent(window.location.pathname + window.location.search)}`);
+      return;
+    }
     show(`Could not load a task: ${error.message}`, true);
     setTimeout(next, 10000);
     return;

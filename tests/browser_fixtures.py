@@ -1,5 +1,5 @@
-"""Browser fixtures: Debian's own Chromium driven headless through Playwright (Playwright's browser downloads
-are never used)."""
+"""Browser fixtures for every test package: Debian's own Chromium driven headless through Playwright
+(Playwright's browser downloads are never used). Loaded as a pytest plugin from tests/conftest.py."""
 
 from __future__ import annotations
 

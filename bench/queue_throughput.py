@@ -1,0 +1,521 @@
+"""Queue throughput: next-task + submit cycles per second on PostgreSQL under gunicorn, measured against a
+trivial Django JSON view (GET /healthz) served by the same gunicorn in the same run as the ceiling.
+
+Usage: python bench/queue_throughput.py [--quick] [--levels 1,8,32] [--procs 2] [--worker-class sync]
+
+The script creates (and at the end drops) its own PostgreSQL database, migrates it, creates one worker with an
+API token per client and enough binary vote tasks (rows only: the clients never fetch image bytes), starts
+gunicorn on a free loopback port, and drives it with several load-generator processes, each running one
+thread per client on http.client connections. It prints figures and ratios; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))  # project modules are imported inside the setup functions
+
+DB_NAME = "crowdlabel_bench"
+HOST = "127.0.0.1"  # loopback only: the bench never listens on another interface
+NEXT, SUBMIT, HEALTH = "next", "submit", "healthz"
+
+# Targets from the foundation issue, checked (not asserted) at the end.
+TARGET_RATIO = 0.30
+TARGET_P99_MS = 50.0
+TARGET_LEVEL = 8
+
+
+# ---------------------------------------------------------------- load generator (runs in child processes)
+
+
+@dataclass
+class ClientResult:
+    """What one generator process measured: latencies in ms per endpoint, errors by reason."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {NEXT: [], SUBMIT: [], HEALTH: []})
+    errors: Counter = field(default_factory=Counter)
+    cycles: int = 0
+    queue_empty: int = 0
+    server_closed: int = 0  # responses after which the server closed the connection (no keep-alive)
+    elapsed: float = 0.0
+    cpu_seconds: float = 0.0
+
+
+class _Client:
+    """One simulated worker: a single http.client connection, reopened only when the server closes it."""
+
+    def __init__(self, port: int, token: str | None, result: ClientResult, lock: threading.Lock):
+        self.port = port
+        self.headers = {"Authorization": f"Token {token}"} if token else {}
+        self.result = result
+        self.lock = lock
+        self.conn = http.client.HTTPConnection(HOST, port, timeout=10)
+        self.local = ClientResult()
+
+    def request(self, endpoint: str, method: str, path: str, body: bytes | None = None, **headers):
+        started = time.perf_counter()
+        try:
+            self.conn.request(method, path, body=body, headers={**self.headers, **headers})
+            response = self.conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.local.errors[f"{endpoint}: {type(exc).__name__}"] += 1
+            self.conn.close()
+            self.conn = http.client.HTTPConnection(HOST, self.port, timeout=10)
+            return None, b""
+        self.local.latencies[endpoint].append((time.perf_counter() - started) * 1000)
+        if response.will_close:
+            self.local.server_closed += 1  # http.client reconnects on the next request by itself
+        return response.status, data
+
+    def run(self, mode: str, start_at: float, stop_at: float, max_cycles: int) -> None:
+        time.sleep(max(0.0, start_at - time.time()))
+        while time.time() < stop_at and self.local.cycles < max_cycles:
+            if mode == HEALTH:
+                status, _ = self.request(HEALTH, "GET", "/healthz")
+                if status is not None and status != 200:
+                    self.local.errors[f"healthz: HTTP {status}"] += 1
+                self.local.cycles += 1
+                continue
+            status, data = self.request(NEXT, "GET", "/api/v1/tasks/next")
+            if status == 204:
+                self.local.queue_empty += 1
+                break  # the pool is sized so this does not happen; stop rather than spin
+            if status != 200:
+                if status is not None:
+                    self.local.errors[f"next: HTTP {status}"] += 1
+                continue
+            assignment = json.loads(data)["id"]
+            body = json.dumps({"answer": {"answer": self.local.cycles % 2 == 0}}).encode()
+            status, _ = self.request(
+                SUBMIT,
+                "POST",
+                f"/api/v1/assignments/{assignment}/submit",
+                body=body,
+                **{"Content-Type": "application/json", "Idempotency-Key": uuid.uuid4().hex},
+            )
+            if status != 201:
+                if status is not None:
+                    self.local.errors[f"submit: HTTP {status}"] += 1
+                continue
+            self.local.cycles += 1
+        self.conn.close()
+        with self.lock:
+            for endpoint, values in self.local.latencies.items():
+                self.result.latencies[endpoint].extend(values)
+            self.result.errors.update(self.local.errors)
+            self.result.cycles += self.local.cycles
+            self.result.queue_empty += self.local.queue_empty
+            self.result.server_closed += self.local.server_closed
+
+
+def generate_load(
+    port: int, tokens: list[str], mode: str, start_at: float, duration: float, max_cycles: int
+) -> ClientResult:
+    """One generator process: a thread per client, all starting at `start_at` (wall clock) and stopping
+    after `duration` seconds or `max_cycles` cycles each, whichever comes first."""
+    result = ClientResult()
+    lock = threading.Lock()
+    cpu_before = time.process_time()
+    stop_at = start_at + duration
+    clients = [_Client(port, token if mode != HEALTH else None, result, lock) for token in tokens]
+    threads = [
+        threading.Thread(target=c.run, args=(mode, start_at, stop_at, max_cycles), daemon=True)
+        for c in clients
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    result.elapsed = time.time() - start_at
+    result.cpu_seconds = time.process_time() - cpu_before
+    return result
+
+
+def _noop(_: int) -> int:
+    return os.getpid()
+
+
+# ---------------------------------------------------------------- measurement and report
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, int(-(-q * len(ordered) // 100)))  # ceil(q/100 * n)
+    return ordered[rank - 1]
+
+
+@dataclass
+class LevelRun:
+    clients: int
+    mode: str
+    result: ClientResult
+    processes: int
+
+    @property
+    def requests(self) -> int:
+        return sum(len(v) for v in self.result.latencies.values())
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.result.elapsed if self.result.elapsed else 0.0
+
+    @property
+    def errors(self) -> int:
+        return sum(self.result.errors.values())
+
+
+def run_level(
+    pool, processes: int, port: int, tokens: list[str], mode: str, duration: float, max_cycles: int
+):
+    """Split the clients over the generator processes and merge what they measured."""
+    procs = max(1, min(processes, len(tokens)))
+    shares = [tokens[i::procs] for i in range(procs)]
+    start_at = time.time() + 0.5  # all processes and threads start together
+    futures = [
+        pool.submit(generate_load, port, share, mode, start_at, duration, max_cycles) for share in shares
+    ]
+    merged = ClientResult()
+    for future in futures:
+        part = future.result(timeout=duration + 120)
+        for endpoint, values in part.latencies.items():
+            merged.latencies[endpoint].extend(values)
+        merged.errors.update(part.errors)
+        merged.cycles += part.cycles
+        merged.queue_empty += part.queue_empty
+        merged.server_closed += part.server_closed
+        merged.elapsed = max(merged.elapsed, part.elapsed)
+        merged.cpu_seconds += part.cpu_seconds
+    return LevelRun(clients=len(tokens), mode=mode, result=merged, processes=procs)
+
+
+# ---------------------------------------------------------------- setup: database, data, gunicorn
+
+
+def database_recreate(admin_url: str, drop_only: bool = False) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        if not drop_only:
+            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+
+
+def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int]]:
+    """Migrate, then create workers with tokens and `n_tasks` single-answer binary vote tasks.
+    Returns the tokens and the queries per request of one cycle measured in-process."""
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation import binary_vote
+    from annotation.models import Dataset, Image, Task
+    from config.roles import WORKERS
+    from crowd.services import token_for, user_create
+    from hierarchy.models import Concept
+
+    call_command("migrate", verbosity=0, interactive=False)
+    tokens = [
+        token_for(user_create(username=f"bench-worker-{i:03d}", password=None, roles=(WORKERS,)))
+        for i in range(n_workers)
+    ]
+    dataset = Dataset.objects.create(name="queue-bench")
+    concept = Concept.objects.create(wnid="n02084071", name="dog", gloss="a domesticated canid")
+    images = Image.objects.bulk_create(
+        (
+            Image(
+                dataset=dataset,
+                file=f"bench/{i}.jpg",
+                original_name=f"{i}.jpg",
+                width=500,
+                height=375,
+                sha256=f"{i:064x}",
+                phash="0" * 16,
+            )
+            for i in range(n_tasks)
+        ),
+        batch_size=5000,
+    )
+    question = binary_vote.question_text(concept.name)
+    Task.objects.bulk_create(
+        (
+            Task(
+                kind=binary_vote.KIND,
+                dataset=dataset,
+                image=image,
+                concept=concept,
+                payload={"question": question},
+                answers_wanted=1,
+            )
+            for image in images
+        ),
+        batch_size=5000,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # fresh statistics, so the planner uses the queue's partial index
+
+    # Queries per request of one cycle, measured in-process on the same database.
+    client = Client(HTTP_AUTHORIZATION=f"Token {tokens[0]}")
+    with CaptureQueriesContext(connection) as leased:
+        response = client.get("/api/v1/tasks/next")
+    assert response.status_code == 200, response.content  # setup check, not a timing assertion
+    with CaptureQueriesContext(connection) as submitted:
+        response = client.post(
+            f"/api/v1/assignments/{response.json()['id']}/submit",
+            {"answer": {"answer": True}},
+            content_type="application/json",
+            HTTP_IDEMPOTENCY_KEY="profile",
+        )
+    assert response.status_code == 201, response.content
+    connection.close()
+    control = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK")
+
+    def statements(ctx) -> int:
+        return sum(1 for q in ctx.captured_queries if not q["sql"].upper().startswith(control))
+
+    return tokens, (statements(leased), statements(submitted))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def gunicorn_start(port: int, env: dict[str, str], workers: int, worker_class: str, log):
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "--bind",
+        f"{HOST}:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        worker_class,
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with code {process.returncode} before serving")
+        try:
+            conn = http.client.HTTPConnection(HOST, port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                conn.close()
+                return process
+        except OSError:
+            pass
+        time.sleep(0.2)
+    gunicorn_stop(process)
+    raise RuntimeError("gunicorn did not answer /healthz within 90 s")
+
+
+def gunicorn_stop(process) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)  # graceful: workers finish their request and exit
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# ---------------------------------------------------------------- main
+
+
+def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int) -> None:
+    print()
+    print(
+        f"gunicorn config.wsgi: {args.gunicorn_workers} {args.worker_class} workers on {HOST}; "
+        f"PostgreSQL; {args.duration:g} s per level and mode; {cpu_cores} CPU cores shared with the generator"
+    )
+    print(
+        f"SQL statements per request, BEGIN/COMMIT aside (in-process profile): next {queries[0]}, "
+        f"submit {queries[1]}"
+    )
+    header = f"{'clients':>7}  {'endpoint':<8} {'requests':>8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}"
+    print()
+    print(header)
+    print("-" * len(header))
+    by_level: dict[int, dict[str, LevelRun]] = {}
+    for run in runs:
+        by_level.setdefault(run.clients, {})[run.mode] = run
+    for clients, modes in by_level.items():
+        for mode, run in modes.items():
+            endpoints = [HEALTH] if mode == HEALTH else [NEXT, SUBMIT]
+            for endpoint in endpoints:
+                values = run.result.latencies[endpoint]
+                errors = sum(n for k, n in run.result.errors.items() if k.startswith(endpoint))
+                print(
+                    f"{clients:>7}  {endpoint:<8} {len(values):>8} {len(values) / run.result.elapsed:>8.1f} "
+                    f"{percentile(values, 50):>8.2f} {percentile(values, 99):>8.2f} {errors:>6}"
+                )
+        health, cycle = modes.get(HEALTH), modes.get("cycle")
+        if health and cycle:
+            ratio = cycle.requests_per_s / health.requests_per_s if health.requests_per_s else float("nan")
+            print(
+                f"{clients:>7}  cycles: {cycle.result.cycles / cycle.result.elapsed:.1f}/s "
+                f"({cycle.requests_per_s:.1f} req/s) = {ratio:.1%} of the trivial view's "
+                f"{health.requests_per_s:.1f} req/s"
+            )
+        for mode, run in modes.items():
+            cpu = run.result.cpu_seconds / run.result.elapsed / run.processes
+            print(
+                f"{clients:>7}  [{mode}] load: {run.processes} process(es) x ~{-(-clients // run.processes)} "
+                f"thread(s), generator CPU {cpu:.0%} of a core per process"
+                + (
+                    f", server closed the connection {run.result.server_closed}x"
+                    if run.result.server_closed
+                    else ""
+                )
+                + (
+                    f", queue ran dry for {run.result.queue_empty} client(s)"
+                    if run.result.queue_empty
+                    else ""
+                )
+            )
+        print()
+
+    errors = Counter()
+    for run in runs:
+        errors.update(run.result.errors)
+    at = by_level.get(TARGET_LEVEL, {})
+    print("targets:")
+    if HEALTH in at and "cycle" in at:
+        ratio = at["cycle"].requests_per_s / at[HEALTH].requests_per_s
+        ok = ratio >= TARGET_RATIO
+        print(
+            f"  next+submit req/s >= {TARGET_RATIO:.0%} of trivial view at {TARGET_LEVEL} clients: "
+            f"{ratio:.1%} -> {'holds' if ok else 'MISSED'}"
+        )
+        p99 = max(percentile(at["cycle"].result.latencies[e], 99) for e in (NEXT, SUBMIT))
+        print(
+            f"  p99 < {TARGET_P99_MS:g} ms at {TARGET_LEVEL} clients (worse endpoint): {p99:.2f} ms -> "
+            f"{'holds' if p99 < TARGET_P99_MS else 'MISSED'}"
+        )
+    else:
+        print(f"  (level {TARGET_LEVEL} not run: ratio and p99 targets not checked)")
+    total = sum(errors.values())
+    print(f"  zero errors: {total} -> {'holds' if total == 0 else 'MISSED'}")
+    for reason, count in errors.most_common():
+        print(f"    {count:>6}  {reason}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="~3 s per level instead of ~10 s")
+    parser.add_argument("--duration", type=float, default=None, help="seconds per level and mode")
+    parser.add_argument("--levels", default="1,8,32", help="concurrent clients per level")
+    parser.add_argument(
+        "--procs", type=int, default=2, help="load-generator processes (threads split over them)"
+    )
+    parser.add_argument("--gunicorn-workers", type=int, default=4)
+    parser.add_argument(
+        "--worker-class", default="sync", help="gunicorn worker class (sync closes connections)"
+    )
+    parser.add_argument("--tasks", type=int, default=None, help="tasks to queue (default from the duration)")
+    parser.add_argument(
+        "--admin-url",
+        default=os.environ.get("BENCH_POSTGRES_URL", f"postgres://postgres@{HOST}:5432/postgres"),
+        help="PostgreSQL URL of a database to connect to when creating and dropping the bench database",
+    )
+    parser.add_argument("--keep-db", action="store_true", help="leave the bench database for inspection")
+    args = parser.parse_args()
+    args.duration = args.duration or (3.0 if args.quick else 10.0)
+    levels = [int(x) for x in args.levels.split(",") if x.strip()]
+    # Enough tasks that no level drains the queue even at a few thousand cycles/s; each level is also
+    # capped at its share, so a very fast machine stops early instead of running dry.
+    n_tasks = args.tasks or int(2_000 * args.duration * (len(levels) + 1) // 2)
+    per_client_cap = {c: max(1, n_tasks // (len(levels) + 1) // c) for c in levels}
+
+    var_dir = tempfile.mkdtemp(prefix="crowdlabel-bench-")
+    base_url = args.admin_url.rsplit("/", 1)[0]
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{base_url}/{DB_NAME}",
+        "DJANGO_ENV": "development",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "CROWDLABEL_VAR_DIR": var_dir,
+    }
+    os.environ.update(env)
+
+    print(f"setting up database {DB_NAME}: migrate, {max(levels)} workers, {n_tasks} tasks ...", flush=True)
+    database_recreate(args.admin_url)
+    gunicorn = None
+    runs: list[LevelRun] = []
+    try:
+        started = time.time()
+        tokens, queries = data_create(max(levels), n_tasks)
+        print(f"  done in {time.time() - started:.1f} s", flush=True)
+        port = free_port()
+        with open(os.path.join(var_dir, "gunicorn.log"), "w") as log:
+            gunicorn = gunicorn_start(port, env, args.gunicorn_workers, args.worker_class, log)
+            spawn = multiprocessing.get_context("spawn")  # children load no Django and share no sockets
+            with ProcessPoolExecutor(max_workers=args.procs, mp_context=spawn) as pool:
+                list(pool.map(_noop, range(args.procs)))
+                # Warm-up (not reported): every gunicorn worker imports the URL map and opens its connection.
+                warm = tokens[: min(8, len(tokens))]
+                run_level(pool, args.procs, port, warm, HEALTH, 1.0, 10_000)
+                run_level(
+                    pool, args.procs, port, warm, "cycle", 1.0, max(1, n_tasks // (len(levels) + 1) // 8)
+                )
+                for clients in levels:
+                    for mode in (HEALTH, "cycle"):
+                        run = run_level(
+                            pool,
+                            args.procs,
+                            port,
+                            tokens[:clients],
+                            mode,
+                            args.duration,
+                            per_client_cap[clients] if mode == "cycle" else 10**9,
+                        )
+                        runs.append(run)
+                        print(
+                            f"  {clients:>2} clients {mode:<7}: {run.requests_per_s:8.1f} req/s", flush=True
+                        )
+            gunicorn_stop(gunicorn)
+            gunicorn = None
+    finally:
+        if gunicorn is not None:
+            gunicorn_stop(gunicorn)
+        from django.db import connections
+
+        connections.close_all()
+        if not args.keep_db:
+            database_recreate(args.admin_url, drop_only=True)
+    report(runs, queries, args, os.cpu_count() or 1)
+
+
+if __name__ == "__main__":
+    main()

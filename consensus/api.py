@@ -1,0 +1,167 @@
+"""Organizer views of the consensus engine: queue verification, dataset settings, decisions, a question's vote
+history and a concept's calibration table. Workers reach questions only through the task queue."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Dataset
+from config.roles import IsOrganizer
+from hierarchy.models import Concept
+
+from . import services
+from .models import ConsensusSettings, Question, QuestionDecision
+from .serializers import (
+    CalibrationQuerySerializer,
+    CalibrationTableSerializer,
+    ConsensusSettingsSerializer,
+    QuestionDetailSerializer,
+    QuestionSerializer,
+    VerificationPlanSerializer,
+    VerificationRequestSerializer,
+)
+
+
+def organizer_datasets(user):
+    qs = Dataset.objects.all()
+    return qs if user.is_superuser else qs.filter(organizers=user)
+
+
+def organizer_dataset(request, dataset_id: int) -> Dataset:
+    return get_object_or_404(organizer_datasets(request.user), pk=dataset_id)
+
+
+def concept_by_wnid(wnid: str, field: str = "concept") -> Concept:
+    concept = Concept.objects.filter(wnid=wnid).first()
+    if concept is None:
+        raise ValidationError({field: f"no concept with wnid {wnid!r}"})
+    return concept
+
+
+class ConsensusSettingsView(APIView):
+    """How the dataset's binary questions are decided (estimator, target precision, caps, calibration size)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=ConsensusSettingsSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        return Response(ConsensusSettingsSerializer(ConsensusSettings.for_dataset(dataset.pk)).data)
+
+    @extend_schema(request=ConsensusSettingsSerializer, responses=ConsensusSettingsSerializer)
+    def patch(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        form = ConsensusSettingsSerializer(
+            ConsensusSettings.for_dataset(dataset.pk), data=request.data, partial=True
+        )
+        form.is_valid(raise_exception=True)
+        form.save(dataset=dataset)
+        return Response(form.data)
+
+
+class VerificationView(APIView):
+    """Queue image verification of candidate images for one concept (ILSVRC §3.1.3)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=VerificationRequestSerializer, responses={201: VerificationPlanSerializer})
+    def post(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        form = VerificationRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        concept = concept_by_wnid(data["concept"])
+        images = None
+        if "images" in data:
+            images = list(dataset.images.filter(pk__in=data["images"]))
+            missing = sorted(set(data["images"]) - {i.pk for i in images})
+            if missing:
+                raise ValidationError({"images": f"not images of this dataset: {missing}"})
+        plan = services.verification_queue(
+            dataset=dataset, concept=concept, images=images, calibrate=data["calibrate"]
+        )
+        return Response(VerificationPlanSerializer(plan).data, status=status.HTTP_201_CREATED)
+
+
+class DecisionListView(generics.ListAPIView):
+    """The dataset's questions with their state and latest decision, oldest first."""
+
+    serializer_class = QuestionSerializer
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("concept", str, description="Only this concept (wnid)."),
+            OpenApiParameter("kind", str, description="Only this question kind."),
+            OpenApiParameter("state", str, description="Only questions in this state."),
+        ]
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        dataset = organizer_dataset(self.request, self.kwargs["dataset_id"])
+        qs = Question.objects.filter(dataset=dataset).select_related("concept")
+        params = self.request.query_params
+        if params.get("concept"):
+            qs = qs.filter(concept=concept_by_wnid(params["concept"]))
+        if params.get("kind"):
+            qs = qs.filter(kind=params["kind"])
+        if params.get("state"):
+            qs = qs.filter(state=params["state"])
+        rows = QuestionDecision.objects.order_by("id")
+        return qs.prefetch_related(Prefetch("decisions", queryset=rows, to_attr="decision_rows")).order_by(
+            "id"
+        )
+
+
+class QuestionDetailView(generics.RetrieveAPIView):
+    """One question with its whole vote history (worker ids, answers, times) and decisions."""
+
+    serializer_class = QuestionDetailSerializer
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    def get_queryset(self):
+        return (
+            Question.objects.filter(dataset__in=organizer_datasets(self.request.user))
+            .select_related("concept")
+            .prefetch_related(
+                "votes", Prefetch("decisions", queryset=QuestionDecision.objects.order_by("id"))
+            )
+        )
+
+
+class CalibrationTableView(APIView):
+    """A concept's calibration table in use for a question kind, with its data size and creation time."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("kind", str, description="Question kind (default image_verify).")],
+        responses=CalibrationTableSerializer,
+    )
+    def get(self, request, wnid: str):
+        concept = get_object_or_404(Concept, wnid=wnid)
+        query = CalibrationQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        kind = query.validated_data["kind"]
+        # Tables are shared across datasets; an organizer reads those of concepts their datasets ask about.
+        if (
+            not request.user.is_superuser
+            and not Question.objects.filter(
+                concept=concept, dataset__in=organizer_datasets(request.user)
+            ).exists()
+        ):
+            raise NotFound("None of your datasets asks about this concept.")
+        row = services.table_newest(kind, concept.pk)
+        if row is None:
+            raise NotFound(f"no {kind} calibration table for {wnid} yet")
+        row.concept = concept
+        return Response(CalibrationTableSerializer(row).data)

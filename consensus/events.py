@@ -1,0 +1,48 @@
+"""Events the consensus engine announces (a question was decided) and the registry higher apps subscribe to.
+
+Pipelines that ask binary questions (verification, the box pipeline, hierarchy questions) live above consensus,
+so consensus never imports them: they call `subscribe(kind, handler)` in their `AppConfig.ready`. Handlers run
+inside the transaction that decided the question (with its rows locked), so what they create commits or rolls
+back with the decision; slow work belongs in a Celery task the handler enqueues with `transaction.on_commit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .models import Question, QuestionDecision
+
+
+@dataclass(frozen=True)
+class QuestionDecided:
+    question: Question
+    decision: QuestionDecision
+
+
+Handler = Callable[[QuestionDecided], None]
+ANY_KIND = "*"
+
+_handlers: dict[str, list[Handler]] = {}
+
+
+def subscribe(kind: str, handler: Handler) -> Handler:
+    """Call `handler` for every decided question of `kind` (a QuestionKind value, or "*" for all).
+    Subscribing the same handler twice is a no-op, so `ready()` running twice is harmless."""
+    handlers = _handlers.setdefault(kind, [])
+    if handler not in handlers:
+        handlers.append(handler)
+    return handler
+
+
+def unsubscribe(kind: str, handler: Handler) -> None:
+    handlers = _handlers.get(kind, [])
+    if handler in handlers:
+        handlers.remove(handler)
+
+
+def announce(event: QuestionDecided) -> None:
+    for handler in [*_handlers.get(event.question.kind, ()), *_handlers.get(ANY_KIND, ())]:
+        handler(event)

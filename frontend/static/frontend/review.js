@@ -1,0 +1,200 @@
+// The reviewer page: lease the next review item, draw its boxes on the image, decide with the keyboard,
+// take the next item at once; the queue overview on the side shows counts per kind.
+
+import { api } from "./api.js";
+
+const app = document.getElementById("review-app");
+const base = app.dataset.api;
+const dataset = app.dataset.dataset;
+const statusLine = document.getElementById("status");
+const itemBox = document.getElementById("item");
+const title = document.getElementById("item-title");
+const detail = document.getElementById("item-detail");
+const stage = document.getElementById("stage");
+const stageImage = document.getElementById("stage-image");
+const choices = document.getElementById("choices");
+const reasonInput = document.getElementById("reason");
+const decidedCounter = document.getElementById("decided");
+const countsBody = document.querySelector("#queue-counts tbody");
+
+const KIND_TITLES = {
+  duplicate: "Are these two boxes the same object?",
+  cross_class: "Two boxes of different classes overlap. Which labels are right?",
+  ambiguous: "The crowd could not settle this item.",
+};
+const KIND_NAMES = { duplicate: "Duplicates", cross_class: "Cross-class", ambiguous: "Ambiguous" };
+
+let current = null;
+let busy = false;
+let retryTimer = null;
+const skipped = [];
+
+function show(message, isError = false) {
+  statusLine.textContent = message;
+  statusLine.classList.toggle("error", isError);
+}
+
+function query(extra = {}) {
+  const params = new URLSearchParams();
+  if (dataset) params.set("dataset", dataset);
+  for (const [key, value] of Object.entries(extra)) if (value) params.set(key, value);
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+async function refreshSummary() {
+  try {
+    const { counts } = await api(base, "review/summary" + query());
+    countsBody.replaceChildren(
+      ...Object.entries(counts).map(([kind, byState]) => {
+        const row = document.createElement("tr");
+        row.dataset.kind = kind;
+        for (const text of [KIND_NAMES[kind] || kind, byState.open, byState.leased, byState.decided]) {
+          const cell = document.createElement("td");
+          cell.textContent = String(text);
+          row.append(cell);
+        }
+        return row;
+      }),
+    );
+  } catch (error) {
+    // The overview is a convenience: the queue itself keeps working without it.
+  }
+}
+
+function choiceLabel(item, choice) {
+  if (choice.value === "relabel_a" && item.box_b) return `Relabel A as ${item.box_b.concept.name}`;
+  if (choice.value === "relabel_b" && item.box_a) return `Relabel B as ${item.box_a.concept.name}`;
+  return choice.label;
+}
+
+function drawBox(image, box, letter) {
+  // Percentages of the original image size, so the boxes follow the image however the page scales it.
+  const el = document.createElement("div");
+  el.className = `box ${letter.toLowerCase()}`;
+  el.dataset.box = String(box.id);
+  el.style.left = `${(100 * box.x1) / image.width}%`;
+  el.style.top = `${(100 * box.y1) / image.height}%`;
+  el.style.width = `${(100 * (box.x2 - box.x1)) / image.width}%`;
+  el.style.height = `${(100 * (box.y2 - box.y1)) / image.height}%`;
+  const label = document.createElement("span");
+  label.className = "box-label";
+  label.textContent = `${letter} · ${box.concept.name}`;
+  el.append(label);
+  stage.append(el);
+}
+
+function render(item) {
+  current = item;
+  stage.querySelectorAll(".box").forEach((el) => el.remove());
+  title.textContent = KIND_TITLES[item.kind] || item.kind;
+  const parts = [];
+  if (item.iou !== null) parts.push(`IoU ${item.iou.toFixed(2)}`);
+  if (item.confusable) parts.push("a listed confusable pair of classes");
+  if (item.reason) parts.push(item.reason);
+  if (item.subject) parts.push(`about ${JSON.stringify(item.subject)}`);
+  detail.textContent = parts.join(" · ");
+  if (item.image) {
+    stage.hidden = false;
+    stageImage.src = item.image.url;
+    stageImage.width = item.image.width;
+    stageImage.height = item.image.height;
+    if (item.box_a) drawBox(item.image, item.box_a, "A");
+    if (item.box_b) drawBox(item.image, item.box_b, "B");
+  } else {
+    stage.hidden = true;
+  }
+  choices.replaceChildren(
+    ...item.decisions.map((choice) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "choice";
+      button.dataset.decision = choice.value;
+      const key = document.createElement("kbd");
+      key.textContent = choice.key;
+      button.append(key, choiceLabel(item, choice));
+      button.addEventListener("click", () => decide(choice.value));
+      return button;
+    }),
+  );
+  reasonInput.value = "";
+  itemBox.hidden = false;
+  itemBox.dataset.item = String(item.id);
+  show(`Item ${item.id}: ${KIND_NAMES[item.kind] || item.kind}`);
+}
+
+async function next() {
+  clearTimeout(retryTimer);
+  current = null;
+  let item;
+  try {
+    item = await api(base, "review/next" + query({ skip: skipped.join(",") }));
+  } catch (error) {
+    itemBox.hidden = true;
+    show(`Could not load an item: ${error.message}`, true);
+    retryTimer = setTimeout(next, 10000);
+    return;
+  }
+  refreshSummary();
+  if (!item) {
+    itemBox.hidden = true;
+    show("The review queue is empty. This page checks again every 15 seconds.");
+    retryTimer = setTimeout(next, 15000);
+    return;
+  }
+  render(item);
+}
+
+async function decide(decision) {
+  if (busy || !current) return;
+  busy = true;
+  itemBox.classList.add("submitting");
+  const item = current;
+  try {
+    await api(base, `review/items/${item.id}/decide`, {
+      method: "POST",
+      body: { decision, reason: reasonInput.value.trim() },
+    });
+    decidedCounter.textContent = String(Number(decidedCounter.textContent) + 1);
+    await next();
+  } catch (error) {
+    show(`The decision was not saved: ${error.message}`, true);
+    if (error.status === 409) setTimeout(next, 1500);
+  } finally {
+    busy = false;
+    itemBox.classList.remove("submitting");
+  }
+}
+
+async function skip() {
+  if (busy || !current) return;
+  busy = true;
+  const item = current;
+  skipped.push(item.id);
+  try {
+    await api(base, `review/items/${item.id}/release`, { method: "POST" });
+  } catch (error) {
+    // Skipping a lease that already ended is harmless: take the next item anyway.
+  } finally {
+    busy = false;
+  }
+  await next();
+}
+
+document.addEventListener("keydown", (event) => {
+  if (event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
+  if (event.ctrlKey || event.metaKey || event.altKey || !current) return;
+  if (event.key === "s" || event.key === "S") {
+    event.preventDefault();
+    skip();
+    return;
+  }
+  const choice = current.decisions.find((c) => c.key === event.key);
+  if (choice) {
+    event.preventDefault();
+    decide(choice.value);
+  }
+});
+
+refreshSummary();
+next();

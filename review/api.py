@@ -1,0 +1,155 @@
+"""Thin DRF views of the review queues: next item, decide, skip and summary for reviewers; undo for organizers."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.generics import get_object_or_404
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.roles import IsOrganizer, IsReviewer
+
+from . import selectors, services
+from .models import ReviewDecision, ReviewItem, ReviewKind
+from .serializers import DecideSerializer, ReviewDecisionSerializer, ReviewItemSerializer, UndoSerializer
+
+ITEM_RELATED = ("box_a__concept", "box_a__image", "box_b__concept")
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the item's current state."
+    default_code = "conflict"
+
+
+def _int_list(value: str, name: str) -> list[int]:
+    parts = [p for p in value.split(",") if p]
+    if not all(p.isdigit() for p in parts):
+        raise ValidationError({name: "must be comma-separated ids"})
+    return [int(p) for p in parts]
+
+
+class NextItemView(APIView):
+    """Lease the next review item to the calling reviewer (or return the one they hold)."""
+
+    permission_classes = [IsAuthenticated, IsReviewer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("dataset", int, description="Only items of this dataset."),
+            OpenApiParameter(
+                "kinds", str, description="Comma-separated kinds: duplicate, cross_class, ambiguous."
+            ),
+            OpenApiParameter("skip", str, description="Comma-separated item ids not to be given again."),
+        ],
+        responses={200: ReviewItemSerializer, 204: OpenApiResponse(description="The queue is empty.")},
+    )
+    def get(self, request):
+        params = request.query_params
+        kinds = [k for k in params.get("kinds", "").split(",") if k]
+        unknown = sorted(set(kinds) - set(ReviewKind.values))
+        if unknown:
+            raise ValidationError(
+                {"kinds": f"unknown kinds {unknown}; known: {', '.join(ReviewKind.values)}"}
+            )
+        dataset = params.get("dataset")
+        if dataset is not None and not dataset.isdigit():
+            raise ValidationError({"dataset": "must be a dataset id (an integer)"})
+        item = services.review_lease_next(
+            reviewer=request.user,
+            dataset_id=int(dataset) if dataset else None,
+            kinds=kinds or None,
+            skip=_int_list(params.get("skip", ""), "skip"),
+        )
+        if item is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        item = ReviewItem.objects.select_related(*ITEM_RELATED).get(pk=item.pk)
+        return Response(ReviewItemSerializer(item).data)
+
+
+class DecideView(APIView):
+    """Decide the item you hold; 409 if someone else holds it or it was decided already."""
+
+    permission_classes = [IsAuthenticated, IsReviewer]
+
+    @extend_schema(request=DecideSerializer, responses={201: ReviewDecisionSerializer})
+    def post(self, request, pk: int):
+        item = get_object_or_404(ReviewItem, pk=pk)
+        form = DecideSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            decision = services.review_decide(
+                item=item,
+                reviewer=request.user,
+                decision=form.validated_data["decision"],
+                new_concept=form.validated_data.get("new_concept"),
+                reason=form.validated_data["reason"],
+            )
+        except services.InvalidDecision as exc:
+            raise ValidationError({"decision": str(exc)}) from None
+        except services.ReviewError as exc:
+            raise Conflict(str(exc), code=exc.code) from None
+        return Response(ReviewDecisionSerializer(decision).data, status=status.HTTP_201_CREATED)
+
+
+class ReleaseView(APIView):
+    """Skip the item you hold: it goes back to the queue for other reviewers."""
+
+    permission_classes = [IsAuthenticated, IsReviewer]
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, pk: int):
+        item = get_object_or_404(ReviewItem, pk=pk)
+        try:
+            services.review_release(item=item, reviewer=request.user)
+        except services.ReviewError as exc:
+            raise Conflict(str(exc), code=exc.code) from None
+        return Response({"id": item.pk, "state": "open"})
+
+
+class UndoView(APIView):
+    """Revert a decision on a dataset you organize and reopen its item."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    def get_queryset(self):
+        qs = ReviewDecision.objects.all()
+        if not self.request.user.is_superuser:
+            qs = qs.filter(item__dataset__organizers=self.request.user)
+        return qs
+
+    @extend_schema(request=UndoSerializer, responses={201: ReviewDecisionSerializer})
+    def post(self, request, pk: int):
+        decision = get_object_or_404(self.get_queryset(), pk=pk)
+        form = UndoSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            undo = services.review_undo(
+                decision=decision, organizer=request.user, reason=form.validated_data["reason"]
+            )
+        except services.InvalidDecision as exc:
+            raise ValidationError({"decision": str(exc)}) from None
+        except services.ReviewError as exc:
+            raise Conflict(str(exc), code=exc.code) from None
+        return Response(ReviewDecisionSerializer(undo).data, status=status.HTTP_201_CREATED)
+
+
+class SummaryView(APIView):
+    """Counts of review items per kind and state."""
+
+    permission_classes = [IsAuthenticated, IsReviewer | IsOrganizer]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("dataset", int, description="Only items of this dataset.")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        dataset = request.query_params.get("dataset")
+        if dataset is not None and not dataset.isdigit():
+            raise ValidationError({"dataset": "must be a dataset id (an integer)"})
+        counts = selectors.review_summary(dataset_id=int(dataset) if dataset else None)
+        return Response({"counts": counts})

@@ -1,0 +1,38 @@
+"""Registry of what an ambiguous item's decision means to the pipeline that sent it.
+
+A pipeline that queues ambiguous items with `subject={"type": T, ...}` registers a resolver for T (in its
+`AppConfig.ready`, or from the app that connects it to review); `review_decide` and `review_undo` call it in
+their transaction. Items about a box and no resolver change that box's state themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Resolver:
+    # apply(item, decision_row) runs after the decision row exists; revert(item, undone_decision_row) on undo.
+    apply: Callable[[Any, Any], None]
+    revert: Callable[[Any, Any], None] | None = None
+
+
+_resolvers: dict[str, Resolver] = {}
+
+
+def register(subject_type: str, resolver: Resolver) -> None:
+    if subject_type in _resolvers and _resolvers[subject_type] is not resolver:
+        raise ValueError(f"a resolver for ambiguous subjects of type {subject_type!r} is already registered")
+    _resolvers[subject_type] = resolver
+
+
+def unregister(subject_type: str) -> None:
+    _resolvers.pop(subject_type, None)
+
+
+def get(subject: dict | None) -> Resolver | None:
+    if not subject:
+        return None
+    return _resolvers.get(str(subject.get("type", "")))

@@ -1,0 +1,64 @@
+"""Reads of the review app: available items, queue counts, and the finalized boxes exporters may use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+
+from annotation.models import Box, BoxState, Dataset
+
+from .models import OPEN_STATES, BoxRecheck, ItemState, ReviewItem, ReviewKind, ScanState
+
+
+def review_items_available(
+    *,
+    now: datetime,
+    dataset_id: int | None = None,
+    kinds: Sequence[str] | None = None,
+    exclude_ids: Sequence[int] = (),
+) -> QuerySet[ReviewItem]:
+    """Items a reviewer may lease now: open, or leased with an expired lease; pairs only while both boxes
+    are still accepted (one removed by another decision waits for the scan to dismiss it)."""
+    qs = ReviewItem.objects.filter(
+        Q(state=ItemState.OPEN) | Q(state=ItemState.LEASED, lease_expires_at__lt=now)
+    ).filter(Q(kind=ReviewKind.AMBIGUOUS) | Q(box_a__state=BoxState.ACCEPTED, box_b__state=BoxState.ACCEPTED))
+    if dataset_id is not None:
+        qs = qs.filter(dataset_id=dataset_id)
+    if kinds:
+        qs = qs.filter(kind__in=list(kinds))
+    if exclude_ids:
+        qs = qs.exclude(pk__in=list(exclude_ids))
+    return qs
+
+
+def review_summary(*, dataset_id: int | None = None) -> dict[str, dict[str, int]]:
+    """Item counts per kind and state, every combination present (zeros included)."""
+    qs = ReviewItem.objects.all()
+    if dataset_id is not None:
+        qs = qs.filter(dataset_id=dataset_id)
+    counts = {kind.value: {state.value: 0 for state in ItemState} for kind in ReviewKind}
+    for row in qs.order_by().values("kind", "state").annotate(n=Count("id")):
+        counts[row["kind"]][row["state"]] = row["n"]
+    return counts
+
+
+def finalized_boxes(dataset: Dataset, include_open: bool = False) -> QuerySet[Box]:
+    """The accepted boxes an exporter may publish as final labels.
+
+    By default a box is final only once a finished overlap scan covered it and no review item about it is
+    still open: nothing a reviewer has yet to look at is exported as final. `include_open=True` is the
+    organizer's explicit choice to export every accepted box anyway."""
+    boxes = Box.objects.filter(image__dataset=dataset, state=BoxState.ACCEPTED)
+    if include_open:
+        return boxes
+    open_items = ReviewItem.objects.filter(state__in=OPEN_STATES)
+    last_scanned = (
+        ScanState.objects.filter(dataset=dataset).values_list("last_box_id", flat=True).first() or 0
+    )
+    return boxes.filter(id__lte=last_scanned).exclude(
+        Exists(open_items.filter(box_a=OuterRef("pk")))
+        | Exists(open_items.filter(box_b=OuterRef("pk")))
+        | Exists(BoxRecheck.objects.filter(box=OuterRef("pk")))
+    )

@@ -1,0 +1,120 @@
+"""API representations of review items, decisions and the queue summary."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from annotation.models import Box
+from hierarchy.models import Concept
+
+from .models import DECISIONS_BY_KIND, Decision, ReviewDecision, ReviewItem
+
+
+class ConceptBriefSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Concept
+        fields = ["id", "wnid", "name"]
+
+
+class ReviewBoxSerializer(serializers.ModelSerializer):
+    concept = ConceptBriefSerializer()
+
+    class Meta:
+        model = Box
+        fields = ["id", "x1", "y1", "x2", "y2", "state", "concept"]
+
+
+class ReviewImageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    width = serializers.IntegerField()
+    height = serializers.IntegerField()
+    url = serializers.CharField()
+
+
+class DecisionChoiceSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    label = serializers.CharField()
+    key = serializers.CharField(help_text="Keyboard shortcut on the reviewer page.")
+
+
+class ReviewItemSerializer(serializers.ModelSerializer):
+    box_a = ReviewBoxSerializer(allow_null=True)
+    box_b = ReviewBoxSerializer(allow_null=True)
+    image = serializers.SerializerMethodField()
+    decisions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ReviewItem
+        fields = [
+            "id",
+            "kind",
+            "state",
+            "dataset",
+            "iou",
+            "confusable",
+            "priority",
+            "reason",
+            "subject",
+            "lease_expires_at",
+            "image",
+            "box_a",
+            "box_b",
+            "decisions",
+        ]
+
+    @extend_schema_field(ReviewImageSerializer(allow_null=True))
+    def get_image(self, item: ReviewItem):
+        box = item.box_a
+        if box is None:
+            return None
+        image = box.image
+        return {
+            "id": image.pk,
+            "width": image.width,
+            "height": image.height,
+            "url": reverse("image-file", args=[image.pk]),
+        }
+
+    @extend_schema_field(DecisionChoiceSerializer(many=True))
+    def get_decisions(self, item: ReviewItem):
+        return [
+            {"value": value, "label": Decision(value).label, "key": str(n)}
+            for n, value in enumerate(DECISIONS_BY_KIND[item.kind], start=1)
+        ]
+
+
+class DecideSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=[c for c in Decision.values if c != Decision.UNDO])
+    new_concept = serializers.SlugRelatedField(
+        slug_field="wnid",
+        queryset=Concept.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="wnid of the new class for relabel_a/relabel_b (default: the other box's class).",
+    )
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class UndoSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class ReviewDecisionSerializer(serializers.ModelSerializer):
+    new_concept = serializers.SlugRelatedField(slug_field="wnid", read_only=True)
+
+    class Meta:
+        model = ReviewDecision
+        fields = [
+            "id",
+            "item",
+            "reviewer",
+            "decision",
+            "new_concept",
+            "before",
+            "after",
+            "reason",
+            "undoes",
+            "created_at",
+        ]

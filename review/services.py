@@ -1,0 +1,589 @@
+"""State changes of the review queues: the overlap scan, leasing an item, deciding it, undoing a decision,
+and queueing ambiguous items from other pipelines (ILSVRC Appendix E).
+
+Locks are always taken item row first, then box rows in id order, so decisions, undos and the scan never
+deadlock; other items touched as a side effect are locked with SKIP LOCKED and never waited for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+import numpy as np
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Min, Q
+from django.utils import timezone
+
+from annotation.models import Box, BoxState, Dataset
+
+from . import resolvers
+from .models import (
+    DECISIONS_BY_KIND,
+    OPEN_STATES,
+    BoxRecheck,
+    ConfusablePair,
+    Decision,
+    ItemState,
+    ReviewDecision,
+    ReviewItem,
+    ReviewKind,
+    ScanState,
+)
+from .overlaps import (
+    BoxArrays,
+    OverlapThresholds,
+    PairKind,
+    find_overlap_pairs,
+    find_overlap_pairs_for_changed,
+)
+from .selectors import review_items_available
+
+T = TypeVar("T")
+
+# Keeps `IN (...)` lists well under SQLite's bound-parameter limit.
+_IN_BATCH = 5000
+
+
+class ReviewError(Exception):
+    """A review operation the caller cannot do now; the API answers 409 with the message."""
+
+    code = "conflict"
+
+
+class NotLeaseHolder(ReviewError):
+    code = "not_lease_holder"
+
+
+class AlreadyDecided(ReviewError):
+    code = "already_decided"
+
+
+class BoxesChanged(ReviewError):
+    code = "boxes_changed"
+
+
+class InvalidDecision(ValueError):
+    """The decision does not fit the item (wrong kind, missing or useless new class); the API answers 400."""
+
+
+def _batched(values: Sequence[T], size: int = _IN_BATCH) -> Iterator[Sequence[T]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The overlap scan
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScanReport:
+    dataset_id: int
+    resumed: bool = False
+    finished: bool = False
+    images_scanned: int = 0
+    boxes_checked: int = 0
+    pairs_found: int = 0
+    items_created: int = 0
+    items_reopened: int = 0
+    items_dismissed: int = 0
+
+
+def overlap_thresholds() -> OverlapThresholds:
+    """The configured thresholds and the organizer's confusable pairs (by concept id)."""
+    conf = settings.CROWDLABEL
+    return OverlapThresholds(
+        duplicate_iou=conf["REVIEW_DUPLICATE_IOU"],
+        cross_class_iou=conf["REVIEW_CROSS_CLASS_IOU"],
+        confusable_iou=conf["REVIEW_CONFUSABLE_IOU"],
+        confusable_pairs=frozenset(ConfusablePair.objects.values_list("concept_a_id", "concept_b_id")),
+    )
+
+
+def pair_priority(iou: float) -> int:
+    # The most overlapping pairs first: they are the likeliest true duplicates or mislabels.
+    return int(round(100 * iou))
+
+
+def overlaps_scan(
+    dataset: Dataset,
+    *,
+    chunk_images: int = 1000,
+    max_chunks: int | None = None,
+    now: datetime | None = None,
+) -> ScanReport:
+    """Queue every duplicate and cross-class pair involving a box that is new or changed since the last scan.
+
+    Works through the touched images in chunks of `chunk_images`, one short transaction each, recording its
+    cursor so a killed run resumes where it stopped (`max_chunks` stops early on purpose). Safe to run again
+    at any time: pairs are queued once, a rerun with nothing new does nothing."""
+    now = now or timezone.now()
+    thresholds = overlap_thresholds()
+    items_before = ReviewItem.objects.filter(dataset=dataset).count()
+    report = ScanReport(dataset_id=dataset.pk, resumed=_scan_begin(dataset, now))
+    chunks = 0
+    while max_chunks is None or chunks < max_chunks:
+        if not _scan_chunk(dataset, thresholds, chunk_images, report, now):
+            report.finished = True
+            break
+        chunks += 1
+    report.items_created = ReviewItem.objects.filter(dataset=dataset).count() - items_before
+    return report
+
+
+def _scan_begin(dataset: Dataset, now: datetime) -> bool:
+    """Start a run (fixing its box range and watermark) unless one is in progress; True when resuming."""
+    with transaction.atomic():
+        ScanState.objects.get_or_create(dataset=dataset)
+        state = ScanState.objects.select_for_update().get(dataset=dataset)
+        if state.run_upto_box_id is not None:
+            return True
+        settle = timedelta(seconds=settings.CROWDLABEL["REVIEW_SCAN_SETTLE_SECONDS"])
+        agg = Box.objects.filter(image__dataset=dataset, id__gt=state.last_box_id).aggregate(
+            upto=Max("id"),
+            pending=Min("id", filter=Q(state=BoxState.PENDING)),
+            recent=Min("id", filter=Q(created_at__gte=now - settle)),
+        )
+        upto = agg["upto"] or state.last_box_id
+        # The watermark never passes a pending box (it may be accepted later) nor a box so recent that a
+        # transaction holding a lower id might still be committing; boxes above it are checked again next time.
+        watermark = upto
+        for bound in (agg["pending"], agg["recent"]):
+            if bound is not None:
+                watermark = min(watermark, bound - 1)
+        state.run_upto_box_id = upto
+        state.run_watermark = watermark
+        state.run_recheck_upto = BoxRecheck.objects.filter(dataset=dataset).aggregate(m=Max("id"))["m"] or 0
+        state.run_cursor_image_id = 0
+        state.run_started_at = now
+        state.save()
+        return False
+
+
+def _changed_boxes(dataset: Dataset, state: ScanState) -> Q:
+    recheck = BoxRecheck.objects.filter(dataset=dataset, id__lte=state.run_recheck_upto).values("box_id")
+    return Q(id__gt=state.last_box_id, id__lte=state.run_upto_box_id, state=BoxState.ACCEPTED) | Q(
+        id__in=recheck
+    )
+
+
+def _scan_chunk(
+    dataset: Dataset, thresholds: OverlapThresholds, chunk_images: int, report: ScanReport, now: datetime
+) -> bool:
+    """Scan the next chunk of touched images; False once the run is complete."""
+    with transaction.atomic():
+        state = ScanState.objects.select_for_update().get(dataset=dataset)
+        if state.run_upto_box_id is None:
+            return False  # another process finished this run
+        changed_q = _changed_boxes(dataset, state)
+        in_dataset = Box.objects.filter(image__dataset=dataset).order_by()
+        image_ids = list(
+            in_dataset.filter(changed_q, image_id__gt=state.run_cursor_image_id)
+            .order_by("image_id")
+            .values_list("image_id", flat=True)
+            .distinct()[:chunk_images]
+        )
+        if not image_ids:
+            report.items_dismissed += _scan_finish(dataset, state, report, now)
+            return False
+        changed_ids = list(in_dataset.filter(changed_q, image_id__in=image_ids).values_list("id", flat=True))
+        boxes = _load_accepted(image_ids)
+        changed = np.array(changed_ids, dtype=np.int64)
+        if len(boxes) and np.isin(boxes.box_id, changed).all():
+            pairs = find_overlap_pairs(boxes, thresholds)
+        else:
+            pairs = find_overlap_pairs_for_changed(boxes, changed, thresholds)
+        report.images_scanned += len(image_ids)
+        report.boxes_checked += len(changed_ids)
+        report.pairs_found += len(pairs)
+
+        kinds = np.where(
+            pairs.kind == PairKind.DUPLICATE, ReviewKind.DUPLICATE.value, ReviewKind.CROSS_CLASS.value
+        )
+        found = {
+            (int(a), int(b), str(k))
+            for a, b, k in zip(pairs.box_a.tolist(), pairs.box_b.tolist(), kinds.tolist(), strict=True)
+        }
+        ReviewItem.objects.bulk_create(
+            (
+                ReviewItem(
+                    kind=str(k),
+                    dataset=dataset,
+                    box_a_id=int(a),
+                    box_b_id=int(b),
+                    iou=float(iou),
+                    confusable=bool(c),
+                    priority=pair_priority(float(iou)),
+                )
+                for a, b, iou, k, c in zip(
+                    pairs.box_a.tolist(),
+                    pairs.box_b.tolist(),
+                    pairs.iou.tolist(),
+                    kinds.tolist(),
+                    pairs.confusable.tolist(),
+                    strict=True,
+                )
+            ),
+            batch_size=1000,
+            ignore_conflicts=True,
+        )
+        report.items_reopened += _reopen_dismissed(found)
+        report.items_dismissed += _dismiss_stale(changed_ids, found)
+        state.run_cursor_image_id = image_ids[-1]
+        state.save(update_fields=["run_cursor_image_id"])
+        return True
+
+
+def _load_accepted(image_ids: list[int]) -> BoxArrays:
+    rows = list(
+        Box.objects.filter(image_id__in=image_ids, state=BoxState.ACCEPTED)
+        .order_by()
+        .values_list("id", "image_id", "concept_id", "x1", "y1", "x2", "y2")
+    )
+    ids = np.array([r[:3] for r in rows], dtype=np.int64).reshape(-1, 3)
+    coords = np.array([r[3:] for r in rows], dtype=np.float64).reshape(-1, 4)
+    return BoxArrays(
+        box_id=ids[:, 0],
+        image_id=ids[:, 1],
+        class_id=ids[:, 2],
+        x1=coords[:, 0],
+        y1=coords[:, 1],
+        x2=coords[:, 2],
+        y2=coords[:, 3],
+    )
+
+
+def _reopen_dismissed(found: set[tuple[int, int, str]]) -> int:
+    """Pairs dismissed earlier (a box was removed, then restored) that qualify again go back to the queue."""
+    if not found:
+        return 0
+    box_a_ids = sorted({a for a, _, _ in found})
+    reopen = []
+    for batch in _batched(box_a_ids):
+        rows = ReviewItem.objects.filter(state=ItemState.DISMISSED, box_a_id__in=batch).values_list(
+            "pk", "box_a_id", "box_b_id", "kind"
+        )
+        reopen += [pk for pk, a, b, k in rows if (a, b, k) in found]
+    return ReviewItem.objects.filter(pk__in=reopen, state=ItemState.DISMISSED).update(state=ItemState.OPEN)
+
+
+def _dismiss_stale(changed_ids: list[int], found: set[tuple[int, int, str]]) -> int:
+    """Open pair items of re-checked boxes that no longer qualify (relabelled, moved below a threshold)."""
+    stale = []
+    for batch in _batched(changed_ids):
+        rows = (
+            ReviewItem.objects.filter(state__in=OPEN_STATES)
+            .exclude(kind=ReviewKind.AMBIGUOUS)
+            .filter(Q(box_a_id__in=batch) | Q(box_b_id__in=batch))
+            .values_list("pk", "box_a_id", "box_b_id", "kind")
+        )
+        stale += [pk for pk, a, b, k in rows if (a, b, k) not in found]
+    return _dismiss(stale)
+
+
+def _dismiss(item_ids: Iterable[int]) -> int:
+    return ReviewItem.objects.filter(pk__in=list(item_ids), state__in=OPEN_STATES).update(
+        state=ItemState.DISMISSED, leased_to=None, lease_expires_at=None
+    )
+
+
+def _scan_finish(dataset: Dataset, state: ScanState, report: ScanReport, now: datetime) -> int:
+    # Pairs whose box left the accepted set (rejected, removed) since they were queued.
+    orphans = (
+        ReviewItem.objects.filter(dataset=dataset, state__in=OPEN_STATES)
+        .exclude(kind=ReviewKind.AMBIGUOUS)
+        .filter(~Q(box_a__state=BoxState.ACCEPTED) | ~Q(box_b__state=BoxState.ACCEPTED))
+        .values_list("pk", flat=True)
+    )
+    dismissed = _dismiss(list(orphans))
+    BoxRecheck.objects.filter(dataset=dataset, id__lte=state.run_recheck_upto).delete()
+    state.last_box_id = state.run_watermark
+    state.run_upto_box_id = state.run_watermark = state.run_recheck_upto = None
+    state.run_cursor_image_id = 0
+    state.last_finished_at = now
+    state.last_boxes_checked = report.boxes_checked
+    state.last_pairs_found = report.pairs_found
+    state.save()
+    return dismissed
+
+
+def boxes_recheck(*, dataset: Dataset, box_ids: Iterable[int]) -> None:
+    """Ask the next scan to re-check these boxes (their class or state changed after they were scanned)."""
+    BoxRecheck.objects.bulk_create(BoxRecheck(dataset=dataset, box_id=pk) for pk in sorted(set(box_ids)))
+
+
+def overlaps_scan_soon(dataset_id: int) -> None:
+    """Run the scan after the current transaction commits (in a worker, or in-process when Celery is eager)."""
+    from .tasks import overlaps_scan as scan_task  # the task module imports this one
+
+    transaction.on_commit(lambda: scan_task.delay(dataset_id))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Leasing
+# ---------------------------------------------------------------------------------------------------------
+
+
+def review_lease_duration() -> timedelta:
+    return timedelta(seconds=settings.CROWDLABEL["REVIEW_LEASE_SECONDS"])
+
+
+def review_lease_next(
+    *,
+    reviewer,
+    dataset_id: int | None = None,
+    kinds: Sequence[str] | None = None,
+    skip: Sequence[int] = (),
+    now: datetime | None = None,
+) -> ReviewItem | None:
+    """The reviewer's current item if they hold one, else lease the highest-priority available item.
+
+    One short transaction; on PostgreSQL concurrent reviewers skip each other's locked rows. The guarded
+    UPDATE makes a lost race (SQLite has no row locks) a retry instead of a double lease."""
+    now = now or timezone.now()
+    held = (
+        ReviewItem.objects.filter(state=ItemState.LEASED, leased_to=reviewer, lease_expires_at__gt=now)
+        .exclude(pk__in=list(skip))
+        .order_by("id")
+        .first()
+    )
+    if held is not None:
+        return held
+    for _attempt in range(3):
+        with transaction.atomic():
+            item = (
+                review_items_available(now=now, dataset_id=dataset_id, kinds=kinds, exclude_ids=skip)
+                .order_by("-priority", "id")
+                .select_for_update(skip_locked=True, of=("self",))
+                .first()
+            )
+            if item is None:
+                return None
+            expires_at = now + review_lease_duration()
+            taken = ReviewItem.objects.filter(
+                pk=item.pk, state=item.state, lease_expires_at=item.lease_expires_at
+            ).update(state=ItemState.LEASED, leased_to=reviewer, lease_expires_at=expires_at, updated_at=now)
+            if taken:
+                item.state, item.leased_to, item.lease_expires_at = ItemState.LEASED, reviewer, expires_at
+                return item
+    return None
+
+
+def review_release(*, item: ReviewItem, reviewer) -> ReviewItem:
+    """The reviewer skips the item: it goes back to the queue for others at once."""
+    with transaction.atomic():
+        item = ReviewItem.objects.select_for_update().get(pk=item.pk)
+        if item.state != ItemState.LEASED or item.leased_to_id != reviewer.pk:
+            raise NotLeaseHolder("this item is not leased to you")
+        item.state, item.leased_to, item.lease_expires_at = ItemState.OPEN, None, None
+        item.save(update_fields=["state", "leased_to", "lease_expires_at", "updated_at"])
+        return item
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Decisions and undo
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _snapshot(boxes: Iterable[Box]) -> dict[str, dict[str, Any]]:
+    return {str(b.pk): {"state": b.state, "concept": b.concept_id} for b in boxes}
+
+
+def _lock_boxes(box_ids: Iterable[int]) -> dict[int, Box]:
+    return {b.pk: b for b in Box.objects.select_for_update().filter(pk__in=sorted(box_ids)).order_by("pk")}
+
+
+def _dismiss_items_of_removed(item: ReviewItem, removed: list[int]) -> list[int]:
+    """Other open pairs of a removed box no longer need a reviewer; those locked right now are left to the
+    scan's clean-up rather than waited for."""
+    if not removed:
+        return []
+    ids = list(
+        ReviewItem.objects.filter(state__in=OPEN_STATES)
+        .exclude(pk=item.pk)
+        .exclude(kind=ReviewKind.AMBIGUOUS)
+        .filter(Q(box_a_id__in=removed) | Q(box_b_id__in=removed))
+        .select_for_update(skip_locked=True)
+        .values_list("pk", flat=True)
+    )
+    _dismiss(ids)
+    return sorted(ids)
+
+
+def review_decide(
+    *,
+    item: ReviewItem,
+    reviewer,
+    decision: str,
+    new_concept=None,
+    reason: str = "",
+    now: datetime | None = None,
+) -> ReviewDecision:
+    """Apply a reviewer's decision atomically and record it with before/after snapshots of the boxes.
+
+    Only the reviewer holding the item's lease may decide it, once. Removing a box sets its state to
+    REMOVED (never a delete); relabelling changes its concept; both are visible in the decision row."""
+    with transaction.atomic():
+        item = ReviewItem.objects.select_for_update().get(pk=item.pk)
+        if item.state == ItemState.DECIDED:
+            raise AlreadyDecided("this item was already decided")
+        if item.state != ItemState.LEASED or item.leased_to_id != reviewer.pk:
+            raise NotLeaseHolder("this item is not leased to you: take it from the queue first")
+        if decision not in DECISIONS_BY_KIND[item.kind]:
+            allowed = ", ".join(DECISIONS_BY_KIND[item.kind])
+            raise InvalidDecision(
+                f"{decision!r} is not a decision for a {item.kind} item; use one of: {allowed}"
+            )
+        relabel = decision in (Decision.RELABEL_A, Decision.RELABEL_B)
+        if new_concept is not None and not relabel:
+            raise InvalidDecision("a new class only goes with relabel_a or relabel_b")
+
+        boxes = _lock_boxes(item.box_ids)
+        a, b = boxes.get(item.box_a_id or 0), boxes.get(item.box_b_id or 0)
+        if item.kind != ReviewKind.AMBIGUOUS and any(x.state != BoxState.ACCEPTED for x in boxes.values()):
+            raise BoxesChanged("a box of this pair was removed or rejected meanwhile; take the next item")
+        before = _snapshot(boxes.values())
+        removed: list[int] = []
+        changed: list[Box] = []
+        if decision in (Decision.DUPLICATE_KEEP_A, Decision.REMOVE_B):
+            removed.append(b.pk)
+        elif decision in (Decision.DUPLICATE_KEEP_B, Decision.REMOVE_A):
+            removed.append(a.pk)
+        elif relabel:
+            target, other = (a, b) if decision == Decision.RELABEL_A else (b, a)
+            concept_id = new_concept.pk if new_concept is not None else other.concept_id
+            if concept_id == target.concept_id:
+                raise InvalidDecision("the new class is the box's current class")
+            target.concept_id = concept_id
+            changed.append(target)
+        elif decision in (Decision.ACCEPT, Decision.REJECT) and a is not None:
+            if a.state == BoxState.REMOVED:
+                raise BoxesChanged("the box of this item was removed meanwhile")
+            a.state = BoxState.ACCEPTED if decision == Decision.ACCEPT else BoxState.REJECTED
+            changed.append(a)
+        for pk in removed:
+            boxes[pk].state = BoxState.REMOVED
+            changed.append(boxes[pk])
+        for box in changed:
+            box.save(update_fields=["state", "concept"])
+        dismissed = _dismiss_items_of_removed(item, removed)
+
+        row = ReviewDecision.objects.create(
+            item=item,
+            reviewer=reviewer,
+            decision=decision,
+            new_concept_id=changed[0].concept_id if relabel else None,
+            before={"boxes": before},
+            after={"boxes": _snapshot(boxes.values()), "dismissed_items": dismissed},
+            reason=reason,
+        )
+        item.state, item.leased_to, item.lease_expires_at = ItemState.DECIDED, None, None
+        item.save(update_fields=["state", "leased_to", "lease_expires_at", "updated_at"])
+        resolver = resolvers.get(item.subject)
+        if resolver is not None:
+            resolver.apply(item, row)
+        _recheck_after(item, [box for box in changed if box.state == BoxState.ACCEPTED])
+        return row
+
+
+def _recheck_after(item: ReviewItem, boxes: list[Box]) -> None:
+    if boxes:
+        boxes_recheck(dataset=item.dataset, box_ids=[box.pk for box in boxes])
+        overlaps_scan_soon(item.dataset_id)
+
+
+def review_undo(*, decision: ReviewDecision, organizer, reason: str = "") -> ReviewDecision:
+    """Revert a decision's effect on its boxes and reopen its item, recording the undo as its own row.
+
+    Only the item's latest decision can be undone, once, and only while its boxes are as it left them."""
+    with transaction.atomic():
+        item = ReviewItem.objects.select_for_update().get(pk=decision.item_id)
+        decision = ReviewDecision.objects.get(pk=decision.pk)
+        if decision.decision == Decision.UNDO:
+            raise InvalidDecision("an undo cannot be undone: decide the item again instead")
+        if ReviewDecision.objects.filter(undoes=decision).exists():
+            raise ReviewError("this decision was already undone")
+        latest = item.decisions.order_by("-id").values_list("pk", flat=True).first()
+        if item.state != ItemState.DECIDED or latest != decision.pk:
+            raise ReviewError("only the latest decision of a decided item can be undone")
+        after = decision.after.get("boxes", {})
+        boxes = _lock_boxes(int(pk) for pk in after)
+        current = _snapshot(boxes.values())
+        if current != after:
+            raise BoxesChanged("the boxes changed after this decision (a later decision or pipeline step)")
+        restored: list[Box] = []
+        for pk, old in decision.before.get("boxes", {}).items():
+            box = boxes[int(pk)]
+            if (box.state, box.concept_id) != (old["state"], old["concept"]):
+                box.state, box.concept_id = old["state"], old["concept"]
+                box.save(update_fields=["state", "concept"])
+                restored.append(box)
+        reopened = list(
+            ReviewItem.objects.filter(
+                pk__in=decision.after.get("dismissed_items", []), state=ItemState.DISMISSED
+            )
+            .select_for_update(skip_locked=True)
+            .values_list("pk", flat=True)
+        )
+        ReviewItem.objects.filter(pk__in=reopened).update(state=ItemState.OPEN)
+        try:
+            with transaction.atomic():
+                row = ReviewDecision.objects.create(
+                    item=item,
+                    reviewer=organizer,
+                    decision=Decision.UNDO,
+                    undoes=decision,
+                    before={"boxes": current},
+                    after={"boxes": _snapshot(boxes.values()), "reopened_items": sorted(reopened)},
+                    reason=reason,
+                )
+        except IntegrityError:
+            raise ReviewError("this decision was already undone") from None
+        item.state = ItemState.OPEN
+        item.save(update_fields=["state", "updated_at"])
+        resolver = resolvers.get(item.subject)
+        if resolver is not None and resolver.revert is not None:
+            resolver.revert(item, decision)
+        _recheck_after(item, [box for box in restored if box.state == BoxState.ACCEPTED])
+        return row
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Ambiguous items from other pipelines
+# ---------------------------------------------------------------------------------------------------------
+
+
+def ambiguous_enqueue(
+    *, dataset: Dataset, subject: dict[str, Any], reason: str, box: Box | None = None, priority: int = 0
+) -> ReviewItem:
+    """Queue an item the crowd could not settle (a vote at its cap, a box job over its round cap) for a
+    reviewer. `subject` names it, e.g. {"type": "consensus.question", "id": 12}; the same subject is queued
+    at most once while open, so calling again returns the open item."""
+    if not isinstance(subject, dict) or not subject.get("type"):
+        raise ValueError('subject must be a dict with a "type", e.g. {"type": "box_job", "id": 7}')
+    key = json.dumps(subject, sort_keys=True, separators=(",", ":"))
+    if len(key) > 200:
+        raise ValueError("subject is too long: keep it to a type and an id or two")
+    try:
+        with transaction.atomic():
+            return ReviewItem.objects.create(
+                kind=ReviewKind.AMBIGUOUS,
+                dataset=dataset,
+                box_a=box,
+                subject=subject,
+                subject_key=key,
+                reason=reason,
+                priority=priority,
+            )
+    except IntegrityError:
+        existing = ReviewItem.objects.filter(
+            dataset=dataset, kind=ReviewKind.AMBIGUOUS, subject_key=key, state__in=OPEN_STATES
+        ).first()
+        if existing is None:
+            raise
+        return existing

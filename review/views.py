@@ -1,0 +1,19 @@
+"""The reviewer page: a server-rendered shell; items and decisions go through the review API."""
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_GET
+
+from config.roles import REVIEWERS, has_role
+
+
+@require_GET
+@login_required
+@ensure_csrf_cookie
+def review_page(request):
+    return render(
+        request,
+        "frontend/review.html",
+        {"is_reviewer": has_role(request.user, REVIEWERS), "dataset": request.GET.get("dataset", "")},
+    )

@@ -1,0 +1,75 @@
+"""Query counts of the worker's hot path (next task, then submit) through real token authentication.
+
+The counts are pinned so a change that adds a query per request shows up here, not only in the benchmark."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from annotation.models import Task, TaskState
+from crowd.services import token_for
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+# Statements per request, transaction control (BEGIN/SAVEPOINT/COMMIT) left out.
+NEXT_TASK_QUERIES = 4
+SUBMIT_QUERIES = 7
+
+
+def token_client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_for(user)}")
+    return client
+
+
+def statements(ctx: CaptureQueriesContext) -> list[str]:
+    control = ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT", "BEGIN", "COMMIT")
+    return [q["sql"] for q in ctx.captured_queries if not q["sql"].upper().startswith(control)]
+
+
+def cycle(client, answer: bool = True) -> tuple[list[str], list[str], dict]:
+    with CaptureQueriesContext(connection) as leased:
+        response = client.get("/api/v1/tasks/next")
+    assert response.status_code == 200
+    assignment_id = response.json()["id"]
+    with CaptureQueriesContext(connection) as submitted:
+        response = client.post(
+            f"/api/v1/assignments/{assignment_id}/submit",
+            {"answer": {"answer": answer}},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY=f"key-{assignment_id}",
+        )
+    assert response.status_code == 201
+    return statements(leased), statements(submitted), response.json()
+
+
+def test_next_task_and_submit_keep_their_query_counts(worker):
+    factories.TaskFactory()
+    next_sql, submit_sql, _ = cycle(token_client(worker))
+    assert len(next_sql) == NEXT_TASK_QUERIES, "\n".join(next_sql)
+    assert len(submit_sql) == SUBMIT_QUERIES, "\n".join(submit_sql)
+
+
+def test_submit_response_still_carries_the_task_image_and_question(worker):
+    task = factories.TaskFactory()
+    _, _, body = cycle(token_client(worker))
+    assert body["task"]["image"]["id"] == task.image_id
+    assert body["task"]["payload"]["concept"]["wnid"] == task.concept.wnid
+    assert body["state"] == "submitted"
+
+
+def test_a_split_vote_counts_yes_and_no_apart_and_closes_on_the_majority():
+    task = factories.TaskFactory(answers_wanted=3)
+    answers = [True, False, False]
+    for n, answer in enumerate(answers, start=1):
+        voter = factories.user_with_roles(f"voter{n}", ("workers",))
+        cycle(token_client(voter), answer=answer)
+        task.refresh_from_db()
+        assert task.answers_count == n
+        assert task.state == (TaskState.DONE if n == 3 else TaskState.OPEN)
+    assert task.result == {"answer": False, "yes": 1, "no": 2, "rule": "majority of 3"}
+    assert Task.objects.filter(state=TaskState.OPEN).count() == 0

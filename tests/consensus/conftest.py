@@ -1,0 +1,31 @@
+"""Fixtures for the consensus integration tests: a concept, candidate images and a pool of workers."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import Image
+from tests import factories
+
+
+@pytest.fixture
+def concept(db):
+    return factories.ConceptFactory(wnid="n02123045", name="tabby cat", gloss="a cat with a striped coat")
+
+
+def make_images(dataset, n: int) -> list[Image]:
+    return Image.objects.bulk_create(
+        Image(
+            dataset=dataset,
+            file=f"x/{dataset.pk}/{i}.png",
+            width=64,
+            height=48,
+            sha256=f"{dataset.pk}-{i:060d}",
+            phash="0" * 16,
+        )
+        for i in range(n)
+    )
+
+
+def make_workers(n: int, prefix: str = "w"):
+    return [factories.user_with_roles(f"{prefix}{i}", ("workers",)).worker for i in range(n)]

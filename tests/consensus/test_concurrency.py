@@ -1,0 +1,78 @@
+"""Votes under real concurrency on PostgreSQL: simultaneous votes on one question never lose an update, and a
+worker's simultaneous duplicate votes are stored once."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection, connections
+
+from consensus import services
+from consensus.models import ConsensusSettings, Question, QuestionRole, Vote
+
+from .conftest import make_images, make_workers
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+THREADS = 12
+
+
+def _in_thread(fn):
+    def wrapped(*args):
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()
+
+    return wrapped
+
+
+@pytest.fixture
+def calibration_question(dataset, concept):
+    # One calibration question wanting more votes than the threads cast, so every vote is accepted.
+    ConsensusSettings.objects.create(
+        dataset=dataset, calibration_min=1, calibration_max=1, calibration_votes=20, vote_cap=20
+    )
+    make_images(dataset, 1)
+    services.verification_queue(dataset=dataset, concept=concept)
+    return Question.objects.get(role=QuestionRole.CALIBRATION)
+
+
+def test_simultaneous_votes_on_one_question_are_all_counted(calibration_question):
+    workers = make_workers(THREADS)
+    barrier = threading.Barrier(THREADS)
+
+    @_in_thread
+    def vote(i: int) -> None:
+        barrier.wait()
+        services.vote_record(question=calibration_question, worker=workers[i], answer=i % 3 != 0)
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(vote, range(THREADS)))
+    q = Question.objects.get(pk=calibration_question.pk)
+    votes = Vote.objects.filter(question=q)
+    assert q.yes_count == votes.filter(answer=True).count() == 8
+    assert q.no_count == votes.filter(answer=False).count() == 4
+    assert connection.vendor == "postgresql"
+
+
+def test_simultaneous_duplicate_votes_of_one_worker_store_one(calibration_question):
+    worker = make_workers(1)[0]
+    barrier = threading.Barrier(6)
+
+    @_in_thread
+    def vote(_: int) -> str:
+        barrier.wait()
+        try:
+            services.vote_record(question=calibration_question, worker=worker, answer=True)
+            return "stored"
+        except services.AlreadyVoted:
+            return "refused"
+
+    with ThreadPoolExecutor(6) as pool:
+        outcomes = sorted(pool.map(vote, range(6)))
+    assert outcomes == ["refused"] * 5 + ["stored"]
+    q = Question.objects.get(pk=calibration_question.pk)
+    assert (q.yes_count, q.no_count) == (1, 0) and Vote.objects.count() == 1
