@@ -90,11 +90,17 @@ class MultilabelView(APIView):
                 hierarchy=hierarchy,
                 images=images,
                 order=data["order"],
+                engine=data["engine"],
                 priority=data["priority"],
             )
         except LabelingError as exc:
             raise ValidationError({"order": str(exc)}) from None
-        body = {"created": result.created, "already": result.already, "order": result.order}
+        body = {
+            "created": result.created,
+            "already": result.already,
+            "order": result.order,
+            "engine": result.engine,
+        }
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -5,5 +5,7 @@ class HierarchyConfig(AppConfig):
     name = "hierarchy"
 
     def ready(self) -> None:
-        # Registers the hierarchy question task kind with the queue.
-        from . import question_kind  # noqa: F401
+        # Registers the hierarchy question task kind with the queue and listens to consensus decisions.
+        from . import asking, question_kind  # noqa: F401
+
+        asking.subscribe()

@@ -31,6 +31,7 @@ from .models import (
     LabelingStatus,
     LabelSource,
     LeafLabel,
+    QuestionEngine,
 )
 
 # Refit the co-occurrence model when the finished images grew by this factor (and by at least MIN_NEW): fitting
@@ -48,6 +49,7 @@ class StartResult:
     created: int
     already: int
     order: str
+    engine: str
 
 
 # --- the order ---------------------------------------------------------------------------------------------
@@ -108,6 +110,7 @@ def labeling_start(
     hierarchy: Hierarchy,
     images: Sequence[Image] | None = None,
     order: str = LabelingOrder.BREADTH_FIRST,
+    engine: str = QuestionEngine.CONSENSUS,
     priority: int = 0,
 ) -> StartResult:
     """Start Algorithm 1 on the dataset's images (all by default) and put each image's first question to the
@@ -115,6 +118,8 @@ def labeling_start(
     nothing twice."""
     if order not in LabelingOrder.values:
         raise LabelingError(f"unknown order {order!r}; known: {', '.join(LabelingOrder.values)}")
+    if engine not in QuestionEngine.values:
+        raise LabelingError(f"unknown engine {engine!r}; known: {', '.join(QuestionEngine.values)}")
     graph = graph_for(hierarchy)
     with transaction.atomic():
         pool = (
@@ -137,6 +142,7 @@ def labeling_start(
                     hierarchy=hierarchy,
                     dataset=dataset,
                     order=order,
+                    engine=engine,
                     state=state.to_dict(),
                     pending_node=first,
                 )
@@ -145,7 +151,7 @@ def labeling_start(
             batch_size=500,
         )
         asking.questions_open(graph, [(labeling, first) for labeling in labelings], priority=priority)
-    return StartResult(created=len(labelings), already=len(already), order=order)
+    return StartResult(created=len(labelings), already=len(already), order=order, engine=engine)
 
 
 def labeling_answer(

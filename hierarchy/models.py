@@ -99,6 +99,11 @@ class LabelingOrder(models.TextChoices):
     CORRELATION = "correlation", "Correlation-aware (co-occurrence of the dataset's finished images)"
 
 
+class QuestionEngine(models.TextChoices):
+    CONSENSUS = "consensus", "Consensus engine (question kind hierarchy, favours yes)"
+    VOTE = "vote", "Sequential yes-biased vote (hierarchy/voting.py)"
+
+
 class LabelingStatus(models.TextChoices):
     RUNNING = "running", "Asking questions"
     DONE = "done", "Every leaf labelled"
@@ -115,6 +120,7 @@ class ImageLabeling(models.Model):
     order = models.CharField(
         max_length=16, choices=LabelingOrder.choices, default=LabelingOrder.BREADTH_FIRST
     )
+    engine = models.CharField(max_length=16, choices=QuestionEngine.choices, default=QuestionEngine.CONSENSUS)
     status = models.CharField(max_length=16, choices=LabelingStatus.choices, default=LabelingStatus.RUNNING)
     state = models.JSONField(default=dict)
     pending_node = models.CharField(max_length=32, blank=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from .models import Hierarchy, ImageLabeling, LabelingOrder
+from .models import Hierarchy, ImageLabeling, LabelingOrder, QuestionEngine
 
 
 class HierarchySerializer(serializers.ModelSerializer):
@@ -36,6 +36,7 @@ class MultilabelStartSerializer(serializers.Serializer):
         child=serializers.IntegerField(), required=False, help_text="Image ids (default: every image)."
     )
     order = serializers.ChoiceField(choices=LabelingOrder.choices, default=LabelingOrder.BREADTH_FIRST)
+    engine = serializers.ChoiceField(choices=QuestionEngine.choices, default=QuestionEngine.CONSENSUS)
     priority = serializers.IntegerField(default=0)
 
 
@@ -43,6 +44,7 @@ class MultilabelStartedSerializer(serializers.Serializer):
     created = serializers.IntegerField(help_text="Images whose labeling started now.")
     already = serializers.IntegerField(help_text="Images already being labelled with this hierarchy.")
     order = serializers.CharField()
+    engine = serializers.CharField()
 
 
 class PresentClassSerializer(serializers.Serializer):
@@ -61,7 +63,17 @@ class ImageLabelingSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ImageLabeling
-        fields = ["image", "hierarchy", "order", "status", "questions", "votes", "pending", "present"]
+        fields = [
+            "image",
+            "hierarchy",
+            "order",
+            "engine",
+            "status",
+            "questions",
+            "votes",
+            "pending",
+            "present",
+        ]
 
     def get_votes(self, labeling) -> int:
         return getattr(labeling, "votes", None) or 0

@@ -39,7 +39,7 @@ def test_organizer_starts_labeling_and_reads_progress_and_present_classes(
         format="json",
     )
     assert reply.status_code == 201, reply.json()
-    assert reply.json() == {"created": 2, "already": 0, "order": "breadth_first"}
+    assert reply.json() == {"created": 2, "already": 0, "order": "breadth_first", "engine": "consensus"}
     labeling = ImageLabeling.objects.get(image=images[0])
     for node, present in [
         ("q:animal", False),
@@ -110,7 +110,8 @@ def test_progress_query_count_does_not_grow_with_images(
 def test_worker_sees_the_question_with_gloss_and_examples_and_nothing_else(
     api_client, organizer, worker, dataset, tiny_hierarchy, images
 ):
-    api_client(organizer).post(URL.format(dataset.pk), {"hierarchy": tiny_hierarchy.pk}, format="json")
+    body = {"hierarchy": tiny_hierarchy.pk, "engine": "vote"}
+    api_client(organizer).post(URL.format(dataset.pk), body, format="json")
     reply = api_client(worker).get("/api/v1/tasks/next", {"kinds": "hierarchy_question"})
     assert reply.status_code == 200
     task = reply.json()["task"]

@@ -50,13 +50,13 @@ def images(dataset):
 
 @pytest.mark.django_db
 def test_start_opens_the_first_breadth_first_question_once_per_image(dataset, tiny_hierarchy, images):
-    result = labeling_start(dataset=dataset, hierarchy=tiny_hierarchy)
+    result = labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, engine="vote")
     assert (result.created, result.already) == (3, 0)
     tasks = Task.objects.filter(kind=TASK_KIND)
     assert tasks.count() == 3
     assert {t.payload["node"] for t in tasks} == {"q:animal"}
     assert {t.concept.wnid for t in tasks} == {"q:animal"}
-    again = labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:2])
+    again = labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:2], engine="vote")
     assert (again.created, again.already) == (0, 2)
     assert Task.objects.filter(kind=TASK_KIND).count() == 3
 
@@ -152,7 +152,7 @@ def test_vote_rule_favours_yes_on_high_level_questions():
 
 @pytest.mark.django_db
 def test_votes_through_the_queue_decide_the_question_and_ask_the_next(dataset, tiny_hierarchy, images):
-    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1], engine="vote")
     workers = [factories.user_with_roles(f"w{i}", ("workers",)).worker for i in range(3)]
     for i, (worker, vote) in enumerate(zip(workers, [False, False, False], strict=True)):
         assignment = queue.task_lease_next(worker=worker)
@@ -169,3 +169,42 @@ def test_votes_through_the_queue_decide_the_question_and_ask_the_next(dataset, t
     )
     pending = Task.objects.get(kind=TASK_KIND, state=TaskState.OPEN)
     assert pending.payload["node"] == "q:vehicle"
+
+
+def decide(question, verdict: str) -> None:
+    """What the consensus engine does when its stopping rule decides: a decision row, then the event."""
+    from consensus import events as consensus_events
+    from consensus.models import QuestionDecision
+
+    row = QuestionDecision.objects.create(
+        question=question,
+        decision=verdict,
+        yes_count=question.yes_count,
+        no_count=question.no_count,
+        estimator="dynamic",
+    )
+    consensus_events.announce(consensus_events.QuestionDecided(question=question, decision=row))
+
+
+@pytest.mark.django_db
+def test_consensus_engine_asks_hierarchy_questions_and_its_decisions_drive_the_labeling(
+    dataset, tiny_hierarchy, images
+):
+    from consensus.models import Question
+
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    first = Question.objects.get()
+    assert (first.kind, first.concept.wnid, first.image_id) == ("hierarchy", "q:animal", images[0].pk)
+    assert first.subject["labeling"] == labeling.pk and first.subject["node"] == "q:animal"
+    assert first.task.payload["question"] == "Is there ANY animal in this image?"
+    decide(first, "reject")
+    second = Question.objects.exclude(pk=first.pk).get()
+    assert second.concept.wnid == "q:vehicle"
+    decide(second, "review")  # ambiguous at the vote cap: counts as "yes" (a "no" would prune unseen)
+    labeling.refresh_from_db()
+    assert dict(labeling.answers.values_list("node__node_id", "present")) == {
+        "q:animal": False,
+        "q:vehicle": True,
+    }
+    assert labeling.pending_node == "n00007846"
