@@ -79,12 +79,18 @@ class MultilabelScenario:
     seed: int
     hierarchy_path: Path
     order: str = "breadth_first"
+    engine: str = "consensus"  # or "vote": the platform's interim yes-biased sequential vote
+    consensus: str = "dynamic"  # the consensus engine's estimator: "dynamic" or "weighted"
     positive_rate: float = 0.6  # verify only
     image_size: tuple[int, int] | None = None  # None = SceneSpec's sizes
     name: str = "multilabel"
-    kinds: tuple[str, ...] = ("hierarchy_question",)
 
     def __post_init__(self) -> None:
+        if self.engine not in ("consensus", "vote"):
+            raise ValueError("--engine must be consensus or vote")
+        if self.engine == "consensus" and self.consensus not in ("dynamic", "weighted"):
+            raise ValueError("multilabel questions use the consensus engine: --consensus dynamic or weighted")
+        self.kinds: tuple[str, ...] = ("question",) if self.engine == "consensus" else ("hierarchy_question",)
         self.hierarchy = HierarchyFile.read(self.hierarchy_path)
         keys = [c.key for c in self.classes]
         unknown = sorted(set(keys) - set(self.hierarchy.leaves))
@@ -113,10 +119,16 @@ class MultilabelScenario:
         ]
         if not match:
             raise RuntimeError(f"hierarchy {self.hierarchy.name!r} {self.hierarchy.version!r} is not loaded")
+        if self.engine == "consensus" and self.consensus != "dynamic":
+            api.call(
+                "PATCH",
+                f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
+                json_body={"estimator": self.consensus},
+            ).expect(200)
         api.call(
             "POST",
             f"/api/v1/datasets/{api.dataset_id}/multilabel/",
-            json_body={"hierarchy": match[0]["id"], "order": self.order},
+            json_body={"hierarchy": match[0]["id"], "order": self.order, "engine": self.engine},
         ).expect(201)
 
     def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
@@ -150,4 +162,5 @@ class MultilabelScenario:
             "present_true": len(truth),
             "present_found": len(predicted),
             "order": self.order,
+            "engine": self.engine if self.engine == "vote" else f"consensus/{self.consensus}",
         }

@@ -91,6 +91,13 @@ class Command(BaseCommand):
             help="Question order (multilabel): ILSVRC breadth-first, or correlation-aware.",
         )
         parser.add_argument(
+            "--engine",
+            choices=["consensus", "vote"],
+            default="consensus",
+            help="multilabel: decide questions with the consensus engine (estimator from --consensus), or the "
+            "interim yes-biased sequential vote.",
+        )
+        parser.add_argument(
             "--server",
             default=None,
             help="Base URL of a running server sharing this DATABASE_URL (accounts and concepts are created in the database directly; default: in-process).",
@@ -139,7 +146,13 @@ class Command(BaseCommand):
             extra = {"consensus": opts["consensus"], "image_size": opts["image_size"]}
         if scenario_name == "multilabel":
             self.load_hierarchy(hierarchy)
-            extra = {"hierarchy_path": hierarchy, "order": opts["order"], "image_size": opts["image_size"]}
+            extra = {
+                "hierarchy_path": hierarchy,
+                "order": opts["order"],
+                "engine": opts["engine"],
+                "consensus": opts["consensus"],
+                "image_size": opts["image_size"],
+            }
         scenario = SCENARIOS[scenario_name](
             classes=classes,
             crowd=crowd,
