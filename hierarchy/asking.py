@@ -1,10 +1,11 @@
 """How a hierarchy question reaches the crowd and how its decision comes back: the one place that knows which
 engine decides it. The labeling service calls `questions_open`; the engine calls `labeling_answer` once decided.
 
-- `consensus` (default): a consensus question of kind `hierarchy` about the node's concept, decided by the
-  calibrated stopping rule, which favours "yes" for this kind (a conservative reject threshold: a false "no"
-  prunes a whole subtree, ILSVRC §3.3.3). A question sent to review at the vote cap counts as "yes" for the same
-  reason. Its decision arrives through `consensus.events` (`question_decided` below).
+- `consensus` (default): a consensus question about the node's concept, decided by the calibrated stopping rule:
+  kind `hierarchy` for high-level questions, which favours "yes" (a conservative reject threshold: a false "no"
+  prunes a whole subtree, ILSVRC §3.3.3), and kind `image_verify` for leaves, decided symmetrically. A question
+  sent to review at the vote cap counts as "yes" for the same reason. Decisions arrive through
+  `consensus.events` (`question_decided` below).
 - `vote`: one `hierarchy_question` task decided by the sequential yes-biased vote of hierarchy/voting.py (see
   hierarchy/question_kind.py); no calibration, so it costs fewer votes on a young dataset.
 """
@@ -15,11 +16,11 @@ from collections.abc import Sequence
 
 from annotation.models import Dataset, Image, Task
 from consensus import events as consensus_events
-from consensus.models import QuestionKind, Verdict
+from consensus.models import Question, QuestionKind, QuestionState
 from consensus.services import Target, questions_create
 
-from .graph import HierarchyGraph
-from .models import ImageLabeling, QuestionEngine
+from .graph import HierarchyGraph, graph_for
+from .models import ImageLabeling, LabelingStatus, QuestionEngine
 from .voting import rule_for
 
 TASK_KIND = "hierarchy_question"
@@ -64,6 +65,13 @@ def _open_tasks(graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]]
     Task.objects.bulk_create(tasks, batch_size=500)
 
 
+def kind_for(leaf: bool) -> str:
+    """High-level questions are `hierarchy` questions (the stopping rule favours "yes"); a leaf question is the
+    plain "does this image show CONCEPT?" of image verification, decided symmetrically: a false "yes" there is a
+    wrong label, not just a few more questions."""
+    return QuestionKind.IMAGE_VERIFY if leaf else QuestionKind.HIERARCHY
+
+
 def _open_consensus_questions(
     graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]], priority: int
 ) -> None:
@@ -74,38 +82,81 @@ def _open_consensus_questions(
     groups: dict[tuple[int, str], list[ImageLabeling]] = {}
     for labeling, node_id in asks:
         groups.setdefault((labeling.dataset_id, node_id), []).append(labeling)
+    decided_already: list[tuple[ImageLabeling, str, Question]] = []
     for (dataset_id, node_id), labelings in groups.items():
         node = graph.nodes[node_id]
-        questions_create(
-            dataset=datasets[dataset_id],
-            kind=QuestionKind.HIERARCHY,
-            concept=node.concept,
-            targets=[
-                Target(image=images[labeling.image_id], subject=_subject(graph, labeling, node_id))
-                for labeling in labelings
-            ],
-            text=node.question,
-            priority=priority,
-        )
+        kind = kind_for(node.leaf)
+        # One question per (dataset, kind, concept, image): another run (verification, another hierarchy) may
+        # have asked it already. Its decision serves this image too: now if it is in, else when it comes.
+        existing = {
+            q.image_id: q
+            for q in Question.objects.filter(
+                dataset_id=dataset_id,
+                kind=kind,
+                concept_id=node.concept_id,
+                box__isnull=True,
+                image_id__in=[labeling.image_id for labeling in labelings],
+            )
+        }
+        fresh = [labeling for labeling in labelings if labeling.image_id not in existing]
+        decided_already += [
+            (labeling, node_id, existing[labeling.image_id])
+            for labeling in labelings
+            if labeling.image_id in existing and existing[labeling.image_id].is_decided
+        ]
+        if fresh:
+            questions_create(
+                dataset=datasets[dataset_id],
+                kind=kind,
+                concept=node.concept,
+                targets=[
+                    Target(image=images[labeling.image_id], subject=_subject(graph, labeling, node_id))
+                    for labeling in fresh
+                ],
+                text=node.question,
+                priority=priority,
+            )
+    for labeling, node_id, question in decided_already:
+        _answer_from(question, labeling.pk, node_id)
 
 
-def question_decided(event: consensus_events.QuestionDecided) -> None:
-    """A consensus question of kind `hierarchy` was decided: hand the answer to its image's labeling."""
+def _answer_from(question: Question, labeling_id: int, node_id: str) -> None:
     from .labeling import labeling_answer  # the labeling service imports this module
 
-    question, decision = event.question, event.decision
-    subject = question.subject or {}
-    if "labeling" not in subject:
-        return  # a hierarchy question created by someone else
     labeling_answer(
-        labeling_id=subject["labeling"],
-        node_id=subject["node"],
-        present=decision.decision != Verdict.REJECT,  # accepted, or ambiguous at the cap: favour "yes"
+        labeling_id=labeling_id,
+        node_id=node_id,
+        # Accepted, or ambiguous at the vote cap: favour "yes" (a "no" would prune what nobody looked at).
+        present=question.state != QuestionState.REJECTED,
         yes_votes=question.yes_count,
         no_votes=question.no_count,
         task=question.task,
     )
 
 
+def question_decided(event: consensus_events.QuestionDecided) -> None:
+    """A consensus question about an image was decided: hand the answer to every consensus-run labeling of that
+    image that is waiting for it (the pending node's concept is the question's)."""
+    question = event.question
+    if question.image_id is None or question.box_id is not None:
+        return
+    waiting = ImageLabeling.objects.filter(
+        image_id=question.image_id,
+        dataset_id=question.dataset_id,
+        engine=QuestionEngine.CONSENSUS,
+        status=LabelingStatus.RUNNING,
+    ).order_by("id")
+    for labeling in waiting:
+        graph = graph_for(labeling.hierarchy_id, labeling.state.get("dag"))
+        node = graph.nodes.get(labeling.pending_node)
+        if (
+            node is not None
+            and node.concept_id == question.concept_id
+            and kind_for(node.leaf) == question.kind
+        ):
+            _answer_from(question, labeling.pk, node.node_id)
+
+
 def subscribe() -> None:
     consensus_events.subscribe(QuestionKind.HIERARCHY, question_decided)
+    consensus_events.subscribe(QuestionKind.IMAGE_VERIFY, question_decided)

@@ -174,8 +174,10 @@ def test_votes_through_the_queue_decide_the_question_and_ask_the_next(dataset, t
 def decide(question, verdict: str) -> None:
     """What the consensus engine does when its stopping rule decides: a decision row, then the event."""
     from consensus import events as consensus_events
-    from consensus.models import QuestionDecision
+    from consensus.models import VERDICT_STATE, QuestionDecision
 
+    question.state = VERDICT_STATE[verdict]
+    question.save(update_fields=["state"])
     row = QuestionDecision.objects.create(
         question=question,
         decision=verdict,
@@ -208,3 +210,24 @@ def test_consensus_engine_asks_hierarchy_questions_and_its_decisions_drive_the_l
         "q:vehicle": True,
     }
     assert labeling.pending_node == "n00007846"
+
+
+@pytest.mark.django_db
+def test_leaf_questions_are_image_verification_and_reuse_a_decided_one(dataset, tiny_hierarchy, images):
+    from consensus.models import Question, QuestionState
+
+    person = Concept.objects.get(wnid=PERSON)
+    earlier = Question.objects.create(
+        kind="image_verify", dataset=dataset, concept=person, image=images[0], state=QuestionState.ACCEPTED
+    )
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    decide(Question.objects.get(concept__wnid="q:animal"), "reject")
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "accept")
+    car = Question.objects.get(concept__wnid=CAR)  # person was answered from the earlier question, unasked
+    assert car.kind == "image_verify" and car.subject["node"] == CAR
+    assert Question.objects.filter(concept=person).get() == earlier
+    decide(car, "reject")
+    labeling.refresh_from_db()
+    assert labeling.status == LabelingStatus.DONE
+    assert {ll.concept.wnid for ll in labeling.leaf_labels.filter(present=True)} == {PERSON}
