@@ -4,7 +4,7 @@ engine decides it. The labeling service calls `questions_open`; the engine calls
 - `consensus` (default): a consensus question about the node's concept, decided by the calibrated stopping rule:
   kind `hierarchy` for high-level questions, which favours "yes" (a conservative reject threshold: a false "no"
   prunes a whole subtree, ILSVRC §3.3.3), and kind `image_verify` for leaves, decided symmetrically. A question
-  sent to review at the vote cap counts as "yes" for the same reason. Decisions arrive through
+  sent to review at the vote cap is answered by the yes-biased margin rule over its votes (`present_from`). Decisions arrive through
   `consensus.events` (`question_decided` below).
 - `vote`: one `hierarchy_question` task decided by the sequential yes-biased vote of hierarchy/voting.py (see
   hierarchy/question_kind.py); no calibration, so it costs fewer votes on a young dataset.
@@ -21,7 +21,7 @@ from consensus.services import Target, questions_create
 
 from .graph import HierarchyGraph, graph_for
 from .models import ImageLabeling, LabelingStatus, QuestionEngine
-from .voting import rule_for
+from .voting import rule_for, vote_outcome
 
 TASK_KIND = "hierarchy_question"
 
@@ -117,17 +117,29 @@ def _open_consensus_questions(
                 priority=priority,
             )
     for labeling, node_id, question in decided_already:
-        _answer_from(question, labeling.pk, node_id)
+        _answer_from(question, labeling.pk, node_id, graph.nodes[node_id].leaf)
 
 
-def _answer_from(question: Question, labeling_id: int, node_id: str) -> None:
+def present_from(question: Question, leaf: bool) -> bool:
+    """The answer a decided consensus question gives Algorithm 1. A question the calibrated rule left ambiguous
+    (review at the vote cap; common while a concept's table is built from a handful of calibration questions)
+    falls back to the yes-biased margin rule of hierarchy/voting.py over its votes, and to "yes" when even that
+    is undecided: a "no" would prune what nobody looked at."""
+    if question.state == QuestionState.ACCEPTED:
+        return True
+    if question.state == QuestionState.REJECTED:
+        return False
+    outcome = vote_outcome(question.yes_count, question.no_count, rule_for(leaf))
+    return True if outcome is None else outcome
+
+
+def _answer_from(question: Question, labeling_id: int, node_id: str, leaf: bool) -> None:
     from .labeling import labeling_answer  # the labeling service imports this module
 
     labeling_answer(
         labeling_id=labeling_id,
         node_id=node_id,
-        # Accepted, or ambiguous at the vote cap: favour "yes" (a "no" would prune what nobody looked at).
-        present=question.state != QuestionState.REJECTED,
+        present=present_from(question, leaf),
         yes_votes=question.yes_count,
         no_votes=question.no_count,
         task=question.task,
@@ -154,7 +166,7 @@ def question_decided(event: consensus_events.QuestionDecided) -> None:
             and node.concept_id == question.concept_id
             and kind_for(node.leaf) == question.kind
         ):
-            _answer_from(question, labeling.pk, node.node_id)
+            _answer_from(question, labeling.pk, node.node_id, node.leaf)
 
 
 def subscribe() -> None:

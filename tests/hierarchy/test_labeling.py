@@ -231,3 +231,18 @@ def test_leaf_questions_are_image_verification_and_reuse_a_decided_one(dataset, 
     labeling.refresh_from_db()
     assert labeling.status == LabelingStatus.DONE
     assert {ll.concept.wnid for ll in labeling.leaf_labels.filter(present=True)} == {PERSON}
+
+
+def test_an_ambiguous_consensus_question_falls_back_to_the_yes_biased_margin_rule():
+    from consensus.models import Question
+    from hierarchy.asking import present_from
+
+    def q(state, yes, no):
+        return Question(state=state, yes_count=yes, no_count=no)
+
+    assert present_from(q("accepted", 0, 5), leaf=True) is True
+    assert present_from(q("rejected", 5, 0), leaf=False) is False
+    assert present_from(q("review", 0, 12), leaf=True) is False
+    assert present_from(q("review", 4, 6), leaf=False) is True  # a high-level "no" needs a lead of 3
+    assert present_from(q("review", 3, 6), leaf=False) is False
+    assert present_from(q("review", 6, 6), leaf=True) is True  # a tie at the cap: favour "yes"
