@@ -243,6 +243,7 @@ def test_an_ambiguous_consensus_question_falls_back_to_the_yes_biased_margin_rul
     assert present_from(q("accepted", 0, 5), leaf=True) is True
     assert present_from(q("rejected", 5, 0), leaf=False) is False
     assert present_from(q("review", 0, 12), leaf=True) is False
-    assert present_from(q("review", 4, 6), leaf=False) is True  # a high-level "no" needs a lead of 3
-    assert present_from(q("review", 3, 6), leaf=False) is False
+    assert present_from(q("review", 2, 4), leaf=False) is True  # a high-level "no" needs a lead of 3
+    assert present_from(q("review", 1, 4), leaf=False) is False
+    assert present_from(q("review", 4, 6), leaf=False) is False  # past the margin rule's cap: the majority
     assert present_from(q("review", 6, 6), leaf=True) is True  # a tie at the cap: favour "yes"
