@@ -1,8 +1,28 @@
-"""Read-only API over concepts and their is-a edges."""
+"""Thin DRF views: concepts (read-only), loaded hierarchies, and multi-label annotation of a dataset."""
 
-from rest_framework import serializers, viewsets
+from django.db.models import Count, Prefetch, Q
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from .models import Concept
+from annotation.models import Dataset
+from config.roles import IsOrganizer
+
+from . import selectors
+from .labeling import LabelingError, labeling_start
+from .models import Concept, Hierarchy, QuestionNode
+from .serializers import (
+    HierarchySerializer,
+    ImageLabelingSerializer,
+    MultilabelPageSerializer,
+    MultilabelStartedSerializer,
+    MultilabelStartSerializer,
+)
 
 
 class ConceptSerializer(serializers.ModelSerializer):
@@ -17,3 +37,89 @@ class ConceptViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = ConceptSerializer
     lookup_field = "wnid"
     queryset = Concept.objects.prefetch_related("parents").order_by("wnid")
+
+
+class HierarchyViewSet(viewsets.ReadOnlyModelViewSet):
+    """Question hierarchies loaded with `manage.py load_hierarchy`."""
+
+    serializer_class = HierarchySerializer
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    def get_queryset(self):
+        roots = QuestionNode.objects.filter(parents__isnull=True).order_by("position")
+        return (
+            Hierarchy.objects.annotate(
+                node_count=Count("nodes", distinct=True),
+                leaf_count=Count("nodes", filter=Q(nodes__leaf=True), distinct=True),
+            )
+            .prefetch_related(Prefetch("nodes", queryset=roots, to_attr="root_nodes"))
+            .order_by("id")
+        )
+
+
+class MultilabelView(APIView):
+    """Full multi-label annotation of a dataset by hierarchical yes/no questions (ILSVRC Algorithm 1)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    def dataset(self, request, pk: int) -> Dataset:
+        qs = Dataset.objects.all()
+        if not request.user.is_superuser:
+            qs = qs.filter(organizers=request.user)
+        return get_object_or_404(qs, pk=pk)
+
+    @extend_schema(request=MultilabelStartSerializer, responses={201: MultilabelStartedSerializer})
+    def post(self, request, pk: int):
+        """Start labeling the dataset's images (all, or `images`) with a hierarchy, in the chosen order."""
+        dataset = self.dataset(request, pk)
+        form = MultilabelStartSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        hierarchy = Hierarchy.objects.filter(pk=data["hierarchy"]).first()
+        if hierarchy is None:
+            raise ValidationError({"hierarchy": f"no hierarchy with id {data['hierarchy']}"})
+        images = None
+        if "images" in data:
+            images = list(dataset.images.filter(pk__in=data["images"]))
+            missing = sorted(set(data["images"]) - {i.pk for i in images})
+            if missing:
+                raise ValidationError({"images": f"not images of this dataset: {missing}"})
+        try:
+            result = labeling_start(
+                dataset=dataset,
+                hierarchy=hierarchy,
+                images=images,
+                order=data["order"],
+                engine=data["engine"],
+                priority=data["priority"],
+            )
+        except LabelingError as exc:
+            raise ValidationError({"order": str(exc)}) from None
+        body = {
+            "created": result.created,
+            "already": result.already,
+            "order": result.order,
+            "engine": result.engine,
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("hierarchy", int, description="Only this hierarchy's labelings."),
+            OpenApiParameter("page", int, description="Page of the per-image list."),
+        ],
+        responses=MultilabelPageSerializer,
+    )
+    def get(self, request, pk: int):
+        """Progress, and per image its status, questions, votes and present classes (paginated)."""
+        dataset = self.dataset(request, pk)
+        hierarchy = request.query_params.get("hierarchy")
+        if hierarchy is not None and not hierarchy.isdigit():
+            raise ValidationError({"hierarchy": "must be a hierarchy id (an integer)"})
+        hierarchy_id = int(hierarchy) if hierarchy else None
+        paginator = PageNumberPagination()
+        qs = selectors.labelings_of(dataset.pk, hierarchy_id)
+        page = paginator.paginate_queryset(qs, request, view=self)
+        response = paginator.get_paginated_response(ImageLabelingSerializer(page, many=True).data)
+        response.data["progress"] = selectors.multilabel_progress(dataset.pk, hierarchy_id)
+        return response

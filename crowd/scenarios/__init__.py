@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .boxes import BoxesScenario
+from .multilabel import MultilabelScenario
 from .verify import VerifyScenario
 
 SCENARIOS: dict[str, Callable[..., object]] = {
     "boxes": BoxesScenario,
     "verify": VerifyScenario,
+    "multilabel": MultilabelScenario,
 }

@@ -19,9 +19,14 @@ from crowd.scenes import SceneClass
 from crowd.services import token_for, user_create
 from crowd.simulated import Crowd, CrowdSpec
 from crowd.transport import HttpTransport, InProcessTransport
-from hierarchy.services import concepts_upsert
+from hierarchy.algorithm import DagError
+from hierarchy.fixture import FixtureError, load_fixture
+from hierarchy.services import HierarchyConflict, concepts_upsert, hierarchy_load
 
-DEFAULT_HIERARCHY = {"verify": "fixtures/hierarchies/voc20.json"}
+DEFAULT_HIERARCHY = {
+    "verify": "fixtures/hierarchies/voc20.json",
+    "multilabel": "fixtures/hierarchies/ilsvrc_det200.json",
+}
 CONSENSUS_RULES = ("dynamic", "weighted", "majority3", "majority5", "majority7")
 
 
@@ -56,7 +61,10 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--spammers", type=float, default=0.1, help="Share of spammers (default 0.1).")
         parser.add_argument(
-            "--synsets", type=int, default=10, help="Use the first K leaf synsets (default 10; 0 = all)."
+            "--synsets",
+            type=int,
+            default=None,
+            help="Use the first K leaf synsets (default 10 for verify, all for multilabel; 0 = all).",
         )
         parser.add_argument(
             "--positive-rate", type=float, default=0.6, help="Share of true candidates (verify)."
@@ -77,6 +85,19 @@ class Command(BaseCommand):
             "--hierarchy", type=Path, default=None, help="Hierarchy fixture (JSON) for the classes."
         )
         parser.add_argument(
+            "--order",
+            choices=["breadth_first", "correlation"],
+            default="breadth_first",
+            help="Question order (multilabel): ILSVRC breadth-first, or correlation-aware.",
+        )
+        parser.add_argument(
+            "--engine",
+            choices=["consensus", "vote"],
+            default="consensus",
+            help="multilabel: decide questions with the consensus engine (estimator from --consensus), or the "
+            "interim yes-biased sequential vote.",
+        )
+        parser.add_argument(
             "--server",
             default=None,
             help="Base URL of a running server sharing this DATABASE_URL (accounts and concepts are created in the database directly; default: in-process).",
@@ -93,10 +114,14 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
-        self.validate(opts)
         scenario_name = opts["scenario"]
-        hierarchy = opts["hierarchy"] or Path(settings.BASE_DIR) / DEFAULT_HIERARCHY.get(
-            scenario_name, "fixtures/hierarchies/voc20.json"
+        if opts["synsets"] is None:
+            opts["synsets"] = 0 if scenario_name == "multilabel" else 10
+        self.validate(opts)
+        hierarchy = Path(
+            opts["hierarchy"]
+            or Path(settings.BASE_DIR)
+            / DEFAULT_HIERARCHY.get(scenario_name, "fixtures/hierarchies/voc20.json")
         )
         if opts["hierarchy"] is None and not hierarchy.exists():
             nodes = synthetic_classes(opts["synsets"] or 10)
@@ -119,6 +144,15 @@ class Command(BaseCommand):
         extra = {}
         if scenario_name == "verify":
             extra = {"consensus": opts["consensus"], "image_size": opts["image_size"]}
+        if scenario_name == "multilabel":
+            self.load_hierarchy(hierarchy)
+            extra = {
+                "hierarchy_path": hierarchy,
+                "order": opts["order"],
+                "engine": opts["engine"],
+                "consensus": opts["consensus"],
+                "image_size": opts["image_size"],
+            }
         scenario = SCENARIOS[scenario_name](
             classes=classes,
             crowd=crowd,
@@ -172,6 +206,15 @@ class Command(BaseCommand):
             opts["image_size"] = (w, h)
         if problems:
             raise CommandError("; ".join(problems))
+
+    def load_hierarchy(self, path: Path) -> None:
+        """The question hierarchy, loaded as `load_hierarchy` does (a no-op when it is already loaded)."""
+        try:
+            hierarchy_load(load_fixture(path))
+        except FixtureError as exc:
+            raise CommandError(str(exc)) from None
+        except (DagError, HierarchyConflict) as exc:
+            raise CommandError(f"{path}: {exc}") from None
 
     def make_accounts(self, run_id: str, n_workers: int, nodes: list[dict]) -> Accounts:
         """The organizer and worker accounts the simulated crowd logs in with, and the concepts it asks about.

@@ -1,0 +1,174 @@
+"""How a hierarchy question reaches the crowd and how its decision comes back: the one place that knows which
+engine decides it. The labeling service calls `questions_open`; the engine calls `labeling_answer` once decided.
+
+- `consensus` (default): a consensus question about the node's concept, decided by the calibrated stopping rule:
+  kind `hierarchy` for high-level questions, which favours "yes" (a conservative reject threshold: a false "no"
+  prunes a whole subtree, ILSVRC §3.3.3), and kind `image_verify` for leaves, decided symmetrically. A question
+  sent to review at the vote cap is answered by the yes-biased margin rule over its votes (`present_from`). Decisions arrive through
+  `consensus.events` (`question_decided` below).
+- `vote`: one `hierarchy_question` task decided by the sequential yes-biased vote of hierarchy/voting.py (see
+  hierarchy/question_kind.py); no calibration, so it costs fewer votes on a young dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from annotation.models import Dataset, Image, Task
+from consensus import events as consensus_events
+from consensus.models import Question, QuestionKind, QuestionState
+from consensus.services import Target, questions_create
+
+from .graph import HierarchyGraph, graph_for
+from .models import ImageLabeling, LabelingStatus, QuestionEngine
+from .voting import rule_for, vote_outcome
+
+TASK_KIND = "hierarchy_question"
+
+
+def questions_open(
+    graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]], priority: int = 0
+) -> None:
+    """Put question `node_id` about the labeling's image to the crowd, for each (labeling, node_id)."""
+    by_engine: dict[str, list[tuple[ImageLabeling, str]]] = {}
+    for labeling, node_id in asks:
+        by_engine.setdefault(labeling.engine, []).append((labeling, node_id))
+    _open_tasks(graph, by_engine.pop(QuestionEngine.VOTE, []), priority)
+    _open_consensus_questions(graph, by_engine.pop(QuestionEngine.CONSENSUS, []), priority)
+    if by_engine:
+        raise ValueError(f"unknown question engine(s): {sorted(by_engine)}")
+
+
+def _subject(graph: HierarchyGraph, labeling: ImageLabeling, node_id: str) -> dict:
+    return {
+        "question": graph.nodes[node_id].question,
+        "node": node_id,
+        "hierarchy": graph.hierarchy_id,
+        "dag": graph.dag.fingerprint,
+        "labeling": labeling.pk,
+    }
+
+
+def _open_tasks(graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]], priority: int) -> None:
+    tasks = [
+        Task(
+            kind=TASK_KIND,
+            dataset_id=labeling.dataset_id,
+            image_id=labeling.image_id,
+            concept_id=graph.nodes[node_id].concept_id,
+            payload=_subject(graph, labeling, node_id),
+            answers_wanted=rule_for(graph.nodes[node_id].leaf).max_votes,
+            priority=priority,
+        )
+        for labeling, node_id in asks
+    ]
+    Task.objects.bulk_create(tasks, batch_size=500)
+
+
+def kind_for(leaf: bool) -> str:
+    """High-level questions are `hierarchy` questions (the stopping rule favours "yes"); a leaf question is the
+    plain "does this image show CONCEPT?" of image verification, decided symmetrically: a false "yes" there is a
+    wrong label, not just a few more questions."""
+    return QuestionKind.IMAGE_VERIFY if leaf else QuestionKind.HIERARCHY
+
+
+def _open_consensus_questions(
+    graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]], priority: int
+) -> None:
+    if not asks:
+        return
+    images = Image.objects.in_bulk({labeling.image_id for labeling, _ in asks})
+    datasets = Dataset.objects.in_bulk({labeling.dataset_id for labeling, _ in asks})
+    groups: dict[tuple[int, str], list[ImageLabeling]] = {}
+    for labeling, node_id in asks:
+        groups.setdefault((labeling.dataset_id, node_id), []).append(labeling)
+    decided_already: list[tuple[ImageLabeling, str, Question]] = []
+    for (dataset_id, node_id), labelings in groups.items():
+        node = graph.nodes[node_id]
+        kind = kind_for(node.leaf)
+        # One question per (dataset, kind, concept, image): another run (verification, another hierarchy) may
+        # have asked it already. Its decision serves this image too: now if it is in, else when it comes.
+        existing = {
+            q.image_id: q
+            for q in Question.objects.filter(
+                dataset_id=dataset_id,
+                kind=kind,
+                concept_id=node.concept_id,
+                box__isnull=True,
+                image_id__in=[labeling.image_id for labeling in labelings],
+            )
+        }
+        fresh = [labeling for labeling in labelings if labeling.image_id not in existing]
+        decided_already += [
+            (labeling, node_id, existing[labeling.image_id])
+            for labeling in labelings
+            if labeling.image_id in existing and existing[labeling.image_id].is_decided
+        ]
+        if fresh:
+            questions_create(
+                dataset=datasets[dataset_id],
+                kind=kind,
+                concept=node.concept,
+                targets=[
+                    Target(image=images[labeling.image_id], subject=_subject(graph, labeling, node_id))
+                    for labeling in fresh
+                ],
+                text=node.question,
+                priority=priority,
+            )
+    for labeling, node_id, question in decided_already:
+        _answer_from(question, labeling.pk, node_id, graph.nodes[node_id].leaf)
+
+
+def present_from(question: Question, leaf: bool) -> bool:
+    """The answer a decided consensus question gives Algorithm 1. A question the calibrated rule left ambiguous
+    (review at the vote cap; common while a concept's table is built from a handful of calibration questions)
+    falls back to the yes-biased margin rule of hierarchy/voting.py over its votes, and to "yes" when even that
+    is undecided: a "no" would prune what nobody looked at."""
+    if question.state == QuestionState.ACCEPTED:
+        return True
+    if question.state == QuestionState.REJECTED:
+        return False
+    outcome = vote_outcome(question.yes_count, question.no_count, rule_for(leaf))
+    return True if outcome is None else outcome
+
+
+def _answer_from(question: Question, labeling_id: int, node_id: str, leaf: bool) -> None:
+    from .labeling import labeling_answer  # the labeling service imports this module
+
+    labeling_answer(
+        labeling_id=labeling_id,
+        node_id=node_id,
+        present=present_from(question, leaf),
+        yes_votes=question.yes_count,
+        no_votes=question.no_count,
+        task=question.task,
+    )
+
+
+def question_decided(event: consensus_events.QuestionDecided) -> None:
+    """A consensus question about an image was decided: hand the answer to every consensus-run labeling of that
+    image that is waiting for it (the pending node's concept is the question's)."""
+    question = event.question
+    if question.image_id is None or question.box_id is not None:
+        return
+    waiting = ImageLabeling.objects.filter(
+        image_id=question.image_id,
+        dataset_id=question.dataset_id,
+        engine=QuestionEngine.CONSENSUS,
+        status=LabelingStatus.RUNNING,
+    ).order_by("id")
+    for labeling in waiting:
+        graph = graph_for(labeling.hierarchy_id, labeling.state.get("dag"))
+        node = graph.nodes.get(labeling.pending_node)
+        if (
+            node is not None
+            and node.concept_id == question.concept_id
+            and kind_for(node.leaf) == question.kind
+        ):
+            _answer_from(question, labeling.pk, node.node_id, node.leaf)
+
+
+def subscribe() -> None:
+    consensus_events.subscribe(QuestionKind.HIERARCHY, question_decided)
+    consensus_events.subscribe(QuestionKind.IMAGE_VERIFY, question_decided)

@@ -1,0 +1,230 @@
+"""Full multi-label annotation of a dataset's images by hierarchical yes/no questions (ILSVRC §3.3.3,
+Algorithm 1): start labeling, take each decided answer, ask the next question, store the final leaf labels and
+announce the present classes.
+
+The algorithm itself is the pure core hierarchy/algorithm.py; this module keeps its state in the database (one
+ImageLabeling row per image, locked while an answer is applied) and chooses the order per run: breadth-first,
+or the correlation-aware order fitted from the dataset's finished images (hierarchy/cooccurrence.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Dataset, Image
+
+from . import asking, events
+from .algorithm import LabelingState, Order, breadth_first, leaf_labels, next_question, start
+from .algorithm import answer as algorithm_answer
+from .cooccurrence import CooccurrenceModel, CorrelationOrder
+from .graph import HierarchyGraph, graph_for
+from .models import (
+    Hierarchy,
+    ImageLabeling,
+    LabelingAnswer,
+    LabelingOrder,
+    LabelingStatus,
+    LabelSource,
+    LeafLabel,
+    QuestionEngine,
+)
+
+# Refit the co-occurrence model when the finished images grew by this factor (and by at least MIN_NEW): fitting
+# reads every finished image's leaf labels, too slow to repeat on every answer of a large dataset.
+REFIT_GROWTH = 1.2
+REFIT_MIN_NEW = 5
+
+
+class LabelingError(ValueError):
+    """The request cannot be applied to the labeling as it stands; the message says why."""
+
+
+@dataclass(frozen=True)
+class StartResult:
+    created: int
+    already: int
+    order: str
+    engine: str
+
+
+# --- the order ---------------------------------------------------------------------------------------------
+
+_models: dict[tuple[int, int], tuple[int, CooccurrenceModel]] = {}
+
+
+def finished_matrix(dataset_id: int, graph: HierarchyGraph) -> np.ndarray:
+    """Images x leaves (in DAG order) presence matrix of the dataset's finished labelings of this hierarchy."""
+    labelings = list(
+        ImageLabeling.objects.filter(
+            dataset_id=dataset_id, hierarchy_id=graph.hierarchy_id, status=LabelingStatus.DONE
+        )
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    row = {pk: i for i, pk in enumerate(labelings)}
+    column = {leaf: j for j, leaf in enumerate(graph.dag.leaves)}
+    matrix = np.zeros((len(labelings), len(column)), dtype=bool)
+    for labeling_id, concept_id in LeafLabel.objects.filter(
+        labeling_id__in=labelings, present=True
+    ).values_list("labeling_id", "concept_id"):
+        matrix[row[labeling_id], column[graph.leaf_of_concept[concept_id]]] = True
+    return matrix
+
+
+def order_for(dataset_id: int, graph: HierarchyGraph, order: str) -> Order:
+    """The question order of a run. The correlation-aware order needs finished images to learn from; until the
+    dataset has some it is breadth-first."""
+    if order == LabelingOrder.BREADTH_FIRST:
+        return breadth_first
+    if order != LabelingOrder.CORRELATION:
+        raise LabelingError(f"unknown order {order!r}; known: {', '.join(LabelingOrder.values)}")
+    key = (dataset_id, graph.hierarchy_id)
+    finished = ImageLabeling.objects.filter(
+        dataset_id=dataset_id, hierarchy_id=graph.hierarchy_id, status=LabelingStatus.DONE
+    ).count()
+    if finished == 0:
+        return breadth_first
+    fitted = _models.get(key)
+    if fitted is None or finished >= max(fitted[0] * REFIT_GROWTH, fitted[0] + REFIT_MIN_NEW):
+        model = CooccurrenceModel.fit(graph.dag, graph.dag.leaves, finished_matrix(dataset_id, graph))
+        fitted = (finished, model)
+        _models[key] = fitted
+    return CorrelationOrder(fitted[1])
+
+
+def order_cache_clear() -> None:
+    _models.clear()
+
+
+# --- services ----------------------------------------------------------------------------------------------
+
+
+def labeling_start(
+    *,
+    dataset: Dataset,
+    hierarchy: Hierarchy,
+    images: Sequence[Image] | None = None,
+    order: str = LabelingOrder.BREADTH_FIRST,
+    engine: str = QuestionEngine.CONSENSUS,
+    priority: int = 0,
+) -> StartResult:
+    """Start Algorithm 1 on the dataset's images (all by default) and put each image's first question to the
+    crowd. Images already being labelled with this hierarchy are left as they are, so starting twice asks
+    nothing twice."""
+    if order not in LabelingOrder.values:
+        raise LabelingError(f"unknown order {order!r}; known: {', '.join(LabelingOrder.values)}")
+    if engine not in QuestionEngine.values:
+        raise LabelingError(f"unknown engine {engine!r}; known: {', '.join(QuestionEngine.values)}")
+    graph = graph_for(hierarchy)
+    with transaction.atomic():
+        pool = (
+            dataset.images.all() if images is None else dataset.images.filter(pk__in=[i.pk for i in images])
+        )
+        already = set(
+            ImageLabeling.objects.filter(hierarchy=hierarchy, image__in=pool).values_list(
+                "image_id", flat=True
+            )
+        )
+        fresh = [pk for pk in pool.order_by("id").values_list("id", flat=True) if pk not in already]
+        state = start(graph.dag)
+        # Before any answer every image is in the same state: one pick serves them all.
+        first = next_question(state, order_for(dataset.pk, graph, order))
+        assert first is not None  # a valid DAG has at least one node
+        labelings = ImageLabeling.objects.bulk_create(
+            [
+                ImageLabeling(
+                    image_id=pk,
+                    hierarchy=hierarchy,
+                    dataset=dataset,
+                    order=order,
+                    engine=engine,
+                    state=state.to_dict(),
+                    pending_node=first,
+                )
+                for pk in fresh
+            ],
+            batch_size=500,
+        )
+        asking.questions_open(graph, [(labeling, first) for labeling in labelings], priority=priority)
+    return StartResult(created=len(labelings), already=len(already), order=order, engine=engine)
+
+
+def labeling_answer(
+    *,
+    labeling_id: int,
+    node_id: str,
+    present: bool,
+    yes_votes: int = 0,
+    no_votes: int = 0,
+    task=None,
+) -> ImageLabeling:
+    """Apply the decided answer to question `node_id` of one image, then ask the next question or, when every
+    node is decided, store the leaf labels and announce the present classes (hierarchy.events).
+
+    Called by the question engine when it decides a question, inside its transaction. A repeated call for a
+    node already decided changes nothing."""
+    with transaction.atomic():
+        labeling = ImageLabeling.objects.select_for_update().get(pk=labeling_id)
+        graph = graph_for(labeling.hierarchy_id, labeling.state.get("dag"))
+        state = LabelingState.from_dict(labeling.state, graph.dag)
+        if node_id in state.decisions:
+            return labeling
+        if node_id != labeling.pending_node:
+            raise LabelingError(
+                f"question {node_id!r} was not asked for image {labeling.image_id} "
+                f"(pending: {labeling.pending_node or 'none'})"
+            )
+        state = algorithm_answer(state, node_id, present)
+        LabelingAnswer.objects.create(
+            labeling=labeling,
+            node=graph.nodes[node_id],
+            present=present,
+            yes_votes=yes_votes,
+            no_votes=no_votes,
+            task=task,
+        )
+        labeling.state = state.to_dict()
+        labeling.questions_asked += 1
+        following = next_question(state, order_for(labeling.dataset_id, graph, labeling.order))
+        if following is None:
+            labeling.pending_node = ""
+            labeling.status = LabelingStatus.DONE
+            labeling.finished_at = timezone.now()
+            labeling.save(update_fields=["state", "questions_asked", "pending_node", "status", "finished_at"])
+            _finish(labeling, graph, state)
+        else:
+            labeling.pending_node = following
+            labeling.save(update_fields=["state", "questions_asked", "pending_node"])
+            asking.questions_open(graph, [(labeling, following)])
+        return labeling
+
+
+def _finish(labeling: ImageLabeling, graph: HierarchyGraph, state: LabelingState) -> None:
+    labels = leaf_labels(state)
+    LeafLabel.objects.bulk_create(
+        LeafLabel(
+            labeling=labeling,
+            image_id=labeling.image_id,
+            concept_id=graph.nodes[leaf].concept_id,
+            present=label.present,
+            source=LabelSource(label.source.value),
+            via=graph.nodes[label.via] if label.via else None,
+        )
+        for leaf, label in labels.items()
+    )
+    events.announce(
+        events.LeavesPresent(
+            dataset_id=labeling.dataset_id,
+            image_id=labeling.image_id,
+            hierarchy_id=labeling.hierarchy_id,
+            labeling_id=labeling.pk,
+            concept_ids=tuple(
+                graph.nodes[leaf].concept_id for leaf, label in labels.items() if label.present
+            ),
+        )
+    )

@@ -1,0 +1,65 @@
+"""The `hierarchy_question` task kind: "Is there ANY living organism (other than people) in this image?" with the
+node's gloss and examples, answered yes/no, decided by hierarchy/voting.py (until the consensus engine takes
+over, see hierarchy/asking.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotation import binary_vote, kinds
+from annotation.models import Assignment, AssignmentState, Task, TaskState
+
+from .asking import TASK_KIND
+from .graph import graph_for
+from .labeling import labeling_answer
+from .voting import rule_for, vote_outcome
+
+
+def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
+    return binary_vote.clean_answer(task, answer)  # the same {"answer": true|false} as a plain vote
+
+
+def on_submit(assignment: Assignment) -> None:
+    task = assignment.task
+    answers = list(
+        Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
+    )
+    yes = sum(1 for a in answers if a.get("answer") is True)
+    no = len(answers) - yes
+    node = graph_for(task.payload["hierarchy"], task.payload.get("dag")).nodes[task.payload["node"]]
+    rule = rule_for(node.leaf)
+    outcome = vote_outcome(yes, no, rule)
+    if outcome is None:
+        return
+    task.state = TaskState.DONE
+    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": str(rule)}
+    labeling_answer(
+        labeling_id=task.payload["labeling"],
+        node_id=node.node_id,
+        present=outcome,
+        yes_votes=yes,
+        no_votes=no,
+        task=task,
+    )
+
+
+def public_payload(task: Task) -> dict[str, Any]:
+    graph = graph_for(task.payload["hierarchy"], task.payload.get("dag"))
+    node = graph.nodes[task.payload["node"]]
+    return {
+        "question": node.question,
+        # `concept` is what the shared yes/no renderer shows under the question: the node's name and gloss.
+        "concept": {"wnid": node.node_id, "name": node.name, "gloss": node.gloss},
+        "examples": graph.examples(node.node_id),
+    }
+
+
+KIND_SPEC = kinds.register(
+    kinds.TaskKind(
+        name=TASK_KIND,
+        title="Is there ANY ... in this image?",
+        clean_answer=clean_answer,
+        on_submit=on_submit,
+        public_payload=public_payload,
+    )
+)

@@ -1,0 +1,249 @@
+"""Algorithm 1 in the database: starting, answering through the queue, propagation with provenance, resuming
+after a restart, and the leaf-yes announcements the box pipeline subscribes to."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation import queue
+from annotation.models import Task, TaskState
+from hierarchy import events
+from hierarchy.asking import TASK_KIND
+from hierarchy.graph import graph_cache_clear
+from hierarchy.labeling import LabelingError, labeling_answer, labeling_start, order_cache_clear
+from hierarchy.models import Concept, ImageLabeling, LabelingAnswer, LabelingStatus, LeafLabel
+from hierarchy.voting import HIGH_LEVEL, LEAF, vote_outcome
+from tests import factories
+
+DOG, CAT, CAR, PERSON = "n02084071", "n02121808", "n02958343", "n00007846"
+LEAVES_UNDER = {
+    "q:animal": {DOG, CAT},
+    "q:pet": {DOG, CAT},
+    "q:vehicle": {CAR},
+}
+
+
+def truth_of(present: set[str]):
+    return lambda node: bool(LEAVES_UNDER.get(node, {node}) & present)
+
+
+def drive(labeling: ImageLabeling, present: set[str], restart_after: int | None = None) -> list[str]:
+    """Answer the pending question with the truth until the image is done; returns the asked nodes in order."""
+    asked = []
+    truth = truth_of(present)
+    while True:
+        labeling.refresh_from_db()
+        if labeling.status == LabelingStatus.DONE:
+            return asked
+        node = labeling.pending_node
+        asked.append(node)
+        labeling_answer(labeling_id=labeling.pk, node_id=node, present=truth(node))
+        if restart_after is not None and len(asked) == restart_after:
+            graph_cache_clear()  # what a restarted process has: nothing but the database
+            order_cache_clear()
+
+
+@pytest.fixture
+def images(dataset):
+    return [factories.ImageFactory(dataset=dataset) for _ in range(3)]
+
+
+@pytest.mark.django_db
+def test_start_opens_the_first_breadth_first_question_once_per_image(dataset, tiny_hierarchy, images):
+    result = labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, engine="vote")
+    assert (result.created, result.already) == (3, 0)
+    tasks = Task.objects.filter(kind=TASK_KIND)
+    assert tasks.count() == 3
+    assert {t.payload["node"] for t in tasks} == {"q:animal"}
+    assert {t.concept.wnid for t in tasks} == {"q:animal"}
+    again = labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:2], engine="vote")
+    assert (again.created, again.already) == (0, 2)
+    assert Task.objects.filter(kind=TASK_KIND).count() == 3
+
+
+@pytest.mark.django_db
+def test_no_on_a_question_labels_everything_below_without_asking(dataset, tiny_hierarchy, images):
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    asked = drive(labeling, present={CAR})
+    assert asked == ["q:animal", "q:vehicle", PERSON, CAR]  # pet, dog and cat never asked
+    labels = {ll.concept.wnid: ll for ll in LeafLabel.objects.select_related("concept", "via")}
+    assert {k for k, v in labels.items() if v.present} == {CAR}
+    assert labels[DOG].source == "no_from_ancestor" and labels[DOG].via.node_id == "q:animal"
+    assert labels[CAT].via.node_id == "q:animal"
+    assert labels[CAR].source == "asked" and labels[CAR].via is None
+    assert LabelingAnswer.objects.count() == 4
+
+
+@pytest.mark.django_db
+def test_a_yes_through_a_diamond_decides_both_parents(dataset, tiny_hierarchy, images):
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    drive(labeling, present={DOG, PERSON})
+    labeling.refresh_from_db()
+    answered = dict(LabelingAnswer.objects.values_list("node__node_id", "present"))
+    assert answered["q:animal"] is True and answered[DOG] is True
+    assert {ll.concept.wnid for ll in LeafLabel.objects.filter(present=True)} == {DOG, PERSON}
+    assert labeling.questions_asked == len(answered)
+
+
+@pytest.mark.django_db
+def test_labeling_resumes_after_a_restart_with_the_same_outcome(dataset, tiny_hierarchy, images):
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:2])
+    first, second = ImageLabeling.objects.order_by("id")
+    straight = drive(first, present={CAT, CAR})
+    resumed = drive(second, present={CAT, CAR}, restart_after=2)
+    assert resumed == straight
+    for labeling in (first, second):
+        assert {ll.concept.wnid for ll in labeling.leaf_labels.filter(present=True)} == {CAT, CAR}
+
+
+@pytest.mark.django_db
+def test_an_answer_to_a_question_not_asked_is_refused_and_a_repeat_changes_nothing(
+    dataset, tiny_hierarchy, images
+):
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    with pytest.raises(LabelingError, match="not asked"):
+        labeling_answer(labeling_id=labeling.pk, node_id=CAR, present=True)
+    labeling_answer(labeling_id=labeling.pk, node_id="q:animal", present=False)
+    labeling_answer(labeling_id=labeling.pk, node_id="q:animal", present=True)  # a late duplicate
+    labeling.refresh_from_db()
+    assert labeling.questions_asked == 1 and labeling.pending_node == "q:vehicle"
+
+
+@pytest.mark.django_db
+def test_finished_image_announces_its_present_leaves(dataset, tiny_hierarchy, images):
+    seen: list[events.LeavesPresent] = []
+    handler = events.subscribe(seen.append)
+    try:
+        labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:2])
+        first, second = ImageLabeling.objects.order_by("id")
+        drive(first, present={DOG, CAR})
+        drive(second, present=set())
+    finally:
+        events.unsubscribe(handler)
+    assert [e.image_id for e in seen] == [images[0].pk, images[1].pk]
+    assert {Concept.objects.get(pk=c).wnid for c in seen[0].concept_ids} == {DOG, CAR}
+    assert seen[1].concept_ids == ()
+
+
+@pytest.mark.django_db
+def test_correlation_order_run_finishes_with_the_same_labels(dataset, tiny_hierarchy, images):
+    for image in images:
+        labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=[image], order="correlation")
+    for labeling in ImageLabeling.objects.order_by("id"):
+        drive(labeling, present={DOG, PERSON})
+    for labeling in ImageLabeling.objects.all():
+        assert {ll.concept.wnid for ll in labeling.leaf_labels.filter(present=True)} == {DOG, PERSON}
+
+
+def test_vote_rule_favours_yes_on_high_level_questions():
+    assert vote_outcome(2, 0, HIGH_LEVEL) is True
+    assert vote_outcome(0, 2, HIGH_LEVEL) is None  # a "no" needs a lead of 3
+    assert vote_outcome(0, 3, HIGH_LEVEL) is False
+    assert vote_outcome(2, 2, HIGH_LEVEL) is None
+    assert vote_outcome(4, 3, HIGH_LEVEL) is True  # at the cap, the majority
+    assert vote_outcome(3, 4, HIGH_LEVEL) is False
+    assert vote_outcome(2, 0, LEAF) is None and vote_outcome(3, 0, LEAF) is True
+    assert vote_outcome(0, 3, LEAF) is False
+    assert vote_outcome(4, 4, LEAF) is None and vote_outcome(5, 4, LEAF) is True
+
+
+@pytest.mark.django_db
+def test_votes_through_the_queue_decide_the_question_and_ask_the_next(dataset, tiny_hierarchy, images):
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1], engine="vote")
+    workers = [factories.user_with_roles(f"w{i}", ("workers",)).worker for i in range(3)]
+    for i, (worker, vote) in enumerate(zip(workers, [False, False, False], strict=True)):
+        assignment = queue.task_lease_next(worker=worker)
+        assert assignment.task.payload["node"] == "q:animal"
+        queue.assignment_submit(assignment=assignment, answer={"answer": vote}, idempotency_key=f"k{i}")
+    first = Task.objects.filter(kind=TASK_KIND).order_by("id").first()
+    assert first.state == TaskState.DONE and first.result["answer"] is False
+    answer = LabelingAnswer.objects.get()
+    assert (answer.node.node_id, answer.present, answer.no_votes, answer.task_id) == (
+        "q:animal",
+        False,
+        3,
+        first.pk,
+    )
+    pending = Task.objects.get(kind=TASK_KIND, state=TaskState.OPEN)
+    assert pending.payload["node"] == "q:vehicle"
+
+
+def decide(question, verdict: str) -> None:
+    """What the consensus engine does when its stopping rule decides: a decision row, then the event."""
+    from consensus import events as consensus_events
+    from consensus.models import VERDICT_STATE, QuestionDecision
+
+    question.state = VERDICT_STATE[verdict]
+    question.save(update_fields=["state"])
+    row = QuestionDecision.objects.create(
+        question=question,
+        decision=verdict,
+        yes_count=question.yes_count,
+        no_count=question.no_count,
+        estimator="dynamic",
+    )
+    consensus_events.announce(consensus_events.QuestionDecided(question=question, decision=row))
+
+
+@pytest.mark.django_db
+def test_consensus_engine_asks_hierarchy_questions_and_its_decisions_drive_the_labeling(
+    dataset, tiny_hierarchy, images
+):
+    from consensus.models import Question
+
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    first = Question.objects.get()
+    assert (first.kind, first.concept.wnid, first.image_id) == ("hierarchy", "q:animal", images[0].pk)
+    assert first.subject["labeling"] == labeling.pk and first.subject["node"] == "q:animal"
+    assert first.task.payload["question"] == "Is there ANY animal in this image?"
+    decide(first, "reject")
+    second = Question.objects.exclude(pk=first.pk).get()
+    assert second.concept.wnid == "q:vehicle"
+    decide(second, "review")  # ambiguous at the vote cap: counts as "yes" (a "no" would prune unseen)
+    labeling.refresh_from_db()
+    assert dict(labeling.answers.values_list("node__node_id", "present")) == {
+        "q:animal": False,
+        "q:vehicle": True,
+    }
+    assert labeling.pending_node == "n00007846"
+
+
+@pytest.mark.django_db
+def test_leaf_questions_are_image_verification_and_reuse_a_decided_one(dataset, tiny_hierarchy, images):
+    from consensus.models import Question, QuestionState
+
+    person = Concept.objects.get(wnid=PERSON)
+    earlier = Question.objects.create(
+        kind="image_verify", dataset=dataset, concept=person, image=images[0], state=QuestionState.ACCEPTED
+    )
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    decide(Question.objects.get(concept__wnid="q:animal"), "reject")
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "accept")
+    car = Question.objects.get(concept__wnid=CAR)  # person was answered from the earlier question, unasked
+    assert car.kind == "image_verify" and car.subject["node"] == CAR
+    assert Question.objects.filter(concept=person).get() == earlier
+    decide(car, "reject")
+    labeling.refresh_from_db()
+    assert labeling.status == LabelingStatus.DONE
+    assert {ll.concept.wnid for ll in labeling.leaf_labels.filter(present=True)} == {PERSON}
+
+
+def test_an_ambiguous_consensus_question_falls_back_to_the_yes_biased_margin_rule():
+    from consensus.models import Question
+    from hierarchy.asking import present_from
+
+    def q(state, yes, no):
+        return Question(state=state, yes_count=yes, no_count=no)
+
+    assert present_from(q("accepted", 0, 5), leaf=True) is True
+    assert present_from(q("rejected", 5, 0), leaf=False) is False
+    assert present_from(q("review", 0, 12), leaf=True) is False
+    assert present_from(q("review", 2, 4), leaf=False) is True  # a high-level "no" needs a lead of 3
+    assert present_from(q("review", 1, 4), leaf=False) is False
+    assert present_from(q("review", 4, 6), leaf=False) is False  # past the margin rule's cap: the majority
+    assert present_from(q("review", 6, 6), leaf=True) is True  # a tie at the cap: favour "yes"
