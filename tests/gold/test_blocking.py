@@ -71,6 +71,11 @@ def test_a_worker_failing_gold_is_blocked_and_only_their_wrong_gold_answers_are_
         a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
         if a is None:
             break
+        if a.task_id == questions[9].task_id:
+            # Voted above without an assignment, so the queue may offer it (when, depends on the worker's id,
+            # which seeds the gold draws and differs between databases): skip it as a browser would.
+            queue.assignment_release(assignment=a)
+            continue
         truth = answers.get(a.task.image_id)
         wrong = truth is not None and i % 3 != 0  # wrong on two gold items of three
         answer = (not truth) if wrong else True
