@@ -5,12 +5,12 @@ Simulated with gold.simulation (the rules of gold.scoring, qualification and vot
 workers) rather than over HTTP, which would take minutes for a crowd large enough to measure a 1% share.
 
 Why the median and not a strict "every spammer within 20 gold answers": blocking needs P(accuracy < 0.7) >
-0.95 under the Beta posterior. A coin-flipping spammer's right answers after 20 gold items are Binomial(20, 0.5);
-the rule fires by then only if it has at most about 8 right along the way, which happens for roughly two
-spammers in three (the docs' Monte Carlo: 69%). Making every spammer blocked within 20 would need a threshold or
-confidence that also catches honest workers near 0.7 (confidence 0.9: 2% of honest workers blocked). So the test
-asserts the median (measured 14) is at most 20 and at least 55% are blocked within 20 (measured about 67%), and
-that nearly every spammer is blocked in the end.
+0.975 under the Beta posterior. A coin-flipping spammer's right answers after 20 gold items are Binomial(20, 0.5);
+the rule has fired by then only for about one spammer in two to three. Blocking every spammer within 20 would need
+a lower confidence, which also catches honest workers near 0.7: at 0.95, over runs this long, 1.1-1.4% of honest
+workers were blocked on two of three crowds (seeds 0 and 1), against 0-0.2% at 0.975. So the test asserts the
+median (measured 18; 16-20 over seeds 0, 1, 11) is at most 20, at least 50% are blocked within 20 (measured
+55-57%), and nearly every spammer is blocked in the end.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_spammers_blocked_quickly_honest_rarely_and_precision_unchanged():
         f"precision {with_spam.precision:.5f} vs {clean.precision:.5f}, gold share {with_spam.gold_share:.3f}"
     )
     assert median <= 20
-    assert with_spam.blocked_within(20) >= 0.55
+    assert with_spam.blocked_within(20) >= 0.5
     assert with_spam.spammers_blocked >= 0.95 * with_spam.spammers
 
     assert with_spam.honest_fit > 400
