@@ -9,6 +9,7 @@ reproducible whatever the order in which workers are interleaved.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -31,6 +32,7 @@ BORDERLINE_IOU_BAND = 0.1
 
 _CROWD_STREAM = 0xC20D
 _WORKER_STREAM = 0x3017
+_COLLUDER_STREAM = 0xC011
 
 
 class WorkerKind(StrEnum):
@@ -39,9 +41,12 @@ class WorkerKind(StrEnum):
     LAZY = "lazy"  # fast, overlooks small objects when drawing and when checking coverage
     RANDOM_SPAMMER = "random_spammer"  # answers yes/no at random, draws random boxes
     YES_SPAMMER = "yes_spammer"  # always answers yes, draws random boxes
+    # One of a small group that answers identically: they share one random stream per question (seeded by the
+    # question's key), so they copy each other and outvote an honest worker; their answers are mostly random.
+    COLLUDER = "colluder"
 
 
-SPAMMER_KINDS = frozenset({WorkerKind.RANDOM_SPAMMER, WorkerKind.YES_SPAMMER})
+SPAMMER_KINDS = frozenset({WorkerKind.RANDOM_SPAMMER, WorkerKind.YES_SPAMMER, WorkerKind.COLLUDER})
 
 
 class TaskKind(StrEnum):
@@ -95,6 +100,7 @@ class WorkerProfile:
     small_miss_rate: float = 0.1
     speed: float = 1.0  # multiplier on answer times; below 1 is faster
     yes_rate: float = 0.5  # P(yes) of a random spammer
+    group_seed: int = 0  # colluders with the same group seed give the same answer to the same question
 
     @property
     def is_spammer(self) -> bool:
@@ -123,13 +129,28 @@ def error_rate(profile: WorkerProfile, difficulty: float = 1.0) -> float:
     return min(0.5, max(0.0, (1.0 - profile.accuracy) * difficulty))
 
 
-def answer_binary(worker: SimulatedWorker, truth: bool, difficulty: float = 1.0) -> bool:
-    """A yes/no answer to a question whose true answer the simulator knows."""
+def question_stream(group_seed: int, question_key: object) -> np.random.Generator:
+    """The random stream a colluding group shares on one question: seeded by a stable hash of the key (not
+    Python's salted hash), so every member and every run draws the same numbers."""
+    return np.random.default_rng([group_seed, _COLLUDER_STREAM, zlib.crc32(repr(question_key).encode())])
+
+
+def answer_binary(
+    worker: SimulatedWorker, truth: bool, difficulty: float = 1.0, question_key: object = None
+) -> bool:
+    """A yes/no answer to a question whose true answer the simulator knows. `question_key` names the question
+    (e.g. (image id, concept)); colluders need it to agree with each other, without it they answer alone."""
     p = worker.profile
     if p.kind is WorkerKind.YES_SPAMMER:
         return True
     if p.kind is WorkerKind.RANDOM_SPAMMER:
         return bool(worker.rng.random() < p.yes_rate)
+    if p.kind is WorkerKind.COLLUDER:
+        # The whole group reads the same two draws, so its answers are identical: the truth with probability
+        # 2 * accuracy - 1, else a coin, so P(correct) is the profile's accuracy (0.5 by default: pure chance).
+        rng = worker.rng if question_key is None else question_stream(p.group_seed, question_key)
+        right, yes = rng.random() < 2.0 * p.accuracy - 1.0, bool(rng.random() < p.yes_rate)
+        return truth if right else yes
     wrong = worker.rng.random() < error_rate(p, difficulty)
     return (not truth) if wrong else truth
 
@@ -271,6 +292,7 @@ class CrowdSpec:
     seed: int = 0
     spammer_fraction: float = 0.1
     yes_spammer_share: float = 0.5
+    colluder_fraction: float = 0.0  # one colluding group of this share of the crowd (0: none)
     sloppy_fraction: float = 0.1
     lazy_fraction: float = 0.05
     accuracy_mean: float = 0.88
@@ -294,8 +316,10 @@ class CrowdSpec:
     def __post_init__(self) -> None:
         if self.n_workers < 1:
             raise ValueError("a crowd needs at least one worker")
-        if self.spammer_fraction + self.sloppy_fraction + self.lazy_fraction > 1:
-            raise ValueError("spammer, sloppy and lazy fractions add up to more than 1")
+        if not 0.0 <= self.colluder_fraction <= 1.0:
+            raise ValueError("colluder_fraction must be between 0 and 1")
+        if self.spammer_fraction + self.colluder_fraction + self.sloppy_fraction + self.lazy_fraction > 1:
+            raise ValueError("spammer, colluder, sloppy and lazy fractions add up to more than 1")
 
 
 class Crowd:
@@ -328,9 +352,11 @@ class Crowd:
         n_yes = round(n_spam * spec.yes_spammer_share)
         n_sloppy = round(n * spec.sloppy_fraction)
         n_lazy = round(n * spec.lazy_fraction)
+        n_coll = round(n * spec.colluder_fraction)
         kinds = (
             [WorkerKind.YES_SPAMMER] * n_yes
             + [WorkerKind.RANDOM_SPAMMER] * (n_spam - n_yes)
+            + [WorkerKind.COLLUDER] * n_coll
             + [WorkerKind.SLOPPY] * n_sloppy
             + [WorkerKind.LAZY] * n_lazy
         )
@@ -368,6 +394,7 @@ class Crowd:
                 loose_box_rate=spec.loose_box_rate,
                 small_miss_rate=spec.small_miss_rate,
                 speed=speed,
+                group_seed=spec.seed,
             )
             profile = _specialise(profile, spec)
             workers.append(SimulatedWorker(profile, [spec.seed, _WORKER_STREAM, i]))

@@ -16,10 +16,11 @@ from consensus.api import concept_by_wnid, organizer_dataset
 
 from . import services
 from .items import GoldInvalid, GoldSpec, gold_items_create
-from .models import Block, GoldItem, PaymentDecision, WorkerScore
+from .models import Block, GoldItem, GoldSettings, PaymentDecision, WorkerScore
 from .serializers import (
     GoldItemCreateSerializer,
     GoldItemSerializer,
+    GoldSettingsSerializer,
     PaymentDecisionSerializer,
     WorkerScoreSerializer,
 )
@@ -112,3 +113,22 @@ class PaymentDecideView(APIView):
     def post(self, request, dataset_id: int):
         dataset = organizer_dataset(request, dataset_id)
         return Response({"added": services.payments_decide(dataset_id=dataset.pk)})
+
+
+class GoldSettingsView(APIView):
+    """The dataset's gold policy: gold rate, qualification size, prior and blocking rule (organizers only)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=GoldSettingsSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        return Response(GoldSettingsSerializer(GoldSettings.for_dataset(dataset.pk)).data)
+
+    @extend_schema(request=GoldSettingsSerializer, responses=GoldSettingsSerializer)
+    def patch(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        form = GoldSettingsSerializer(GoldSettings.for_dataset(dataset.pk), data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        form.save(dataset=dataset)
+        return Response(form.data)

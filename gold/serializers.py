@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from consensus.models import QuestionKind
 
-from .models import GoldItem, PaymentDecision, WorkerScore
+from .models import GoldItem, GoldSettings, PaymentDecision, WorkerScore
 
 
 class GoldItemSerializer(serializers.ModelSerializer):
@@ -55,3 +55,35 @@ class PaymentDecisionSerializer(serializers.ModelSerializer):
     class Meta:
         model = PaymentDecision
         fields = ["id", "assignment", "worker", "recommendation", "reason", "created_at"]
+
+
+class GoldSettingsSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = GoldSettings
+        fields = [
+            "rate",
+            "qualification_size",
+            "qualification_pass",
+            "prior_a",
+            "prior_b",
+            "block_threshold",
+            "block_confidence",
+            "block_min_answers",
+            "bonus_lower",
+            "seed",
+        ]
+        extra_kwargs = {
+            "rate": {"min_value": 0.0, "max_value": 0.99},
+            "prior_a": {"min_value": 0.01},
+            "prior_b": {"min_value": 0.01},
+            "block_threshold": {"min_value": 0.0, "max_value": 1.0},
+            "block_confidence": {"min_value": 0.5, "max_value": 0.9999},
+            "bonus_lower": {"min_value": 0.0, "max_value": 1.0},
+        }
+
+    def validate(self, attrs):
+        size = attrs.get("qualification_size", getattr(self.instance, "qualification_size", 5))
+        passing = attrs.get("qualification_pass", getattr(self.instance, "qualification_pass", 4))
+        if passing > size:
+            raise serializers.ValidationError({"qualification_pass": "cannot exceed qualification_size"})
+        return attrs

@@ -5,6 +5,11 @@ from . import api
 urlpatterns = [
     re_path(r"^datasets/(?P<dataset_id>[0-9]+)/gold/?$", api.GoldItemListView.as_view(), name="gold-items"),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/gold-settings/?$",
+        api.GoldSettingsView.as_view(),
+        name="gold-settings",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/workers/?$", api.WorkerScoreListView.as_view(), name="gold-workers"
     ),
     re_path(

@@ -4,12 +4,17 @@ yes/no votes (ImageNet's image verification, ILSVRC §3.1.3).
 `consensus` picks the rule: "dynamic" (per-synset calibration tables, the default) or "weighted"
 (Dawid-Skene worker reliability) through the consensus API, or "majorityN" (the plain binary vote kind with a
 fixed majority of N). Every vote the crowd casts counts in votes_per_image, calibration votes included.
+
+With `gold_rate` > 0 the organizer seeds gold: a share of the images (`gold_image_share`) are ones the organizer
+labeled themselves, so they are held out of production and posted as gold items through the gold API, and the
+dataset's gold rate is set through the gold settings API. Gold tasks look like any other to the workers; the
+scenario knows which tasks were gold only because it also plays the organizer who chose the gold images.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,14 +38,24 @@ class VerifyScenario:
     # Verification needs no detail: small scenes keep generation and upload fast; None = SceneSpec's sizes.
     image_size: tuple[int, int] | None = None
     name: str = "verify"
+    gold_rate: float = 0.0  # share of a qualified worker's tasks that are gold (0: no gold at all)
+    gold_image_share: float = 0.2  # images the organizer labeled themselves, used as gold when gold_rate > 0
+    gold_answers: dict[str, int] = field(default_factory=dict)  # simulated worker id -> gold tasks answered
+    assignment_worker: dict[int, str] = field(default_factory=dict)  # assignment id -> simulated worker id
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.positive_rate <= 1.0:
             raise ValueError("--positive-rate must be between 0 and 1")
+        if not 0.0 <= self.gold_rate < 1.0:
+            raise ValueError("--gold-rate must be in [0, 1)")
+        if not 0.0 < self.gold_image_share < 1.0:
+            raise ValueError("the gold image share must be between 0 and 1")
         match = re.fullmatch(r"majority(\d+)", self.consensus)
         if self.consensus not in ("dynamic", "weighted") and not (match and int(match.group(1)) >= 1):
             raise ValueError(f"--consensus must be one of {', '.join(CONSENSUS_RULES)} (or majorityN)")
         self.majority = int(match.group(1)) if match else None
+        if self.gold_rate and self.majority is not None:
+            raise ValueError("--gold-rate needs consensus questions (dynamic or weighted), not majorityN")
         self.kinds: tuple[str, ...] = ("binary_vote",) if self.majority else ("question",)
         spec = SceneSpec(n_images=self.n_images, seed=self.seed)
         if self.image_size is not None:
@@ -49,6 +64,8 @@ class VerifyScenario:
         self.scenes: list[Scene] = generate_scenes(self.classes, spec)
         self.image_scene: dict[int, Scene] = {}
         self.candidates: list[tuple[int, str]] = []  # (scene index, class key)
+        self.gold_indices: set[int] = set()  # scenes the organizer labeled themselves (gold, not production)
+        self.gold_images: set[int] = set()
 
     def _choose_candidates(self) -> list[tuple[int, str]]:
         """One candidate synset per image: a class it shows with probability `positive_rate`, else one it
@@ -74,6 +91,8 @@ class VerifyScenario:
         index_to_image = {name_to_index[name]: image_id for name, image_id in ids.items()}
         self.index_to_image = index_to_image
         self.candidates = self._choose_candidates()
+        if self.gold_rate:
+            self._seed_gold(api)
         by_concept: dict[str, list[int]] = {}
         for index, key in self.candidates:
             by_concept.setdefault(key, []).append(index_to_image[index])
@@ -96,13 +115,46 @@ class VerifyScenario:
                 json_body={"concept": key, "images": by_concept[key], **body},
             ).expect(201)
 
+    def _seed_gold(self, api: OrganizerApi) -> None:
+        """The organizer labeled a share of the images themselves: those candidates become gold items (with the
+        true answer) instead of production questions, and the dataset's gold rate is set."""
+        rng = np.random.default_rng([self.seed, 0x601D])
+        n_gold = max(1, round(len(self.candidates) * self.gold_image_share))
+        picked = rng.choice(len(self.candidates), size=n_gold, replace=False)
+        gold = [self.candidates[int(i)] for i in sorted(picked)]
+        self.gold_indices = {index for index, _ in gold}
+        self.gold_images = {self.index_to_image[index] for index in self.gold_indices}
+        self.candidates = [c for c in self.candidates if c[0] not in self.gold_indices]
+        for index, key in gold:
+            api.call(
+                "POST",
+                f"/api/v1/datasets/{api.dataset_id}/gold/",
+                json_body={
+                    "kind": "image_verify",
+                    "concept": key,
+                    "image": self.index_to_image[index],
+                    "answer": key in self.scenes[index].class_keys,
+                },
+            ).expect(201)
+        api.call(
+            "PATCH",
+            f"/api/v1/datasets/{api.dataset_id}/gold-settings/",
+            json_body={"rate": self.gold_rate, "seed": self.seed},
+        ).expect(200)
+
     def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
         task = assignment["task"]
-        scene = self.image_scene[task["image"]["id"]]
+        image_id = task["image"]["id"]
+        scene = self.image_scene[image_id]
         key = task["payload"]["concept"]["wnid"]
         present = sorted(scene.class_keys)
         truth = key in scene.class_keys
-        yes = answer_binary(worker, truth, self.crowd.difficulty(worker, key, present))
+        yes = answer_binary(
+            worker, truth, self.crowd.difficulty(worker, key, present), question_key=(image_id, key)
+        )
+        self.assignment_worker[assignment["id"]] = worker.worker_id
+        if image_id in self.gold_images:
+            self.gold_answers[worker.worker_id] = self.gold_answers.get(worker.worker_id, 0) + 1
         return {"answer": yes}, answer_seconds(worker, TaskKind.VERIFY)
 
     def work_pending(self, api: OrganizerApi) -> bool:
@@ -140,7 +192,8 @@ class VerifyScenario:
             if key in self.scenes[index].class_keys
         }
         score = label_precision_recall(accepted, truth)
-        n = len(self.scenes)
+        n = len(self.scenes) - len(self.gold_indices)  # production images
+        gold = self._gold_summary(api, stats) if self.gold_rate else {}
         return {
             "precision": rounded(score.precision),
             "recall": rounded(score.recall),
@@ -154,4 +207,31 @@ class VerifyScenario:
             "accepted": len(accepted),
             "false_positives": score.false_positives,
             "review": review,
+            **gold,
+        }
+
+    def _gold_summary(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
+        """Gold overhead and who got blocked. The platform's worker ids come from the payment listing (each row
+        names the assignment and its worker), matched to the assignments each simulated worker answered."""
+        api.call("POST", f"/api/v1/datasets/{api.dataset_id}/payments/decide/").expect(200)
+        platform_to_sim: dict[int, str] = {}
+        for row in api.paged(f"/api/v1/datasets/{api.dataset_id}/payments/"):
+            sim = self.assignment_worker.get(row["assignment"])
+            if sim is not None:
+                platform_to_sim[row["worker"]] = sim
+        blocked_at: dict[str, int] = {}
+        for row in api.paged(f"/api/v1/datasets/{api.dataset_id}/workers/"):
+            if row["blocked"] and row["worker"] in platform_to_sim:
+                blocked_at[platform_to_sim[row["worker"]]] = row["answered"]
+        spammers = {w.worker_id for w in self.crowd if w.profile.is_spammer}
+        to_block = [n for sim, n in blocked_at.items() if sim in spammers]
+        served = sum(self.gold_answers.values())
+        return {
+            "gold_rate": self.gold_rate,
+            "gold_items": len(self.gold_indices),
+            "gold_share": rounded(served / stats.tasks_answered) if stats.tasks_answered else None,
+            "spammers": len(spammers),
+            "blocked_spammers": len(to_block),
+            "blocked_honest": len(blocked_at) - len(to_block),
+            "median_gold_to_block": float(np.median(to_block)) if to_block else None,
         }

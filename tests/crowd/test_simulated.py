@@ -231,3 +231,32 @@ def test_class_difficulty_varies_between_classes():
     values = np.array(list(crowd.class_difficulty.values()))
     assert values.std() > 0.2
     assert 0.7 < np.median(values) < 1.4
+
+
+def test_colluders_answer_each_question_identically_and_mostly_at_random():
+    crowd = Crowd.build(CrowdSpec(n_workers=50, seed=7, spammer_fraction=0, colluder_fraction=0.1))
+    group = [w for w in crowd if w.profile.kind is WorkerKind.COLLUDER]
+    assert len(group) == 5 and all(w.profile.is_spammer for w in group)
+    truths = [bool(t) for t in np.random.default_rng(0).integers(0, 2, size=400)]
+    answers = np.array(
+        [[answer_binary(w, t, question_key=(i, "cat")) for i, t in enumerate(truths)] for w in group]
+    )
+    assert (answers == answers[0]).all()  # every member copies the same answer
+    right = (answers[0] == np.array(truths)).mean()
+    assert 0.4 < right < 0.6  # a coin, not a worker who tries
+
+
+def test_colluders_differ_between_questions_and_between_groups():
+    a = Crowd.build(CrowdSpec(n_workers=20, seed=8, spammer_fraction=0, colluder_fraction=0.2))
+    b = Crowd.build(CrowdSpec(n_workers=20, seed=9, spammer_fraction=0, colluder_fraction=0.2))
+    wa = next(w for w in a if w.profile.kind is WorkerKind.COLLUDER)
+    wb = next(w for w in b if w.profile.kind is WorkerKind.COLLUDER)
+    ours = [answer_binary(wa, True, question_key=i) for i in range(200)]
+    theirs = [answer_binary(wb, True, question_key=i) for i in range(200)]
+    assert 0.3 < np.mean(ours) < 0.9 and ours != theirs
+
+
+def test_colluder_fraction_is_validated_and_zero_by_default():
+    assert not any(w.profile.kind is WorkerKind.COLLUDER for w in Crowd.build(CrowdSpec(n_workers=50)))
+    with pytest.raises(ValueError):
+        CrowdSpec(spammer_fraction=0.5, colluder_fraction=0.4, sloppy_fraction=0.2)

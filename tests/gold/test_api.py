@@ -143,3 +143,17 @@ def test_csv_import_stores_nothing_when_any_row_is_bad_and_names_the_line(datase
     assert GoldItem.objects.count() == 0
     call_command("import_gold", "--dataset", dataset.name, str(good))
     assert GoldItem.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_organizer_sets_the_gold_rate_and_workers_cannot(organizer, dataset):
+    client = client_for(organizer)
+    url = f"/api/v1/datasets/{dataset.pk}/gold-settings/"
+    assert client.get(url).json()["rate"] == 0.1
+    r = client.patch(url, {"rate": 0.2, "seed": 7}, format="json")
+    assert r.status_code == 200, r.content
+    assert GoldSettings.objects.get(dataset=dataset).rate == 0.2
+    assert client.patch(url, {"rate": 1.0}, format="json").status_code == 400
+    assert client.patch(url, {"qualification_pass": 9}, format="json").status_code == 400
+    (w,) = make_workers(1)
+    assert client_for(w.user).patch(url, {"rate": 0.5}, format="json").status_code == 403

@@ -77,6 +77,16 @@ class Command(BaseCommand):
             "a fixed majority of N votes.",
         )
         parser.add_argument(
+            "--colluders", type=float, default=0.0, help="Share of colluding workers (default 0)."
+        )
+        parser.add_argument(
+            "--gold-rate",
+            type=float,
+            default=0.0,
+            help="verify: share of tasks that are gold (default 0 = off); the organizer seeds gold from a "
+            "fifth of the images, which it labeled itself.",
+        )
+        parser.add_argument(
             "--image-size",
             default=None,
             help="verify: generated image size as WxH (default: realistic sizes; small is faster).",
@@ -138,12 +148,21 @@ class Command(BaseCommand):
         run_id = uuid.uuid4().hex[:8]
         accounts = self.make_accounts(run_id, opts["workers"], nodes)
         crowd = Crowd.build(
-            CrowdSpec(n_workers=opts["workers"], seed=opts["seed"], spammer_fraction=opts["spammers"]),
+            CrowdSpec(
+                n_workers=opts["workers"],
+                seed=opts["seed"],
+                spammer_fraction=opts["spammers"],
+                colluder_fraction=opts["colluders"],
+            ),
             class_keys=[c.key for c in classes],
         )
         extra = {}
         if scenario_name == "verify":
-            extra = {"consensus": opts["consensus"], "image_size": opts["image_size"]}
+            extra = {
+                "consensus": opts["consensus"],
+                "image_size": opts["image_size"],
+                "gold_rate": opts["gold_rate"],
+            }
         if scenario_name == "multilabel":
             self.load_hierarchy(hierarchy)
             extra = {
@@ -190,6 +209,12 @@ class Command(BaseCommand):
             problems.append("--workers must be at least 2")
         if not 0 <= opts["spammers"] < 1:
             problems.append("--spammers must be in [0, 1)")
+        if not 0 <= opts["colluders"] < 1 or opts["spammers"] + opts["colluders"] >= 1:
+            problems.append("--colluders must be in [0, 1) and leave room for honest workers")
+        if not 0 <= opts["gold_rate"] < 1:
+            problems.append("--gold-rate must be in [0, 1)")
+        if opts["gold_rate"] and (opts["scenario"] != "verify" or opts["consensus"].startswith("majority")):
+            problems.append("--gold-rate needs the verify scenario with dynamic or weighted consensus")
         if opts["concurrency"] < 1:
             problems.append("--concurrency must be at least 1")
         if opts["concurrency"] > 1 and not opts["server"]:
