@@ -28,6 +28,10 @@ MIN_DIFFERENCE = 5.0
 REDRAW_ATTEMPTS = 3
 
 KIND_TIMING = {"box_draw": TaskKind.DRAW, "box_quality": TaskKind.QUALITY, "box_coverage": TaskKind.COVERAGE}
+# The consensus engine (the default backend) serves both questions as its `question` kind: a judged `box` in
+# the payload makes it a quality question, its absence a coverage question.
+QUESTION_KIND = "question"
+KINDS = ("box_draw", "box_quality", "box_coverage", QUESTION_KIND)
 
 
 def page_rules_hold(box: tuple[float, ...], existing: np.ndarray, min_difference: float) -> bool:
@@ -51,6 +55,11 @@ def grow_to_min_side(box: tuple[float, ...], width: int, height: int) -> tuple[f
     return (round(x1, 2), round(y1, 2), round(x2, 2), round(y2, 2))
 
 
+def _coords(box: dict | list) -> list[float]:
+    """The consensus `question` payload names the coordinates; annotation's box kinds list them."""
+    return [box["x1"], box["y1"], box["x2"], box["y2"]] if isinstance(box, dict) else list(box)
+
+
 @dataclass
 class BoxesScenario:
     classes: list[SceneClass]
@@ -60,7 +69,7 @@ class BoxesScenario:
     max_boxes: int = 25
     max_rounds: int = 30
     name: str = "boxes"
-    kinds: tuple[str, ...] = ("box_draw", "box_quality", "box_coverage")
+    kinds: tuple[str, ...] = KINDS
 
     def __init__(
         self,
@@ -75,7 +84,7 @@ class BoxesScenario:
         self.classes, self.crowd, self.n_images, self.seed = classes, crowd, n_images, seed
         self.max_boxes, self.max_rounds = max_boxes, max_rounds
         self.name = "boxes"
-        self.kinds = ("box_draw", "box_quality", "box_coverage")
+        self.kinds = KINDS
         self.scenes: list[Scene] = generate_scenes(classes, SceneSpec(n_images=n_images, seed=seed))
         self.image_scene: dict[int, Scene] = {}
 
@@ -106,6 +115,11 @@ class BoxesScenario:
         payload = task["payload"]
         scene = self.image_scene[task["image"]["id"]]
         truth = scene.boxes_by_class().get(payload["concept"]["wnid"], np.zeros((0, 4)))
+        if kind == QUESTION_KIND:
+            kind = "box_quality" if payload.get("box") else "box_coverage"
+            payload = {**payload, "boxes": [_coords(b) for b in payload.get("boxes", ())]}
+            if payload.get("box"):
+                payload["box"] = _coords(payload["box"])
         seconds = answer_seconds(worker, KIND_TIMING[kind])
         if kind == "box_draw":
             shown = np.asarray([b["box"] for b in payload["boxes"]], dtype=np.float64).reshape(-1, 4)
@@ -148,7 +162,7 @@ class BoxesScenario:
         score = box_scores(truth, accepted)
         progress = api.call("GET", f"/api/v1/datasets/{api.dataset_id}/box-jobs/").expect(200)
         n = len(self.scenes)
-        votes = sum(stats.by_kind.get(k, 0) for k in ("box_quality", "box_coverage"))
+        votes = sum(stats.by_kind.get(k, 0) for k in ("box_quality", "box_coverage", QUESTION_KIND))
         return {
             "box_coverage": rounded(score.coverage),
             "box_accuracy": rounded(score.accuracy),

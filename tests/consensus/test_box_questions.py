@@ -1,17 +1,18 @@
-"""The consensus engine as the box pipeline's quality backend: the question is a consensus Question about the
-box, the drawer can never vote on it (also when it waited for a calibration table), and the decision moves the
-box job on. Coverage stays with annotation's fixed rule."""
+"""The consensus engine as the box pipeline's question backend (the default): quality and coverage questions are
+consensus Questions, the drawers can never vote on them (also when they waited for a calibration table), each
+new coverage round is a new question, and the decisions move the box job on."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.db import IntegrityError, transaction
 
 from annotation import boxes, questions
 from annotation.models import Box, BoxJob, BoxState, Task, TaskExclusion
-from consensus import box_questions
+from consensus import box_questions, question_kind
 from consensus.calibration import build_table
-from consensus.models import CalibrationTable, Question, QuestionKind, QuestionRole
+from consensus.models import CalibrationTable, Question, QuestionKind, QuestionRole, QuestionState
 from tests import factories
 from tests.annotation.boxhelpers import answer, image, lease, workers
 
@@ -20,9 +21,15 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def connected():
-    box_questions.connect()
+    box_questions.connect()  # the default (ConsensusConfig.ready), made explicit
     yield
+
+
+@pytest.fixture
+def fixed():
     box_questions.disconnect()
+    yield
+    box_questions.connect()
 
 
 @pytest.fixture
@@ -30,12 +37,12 @@ def concept():
     return factories.ConceptFactory(wnid="n02084071", name="dog")
 
 
-def with_table(concept):
+def with_table(concept, kind=QuestionKind.BOX_QUALITY):
     rng = np.random.default_rng(0)
     sequences = [list(rng.random(8) < (0.92 if i % 2 else 0.08)) for i in range(60)]
     table = build_table(sequences)
     CalibrationTable.objects.create(
-        kind=QuestionKind.BOX_QUALITY,
+        kind=kind,
         concept=concept,
         table=table.to_dict(),
         n_images=table.n_images,
@@ -61,7 +68,9 @@ def test_quality_goes_to_consensus_and_its_decision_accepts_the_box(connected, d
     box.refresh_from_db()
     assert box.state == BoxState.ACCEPTED
     assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
-    assert Task.objects.filter(kind=questions.COVERAGE).count() == 1  # coverage stays on the fixed rule
+    coverage = Question.objects.get(kind=QuestionKind.BOX_COVERAGE)
+    assert (coverage.image_id, coverage.round, coverage.box_id) == (job.image_id, 1, None)
+    assert not Task.objects.filter(kind=questions.COVERAGE).exists()
 
 
 def test_a_calibration_question_also_excludes_the_drawer(connected, dataset, concept):
@@ -75,5 +84,88 @@ def test_a_calibration_question_also_excludes_the_drawer(connected, dataset, con
     ]
 
 
-def test_without_connect_the_fixed_rule_answers(dataset, concept):
+def test_consensus_is_the_default_backend_of_both_box_questions():
+    assert questions.backend_for(questions.QUALITY).name == "consensus"
+    assert questions.backend_for(questions.COVERAGE).name == "consensus"
+
+
+def test_the_fixed_rule_stays_selectable(fixed):
     assert questions.backend_for(questions.QUALITY).name == "fixed-majority"
+    assert questions.backend_for(questions.COVERAGE).name == "fixed-majority"
+
+
+def vote_until_decided(voters, value):
+    for voter in voters:
+        if answer(voter, "question", {"answer": value}).state == "done":
+            return
+    raise AssertionError("the question took every voter without a decision")
+
+
+def test_each_coverage_round_is_a_new_question_showing_every_accepted_box(connected, dataset, concept):
+    with_table(concept)
+    with_table(concept, QuestionKind.BOX_COVERAGE)
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    first, second, *voters = workers(14)
+    answer(first, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(voters, True)  # quality: accepted
+    vote_until_decided(voters, False)  # coverage round 1: an instance is missing
+    answer(second, boxes.DRAW_KIND, {"box": [200, 200, 300, 300]})
+    vote_until_decided(voters, True)  # quality of the second box
+    rounds = list(Question.objects.filter(kind=QuestionKind.BOX_COVERAGE).values_list("round", "state"))
+    assert rounds == [(1, QuestionState.REJECTED), (2, QuestionState.OPEN)]
+    open_round = Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=2)
+    payload = question_kind.public_payload(open_round.task)
+    assert "box" not in payload
+    assert payload["boxes"] == [
+        {"x1": 10.0, "y1": 10.0, "x2": 110.0, "y2": 90.0},
+        {"x1": 200.0, "y1": 200.0, "x2": 300.0, "y2": 300.0},
+    ]
+    assert set(TaskExclusion.objects.filter(task=open_round.task).values_list("worker_id", flat=True)) == {
+        first.pk,
+        second.pk,
+    }
+    vote_until_decided(voters, True)
+    assert BoxJob.objects.get(pk=job.pk).status == "done"
+
+
+def test_the_database_refuses_a_second_open_coverage_question_for_one_image(connected, dataset, concept):
+    with_table(concept)
+    with_table(concept, QuestionKind.BOX_COVERAGE)
+    boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, *voters = workers(12)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(voters, True)
+    open_one = Question.objects.get(kind=QuestionKind.BOX_COVERAGE)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Question.objects.create(
+            kind=open_one.kind,
+            dataset=open_one.dataset,
+            concept=open_one.concept,
+            image=open_one.image,
+            round=open_one.round + 1,
+        )
+
+
+# The calibration rebuild runs on commit: this test's transactions must really commit.
+@pytest.mark.django_db(transaction=True)
+def test_box_questions_flow_through_calibration_when_fewer_than_the_minimum_exist(
+    connected, dataset, concept
+):
+    """No table yet: the few questions asked become calibration questions; once all have their calibration
+    votes the table is built from them and they are decided, so the jobs move on instead of waiting."""
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, *voters = workers(14)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    quality = Question.objects.get(kind=QuestionKind.BOX_QUALITY)
+    assert quality.role == QuestionRole.CALIBRATION
+    for voter in voters[:10]:
+        answer(voter, "question", {"answer": True})
+    assert CalibrationTable.objects.filter(kind=QuestionKind.BOX_QUALITY, concept=concept).exists()
+    quality.refresh_from_db()
+    # A table from one question is weak: the question is decided, or back in the queue for more votes.
+    if quality.state == QuestionState.OPEN:
+        assert quality.task.state == "open"
+        vote_until_decided(voters[10:], True)
+        quality.refresh_from_db()
+    assert quality.state in (QuestionState.ACCEPTED, QuestionState.REVIEW)
+    assert BoxJob.objects.get(pk=job.pk).status in ("awaiting_coverage", "review")
