@@ -13,12 +13,20 @@ from annotation.models import Box, Dataset, Image
 from hierarchy.models import Concept
 
 from . import events
-from .models import Question, QuestionKind, Verdict
-from .services import Target, questions_create
+from .calibration import prior_table
+from .models import CalibrationTable, Question, QuestionKind, Verdict
+from .services import Target, _table_cap, questions_create, table_newest
 
 SUBJECT_KEY = "box_pipeline"
 KINDS = (questions.QUALITY, questions.COVERAGE)
 _OUTCOME = {Verdict.ACCEPT: True, Verdict.REJECT: False, Verdict.REVIEW: None}
+# The table a box question kind starts from when its concept has none (docs/boxes.md, "Calibration"): workers
+# assumed right 90% of the time. Under the default thresholds (accept at P >= 0.997, reject at P <= 0.02) it
+# accepts at 3 more yes than no and rejects at 2 more no than yes: the fixed rule's few votes, but sequential.
+# It is used instead of a calibration batch because a box question excludes its drawers, so a small crowd may
+# not have the 10 distinct voters a calibration question needs, and a table measured on the handful of box
+# questions a small dataset asks is too weak to decide anything (every question would go to the vote cap).
+PRIOR_ACCURACY = 0.9
 # Verification before drawing, as with annotation's fixed rule: finishing open jobs first keeps few boxes pending.
 PRIORITY = 10
 
@@ -45,10 +53,12 @@ class ConsensusBackend:
             image = Image.objects.get(pk=question.image_id)
             target = Target(image=image, subject=subject, round=earlier + 1)
             kind = QuestionKind.BOX_COVERAGE
+        concept = Concept.objects.get(pk=question.concept_id)
+        table_ensure(kind, concept)
         (created,) = questions_create(
             dataset=Dataset.objects.get(pk=question.dataset_id),
             kind=kind,
-            concept=Concept.objects.get(pk=question.concept_id),
+            concept=concept,
             targets=[target],
             text=question.text,
             priority=PRIORITY,
@@ -57,6 +67,28 @@ class ConsensusBackend:
 
 
 BACKEND = ConsensusBackend()
+
+
+def table_ensure(kind: str, concept: Concept) -> CalibrationTable:
+    """The newest table of (kind, concept), or the prior table created now when there is none: production box
+    questions are then served at once instead of waiting for a calibration batch."""
+    found = table_newest(kind, concept.pk)
+    if found is not None:
+        return found
+    Concept.objects.select_for_update().get(pk=concept.pk)  # the rebuild's lock: one table writer at a time
+    found = table_newest(kind, concept.pk)
+    if found is not None:
+        return found
+    table = prior_table(accuracy=PRIOR_ACCURACY, cap=_table_cap())
+    return CalibrationTable.objects.create(
+        kind=kind,
+        concept=concept,
+        table=table.to_dict(),
+        n_images=0,
+        n_votes=0,
+        method=table.method,
+        last_vote_id=0,
+    )
 
 
 def on_decided(event: events.QuestionDecided) -> None:
