@@ -40,7 +40,7 @@ class ConsensusBackend:
         if question.kind == questions.QUALITY:
             box = Box.objects.select_related("image").get(pk=question.box_id)
             target = Target(image=box.image, box=box, subject=subject)
-            kind = QuestionKind.BOX_QUALITY
+            kind = str(QuestionKind.BOX_QUALITY)
         else:
             # The caller holds the job row lock, so counting the earlier rounds cannot race.
             earlier = Question.objects.filter(
@@ -52,7 +52,7 @@ class ConsensusBackend:
             ).count()
             image = Image.objects.get(pk=question.image_id)
             target = Target(image=image, subject=subject, round=earlier + 1)
-            kind = QuestionKind.BOX_COVERAGE
+            kind = str(QuestionKind.BOX_COVERAGE)
         concept = Concept.objects.get(pk=question.concept_id)
         table_ensure(kind, concept)
         (created,) = questions_create(
