@@ -26,6 +26,10 @@ from crowd.simulated import (
 MIN_SIDE = 4.0
 MIN_DIFFERENCE = 5.0
 REDRAW_ATTEMPTS = 3
+# A consensus question takes votes from distinct workers, minus the drawers it excludes, until its vote cap: a
+# cap above what a small simulated crowd can give leaves an ambiguous question open for good. The scenario
+# sets the dataset's cap to half the crowd (at most the engine's default 12) through the organizer API.
+DEFAULT_VOTE_CAP = 12
 
 KIND_TIMING = {"box_draw": TaskKind.DRAW, "box_quality": TaskKind.QUALITY, "box_coverage": TaskKind.COVERAGE}
 # The consensus engine (the default backend) serves both questions as its `question` kind: a judged `box` in
@@ -89,6 +93,12 @@ class BoxesScenario:
         self.image_scene: dict[int, Scene] = {}
 
     def setup(self, api: OrganizerApi) -> None:
+        cap = max(3, min(DEFAULT_VOTE_CAP, len(self.crowd.workers) // 2))
+        api.call(
+            "PATCH",
+            f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
+            json_body={"vote_cap": cap, "calibration_votes": min(10, cap)},
+        ).expect(200)
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
         ids = api.upload(files)
         by_name = {name: scene for (name, _), scene in zip(files, self.scenes, strict=True)}
