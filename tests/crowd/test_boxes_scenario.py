@@ -43,7 +43,9 @@ def screened_crowd(n_workers: int, seed: int) -> Crowd:
     return crowd
 
 
-def run(n_images: int, n_workers: int = 12, seed: int = 5) -> dict:
+# 16 workers: a consensus question takes up to 12 votes from distinct workers, and a coverage question excludes
+# every drawer of the image's boxes; with 12 workers an ambiguous coverage question could run out of voters.
+def run(n_images: int, n_workers: int = 16, seed: int = 5) -> dict:
     run_id = uuid.uuid4().hex[:8]
     nodes = [{"wnid": c.key, "name": c.name, "gloss": "", "parents": []} for c in CLASSES]
     accounts = Command().make_accounts(run_id, n_workers, nodes)
