@@ -163,3 +163,23 @@ def test_without_a_table_box_questions_start_from_the_prior_and_are_served_at_on
     quality.refresh_from_db()
     assert quality.state == QuestionState.ACCEPTED
     assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
+
+
+def test_voiding_a_vote_of_a_superseded_coverage_round_does_not_reopen_it(connected, dataset, concept):
+    from consensus.models import Vote
+    from consensus.voiding import votes_void
+
+    with_table(concept)
+    with_table(concept, QuestionKind.BOX_COVERAGE)
+    boxes.box_job_start(image=image(dataset), concept=concept)
+    first, second, *voters = workers(14)
+    answer(first, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(voters, True)
+    vote_until_decided(voters, False)  # round 1: no
+    answer(second, boxes.DRAW_KIND, {"box": [200, 200, 300, 300]})
+    vote_until_decided(voters, True)  # round 2 is now open
+    round_1 = Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=1)
+    votes_void(votes=Vote.objects.filter(question=round_1).values_list("pk", flat=True)[:1], reason="test")
+    round_1.refresh_from_db()
+    assert round_1.state == QuestionState.REJECTED
+    assert Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=2).state == QuestionState.OPEN
