@@ -206,9 +206,12 @@ CROWDLABEL = {
     "MAX_IMAGE_PIXELS": env_int("CROWDLABEL_MAX_IMAGE_PIXELS", 40_000_000),
     # Hamming distance (of 64 bits) under which two images' perceptual hashes count as near-duplicates.
     "NEAR_DUPLICATE_DISTANCE": env_int("CROWDLABEL_NEAR_DUPLICATE_DISTANCE", 6),
-    # Who decides the box pipeline's quality questions: "consensus" (calibrated, sequential) or "fixed" (annotation's
-    # fixed vote of 2 yes or 2 no). Coverage questions always use the fixed rule (docs/boxes.md).
-    "BOX_QUALITY_BACKEND": os.environ.get("CROWDLABEL_BOX_QUALITY_BACKEND", "fixed"),
+    # Who decides the box pipeline's quality and coverage questions: "consensus" (calibrated, sequential; the
+    # default) or "fixed" (annotation's fixed vote: quality 2 yes or 2 no, coverage 3 yes or 1 no), kept for
+    # comparison (docs/boxes.md). The older name CROWDLABEL_BOX_QUALITY_BACKEND is still read.
+    "BOX_QUESTION_BACKEND": os.environ.get(
+        "CROWDLABEL_BOX_QUESTION_BACKEND", os.environ.get("CROWDLABEL_BOX_QUALITY_BACKEND", "consensus")
+    ),
     # How long a worker holds a leased micro-task.
     "LEASE_SECONDS": env_int("CROWDLABEL_LEASE_SECONDS", 300),
     # Review queues (ILSVRC Appendix E): a pair is queued when its IoU is strictly above the threshold;

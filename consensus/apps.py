@@ -9,8 +9,9 @@ class ConsensusConfig(AppConfig):
         # Registers the `question` task kind with the queue.
         from . import question_kind  # noqa: F401
 
-        # The box pipeline's quality questions go through consensus when the deployment says so.
-        if settings.CROWDLABEL.get("BOX_QUALITY_BACKEND") == "consensus":
+        # The box pipeline's quality and coverage questions go through consensus unless the deployment chose
+        # annotation's fixed rule.
+        if settings.CROWDLABEL.get("BOX_QUESTION_BACKEND", "consensus") == "consensus":
             from .box_questions import connect
 
             connect()

@@ -1,53 +1,94 @@
-"""The consensus engine as the box pipeline's question backend: a box-quality question becomes a consensus
-`Question` (calibrated per (question kind, concept), sequential stopping) and its decision is handed back to
-`annotation.boxes.on_question_decided`.
+"""The consensus engine as the box pipeline's question backend (the default): QUALITY and COVERAGE questions
+become consensus `Question`s (calibrated per (question kind, concept), sequential stopping; ILSVRC §3.2.1 and
+§3.1.3) and each decision is handed back to `annotation.boxes.on_question_decided`.
 
-Only QUALITY is taken over. COVERAGE stays with annotation's default rule: a job asks it again after every
-accepted box about the same (image, concept), which consensus's one-question-per-(image, concept) constraint
-does not allow for box-less questions.
+A box job asks COVERAGE again after every accepted box, so each coverage question of an (image, concept) gets
+the next `round`; the database allows one undecided coverage question per (image, concept) at a time.
 """
 
 from __future__ import annotations
 
 from annotation import boxes, questions
-from annotation.models import Box, Dataset
+from annotation.models import Box, Dataset, Image
 from hierarchy.models import Concept
 
 from . import events
-from .models import QuestionKind, Verdict
-from .services import Target, questions_create
+from .calibration import prior_table
+from .models import CalibrationTable, Question, QuestionKind, Verdict
+from .services import Target, _table_cap, questions_create, table_newest
 
 SUBJECT_KEY = "box_pipeline"
-KINDS = (questions.QUALITY,)
+KINDS = (questions.QUALITY, questions.COVERAGE)
 _OUTCOME = {Verdict.ACCEPT: True, Verdict.REJECT: False, Verdict.REVIEW: None}
+# The table a box question kind starts from when its concept has none (docs/boxes.md, "Calibration"): workers
+# assumed right 90% of the time. Under the default thresholds (accept at P >= 0.997, reject at P <= 0.02) it
+# accepts at 3 more yes than no and rejects at 2 more no than yes: the fixed rule's few votes, but sequential.
+# It is used instead of a calibration batch because a box question excludes its drawers, so a small crowd may
+# not have the 10 distinct voters a calibration question needs, and a table measured on the handful of box
+# questions a small dataset asks is too weak to decide anything (every question would go to the vote cap).
+PRIOR_ACCURACY = 0.9
+# Verification before drawing, as with annotation's fixed rule: finishing open jobs first keeps few boxes pending.
+PRIORITY = 10
 
 
 class ConsensusBackend:
     name = "consensus"
 
     def ask(self, question: questions.BinaryQuestion) -> str:
-        box = Box.objects.select_related("image").get(pk=question.box_id)
+        # `exclude_workers` keeps the drawer(s) off this question, whenever its task is served.
+        subject = {SUBJECT_KEY: question.as_dict(), "exclude_workers": list(question.exclude_workers)}
+        if question.kind == questions.QUALITY:
+            box = Box.objects.select_related("image").get(pk=question.box_id)
+            target = Target(image=box.image, box=box, subject=subject)
+            kind = str(QuestionKind.BOX_QUALITY)
+        else:
+            # The caller holds the job row lock, so counting the earlier rounds cannot race.
+            earlier = Question.objects.filter(
+                dataset_id=question.dataset_id,
+                kind=QuestionKind.BOX_COVERAGE,
+                concept_id=question.concept_id,
+                image_id=question.image_id,
+                box__isnull=True,
+            ).count()
+            image = Image.objects.get(pk=question.image_id)
+            target = Target(image=image, subject=subject, round=earlier + 1)
+            kind = str(QuestionKind.BOX_COVERAGE)
+        concept = Concept.objects.get(pk=question.concept_id)
+        table_ensure(kind, concept)
         (created,) = questions_create(
             dataset=Dataset.objects.get(pk=question.dataset_id),
-            kind=QuestionKind.BOX_QUALITY,
-            concept=Concept.objects.get(pk=question.concept_id),
-            targets=[
-                Target(
-                    image=box.image,
-                    box=box,
-                    # `exclude_workers` keeps the drawer off this question, whenever its task is served.
-                    subject={
-                        SUBJECT_KEY: question.as_dict(),
-                        "exclude_workers": list(question.exclude_workers),
-                    },
-                )
-            ],
+            kind=kind,
+            concept=concept,
+            targets=[target],
             text=question.text,
+            priority=PRIORITY,
         )
         return f"question:{created.pk}"
 
 
 BACKEND = ConsensusBackend()
+
+
+def table_ensure(kind: str, concept: Concept) -> CalibrationTable:
+    """The newest table of (kind, concept), or the prior table created now when there is none: production box
+    questions are then served at once instead of waiting for a calibration batch."""
+    found = table_newest(kind, concept.pk)
+    if found is not None:
+        return found
+    Concept.objects.select_for_update().get(pk=concept.pk)  # the rebuild's lock: one table writer at a time
+    found = table_newest(kind, concept.pk)
+    if found is not None:
+        return found
+    table = prior_table(accuracy=PRIOR_ACCURACY, cap=_table_cap())
+    return CalibrationTable.objects.create(
+        kind=kind,
+        concept=concept,
+        table=table.to_dict(),
+        n_images=0,
+        n_votes=0,
+        method=table.method,
+        last_vote_id=0,
+    )
 
 
 def on_decided(event: events.QuestionDecided) -> None:
@@ -58,12 +99,21 @@ def on_decided(event: events.QuestionDecided) -> None:
     boxes.on_question_decided(questions.BinaryQuestion.from_dict(asked), outcome)
 
 
-def connect() -> None:
-    """Take over the box pipeline's QUALITY questions (called from `ConsensusConfig.ready`)."""
-    questions.register(BACKEND, kinds=KINDS)
-    events.subscribe(QuestionKind.BOX_QUALITY, on_decided)
+def shown_box_ids(subject: dict | None) -> list[int]:
+    """The accepted boxes a box question shows besides the judged one (the worker page draws them)."""
+    asked = (subject or {}).get(SUBJECT_KEY) or {}
+    return [int(b) for b in asked.get("box_ids", ())]
 
 
-def disconnect() -> None:
-    questions.unregister(KINDS)
-    events.unsubscribe(QuestionKind.BOX_QUALITY, on_decided)
+def connect(kinds: tuple[str, ...] = KINDS) -> None:
+    """Take over the box pipeline's questions (called from `ConsensusConfig.ready` unless the deployment chose
+    annotation's fixed rule)."""
+    questions.register(BACKEND, kinds=kinds)
+    for kind in kinds:
+        events.subscribe(kind, on_decided)
+
+
+def disconnect(kinds: tuple[str, ...] = KINDS) -> None:
+    questions.unregister(kinds)
+    for kind in kinds:
+        events.unsubscribe(kind, on_decided)

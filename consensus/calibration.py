@@ -426,3 +426,27 @@ def is_monotone(table: ConfidenceTable, atol: float = 0.0) -> bool:
         if np.any(np.diff(row) > atol):
             return False
     return True
+
+
+def prior_table(*, accuracy: float, prior: float = 0.5, cap: int = DEFAULT_CAP) -> ConfidenceTable:
+    """A table assumed rather than measured: every worker answers right with probability `accuracy`,
+    independently, and P(positive) is `prior` (naive Bayes over the votes). Used where a question kind must be
+    decidable before any calibration data exists (the box pipeline's questions, docs/boxes.md); a table
+    measured from calibration votes replaces it as the newest one."""
+    if not 0.5 < accuracy < 1.0 or not 0.0 < prior < 1.0:
+        raise ValueError("accuracy must be in (0.5, 1) and prior in (0, 1)")
+    a = np.arange(cap + 1, dtype=np.float64)[:, None]
+    b = np.arange(cap + 1, dtype=np.float64)[None, :]
+    log_odds = np.log(prior / (1 - prior)) + (a - b) * np.log(accuracy / (1 - accuracy))
+    probabilities = 1.0 / (1.0 + np.exp(-log_odds))
+    probabilities[(a + b) > cap] = np.nan
+    return ConfidenceTable(
+        cap=cap,
+        probabilities=probabilities,
+        n_images=0,
+        n_votes=0,
+        prior=prior,
+        method=f"prior: independent workers of accuracy {accuracy:g}, P(positive) {prior:g}",
+        sensitivity=accuracy,
+        false_positive_rate=1 - accuracy,
+    )

@@ -128,6 +128,11 @@ class Question(models.Model):
     subject = models.JSONField(
         default=dict, blank=True, help_text="Other references (e.g. a hierarchy node)."
     )
+    round = models.PositiveIntegerField(
+        default=0,
+        help_text="Tells apart questions asked again about the same subject over time (a box job asks coverage "
+        "after every accepted box: round 1, 2, ...); 0 for questions asked once.",
+    )
     role = models.CharField(max_length=16, choices=QuestionRole.choices, default=QuestionRole.PRODUCTION)
     state = models.CharField(max_length=16, choices=QuestionState.choices, default=QuestionState.OPEN)
     min_votes = models.PositiveSmallIntegerField(
@@ -145,11 +150,18 @@ class Question(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            # One question per subject and kind in a dataset: queuing verification twice asks nothing twice.
+            # One question per subject, kind and round in a dataset: queuing verification twice asks nothing
+            # twice, while a box job's coverage question is asked again in a new round after each accepted box.
+            models.UniqueConstraint(
+                fields=["dataset", "kind", "concept", "image", "round"],
+                condition=Q(box__isnull=True),
+                name="question_unique_image_subject_round",
+            ),
+            # ... but only one undecided coverage question per (image, concept) at a time.
             models.UniqueConstraint(
                 fields=["dataset", "kind", "concept", "image"],
-                condition=Q(box__isnull=True),
-                name="question_unique_image_subject",
+                condition=Q(box__isnull=True, kind="box_coverage", state__in=["waiting", "open"]),
+                name="question_one_open_coverage_per_image",
             ),
             models.UniqueConstraint(
                 fields=["dataset", "kind", "concept", "box"],

@@ -1,7 +1,7 @@
 """The `question` task kind: how the queue serves a consensus question to a worker and hands back the vote.
 
 The worker sees the question's wording, the concept (name and gloss) and the image, and for box questions the
-box; never the votes so far, P, the question's role (calibration or production) or anything gold-related.
+box judged and the accepted boxes; never the votes so far, P, the question's role (calibration or production) or anything gold-related.
 """
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from annotation import binary_vote, kinds
-from annotation.models import Assignment, Task
+from annotation.models import Assignment, Box, Task
 
-from . import services
+from . import box_questions, services
+from .models import QuestionKind
+
+BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
 
 
 def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
@@ -35,8 +38,19 @@ def public_payload(task: Task) -> dict[str, Any]:
     }
     box = task.box
     if box is not None:
-        payload["box"] = {"x1": box.x1, "y1": box.y1, "x2": box.x2, "y2": box.y2}
+        payload["box"] = _coords(box)
+    question = getattr(task, "question", None)
+    shown = box_questions.shown_box_ids(question.subject if question is not None else None)
+    if question is not None and question.kind in BOX_KINDS:
+        # Box questions show the accepted boxes too: coverage judges them all, and a quality verifier can see
+        # a box that repeats one of them.
+        found = {b.pk: b for b in Box.objects.filter(pk__in=shown)}
+        payload["boxes"] = [_coords(found[b]) for b in shown if b in found]
     return payload
+
+
+def _coords(box: Box) -> dict[str, float]:
+    return {"x1": box.x1, "y1": box.y1, "x2": box.x2, "y2": box.y2}
 
 
 KIND_SPEC = kinds.register(

@@ -167,11 +167,13 @@ def _finalize(
 
 @dataclass(frozen=True)
 class Target:
-    """What one question is about: an image, optionally a box on it, and any other references."""
+    """What one question is about: an image, optionally a box on it, and any other references. `round` tells
+    apart a question asked again about the same subject (a box job's coverage question after each new box)."""
 
     image: Image | None = None
     box: Box | None = None
     subject: dict[str, Any] | None = None
+    round: int = 0
 
 
 def _task_for(question: Question, text: str, settings: ConsensusSettings, priority: int) -> Task:
@@ -234,6 +236,7 @@ def questions_create(
                     image=target.image,
                     box=target.box,
                     subject=target.subject or {},
+                    round=target.round,
                     role=role,
                     state=QuestionState.WAITING if waiting else QuestionState.OPEN,
                     min_votes=settings.calibration_votes if is_cal else 1,

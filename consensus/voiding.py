@@ -108,6 +108,11 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
             _finalize(question, task, decision, estimate, settings)
             report.changed.append(question.pk)
         return
+    if _superseded(question):
+        # A box job asked a later coverage round since: the job moved on, so reopening this round would only
+        # break the one-undecided-coverage-question constraint. Its verdict stands, recounted.
+        report.recounted.append(question.pk)
+        return
     # The remaining votes no longer decide it: back to the queue, with an append-only row saying so.
     question.state = QuestionState.OPEN
     question.p = estimate.p if estimate is not None else None
@@ -125,3 +130,18 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
     if task is not None:
         task.state, task.result, task.lease_expires_at = TaskState.OPEN, None, None
     report.reopened.append(question.pk)
+
+
+def _superseded(question: Question) -> bool:
+    """Whether a later round of this (box coverage) question exists for the same image and concept."""
+    return (
+        question.round > 0
+        and Question.objects.filter(
+            dataset_id=question.dataset_id,
+            kind=question.kind,
+            concept_id=question.concept_id,
+            image_id=question.image_id,
+            box__isnull=True,
+            round__gt=question.round,
+        ).exists()
+    )

@@ -26,8 +26,17 @@ from crowd.simulated import (
 MIN_SIDE = 4.0
 MIN_DIFFERENCE = 5.0
 REDRAW_ATTEMPTS = 3
+# A consensus question takes votes from distinct workers, minus the drawers it excludes, until its vote cap: a
+# cap above what a small simulated crowd can give leaves an ambiguous question open for good, while a low cap
+# sends many to review (a cap of 6 with 12 workers: 11 of 61 jobs). The scenario sets the dataset's cap to the
+# crowd size minus 2 (at most the engine's default 12) through the organizer API.
+DEFAULT_VOTE_CAP = 12
 
 KIND_TIMING = {"box_draw": TaskKind.DRAW, "box_quality": TaskKind.QUALITY, "box_coverage": TaskKind.COVERAGE}
+# The consensus engine (the default backend) serves both questions as its `question` kind: a judged `box` in
+# the payload makes it a quality question, its absence a coverage question.
+QUESTION_KIND = "question"
+KINDS = ("box_draw", "box_quality", "box_coverage", QUESTION_KIND)
 
 
 def page_rules_hold(box: tuple[float, ...], existing: np.ndarray, min_difference: float) -> bool:
@@ -51,6 +60,11 @@ def grow_to_min_side(box: tuple[float, ...], width: int, height: int) -> tuple[f
     return (round(x1, 2), round(y1, 2), round(x2, 2), round(y2, 2))
 
 
+def _coords(box: dict | list) -> list[float]:
+    """The consensus `question` payload names the coordinates; annotation's box kinds list them."""
+    return [box["x1"], box["y1"], box["x2"], box["y2"]] if isinstance(box, dict) else list(box)
+
+
 @dataclass
 class BoxesScenario:
     classes: list[SceneClass]
@@ -60,7 +74,7 @@ class BoxesScenario:
     max_boxes: int = 25
     max_rounds: int = 30
     name: str = "boxes"
-    kinds: tuple[str, ...] = ("box_draw", "box_quality", "box_coverage")
+    kinds: tuple[str, ...] = KINDS
 
     def __init__(
         self,
@@ -75,11 +89,17 @@ class BoxesScenario:
         self.classes, self.crowd, self.n_images, self.seed = classes, crowd, n_images, seed
         self.max_boxes, self.max_rounds = max_boxes, max_rounds
         self.name = "boxes"
-        self.kinds = ("box_draw", "box_quality", "box_coverage")
+        self.kinds = KINDS
         self.scenes: list[Scene] = generate_scenes(classes, SceneSpec(n_images=n_images, seed=seed))
         self.image_scene: dict[int, Scene] = {}
 
     def setup(self, api: OrganizerApi) -> None:
+        cap = max(3, min(DEFAULT_VOTE_CAP, len(self.crowd.workers) - 2))
+        api.call(
+            "PATCH",
+            f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
+            json_body={"vote_cap": cap, "calibration_votes": min(10, cap)},
+        ).expect(200)
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
         ids = api.upload(files)
         by_name = {name: scene for (name, _), scene in zip(files, self.scenes, strict=True)}
@@ -106,6 +126,11 @@ class BoxesScenario:
         payload = task["payload"]
         scene = self.image_scene[task["image"]["id"]]
         truth = scene.boxes_by_class().get(payload["concept"]["wnid"], np.zeros((0, 4)))
+        if kind == QUESTION_KIND:
+            kind = "box_quality" if payload.get("box") else "box_coverage"
+            payload = {**payload, "boxes": [_coords(b) for b in payload.get("boxes", ())]}
+            if payload.get("box"):
+                payload["box"] = _coords(payload["box"])
         seconds = answer_seconds(worker, KIND_TIMING[kind])
         if kind == "box_draw":
             shown = np.asarray([b["box"] for b in payload["boxes"]], dtype=np.float64).reshape(-1, 4)
@@ -148,7 +173,7 @@ class BoxesScenario:
         score = box_scores(truth, accepted)
         progress = api.call("GET", f"/api/v1/datasets/{api.dataset_id}/box-jobs/").expect(200)
         n = len(self.scenes)
-        votes = sum(stats.by_kind.get(k, 0) for k in ("box_quality", "box_coverage"))
+        votes = sum(stats.by_kind.get(k, 0) for k in ("box_quality", "box_coverage", QUESTION_KIND))
         return {
             "box_coverage": rounded(score.coverage),
             "box_accuracy": rounded(score.accuracy),

@@ -1,17 +1,18 @@
-"""The consensus engine as the box pipeline's quality backend: the question is a consensus Question about the
-box, the drawer can never vote on it (also when it waited for a calibration table), and the decision moves the
-box job on. Coverage stays with annotation's fixed rule."""
+"""The consensus engine as the box pipeline's question backend (the default): quality and coverage questions are
+consensus Questions, the drawers can never vote on them (also when they waited for a calibration table), each
+new coverage round is a new question, and the decisions move the box job on."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.db import IntegrityError, transaction
 
 from annotation import boxes, questions
 from annotation.models import Box, BoxJob, BoxState, Task, TaskExclusion
-from consensus import box_questions
+from consensus import box_questions, question_kind
 from consensus.calibration import build_table
-from consensus.models import CalibrationTable, Question, QuestionKind, QuestionRole
+from consensus.models import CalibrationTable, Question, QuestionKind, QuestionRole, QuestionState
 from tests import factories
 from tests.annotation.boxhelpers import answer, image, lease, workers
 
@@ -20,9 +21,15 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def connected():
-    box_questions.connect()
+    box_questions.connect()  # the default (ConsensusConfig.ready), made explicit
     yield
+
+
+@pytest.fixture
+def fixed():
     box_questions.disconnect()
+    yield
+    box_questions.connect()
 
 
 @pytest.fixture
@@ -30,12 +37,12 @@ def concept():
     return factories.ConceptFactory(wnid="n02084071", name="dog")
 
 
-def with_table(concept):
+def with_table(concept, kind=QuestionKind.BOX_QUALITY):
     rng = np.random.default_rng(0)
     sequences = [list(rng.random(8) < (0.92 if i % 2 else 0.08)) for i in range(60)]
     table = build_table(sequences)
     CalibrationTable.objects.create(
-        kind=QuestionKind.BOX_QUALITY,
+        kind=kind,
         concept=concept,
         table=table.to_dict(),
         n_images=table.n_images,
@@ -61,19 +68,118 @@ def test_quality_goes_to_consensus_and_its_decision_accepts_the_box(connected, d
     box.refresh_from_db()
     assert box.state == BoxState.ACCEPTED
     assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
-    assert Task.objects.filter(kind=questions.COVERAGE).count() == 1  # coverage stays on the fixed rule
+    coverage = Question.objects.get(kind=QuestionKind.BOX_COVERAGE)
+    assert (coverage.image_id, coverage.round, coverage.box_id) == (job.image_id, 1, None)
+    assert not Task.objects.filter(kind=questions.COVERAGE).exists()
 
 
-def test_a_calibration_question_also_excludes_the_drawer(connected, dataset, concept):
+def test_a_question_served_on_the_prior_table_also_excludes_the_drawer(connected, dataset, concept):
     boxes.box_job_start(image=image(dataset), concept=concept)
     (drawer,) = workers(1)
     answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
     question = Question.objects.get()
-    assert question.role == QuestionRole.CALIBRATION and question.task_id is not None
+    assert question.role == QuestionRole.PRODUCTION and question.task_id is not None
     assert list(TaskExclusion.objects.filter(task=question.task).values_list("worker_id", flat=True)) == [
         drawer.pk
     ]
 
 
-def test_without_connect_the_fixed_rule_answers(dataset, concept):
+def test_consensus_is_the_default_backend_of_both_box_questions():
+    assert questions.backend_for(questions.QUALITY).name == "consensus"
+    assert questions.backend_for(questions.COVERAGE).name == "consensus"
+
+
+def test_the_fixed_rule_stays_selectable(fixed):
     assert questions.backend_for(questions.QUALITY).name == "fixed-majority"
+    assert questions.backend_for(questions.COVERAGE).name == "fixed-majority"
+
+
+def vote_until_decided(voters, value):
+    for voter in voters:
+        if answer(voter, "question", {"answer": value}).state == "done":
+            return
+    raise AssertionError("the question took every voter without a decision")
+
+
+def test_each_coverage_round_is_a_new_question_showing_every_accepted_box(connected, dataset, concept):
+    with_table(concept)
+    with_table(concept, QuestionKind.BOX_COVERAGE)
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    first, second, *voters = workers(14)
+    answer(first, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(voters, True)  # quality: accepted
+    vote_until_decided(voters, False)  # coverage round 1: an instance is missing
+    answer(second, boxes.DRAW_KIND, {"box": [200, 200, 300, 300]})
+    vote_until_decided(voters, True)  # quality of the second box
+    rounds = list(Question.objects.filter(kind=QuestionKind.BOX_COVERAGE).values_list("round", "state"))
+    assert rounds == [(1, QuestionState.REJECTED), (2, QuestionState.OPEN)]
+    open_round = Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=2)
+    payload = question_kind.public_payload(open_round.task)
+    assert "box" not in payload
+    assert payload["boxes"] == [
+        {"x1": 10.0, "y1": 10.0, "x2": 110.0, "y2": 90.0},
+        {"x1": 200.0, "y1": 200.0, "x2": 300.0, "y2": 300.0},
+    ]
+    assert set(TaskExclusion.objects.filter(task=open_round.task).values_list("worker_id", flat=True)) == {
+        first.pk,
+        second.pk,
+    }
+    vote_until_decided(voters, True)
+    assert BoxJob.objects.get(pk=job.pk).status == "done"
+
+
+def test_the_database_refuses_a_second_open_coverage_question_for_one_image(connected, dataset, concept):
+    with_table(concept)
+    with_table(concept, QuestionKind.BOX_COVERAGE)
+    boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, *voters = workers(12)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(voters, True)
+    open_one = Question.objects.get(kind=QuestionKind.BOX_COVERAGE)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Question.objects.create(
+            kind=open_one.kind,
+            dataset=open_one.dataset,
+            concept=open_one.concept,
+            image=open_one.image,
+            round=open_one.round + 1,
+        )
+
+
+def test_without_a_table_box_questions_start_from_the_prior_and_are_served_at_once(
+    connected, dataset, concept
+):
+    """No calibration batch to wait for: the prior table (workers right 90% of the time) decides after 3 more
+    yes than no, so the job moves on."""
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, *voters = workers(6)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    quality = Question.objects.get(kind=QuestionKind.BOX_QUALITY)
+    assert quality.role == QuestionRole.PRODUCTION and quality.state == QuestionState.OPEN
+    assert CalibrationTable.objects.get(kind=QuestionKind.BOX_QUALITY, concept=concept).n_images == 0
+    for voter in voters[:2]:
+        assert answer(voter, "question", {"answer": True}).state == "open"
+    assert answer(voters[2], "question", {"answer": True}).state == "done"
+    quality.refresh_from_db()
+    assert quality.state == QuestionState.ACCEPTED
+    assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
+
+
+def test_voiding_a_vote_of_a_superseded_coverage_round_does_not_reopen_it(connected, dataset, concept):
+    from consensus.models import Vote
+    from consensus.voiding import votes_void
+
+    with_table(concept)
+    with_table(concept, QuestionKind.BOX_COVERAGE)
+    boxes.box_job_start(image=image(dataset), concept=concept)
+    first, second, *voters = workers(14)
+    answer(first, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(voters, True)
+    vote_until_decided(voters, False)  # round 1: no
+    answer(second, boxes.DRAW_KIND, {"box": [200, 200, 300, 300]})
+    vote_until_decided(voters, True)  # round 2 is now open
+    round_1 = Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=1)
+    votes_void(votes=Vote.objects.filter(question=round_1).values_list("pk", flat=True)[:1], reason="test")
+    round_1.refresh_from_db()
+    assert round_1.state == QuestionState.REJECTED
+    assert Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=2).state == QuestionState.OPEN

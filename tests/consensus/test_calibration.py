@@ -169,3 +169,13 @@ def test_refining_with_more_votes_moves_the_table_towards_the_truth():
 @pytest.mark.parametrize(("candidates", "size"), [(10, 10), (50, 20), (500, 50), (5000, 100)])
 def test_calibration_sample_is_ten_percent_clamped_to_20_and_100(candidates, size):
     assert calibration_sample_size(candidates) == size
+
+
+def test_the_prior_table_follows_the_vote_margin_and_is_monotone():
+    from consensus.calibration import is_monotone, prior_table
+
+    table = prior_table(accuracy=0.9, cap=12)
+    assert table.p_positive(3, 0) > 0.997 > table.p_positive(2, 0)
+    assert table.p_positive(0, 2) < 0.02 < table.p_positive(0, 1)
+    assert table.p_positive(5, 2) == pytest.approx(table.p_positive(3, 0))
+    assert is_monotone(table)

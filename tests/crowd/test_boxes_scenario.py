@@ -43,7 +43,9 @@ def screened_crowd(n_workers: int, seed: int) -> Crowd:
     return crowd
 
 
-def run(n_images: int, n_workers: int = 12, seed: int = 5) -> dict:
+# 16 workers: a consensus question takes up to 12 votes from distinct workers, and a coverage question excludes
+# every drawer of the image's boxes; with 12 workers an ambiguous coverage question could run out of voters.
+def run(n_images: int, n_workers: int = 16, seed: int = 5) -> dict:
     run_id = uuid.uuid4().hex[:8]
     nodes = [{"wnid": c.key, "name": c.name, "gloss": "", "parents": []} for c in CLASSES]
     accounts = Command().make_accounts(run_id, n_workers, nodes)
@@ -54,7 +56,9 @@ def run(n_images: int, n_workers: int = 12, seed: int = 5) -> dict:
     )
 
 
-@pytest.mark.django_db
+# transaction=True: the consensus engine rebuilds a calibration table on commit, which a test wrapped in one
+# transaction never reaches.
+@pytest.mark.django_db(transaction=True)
 def test_a_simulated_crowd_boxes_synthetic_scenes_to_the_ilsvrc_coverage_and_accuracy():
     summary = run(n_images=N_IMAGES)
     print(json.dumps(summary))
@@ -64,7 +68,8 @@ def test_a_simulated_crowd_boxes_synthetic_scenes_to_the_ilsvrc_coverage_and_acc
     assert summary["box_coverage"] >= 0.979, summary
     assert summary["box_accuracy"] >= 0.992, summary
     assert summary["worker_seconds_per_image"] > 0 and summary["votes_per_image"] > 0
-    assert set(summary["tasks_by_kind"]) == {"box_draw", "box_quality", "box_coverage"}
+    # quality and coverage are consensus questions (the default backend)
+    assert set(summary["tasks_by_kind"]) == {"box_draw", "question"}
 
 
 @pytest.mark.django_db

@@ -89,5 +89,6 @@ def test_a_box_drawn_by_mouse_on_a_scaled_image_is_stored_in_original_pixels(
     finally:
         context.close()
     vote = Assignment.objects.get(worker__user__username="bob", state=AssignmentState.SUBMITTED)
-    assert vote.answer == {"answer": True} and vote.task.kind == "box_quality"
+    # Quality is a consensus question (the default backend), drawn by kinds/question.js.
+    assert vote.answer == {"answer": True} and vote.task.kind == "question"
     assert page.console_errors == []
