@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from hierarchy.models import Concept
+
 from . import geometry, pipeline, questions
 from .models import (
     Box,
@@ -74,6 +76,18 @@ def box_job_start(
             return BoxJob.objects.get(image=image, concept=concept), False
         _execute(job, state, effects)
         return job, True
+
+
+def on_leaves_present(event) -> int:
+    """Hand-off from full multi-label annotation (hierarchy.events.LeavesPresent): every leaf class found
+    present in an image gets its box job, in the transaction that stored the labels. Returns jobs created."""
+    if not event.concept_ids:
+        return 0
+    image = Image.objects.get(pk=event.image_id)
+    created = 0
+    for concept in Concept.objects.filter(pk__in=event.concept_ids).order_by("id"):
+        created += box_job_start(image=image, concept=concept)[1]
+    return created
 
 
 @dataclass(frozen=True)
