@@ -35,6 +35,7 @@ from .serializers import (
     SubmitSerializer,
     VoteResultSerializer,
     VoteTasksSerializer,
+    dataset_images,
 )
 
 
@@ -115,12 +116,7 @@ class DatasetViewSet(
         concept = Concept.objects.filter(wnid=data["concept"]).first()
         if concept is None:
             raise ValidationError({"concept": f"no concept with wnid {data['concept']!r}"})
-        images = None
-        if "images" in data:
-            images = list(dataset.images.filter(pk__in=data["images"]))
-            missing = sorted(set(data["images"]) - {i.pk for i in images})
-            if missing:
-                raise ValidationError({"images": f"not images of this dataset: {missing}"})
+        images = dataset_images(dataset, data)
         tasks = binary_vote.vote_tasks_create(
             dataset=dataset,
             concept=concept,
@@ -164,12 +160,7 @@ class DatasetViewSet(
         form.is_valid(raise_exception=True)
         data = form.validated_data
         concept = self._concept(data["concept"])
-        images = None
-        if "images" in data:
-            images = list(dataset.images.filter(pk__in=data["images"]).order_by("id"))
-            missing = sorted(set(data["images"]) - {i.pk for i in images})
-            if missing:
-                raise ValidationError({"images": f"not images of this dataset: {missing}"})
+        images = dataset_images(dataset, data)
         report = boxes.box_jobs_start(
             dataset=dataset,
             concept=concept,

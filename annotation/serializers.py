@@ -162,3 +162,15 @@ class BoxSerializer(serializers.Serializer):
     y2 = serializers.FloatField()
     state = serializers.CharField()
     drawn_by = serializers.IntegerField(source="drawn_by_id", allow_null=True)
+
+
+def dataset_images(dataset, data: dict) -> list | None:
+    """The images named by an organizer request's optional `images` ids (None when absent: all of them);
+    an id that is not an image of `dataset` is a 400 naming it."""
+    if "images" not in data:
+        return None
+    images = list(dataset.images.filter(pk__in=data["images"]).order_by("id"))
+    missing = sorted(set(data["images"]) - {image.pk for image in images})
+    if missing:
+        raise serializers.ValidationError({"images": f"not images of this dataset: {missing}"})
+    return images

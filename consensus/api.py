@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Dataset
+from annotation.serializers import dataset_images
 from config.roles import IsOrganizer
 from hierarchy.models import Concept
 
@@ -78,12 +79,7 @@ class VerificationView(APIView):
         form.is_valid(raise_exception=True)
         data = form.validated_data
         concept = concept_by_wnid(data["concept"])
-        images = None
-        if "images" in data:
-            images = list(dataset.images.filter(pk__in=data["images"]))
-            missing = sorted(set(data["images"]) - {i.pk for i in images})
-            if missing:
-                raise ValidationError({"images": f"not images of this dataset: {missing}"})
+        images = dataset_images(dataset, data)
         plan = services.verification_queue(
             dataset=dataset, concept=concept, images=images, calibrate=data["calibrate"]
         )

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Dataset
+from annotation.serializers import dataset_images
 from config.roles import IsOrganizer
 
 from . import selectors
@@ -78,12 +79,7 @@ class MultilabelView(APIView):
         hierarchy = Hierarchy.objects.filter(pk=data["hierarchy"]).first()
         if hierarchy is None:
             raise ValidationError({"hierarchy": f"no hierarchy with id {data['hierarchy']}"})
-        images = None
-        if "images" in data:
-            images = list(dataset.images.filter(pk__in=data["images"]))
-            missing = sorted(set(data["images"]) - {i.pk for i in images})
-            if missing:
-                raise ValidationError({"images": f"not images of this dataset: {missing}"})
+        images = dataset_images(dataset, data)
         try:
             result = labeling_start(
                 dataset=dataset,

@@ -7,13 +7,14 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from annotation import queue
 from annotation.models import Assignment, AssignmentState, Dataset, Image, Task, TaskState
 from crowd.models import Worker
 from hierarchy.models import Concept
 from tests import factories
+from tests.threads import in_thread
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -34,22 +35,12 @@ def _make_tasks(n: int) -> None:
     )
 
 
-def _run_in_thread(fn):
-    def wrapped(*args):
-        try:
-            return fn(*args)
-        finally:
-            connections.close_all()
-
-    return wrapped
-
-
 def test_fifty_workers_drain_a_thousand_tasks_each_leased_exactly_once():
     _make_tasks(TASKS)
     workers = [factories.user_with_roles(f"w{i}", ("workers",)).worker for i in range(THREADS)]
     start = threading.Barrier(THREADS)
 
-    @_run_in_thread
+    @in_thread
     def drain(worker: Worker) -> list[int]:
         taken = []
         start.wait()
@@ -79,7 +70,7 @@ def test_simultaneous_retries_of_one_submit_store_it_once():
     assignment = queue.task_lease_next(worker=worker)
     barrier = threading.Barrier(8)
 
-    @_run_in_thread
+    @in_thread
     def retry(_):
         barrier.wait()
         return queue.assignment_submit(
@@ -110,14 +101,14 @@ def test_expiry_sweep_running_during_leasing_never_double_leases():
     Assignment.objects.filter(state=AssignmentState.LEASED).update(expires_at=past)
     fresh = [factories.user_with_roles(f"y{i}", ("workers",)).worker for i in range(10)]
 
-    @_run_in_thread
+    @in_thread
     def lease_all(worker):
         out = []
         while (a := queue.task_lease_next(worker=worker)) is not None:
             out.append(a.task_id)
         return out
 
-    @_run_in_thread
+    @in_thread
     def sweep(_):
         return queue.leases_expire()
 

@@ -7,26 +7,17 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from consensus import services
 from consensus.models import ConsensusSettings, Question, QuestionRole, Vote
+from tests.threads import in_thread
 
 from .conftest import make_images, make_workers
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 THREADS = 12
-
-
-def _in_thread(fn):
-    def wrapped(*args):
-        try:
-            return fn(*args)
-        finally:
-            connections.close_all()
-
-    return wrapped
 
 
 @pytest.fixture
@@ -44,7 +35,7 @@ def test_simultaneous_votes_on_one_question_are_all_counted(calibration_question
     workers = make_workers(THREADS)
     barrier = threading.Barrier(THREADS)
 
-    @_in_thread
+    @in_thread
     def vote(i: int) -> None:
         barrier.wait()
         services.vote_record(question=calibration_question, worker=workers[i], answer=i % 3 != 0)
@@ -62,7 +53,7 @@ def test_simultaneous_duplicate_votes_of_one_worker_store_one(calibration_questi
     worker = make_workers(1)[0]
     barrier = threading.Barrier(6)
 
-    @_in_thread
+    @in_thread
     def vote(_: int) -> str:
         barrier.wait()
         try:

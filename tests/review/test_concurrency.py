@@ -7,27 +7,17 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connections
 
 from annotation.models import Box, BoxState, Dataset, Image
 from hierarchy.models import Concept
 from review import services
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem
 from tests import factories
+from tests.threads import in_thread
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 THREADS = 8
-
-
-def _in_thread(fn):
-    def wrapped(*args):
-        try:
-            return fn(*args)
-        finally:
-            connections.close_all()
-
-    return wrapped
 
 
 def _pairs(n_images: int, boxes_per_image: int = 2) -> Dataset:
@@ -52,7 +42,7 @@ def test_reviewers_draining_the_queue_decide_every_item_exactly_once():
     reviewers = [factories.user_with_roles(f"r{i}", ("reviewers",)) for i in range(THREADS)]
     start = threading.Barrier(THREADS)
 
-    @_in_thread
+    @in_thread
     def drain(reviewer) -> list[int]:
         decided = []
         start.wait()
@@ -77,7 +67,7 @@ def test_simultaneous_decides_of_one_item_store_one_decision():
     item = services.review_lease_next(reviewer=reviewer)
     start = threading.Barrier(THREADS)
 
-    @_in_thread
+    @in_thread
     def decide(_):
         start.wait()
         try:
@@ -109,7 +99,7 @@ def test_two_reviewers_removing_the_same_box_from_different_pairs_never_deadlock
             )
         jobs.append((ab, ac, a))
 
-    @_in_thread
+    @in_thread
     def decide(args):
         item, reviewer, barrier = args
         barrier.wait()
