@@ -17,7 +17,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
-from hierarchy.models import Concept
 
 from . import binary_vote, boxes, hooks, kinds, queue
 from .ingest import images_ingest, item_read
@@ -35,6 +34,7 @@ from .serializers import (
     SubmitSerializer,
     VoteResultSerializer,
     VoteTasksSerializer,
+    concept_by_wnid,
     dataset_images,
 )
 
@@ -113,9 +113,7 @@ class DatasetViewSet(
         form = VoteTasksSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        concept = Concept.objects.filter(wnid=data["concept"]).first()
-        if concept is None:
-            raise ValidationError({"concept": f"no concept with wnid {data['concept']!r}"})
+        concept = concept_by_wnid(data["concept"])
         images = dataset_images(dataset, data)
         tasks = binary_vote.vote_tasks_create(
             dataset=dataset,
@@ -126,12 +124,6 @@ class DatasetViewSet(
         )
         return Response({"created": len(tasks)}, status=status.HTTP_201_CREATED)
 
-    def _concept(self, wnid: str) -> Concept:
-        concept = Concept.objects.filter(wnid=wnid).first()
-        if concept is None:
-            raise ValidationError({"concept": f"no concept with wnid {wnid!r}"})
-        return concept
-
     @extend_schema(
         parameters=[OpenApiParameter("concept", str, description="Only jobs of this concept (wnid).")],
         responses=BoxJobProgressSerializer,
@@ -141,7 +133,7 @@ class DatasetViewSet(
         """Progress of the box pipeline: jobs per status, and why jobs went to review."""
         dataset = self.get_object()
         wnid = request.query_params.get("concept")
-        concept = self._concept(wnid) if wnid else None
+        concept = concept_by_wnid(wnid) if wnid else None
         counts = boxes.status_counts(dataset, concept)
         jobs = BoxJob.objects.filter(dataset=dataset).exclude(review_reason="")
         if concept is not None:
@@ -159,7 +151,7 @@ class DatasetViewSet(
         form = BoxJobsStartSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        concept = self._concept(data["concept"])
+        concept = concept_by_wnid(data["concept"])
         images = dataset_images(dataset, data)
         report = boxes.box_jobs_start(
             dataset=dataset,
@@ -191,7 +183,7 @@ class DatasetViewSet(
             raise ValidationError({"state": f"must be one of {', '.join(BoxState.values)}"})
         qs = Box.objects.filter(image__dataset=dataset, state=state).select_related("concept")
         if params.get("concept"):
-            qs = qs.filter(concept=self._concept(params["concept"]))
+            qs = qs.filter(concept=concept_by_wnid(params["concept"]))
         if params.get("image"):
             if not params["image"].isdigit():
                 raise ValidationError({"image": "must be an image id (an integer)"})

@@ -174,3 +174,13 @@ def dataset_images(dataset, data: dict) -> list | None:
     if missing:
         raise serializers.ValidationError({"images": f"not images of this dataset: {missing}"})
     return images
+
+
+def concept_by_wnid(wnid: str, field: str = "concept"):
+    """The concept an organizer request names by wnid; an unknown wnid is a 400 on `field`."""
+    from hierarchy.models import Concept
+
+    concept = Concept.objects.filter(wnid=wnid).first()
+    if concept is None:
+        raise serializers.ValidationError({field: f"no concept with wnid {wnid!r}"})
+    return concept

@@ -7,13 +7,13 @@ from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Dataset
-from annotation.serializers import dataset_images
+from annotation.serializers import concept_by_wnid, dataset_images
 from config.roles import IsOrganizer
 from hierarchy.models import Concept
 
@@ -37,13 +37,6 @@ def organizer_datasets(user):
 
 def organizer_dataset(request, dataset_id: int) -> Dataset:
     return get_object_or_404(organizer_datasets(request.user), pk=dataset_id)
-
-
-def concept_by_wnid(wnid: str, field: str = "concept") -> Concept:
-    concept = Concept.objects.filter(wnid=wnid).first()
-    if concept is None:
-        raise ValidationError({field: f"no concept with wnid {wnid!r}"})
-    return concept
 
 
 class ConsensusSettingsView(APIView):
