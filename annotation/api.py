@@ -258,7 +258,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"])
     def submit(self, request, pk=None):
-        assignment = self.get_object()
+        if not str(pk).isdigit():
+            raise NotFound("No such assignment.")
         key = request.headers.get("Idempotency-Key", "").strip()
         if not key or len(key) > 128:
             raise ValidationError(
@@ -268,8 +269,13 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         form.is_valid(raise_exception=True)
         try:
             result = queue.assignment_submit(
-                assignment=assignment, answer=form.validated_data["answer"], idempotency_key=key
+                assignment=int(pk),
+                worker=request.user.worker,
+                answer=form.validated_data["answer"],
+                idempotency_key=key,
             )
+        except Assignment.DoesNotExist:  # another worker's assignment looks the same as none at all
+            raise NotFound("No such assignment.") from None
         except kinds.AnswerInvalid as exc:
             raise ValidationError({"answer": str(exc)}) from None
         except queue.QueueError as exc:

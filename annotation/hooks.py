@@ -12,14 +12,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from django.db.models import QuerySet
-
     from .models import Assignment
 
 # (worker, kinds_wanted, dataset_id, now) -> an Assignment it leased instead of the normal next task, or None.
 LeaseHook = Callable[[Any, "list[str] | None", "int | None", datetime], "Assignment | None"]
-# (tasks queryset, worker) -> the queryset without the tasks this worker must not lease.
-TaskFilter = Callable[["QuerySet", Any], "QuerySet"]
+# (worker, connection) -> SQL conditions on the task table aliased `t`, each with its parameters, that keep out
+# the tasks this worker must not lease. SQL rather than querysets: the lease statement is built per request
+# and the ORM's compile time dominated it.
+TaskFilter = Callable[[Any, Any], "list[tuple[str, list]]"]
 # (assignment being submitted, task row locked) -> True when it handled the answer (the kind's on_submit
 # is then skipped).
 SubmitInterceptor = Callable[["Assignment"], bool]

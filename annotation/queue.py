@@ -5,14 +5,16 @@ Locks are always taken task row first, then assignment rows, so leasing, submitt
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
+
+from config import sqlrows
 
 from . import hooks, kinds
 from .models import Assignment, AssignmentState, Task, TaskExclusion, TaskState
@@ -32,13 +34,37 @@ class AlreadySubmitted(QueueError):
     code = "already_submitted"
 
 
-# The task's subjects that the worker's view of an assignment shows: loaded with the locked task row (only the
-# task row is locked) so answering the request needs no further query.
-WORKER_VIEW_RELATED = ("image", "concept")
-
-
 def lease_duration() -> timedelta:
     return timedelta(seconds=settings.CROWDLABEL["LEASE_SECONDS"])
+
+
+def _eligible_where(connection, *, worker, kinds_wanted, dataset_id, now, apply_filters: bool):
+    """The WHERE clause (on task alias `t`) of the tasks `worker` may lease now, and its parameters.
+
+    Open, or leased with an expired lease; of the wanted kinds and dataset; never a task the worker already had
+    or is excluded from; never one a registered task filter (annotation.hooks) withholds. The state literals
+    are written into the SQL, not bound, so PostgreSQL can prove the queue's partial indexes apply."""
+    qn = connection.ops.quote_name
+    conditions = [
+        f"(t.state = '{TaskState.OPEN}' OR (t.state = '{TaskState.LEASED}' AND t.lease_expires_at < %s))",
+        f"NOT EXISTS (SELECT 1 FROM {qn(Assignment._meta.db_table)} a0 "
+        "WHERE a0.task_id = t.id AND a0.worker_id = %s)",
+        f"NOT EXISTS (SELECT 1 FROM {qn(TaskExclusion._meta.db_table)} x0 "
+        "WHERE x0.task_id = t.id AND x0.worker_id = %s)",
+    ]
+    params: list[Any] = [sqlrows.prep(Task, "lease_expires_at", now, connection), worker.pk, worker.pk]
+    if kinds_wanted:
+        conditions.append(f"t.kind IN ({', '.join(['%s'] * len(kinds_wanted))})")
+        params.extend(kinds_wanted)
+    if dataset_id is not None:
+        conditions.append("t.dataset_id = %s")
+        params.append(dataset_id)
+    if apply_filters:
+        for task_filter in hooks.task_filters:
+            for sql, extra in task_filter(worker, connection):
+                conditions.append(sql)
+                params.extend(extra)
+    return " AND ".join(conditions), params
 
 
 def available_tasks(
@@ -49,22 +75,128 @@ def available_tasks(
     now=None,
     apply_filters: bool = True,
 ):
-    """Tasks this worker may lease now: open, or leased with an expired lease; never one they already had,
-    never one they are excluded from, never one a registered task filter (annotation.hooks) withholds."""
-    now = now or timezone.now()
-    qs = Task.objects.filter(Q(state=TaskState.OPEN) | Q(state=TaskState.LEASED, lease_expires_at__lt=now))
-    if kinds_wanted:
-        qs = qs.filter(kind__in=kinds_wanted)
-    if dataset_id is not None:
-        qs = qs.filter(dataset_id=dataset_id)
-    qs = qs.filter(
-        ~Exists(Assignment.objects.filter(task=OuterRef("pk"), worker=worker)),
-        ~Exists(TaskExclusion.objects.filter(task=OuterRef("pk"), worker=worker)),
+    """Tasks this worker may lease now (the lease's own condition, as a queryset for reports and tests)."""
+    from django.db import connection
+    from django.db.models.expressions import RawSQL
+
+    where, params = _eligible_where(
+        connection,
+        worker=worker,
+        kinds_wanted=kinds_wanted,
+        dataset_id=dataset_id,
+        now=now or timezone.now(),
+        apply_filters=apply_filters,
     )
-    if apply_filters:
-        for task_filter in hooks.task_filters:
-            qs = task_filter(qs, worker)
-    return qs
+    table = connection.ops.quote_name(Task._meta.db_table)
+    return Task.objects.filter(pk__in=RawSQL(f"SELECT t.id FROM {table} t WHERE {where}", params))
+
+
+@functools.cache
+def _columns() -> tuple[sqlrows.Columns, ...]:
+    """Assignment, task and the task's subjects that the worker's view shows (image, concept), selected together
+    so answering a lease or a submit needs no further query."""
+    image = Task._meta.get_field("image").related_model
+    concept = Task._meta.get_field("concept").related_model
+    return (
+        sqlrows.Columns(Assignment, "a"),
+        sqlrows.Columns(Task, "t"),
+        sqlrows.Columns(image, "i"),
+        sqlrows.Columns(concept, "c"),
+    )
+
+
+def _select_list(connection) -> str:
+    return ", ".join(columns.sql(connection) for columns in _columns())
+
+
+def _subject_joins(connection) -> str:
+    qn = connection.ops.quote_name
+    _, _, image, concept = _columns()
+    return (
+        f"LEFT JOIN {qn(image.model._meta.db_table)} i ON i.id = t.image_id "
+        f"LEFT JOIN {qn(concept.model._meta.db_table)} c ON c.id = t.concept_id"
+    )
+
+
+def _assignment_from_row(connection, row) -> Assignment:
+    assignment_cols, task_cols, image_cols, concept_cols = _columns()
+    assignment = assignment_cols.build(connection, row)
+    start = len(assignment_cols)
+    task = task_cols.build(connection, row, start)
+    start += len(task_cols)
+    task.image = image_cols.build(connection, row, start)
+    task.concept = concept_cols.build(connection, row, start + len(image_cols))
+    assignment.task = task
+    return assignment
+
+
+def _lease_postgresql(connection, *, worker, where: str, params: list, now: datetime) -> Assignment | None:
+    """Lock the first eligible task (skipping rows other transactions hold), lease it, and return the new
+    assignment with its task and subjects: one statement, one round trip.
+
+    A task whose lease ran out is reclaimed on the way: its old assignment is marked expired before the new one
+    is inserted (the `reclaimed` CTE runs first because `leased` waits for its row count), which keeps the
+    one-open-lease constraint true at every step."""
+    qn = connection.ops.quote_name
+    task_table, assignment_table = qn(Task._meta.db_table), qn(Assignment._meta.db_table)
+    expires_at = now + lease_duration()
+    sql = f"""
+        WITH candidate AS MATERIALIZED (
+            SELECT t.id, t.state FROM {task_table} t WHERE {where}
+            ORDER BY t.priority DESC, t.id LIMIT 1
+            FOR UPDATE OF t SKIP LOCKED
+        ), reclaimed AS (
+            UPDATE {assignment_table} old SET state = '{AssignmentState.EXPIRED}'
+            FROM candidate WHERE candidate.state = '{TaskState.LEASED}'
+                AND old.task_id = candidate.id AND old.state = '{AssignmentState.LEASED}'
+            RETURNING old.id
+        ), t AS (
+            UPDATE {task_table} task
+            SET state = '{TaskState.LEASED}', lease_expires_at = %s, updated_at = %s
+            FROM candidate WHERE task.id = candidate.id AND (SELECT count(*) FROM reclaimed) >= 0
+            RETURNING task.*
+        ), a AS (
+            INSERT INTO {assignment_table} (task_id, worker_id, state, leased_at, expires_at, idempotency_key)
+            SELECT t.id, %s, '{AssignmentState.LEASED}', %s, %s, '' FROM t
+            RETURNING *
+        )
+        SELECT {_select_list(connection)} FROM a JOIN t ON t.id = a.task_id {_subject_joins(connection)}
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, expires_at, now, worker.pk, now, expires_at])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    assignment = _assignment_from_row(connection, row)
+    assignment.worker = worker
+    return assignment
+
+
+def _lease_portable(connection, *, worker, where: str, params: list, now: datetime) -> Assignment | None:
+    """The same lease for databases without SKIP LOCKED (SQLite, which serializes writers anyway)."""
+    table = connection.ops.quote_name(Task._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT t.id, t.state FROM {table} t WHERE {where} ORDER BY t.priority DESC, t.id LIMIT 1",
+            params,
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    task_id, state = row
+    if state == TaskState.LEASED:  # reclaiming an expired lease
+        Assignment.objects.filter(task_id=task_id, state=AssignmentState.LEASED).update(
+            state=AssignmentState.EXPIRED
+        )
+    expires_at = now + lease_duration()
+    Task.objects.filter(pk=task_id).update(
+        state=TaskState.LEASED, lease_expires_at=expires_at, updated_at=now
+    )
+    assignment = Assignment.objects.create(
+        task_id=task_id, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
+    )
+    assignment.task = Task.objects.select_related("image", "concept").get(pk=task_id)
+    return assignment
 
 
 def task_lease_next(
@@ -77,38 +209,29 @@ def task_lease_next(
     """Lease the highest-priority eligible task to `worker` in one short transaction, or return None.
 
     On PostgreSQL concurrent callers skip each other's locked rows (SKIP LOCKED) instead of queueing behind
-    them; on SQLite writes are serialized and the one-open-lease constraint catches the rare race."""
+    them; on SQLite writes are serialized and the one-open-lease constraint catches the rare race. The SQL is
+    written by hand because building it through the ORM cost more than everything else in the request."""
     for _attempt in range(3):
         now = now or timezone.now()
+        connection = connections[Task.objects.db]
+        lease = (
+            _lease_postgresql if connection.features.has_select_for_update_skip_locked else _lease_portable
+        )
         try:
             with transaction.atomic():
                 for hook in hooks.lease_hooks:
                     hooked = hook(worker, kinds_wanted, dataset_id, now)
                     if hooked is not None:
                         return hooked
-                task = (
-                    available_tasks(worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now)
-                    .order_by("-priority", "id")
-                    .select_related(*WORKER_VIEW_RELATED)
-                    .select_for_update(skip_locked=True, of=("self",))
-                    .first()
+                where, params = _eligible_where(
+                    connection,
+                    worker=worker,
+                    kinds_wanted=kinds_wanted,
+                    dataset_id=dataset_id,
+                    now=now,
+                    apply_filters=True,
                 )
-                if task is None:
-                    return None
-                if task.state == TaskState.LEASED:  # reclaiming an expired lease
-                    Assignment.objects.filter(task=task, state=AssignmentState.LEASED).update(
-                        state=AssignmentState.EXPIRED
-                    )
-                expires_at = now + lease_duration()
-                Task.objects.filter(pk=task.pk).update(
-                    state=TaskState.LEASED, lease_expires_at=expires_at, updated_at=now
-                )
-                assignment = Assignment.objects.create(
-                    task=task, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
-                )
-                task.state, task.lease_expires_at = TaskState.LEASED, expires_at
-                assignment.task = task
-                return assignment
+                return lease(connection, worker=worker, where=where, params=params, now=now)
         except IntegrityError:
             now = None  # someone else leased it first (SQLite); try the next one
             continue
@@ -121,46 +244,84 @@ class SubmitResult:
     replayed: bool
 
 
+def _lock_for_submit(connection, assignment_id: int, worker_id: int | None) -> Assignment:
+    """Lock the assignment's task row (task rows are always locked first) and read the assignment, the task and
+    its subjects in the same statement."""
+    qn = connection.ops.quote_name
+    sql = (
+        f"SELECT {_select_list(connection)} "
+        f"FROM {qn(Assignment._meta.db_table)} a JOIN {qn(Task._meta.db_table)} t ON t.id = a.task_id "
+        f"{_subject_joins(connection)} WHERE a.id = %s"
+    )
+    params = [assignment_id]
+    if worker_id is not None:
+        sql += " AND a.worker_id = %s"
+        params.append(worker_id)
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE OF t"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise Assignment.DoesNotExist(f"no assignment {assignment_id}")
+    return _assignment_from_row(connection, row)
+
+
 def assignment_submit(
-    *, assignment: Assignment, answer: Any, idempotency_key: str, now: datetime | None = None
+    *,
+    assignment: Assignment | int,
+    answer: Any,
+    idempotency_key: str,
+    worker=None,
+    now: datetime | None = None,
 ) -> SubmitResult:
     """Store the worker's answer exactly once.
 
     A retry with the same Idempotency-Key returns the stored result and changes nothing; another key on a
-    submitted assignment, or any submit after the lease expired, is refused."""
+    submitted assignment, or any submit after the lease expired, is refused. With `worker`, an assignment that
+    is not theirs is `Assignment.DoesNotExist`."""
     now = now or timezone.now()
     if not idempotency_key or len(idempotency_key) > 128:
         raise ValueError("an Idempotency-Key of 1 to 128 characters is required")
+    assignment_id = assignment if isinstance(assignment, int) else assignment.pk
+    connection = connections[Assignment.objects.db]
     with transaction.atomic():
-        task = (
-            Task.objects.select_related(*WORKER_VIEW_RELATED)
-            .select_for_update(of=("self",))
-            .get(pk=assignment.task_id)
-        )
-        current = Assignment.objects.select_for_update().get(pk=assignment.pk)
-        if current.state == AssignmentState.SUBMITTED:
-            if current.idempotency_key == idempotency_key:
-                current.task = task
-                return SubmitResult(current, replayed=True)
-            raise AlreadySubmitted("this assignment was already submitted (with another Idempotency-Key)")
-        if current.state != AssignmentState.LEASED or current.expires_at <= now:
-            raise LeaseExpired("the lease on this task has expired; fetch a new task")
+        current = _lock_for_submit(connection, assignment_id, worker.pk if worker is not None else None)
+        task = current.task
         kind = kinds.get(task.kind)
-        cleaned = kind.clean_answer(task, answer)
-        current.state = AssignmentState.SUBMITTED
-        current.answer = cleaned
-        current.idempotency_key = idempotency_key
-        current.submitted_at = now
-        current.save(update_fields=["state", "answer", "idempotency_key", "submitted_at"])
+        stored = False
+        if current.state == AssignmentState.LEASED and current.expires_at > now:
+            cleaned = kind.clean_answer(task, answer)
+            # Every writer of an assignment locks its task first, so with the task row locked the state is
+            # settled; the condition still guards against a row read before the lock was granted.
+            changed = {
+                "state": AssignmentState.SUBMITTED,
+                "answer": cleaned,
+                "idempotency_key": idempotency_key,
+                "submitted_at": now,
+            }
+            guard = {"state": ("=", AssignmentState.LEASED), "expires_at": (">", now)}
+            stored = sqlrows.update(connection, Assignment, current.pk, changed, where=guard) == 1
+            if not stored:
+                current.refresh_from_db(fields=["state", "answer", "idempotency_key", "submitted_at"])
+        if not stored:
+            if current.state == AssignmentState.SUBMITTED:
+                if current.idempotency_key == idempotency_key:
+                    return SubmitResult(current, replayed=True)
+                raise AlreadySubmitted("this assignment was already submitted (with another Idempotency-Key)")
+            raise LeaseExpired("the lease on this task has expired; fetch a new task")
+        current.state, current.answer = AssignmentState.SUBMITTED, cleaned
+        current.idempotency_key, current.submitted_at = idempotency_key, now
         # The task row is locked until commit, so its in-memory count is exact: no F() and no re-read needed,
         # and the kind's handler changes the same instance, which is written once.
         task.answers_count += 1
         task.state = TaskState.OPEN
         task.lease_expires_at = None
-        current.task = task
         if not any(intercept(current) for intercept in hooks.submit_interceptors):
             kind.on_submit(current)
-        task.save(update_fields=["answers_count", "state", "lease_expires_at", "result", "updated_at"])
+        task.updated_at = now
+        written = ("answers_count", "state", "lease_expires_at", "result", "updated_at")
+        sqlrows.update(connection, Task, task.pk, {name: getattr(task, name) for name in written})
         return SubmitResult(current, replayed=False)
 
 

@@ -30,10 +30,10 @@ def gold_submit_intercept(assignment: Assignment) -> bool:
     """Queue submit interceptor: a gold task's answer is checked here and never becomes a consensus vote.
     Runs inside the submit transaction with the task row locked."""
     task = assignment.task
+    assignment._gold_answer = None  # read by qualification_feedback in the same request: no second query
     if task.kind != TASK_KIND:
         return False
     serving = GoldServing.objects.select_related("item").filter(task_id=task.pk).first()
-    assignment._gold_answer = None  # read by qualification_feedback in the same request: no second query
     if serving is None:
         return False
     correct = bool(assignment.answer["answer"]) == serving.item.answer
