@@ -1,8 +1,10 @@
 """Extension points of the queue for higher apps (gold): lease hooks, task filters, submit interceptors and
 submit-response extras. The queue calls them; it never imports the apps that register them.
 
-Register in `AppConfig.ready`; registering the same callable twice is a no-op. Every hook runs inside the
-queue's transaction, so what it writes commits or rolls back with the lease or the answer.
+Register in `AppConfig.ready`; registering the same callable twice is a no-op. Submit interceptors and
+extras run inside the submit transaction, so what they write commits or rolls back with the answer. Lease hooks
+and task filters run before the lease statement, outside any transaction of the queue's (on PostgreSQL the
+lease is a single statement): a lease hook that writes opens its own `transaction.atomic()`.
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def _lease_postgresql(connection, *, worker, where: str, params: list, now: date
         )
         SELECT {_select_list(connection)} FROM a JOIN t ON t.id = a.task_id {_subject_joins(connection)}
     """
-    with connection.cursor() as cursor:
+    with sqlrows.cursor(connection) as cursor:
         cursor.execute(sql, [*params, expires_at, now, worker.pk, now, expires_at])
         row = cursor.fetchone()
     if row is None:
@@ -175,7 +175,7 @@ def _lease_postgresql(connection, *, worker, where: str, params: list, now: date
 def _lease_portable(connection, *, worker, where: str, params: list, now: datetime) -> Assignment | None:
     """The same lease for databases without SKIP LOCKED (SQLite, which serializes writers anyway)."""
     table = connection.ops.quote_name(Task._meta.db_table)
-    with connection.cursor() as cursor:
+    with sqlrows.cursor(connection) as cursor:
         cursor.execute(
             f"SELECT t.id, t.state FROM {table} t WHERE {where} ORDER BY t.priority DESC, t.id LIMIT 1",
             params,
@@ -208,30 +208,30 @@ def task_lease_next(
 ) -> Assignment | None:
     """Lease the highest-priority eligible task to `worker` in one short transaction, or return None.
 
-    On PostgreSQL concurrent callers skip each other's locked rows (SKIP LOCKED) instead of queueing behind
-    them; on SQLite writes are serialized and the one-open-lease constraint catches the rare race. The SQL is
-    written by hand because building it through the ORM cost more than everything else in the request."""
+    On PostgreSQL the lease is one statement (atomic on its own, so no BEGIN/COMMIT round trips) and
+    concurrent callers skip each other's locked rows (SKIP LOCKED) instead of queueing behind them; on SQLite
+    writes are serialized and the one-open-lease constraint catches the rare race. The SQL is written by hand
+    because building it through the ORM cost more than everything else in the request."""
+    connection = connections[Task.objects.db]
     for _attempt in range(3):
         now = now or timezone.now()
-        connection = connections[Task.objects.db]
-        lease = (
-            _lease_postgresql if connection.features.has_select_for_update_skip_locked else _lease_portable
+        for hook in hooks.lease_hooks:
+            hooked = hook(worker, kinds_wanted, dataset_id, now)
+            if hooked is not None:
+                return hooked
+        where, params = _eligible_where(
+            connection,
+            worker=worker,
+            kinds_wanted=kinds_wanted,
+            dataset_id=dataset_id,
+            now=now,
+            apply_filters=True,
         )
+        if connection.features.has_select_for_update_skip_locked:
+            return _lease_postgresql(connection, worker=worker, where=where, params=params, now=now)
         try:
             with transaction.atomic():
-                for hook in hooks.lease_hooks:
-                    hooked = hook(worker, kinds_wanted, dataset_id, now)
-                    if hooked is not None:
-                        return hooked
-                where, params = _eligible_where(
-                    connection,
-                    worker=worker,
-                    kinds_wanted=kinds_wanted,
-                    dataset_id=dataset_id,
-                    now=now,
-                    apply_filters=True,
-                )
-                return lease(connection, worker=worker, where=where, params=params, now=now)
+                return _lease_portable(connection, worker=worker, where=where, params=params, now=now)
         except IntegrityError:
             now = None  # someone else leased it first (SQLite); try the next one
             continue
@@ -259,7 +259,7 @@ def _lock_for_submit(connection, assignment_id: int, worker_id: int | None) -> A
         params.append(worker_id)
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE OF t"
-    with connection.cursor() as cursor:
+    with sqlrows.cursor(connection) as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:

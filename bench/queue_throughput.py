@@ -1,5 +1,6 @@
 """Queue throughput: next-task + submit cycles per second on PostgreSQL under gunicorn, measured against a
-trivial Django JSON view (GET /healthz) served by the same gunicorn in the same run as the ceiling.
+trivial Django JSON view (GET /healthz) served by the same gunicorn in the same run as the ceiling, and against
+the smallest authenticated API request (GET /api/v1/me: token lookup and one read) as a second reference.
 
 Usage: python bench/queue_throughput.py [--quick] [--levels 1,8,32] [--procs 2] [--worker-class sync]
 
@@ -34,7 +35,8 @@ sys.path.insert(0, str(REPO_ROOT))  # project modules are imported inside the se
 
 DB_NAME = "crowdlabel_bench"
 HOST = "127.0.0.1"  # loopback only: the bench never listens on another interface
-NEXT, SUBMIT, HEALTH = "next", "submit", "healthz"
+NEXT, SUBMIT, HEALTH, ME = "next", "submit", "healthz", "me"
+REFERENCE_PATHS = {HEALTH: "/healthz", ME: "/api/v1/me"}  # the references: one GET each, timed like a cycle
 
 # Targets from the foundation issue, checked (not asserted) at the end.
 TARGET_RATIO = 0.30
@@ -49,7 +51,9 @@ TARGET_LEVEL = 8
 class ClientResult:
     """What one generator process measured: latencies in ms per endpoint, errors by reason."""
 
-    latencies: dict[str, list[float]] = field(default_factory=lambda: {NEXT: [], SUBMIT: [], HEALTH: []})
+    latencies: dict[str, list[float]] = field(
+        default_factory=lambda: {NEXT: [], SUBMIT: [], HEALTH: [], ME: []}
+    )
     errors: Counter = field(default_factory=Counter)
     cycles: int = 0
     queue_empty: int = 0
@@ -88,10 +92,10 @@ class _Client:
     def run(self, mode: str, start_at: float, stop_at: float, max_cycles: int) -> None:
         time.sleep(max(0.0, start_at - time.time()))
         while time.time() < stop_at and self.local.cycles < max_cycles:
-            if mode == HEALTH:
-                status, _ = self.request(HEALTH, "GET", "/healthz")
+            if mode in REFERENCE_PATHS:
+                status, _ = self.request(mode, "GET", REFERENCE_PATHS[mode])
                 if status is not None and status != 200:
-                    self.local.errors[f"healthz: HTTP {status}"] += 1
+                    self.local.errors[f"{mode}: HTTP {status}"] += 1
                 self.local.cycles += 1
                 continue
             status, data = self.request(NEXT, "GET", "/api/v1/tasks/next")
@@ -371,7 +375,7 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
         by_level.setdefault(run.clients, {})[run.mode] = run
     for clients, modes in by_level.items():
         for mode, run in modes.items():
-            endpoints = [HEALTH] if mode == HEALTH else [NEXT, SUBMIT]
+            endpoints = [mode] if mode in REFERENCE_PATHS else [NEXT, SUBMIT]
             for endpoint in endpoints:
                 values = run.result.latencies[endpoint]
                 errors = sum(n for k, n in run.result.errors.items() if k.startswith(endpoint))
@@ -379,13 +383,19 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
                     f"{clients:>7}  {endpoint:<8} {len(values):>8} {len(values) / run.result.elapsed:>8.1f} "
                     f"{percentile(values, 50):>8.2f} {percentile(values, 99):>8.2f} {errors:>6}"
                 )
-        health, cycle = modes.get(HEALTH), modes.get("cycle")
+        health, cycle, me = modes.get(HEALTH), modes.get("cycle"), modes.get(ME)
         if health and cycle:
             ratio = cycle.requests_per_s / health.requests_per_s if health.requests_per_s else float("nan")
             print(
                 f"{clients:>7}  cycles: {cycle.result.cycles / cycle.result.elapsed:.1f}/s "
                 f"({cycle.requests_per_s:.1f} req/s) = {ratio:.1%} of the trivial view's "
                 f"{health.requests_per_s:.1f} req/s"
+            )
+        if health and me:
+            print(
+                f"{clients:>7}  reference: an authenticated request (GET /api/v1/me) runs at "
+                f"{me.requests_per_s / health.requests_per_s:.1%} of the trivial view"
+                + (f"; next+submit at {cycle.requests_per_s / me.requests_per_s:.1%} of it" if cycle else "")
             )
         for mode, run in modes.items():
             cpu = run.result.cpu_seconds / run.result.elapsed / run.processes
@@ -490,7 +500,7 @@ def main() -> None:
                     pool, args.procs, port, warm, "cycle", 1.0, max(1, n_tasks // (len(levels) + 1) // 8)
                 )
                 for clients in levels:
-                    for mode in (HEALTH, "cycle"):
+                    for mode in (HEALTH, ME, "cycle"):
                         run = run_level(
                             pool,
                             args.procs,

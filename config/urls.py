@@ -6,12 +6,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import healthz
+from config.whoami import MeView
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/v1/me", MeView.as_view(), name="me"),
     path("api/v1/", include("annotation.urls")),
     path("api/v1/", include("hierarchy.urls")),
     path("api/v1/", include("consensus.urls")),

@@ -37,7 +37,7 @@ class WorkerTokenAuthentication(TokenAuthentication):
             f"JOIN {qn(user_cols.model._meta.db_table)} u ON u.id = k.user_id "
             f"LEFT JOIN {qn(Worker._meta.db_table)} w ON w.user_id = u.id WHERE k.key = %s"
         )
-        with connection.cursor() as cursor:
+        with sqlrows.cursor(connection) as cursor:
             cursor.execute(sql, [key])
             row = cursor.fetchone()
         if row is None:

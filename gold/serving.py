@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 
 from annotation import queue
 from annotation.models import Assignment, AssignmentState, Task, TaskState
+from config import sqlrows
 from consensus.models import Question
 from consensus.services import TASK_KIND, question_text
 
@@ -42,7 +43,7 @@ class GoldContext:
 
 def gold_context(worker) -> GoldContext:
     # Plain SQL: this runs on every lease and the ORM took longer to build it than the database to answer.
-    with connection.cursor() as cursor:
+    with sqlrows.cursor(connection) as cursor:
         cursor.execute(
             f"SELECT dataset_id, kind, COUNT(*) FROM {connection.ops.quote_name(GoldItem._meta.db_table)} "
             "GROUP BY dataset_id, kind"
@@ -154,21 +155,22 @@ def _serve(
         pk=unseen[int(rng.integers(len(unseen)))]
     )
     expires_at = now + queue.lease_duration()
-    task = Task.objects.create(
-        kind=TASK_KIND,
-        dataset_id=dataset_id,
-        image=item.image,
-        concept=item.concept,
-        box=item.box,
-        payload={"question": question_text(kind, item.concept)},
-        priority=priority,
-        state=TaskState.LEASED,
-        lease_expires_at=expires_at,
-        answers_wanted=1,
-    )
-    GoldServing.objects.create(item=item, worker=worker, task=task, purpose=purpose)
-    assignment = Assignment.objects.create(
-        task=task, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
-    )
+    with transaction.atomic():  # the task, its serving record and the lease exist together or not at all
+        task = Task.objects.create(
+            kind=TASK_KIND,
+            dataset_id=dataset_id,
+            image=item.image,
+            concept=item.concept,
+            box=item.box,
+            payload={"question": question_text(kind, item.concept)},
+            priority=priority,
+            state=TaskState.LEASED,
+            lease_expires_at=expires_at,
+            answers_wanted=1,
+        )
+        GoldServing.objects.create(item=item, worker=worker, task=task, purpose=purpose)
+        assignment = Assignment.objects.create(
+            task=task, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
+        )
     assignment.task = task
     return assignment
