@@ -1,8 +1,8 @@
 """Extension points of the queue for higher apps (gold): lease hooks, task filters, submit interceptors and
 submit-response extras. The queue calls them; it never imports the apps that register them.
 
-Register in `AppConfig.ready`; registering the same callable twice is a no-op. Submit interceptors and
-extras run inside the submit transaction, so what they write commits or rolls back with the answer. Lease hooks
+Register in `AppConfig.ready`; registering the same callable twice is a no-op. Submit interceptors, extras and
+unanswered-lease hooks run inside the queue's transaction, so what they write commits or rolls back with the answer. Lease hooks
 and task filters run before the lease statement, outside any transaction of the queue's (on PostgreSQL the
 lease is a single statement): a lease hook that writes opens its own `transaction.atomic()`.
 """
@@ -28,7 +28,12 @@ SubmitInterceptor = Callable[["Assignment"], bool]
 # (submitted assignment) -> extra keys for the submit response (e.g. qualification feedback), or {}.
 SubmitExtras = Callable[["Assignment"], dict[str, Any]]
 
+# (ids of tasks whose lease just ended without an answer: expired or skipped, now open again, rows locked)
+# -> None; may close tasks that must not go back to the queue (gold served to one worker).
+UnansweredHook = Callable[["list[int]"], None]
+
 lease_hooks: list[LeaseHook] = []
+unanswered_hooks: list[UnansweredHook] = []
 task_filters: list[TaskFilter] = []
 submit_interceptors: list[SubmitInterceptor] = []
 submit_extras: list[SubmitExtras] = []
@@ -42,6 +47,10 @@ def _add(registry: list, fn):
 
 def register_lease_hook(fn: LeaseHook) -> LeaseHook:
     return _add(lease_hooks, fn)
+
+
+def register_unanswered_hook(fn: UnansweredHook) -> UnansweredHook:
+    return _add(unanswered_hooks, fn)
 
 
 def register_task_filter(fn: TaskFilter) -> TaskFilter:

@@ -340,6 +340,8 @@ def assignment_release(*, assignment: Assignment, now: datetime | None = None) -
         if task.state == TaskState.LEASED:
             task.state, task.lease_expires_at = TaskState.OPEN, None
             task.save(update_fields=["state", "lease_expires_at", "updated_at"])
+            for hook in hooks.unanswered_hooks:
+                hook([task.pk])
         return current
 
 
@@ -364,4 +366,6 @@ def leases_expire(*, now: datetime | None = None, batch_size: int = 1000) -> int
             Task.objects.filter(pk__in=tasks).update(
                 state=TaskState.OPEN, lease_expires_at=None, updated_at=now
             )
+            for hook in hooks.unanswered_hooks:
+                hook(tasks)
             expired += len(tasks)

@@ -12,5 +12,6 @@ class GoldConfig(AppConfig):
 
         hooks.register_lease_hook(serving.lease_hook)
         hooks.register_task_filter(serving.task_filter)
+        hooks.register_unanswered_hook(serving.unanswered_gold_close)
         hooks.register_submit_interceptor(services.gold_submit_intercept)
         hooks.register_submit_extras(services.qualification_feedback)

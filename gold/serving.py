@@ -174,3 +174,10 @@ def _serve(
         )
     assignment.task = task
     return assignment
+
+
+def unanswered_gold_close(task_ids: list[int]) -> None:
+    """Queue hook: a gold task whose lease expired or was skipped is cancelled, not left open. Nobody else may
+    take it (it was served to one worker), so open it would only sit in the queue's counts forever. Other workers can
+    still be served the item."""
+    Task.objects.filter(pk__in=task_ids, gold_serving__isnull=False).update(state=TaskState.CANCELLED)

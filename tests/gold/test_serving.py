@@ -12,6 +12,7 @@ from annotation.models import Assignment, Task
 from consensus.models import Question, Vote
 from gold.models import GoldAnswer, GoldServing, GoldSettings, Purpose, WorkerScore
 from gold.serving import gold_due, lease_hook
+from tests import factories
 
 from .conftest import gold_for, make_images, make_workers, production_questions
 
@@ -85,9 +86,29 @@ def test_other_workers_never_lease_someone_elses_gold_task_after_its_lease_expir
     gold_for(dataset, concept, images[10:])
     w1, w2 = make_workers(2)
     a = queue.task_lease_next(worker=w1, kinds_wanted=["question"])
+    assert Task.objects.filter(pk=a.task_id, gold_serving__isnull=False).exists()
     queue.leases_expire(now=timezone.now() + timedelta(days=1))
     tasks = queue.available_tasks(worker=w2)
     assert not tasks.filter(pk=a.task_id).exists()
+    # Not left open in the queue's counts either: nobody else may ever take it.
+    assert Task.objects.get(pk=a.task_id).state == "cancelled"
+    assert Assignment.objects.get(pk=a.pk).state == "expired"
+
+
+@pytest.mark.django_db
+def test_a_skipped_gold_task_is_cancelled_and_ordinary_skipped_tasks_reopen(dataset, concept):
+    images = make_images(dataset, 20)
+    production_questions(dataset, concept, images[:10])
+    gold_for(dataset, concept, images[10:])
+    (w,) = make_workers(1)
+    gold = queue.task_lease_next(worker=w, kinds_wanted=["question"])
+    assert Task.objects.filter(pk=gold.task_id, gold_serving__isnull=False).exists()
+    queue.assignment_release(assignment=gold)
+    assert Task.objects.get(pk=gold.task_id).state == "cancelled"
+    ordinary = factories.TaskFactory()
+    leased = queue.task_lease_next(worker=w, kinds_wanted=[ordinary.kind])
+    queue.assignment_release(assignment=leased)
+    assert Task.objects.get(pk=ordinary.pk).state == "open"
 
 
 def test_gold_share_of_ten_thousand_served_tasks_is_the_rate_within_one_point():
