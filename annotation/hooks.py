@@ -29,7 +29,9 @@ SubmitInterceptor = Callable[["Assignment"], bool]
 SubmitExtras = Callable[["Assignment"], dict[str, Any]]
 
 # (ids of tasks whose lease just ended without an answer: expired or skipped, now open again, rows locked)
-# -> None; may close tasks that must not go back to the queue (gold served to one worker).
+# -> None; may close tasks that must not go back to the queue (gold served to one worker). The lease's own
+# reclaim of an expired lease does not call it: it only reaches tasks the task filters let through, and hands
+# them straight to the next worker.
 UnansweredHook = Callable[["list[int]"], None]
 
 lease_hooks: list[LeaseHook] = []

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from config import sqlrows
@@ -76,9 +77,7 @@ def available_tasks(
     apply_filters: bool = True,
 ):
     """Tasks this worker may lease now (the lease's own condition, as a queryset for reports and tests)."""
-    from django.db import connection
-    from django.db.models.expressions import RawSQL
-
+    connection = connections[Task.objects.db]
     where, params = _eligible_where(
         connection,
         worker=worker,
@@ -195,8 +194,7 @@ def _lease_portable(connection, *, worker, where: str, params: list, now: dateti
     assignment = Assignment.objects.create(
         task_id=task_id, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
     )
-    assignment.task = Task.objects.select_related("image", "concept").get(pk=task_id)
-    return assignment
+    return _assignment_read(connection, assignment.pk)
 
 
 def task_lease_next(
@@ -244,9 +242,11 @@ class SubmitResult:
     replayed: bool
 
 
-def _lock_for_submit(connection, assignment_id: int, worker_id: int | None) -> Assignment:
-    """Lock the assignment's task row (task rows are always locked first) and read the assignment, the task and
-    its subjects in the same statement."""
+def _assignment_read(
+    connection, assignment_id: int, worker_id: int | None = None, lock: bool = False
+) -> Assignment:
+    """The assignment with its task and the task's subjects, in one statement; with `lock`, the task row is
+    locked (task rows are always locked first)."""
     qn = connection.ops.quote_name
     sql = (
         f"SELECT {_select_list(connection)} "
@@ -257,7 +257,7 @@ def _lock_for_submit(connection, assignment_id: int, worker_id: int | None) -> A
     if worker_id is not None:
         sql += " AND a.worker_id = %s"
         params.append(worker_id)
-    if connection.features.has_select_for_update:
+    if lock and connection.features.has_select_for_update:
         sql += " FOR UPDATE OF t"
     with sqlrows.cursor(connection) as cursor:
         cursor.execute(sql, params)
@@ -286,7 +286,9 @@ def assignment_submit(
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
     connection = connections[Assignment.objects.db]
     with transaction.atomic():
-        current = _lock_for_submit(connection, assignment_id, worker.pk if worker is not None else None)
+        current = _assignment_read(
+            connection, assignment_id, worker.pk if worker is not None else None, lock=True
+        )
         task = current.task
         kind = kinds.get(task.kind)
         stored = False
@@ -310,8 +312,8 @@ def assignment_submit(
                     return SubmitResult(current, replayed=True)
                 raise AlreadySubmitted("this assignment was already submitted (with another Idempotency-Key)")
             raise LeaseExpired("the lease on this task has expired; fetch a new task")
-        current.state, current.answer = AssignmentState.SUBMITTED, cleaned
-        current.idempotency_key, current.submitted_at = idempotency_key, now
+        for name, value in changed.items():
+            setattr(current, name, value)
         # The task row is locked until commit, so its in-memory count is exact: no F() and no re-read needed,
         # and the kind's handler changes the same instance, which is written once.
         task.answers_count += 1

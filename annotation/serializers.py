@@ -89,19 +89,28 @@ class WorkerTaskSerializer(serializers.Serializer):
     @extend_schema_field(WorkerImageSerializer(allow_null=True))
     def get_image(self, task) -> dict | None:
         image = task.image
-        return None if image is None else _image_view(image)
+        if image is None:
+            return None
+        return {
+            "id": image.pk,
+            "url": reverse("image-file", args=[image.pk]),
+            "width": image.width,
+            "height": image.height,
+        }
 
-
-def _image_view(image) -> dict:
-    return {
-        "id": image.pk,
-        "url": reverse("image-file", args=[image.pk]),
-        "width": image.width,
-        "height": image.height,
-    }
+    def to_representation(self, task):
+        """The fields above, built directly (see AssignmentSerializer.to_representation)."""
+        return {
+            "id": task.pk,
+            "kind": task.kind,
+            "title": self.get_title(task),
+            "payload": self.get_payload(task),
+            "image": self.get_image(task),
+        }
 
 
 _datetime = serializers.DateTimeField()
+_worker_task = WorkerTaskSerializer()
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
@@ -116,9 +125,6 @@ class AssignmentSerializer(serializers.ModelSerializer):
         """The fields above, built directly: this answers every lease and submit, and DRF's per-field
         machinery cost about as much as the queue's SQL (bench/queue_throughput.py). A test compares it
         with the generic representation."""
-        task = assignment.task
-        kind = kinds.get(task.kind)
-        image = task.image
         return {
             "id": assignment.pk,
             "state": assignment.state,
@@ -128,13 +134,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
             if assignment.submitted_at
             else None,
             "answer": assignment.answer,
-            "task": {
-                "id": task.pk,
-                "kind": task.kind,
-                "title": kind.title,
-                "payload": kind.public_payload(task),
-                "image": None if image is None else _image_view(image),
-            },
+            "task": _worker_task.to_representation(assignment.task),
         }
 
 

@@ -10,6 +10,7 @@ prepared statements on PostgreSQL, so the planner's work is done once per connec
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,19 +128,14 @@ def cursor(connection):
     )
 
 
-_PREPARING_CURSOR = None
-
-
+@functools.cache
 def _preparing_cursor_class():
-    global _PREPARING_CURSOR
-    if _PREPARING_CURSOR is None:
-        import psycopg
+    import psycopg  # only on PostgreSQL
 
-        class PreparingCursor(psycopg.Cursor):
-            """Server-side binding, every statement prepared (`prepare=True`)."""
+    class PreparingCursor(psycopg.Cursor):
+        """Server-side binding, every statement prepared (`prepare=True`)."""
 
-            def execute(self, query, params=None, *, prepare=None, binary=None):
-                return super().execute(query, params, prepare=True, binary=binary)
+        def execute(self, query, params=None, *, prepare=None, binary=None):
+            return super().execute(query, params, prepare=True, binary=binary)
 
-        _PREPARING_CURSOR = PreparingCursor
-    return _PREPARING_CURSOR
+    return PreparingCursor

@@ -48,17 +48,17 @@ def gold_context(worker) -> GoldContext:
             f"SELECT dataset_id, kind, COUNT(*) FROM {connection.ops.quote_name(GoldItem._meta.db_table)} "
             "GROUP BY dataset_id, kind"
         )
-        counts = [{"dataset_id": d, "kind": k, "n": n} for d, k, n in cursor.fetchall()]
+        counts = cursor.fetchall()  # (dataset_id, kind, number of items)
     if not counts:
         return GoldContext()
     settings = {
-        s.dataset_id: s for s in GoldSettings.objects.filter(dataset_id__in={r["dataset_id"] for r in counts})
+        s.dataset_id: s for s in GoldSettings.objects.filter(dataset_id__in={d for d, _, _ in counts})
     }
     gated = set()
-    for row in counts:
-        size = settings.get(row["dataset_id"], GoldSettings()).qualification_size
-        if size and row["n"] >= size:
-            gated.add((row["dataset_id"], row["kind"]))
+    for dataset_id, kind, n in counts:
+        size = settings.get(dataset_id, GoldSettings()).qualification_size
+        if size and n >= size:
+            gated.add((dataset_id, kind))
     return GoldContext(
         gated=frozenset(gated),
         blocked=frozenset(Block.objects.filter(worker=worker).values_list("dataset_id", "kind")),

@@ -9,11 +9,12 @@ import json
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.test import APIClient
 
 from annotation.models import Assignment, Task, TaskState
-from annotation.serializers import AssignmentSerializer
+from annotation.serializers import AssignmentSerializer, WorkerTaskSerializer
 from crowd.services import token_for
 from tests import factories
 
@@ -89,6 +90,10 @@ def test_the_hand_built_assignment_view_matches_the_serializer_fields(worker):
     serializer = AssignmentSerializer()
     generic = serializers.ModelSerializer.to_representation(serializer, assignment)
     assert serializer.to_representation(assignment) == generic
+    task_view = WorkerTaskSerializer()
+    assert task_view.to_representation(assignment.task) == serializers.Serializer.to_representation(
+        task_view, assignment.task
+    )
     assert body == json.loads(json.dumps(generic))
 
 
@@ -96,3 +101,17 @@ def test_a_token_of_a_user_without_a_worker_identity_authenticates(organizer):
     """Organizers have tokens but no worker identity: the token query's LEFT JOIN must not fail them."""
     response = token_client(organizer).get("/api/v1/datasets/")
     assert response.status_code == 200
+
+
+def test_a_vote_recorded_before_the_tally_was_kept_is_still_counted(worker):
+    """Open tasks from before the tally lived in `result` have answers but no tally: they are counted once."""
+    task = factories.TaskFactory(answers_wanted=3)
+    earlier = factories.user_with_roles("earlier", ("workers",)).worker
+    Assignment.objects.create(
+        task=task, worker=earlier, state="submitted", expires_at=timezone.now(), answer={"answer": False}
+    )
+    Task.objects.filter(pk=task.pk).update(answers_count=1, result=None)
+    cycle(token_client(worker), answer=False)
+    task.refresh_from_db()
+    assert task.state == TaskState.DONE
+    assert task.result == {"answer": False, "yes": 0, "no": 2, "rule": "majority of 3"}
