@@ -137,7 +137,9 @@ class CalibrationTableView(APIView):
         responses=CalibrationTableSerializer,
     )
     def get(self, request, wnid: str):
-        concept = get_object_or_404(Concept, wnid=wnid)
+        concept = Concept.objects.filter(wnid=wnid).first()
+        if concept is None:
+            raise NotFound(f"no concept with wnid {wnid!r}")
         query = CalibrationQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         kind = query.validated_data["kind"]

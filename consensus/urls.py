@@ -18,7 +18,8 @@ urlpatterns = [
     ),
     re_path(r"^questions/(?P<pk>[0-9]+)/?$", api.QuestionDetailView.as_view(), name="question-detail"),
     re_path(
-        r"^concepts/(?P<wnid>[A-Za-z0-9_.-]+)/calibration/?$",
+        # Any wnid without a slash: WordNet ids, and the local "q:slug" concepts of hierarchy question nodes.
+        r"^concepts/(?P<wnid>[^/]+)/calibration/?$",
         api.CalibrationTableView.as_view(),
         name="concept-calibration",
     ),

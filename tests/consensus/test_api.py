@@ -161,3 +161,20 @@ def test_decided_questions_appear_in_state_filter(api_client, organizer, calibra
     client = api_client(organizer)
     waiting = client.get(f"/api/v1/datasets/{calibrated.pk}/decisions/", {"state": "waiting"}).json()
     assert waiting["count"] == Question.objects.filter(state=QuestionState.WAITING).count() == 0
+
+
+def test_calibration_endpoint_serves_question_node_concepts_and_answers_unknown_concepts_in_json(
+    api_client, organizer, dataset
+):
+    # Hierarchy question nodes have local concepts named like "q:vehicle"; their tables must be readable.
+    node = factories.ConceptFactory(wnid="q:vehicle", name="vehicle (question)")
+    image = make_images(dataset, 1)[0]
+    Question.objects.create(dataset=dataset, kind="hierarchy", concept=node, image=image)
+    client = api_client(organizer)
+    missing_table = client.get("/api/v1/concepts/q:vehicle/calibration/?kind=hierarchy")
+    assert missing_table.status_code == 404
+    assert missing_table["Content-Type"].startswith("application/json")
+    assert "no hierarchy calibration table for q:vehicle" in missing_table.json()["detail"]
+    unknown = client.get("/api/v1/concepts/q:no-such-node/calibration/")
+    assert unknown.status_code == 404 and unknown["Content-Type"].startswith("application/json")
+    assert "q:no-such-node" in unknown.json()["detail"]
