@@ -85,6 +85,7 @@ class Detections:
     category: IntArray
     boxes: FloatArray
     scores: FloatArray
+    clipped: int = 0  # boxes the reader clipped to their image (they reached past the border)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -130,6 +131,7 @@ class TopKPredictions:
     image_ids: IntArray
     labels: IntArray  # (N, k)
     boxes: FloatArray | None = None  # (N, k, 4) x, y, w, h
+    clipped: int = 0  # boxes the reader clipped to their image
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

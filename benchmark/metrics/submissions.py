@@ -45,15 +45,25 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _outside(
-    x1: float, y1: float, x2: float, y2: float, size: tuple[float, float] | None, tolerance: float
-) -> str | None:
+def _clip(
+    x1: float, y1: float, x2: float, y2: float, size: tuple[float, float] | None, inclusive: bool = False
+) -> tuple[tuple[float, float, float, float], bool, str | None]:
+    """The box clipped to the image, whether clipping changed it, and why it is refused when nothing is left.
+
+    Detectors overshoot the border by a pixel or two; pycocotools scores such boxes as they are, and a
+    benchmark should not refuse a whole file over them. Only a box with nothing inside the image is refused.
+    """
     if size is None:
-        return None
+        return (x1, y1, x2, y2), False, None
     width, height = size
-    if x1 < -tolerance or y1 < -tolerance or x2 > width + tolerance or y2 > height + tolerance:
-        return f"box [{x1:g}, {y1:g}, {x2:g}, {y2:g}] (x1, y1, x2, y2) lies outside the {width:g}x{height:g} image"
-    return None
+    clipped = (min(max(x1, 0.0), width), min(max(y1, 0.0), height))
+    clipped += (min(max(x2, 0.0), width), min(max(y2, 0.0), height))
+    cx1, cy1, cx2, cy2 = clipped
+    empty = (cx2 < cx1 or cy2 < cy1) if inclusive else (cx2 <= cx1 or cy2 <= cy1)
+    if empty or x1 > width or y1 > height or x2 < 0 or y2 < 0:
+        reason = f"box [{x1:g}, {y1:g}, {x2:g}, {y2:g}] (x1, y1, x2, y2) lies wholly outside the {width:g}x{height:g} image"
+        return clipped, True, reason
+    return clipped, clipped != (x1, y1, x2, y2), None
 
 
 def validate_coco_results(
@@ -61,18 +71,20 @@ def validate_coco_results(
     image_ids: Collection[int] | None = None,
     category_ids: Collection[int] | None = None,
     image_sizes: Mapping[int, tuple[float, float]] | None = None,
-    tolerance: float = 1.0,
 ) -> Detections:
     """Check a COCO results list (``[{image_id, category_id, bbox: [x, y, w, h], score}, ...]``).
 
-    Unknown ids are checked when ``image_ids``/``category_ids`` are given, box placement when the image's
-    (width, height) is known; ``tolerance`` pixels of overshoot are forgiven (rounding in detectors).
+    Unknown ids are checked when ``image_ids``/``category_ids`` are given. When the image's (width, height)
+    is known, a box reaching past the border is clipped to the image (counted in ``Detections.clipped``);
+    only a box wholly outside is refused.
     """
     if not isinstance(results, list):
         raise SubmissionError([Problem("file", "a COCO results file holds a JSON list of detections")])
     images = None if image_ids is None else set(image_ids)
     categories = None if category_ids is None else set(category_ids)
     problems: list[Problem] = []
+    boxes: list[tuple[float, float, float, float]] = []
+    clipped = 0
     for index, entry in enumerate(results):
         where = f"entry {index}"
         if not isinstance(entry, dict):
@@ -104,17 +116,21 @@ def validate_coco_results(
             problems.append(Problem(where, f"bbox width and height must be positive, got w={w:g}, h={h:g}"))
             continue
         size = image_sizes.get(image) if image_sizes is not None and _is_int(image) else None
-        outside = _outside(x, y, x + w, y + h, size, tolerance)
+        (x1, y1, x2, y2), changed, outside = _clip(x, y, x + w, y + h, size)
         if outside:
             problems.append(Problem(where, outside))
+            continue
+        clipped += changed
+        boxes.append((x1, y1, x2 - x1, y2 - y1))
     if problems:
         raise SubmissionError(problems)
     n = len(results)
     return Detections(
         np.fromiter((r["image_id"] for r in results), np.int64, n),
         np.fromiter((r["category_id"] for r in results), np.int64, n),
-        np.array([r["bbox"] for r in results], dtype=np.float64).reshape(-1, 4),
+        np.array(boxes, dtype=np.float64).reshape(-1, 4),
         np.fromiter((r["score"] for r in results), np.float64, n),
+        clipped=clipped,
     )
 
 
@@ -162,7 +178,7 @@ def read_ilsvrc_cls(
     max_guesses: int = 5,
 ) -> TopKPredictions:
     """Classification submission: ``image_id label1 ... label5`` per line (1 to 5 labels, best first)."""
-    return _read_topk(lines, image_ids, labels, max_guesses, with_boxes=False, image_sizes=None, tolerance=0)
+    return _read_topk(lines, image_ids, labels, max_guesses, with_boxes=False, image_sizes=None)
 
 
 def read_ilsvrc_loc(
@@ -171,13 +187,13 @@ def read_ilsvrc_loc(
     labels: Collection[int] | None = None,
     image_sizes: Mapping[int, tuple[float, float]] | None = None,
     max_guesses: int = 5,
-    tolerance: float = 1.0,
 ) -> TopKPredictions:
     """Localization submission: ``image_id label x1 y1 x2 y2 [label x1 y1 x2 y2 ...]`` (up to 5 guesses).
 
-    Corners are inclusive pixel coordinates (ILSVRC devkit); evaluate with ``pixel_inclusive`` truth.
+    Corners are inclusive pixel coordinates (ILSVRC devkit); evaluate with ``pixel_inclusive`` truth. Boxes
+    past the border are clipped to the image and counted (``TopKPredictions.clipped``).
     """
-    return _read_topk(lines, image_ids, labels, max_guesses, True, image_sizes, tolerance)
+    return _read_topk(lines, image_ids, labels, max_guesses, True, image_sizes)
 
 
 def _read_topk(
@@ -187,7 +203,6 @@ def _read_topk(
     max_guesses: int,
     with_boxes: bool,
     image_sizes: Mapping[int, tuple[float, float]] | None,
-    tolerance: float,
 ) -> TopKPredictions:
     images = None if image_ids is None else set(image_ids)
     known_labels = None if labels is None else set(labels)
@@ -195,6 +210,7 @@ def _read_topk(
     problems: list[Problem] = []
     seen: dict[int, int] = {}
     rows: list[tuple[int, list[int], list[list[float]]]] = []
+    clipped = 0
     for number, fields in _numbered(lines):
         where = f"line {number}"
         rest = fields[1:]
@@ -243,10 +259,12 @@ def _read_topk(
                     ok = False
                     continue
                 size = image_sizes.get(image) if image_sizes is not None else None
-                outside = _outside(x1, y1, x2, y2, size, tolerance)
+                (x1, y1, x2, y2), changed, outside = _clip(x1, y1, x2, y2, size, inclusive=True)
                 if outside:
                     problems.append(Problem(where, outside))
                     ok = False
+                    continue
+                clipped += changed
                 guess_boxes.append([x1, y1, x2 - x1, y2 - y1])
         if ok:
             rows.append((image, guess_labels, guess_boxes))
@@ -259,7 +277,7 @@ def _read_topk(
         if guess_boxes:
             boxes_arr[r, : len(guess_boxes)] = guess_boxes
     ids = np.array([r[0] for r in rows], dtype=np.int64)
-    return TopKPredictions(ids, labels_arr, boxes_arr if with_boxes else None)
+    return TopKPredictions(ids, labels_arr, boxes_arr if with_boxes else None, clipped=clipped)
 
 
 def read_ilsvrc_det(
@@ -267,17 +285,18 @@ def read_ilsvrc_det(
     image_ids: Collection[int] | None = None,
     labels: Collection[int] | None = None,
     image_sizes: Mapping[int, tuple[float, float]] | None = None,
-    tolerance: float = 1.0,
 ) -> Detections:
     """Detection submission: ``image_id class_id score x1 y1 x2 y2`` per line.
 
     Corners are inclusive pixel coordinates (ILSVRC devkit), stored as ``[x1, y1, x2 - x1, y2 - y1]``;
-    evaluate against truth read with ``pixel_inclusive=True`` so a box spans ``x2 - x1 + 1`` pixels.
+    evaluate against truth read with ``pixel_inclusive=True`` so a box spans ``x2 - x1 + 1`` pixels. Boxes
+    past the border are clipped to the image and counted (``Detections.clipped``).
     """
     images = None if image_ids is None else set(image_ids)
     known_labels = None if labels is None else set(labels)
     problems: list[Problem] = []
     out: list[tuple[int, int, float, float, float, float, float]] = []
+    clipped = 0
     for number, fields in _numbered(lines):
         where = f"line {number}"
         if len(fields) != 7:
@@ -310,13 +329,16 @@ def read_ilsvrc_det(
             problems.append(Problem(where, f"box must have x1 <= x2 and y1 <= y2, got {fields[3:]}"))
             continue
         size = image_sizes.get(image) if image_sizes is not None and image is not None else None
-        outside = _outside(x1, y1, x2, y2, size, tolerance)
+        (x1, y1, x2, y2), changed, outside = _clip(x1, y1, x2, y2, size, inclusive=True)
         if outside:
             problems.append(Problem(where, outside))
             continue
         if not bad and image is not None and label is not None:
+            clipped += changed
             out.append((image, label, score, x1, y1, x2 - x1, y2 - y1))
     if problems:
         raise SubmissionError(problems)
     arr = np.array(out, dtype=np.float64).reshape(-1, 7)
-    return Detections(arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 3:], arr[:, 2])
+    return Detections(
+        arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 3:], arr[:, 2], clipped=clipped
+    )

@@ -150,7 +150,7 @@ def test_bad_submissions_are_refused_with_every_problem_and_do_not_count(challen
     rows = [
         {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [1, 1, 5, 5], "score": 0.5},
         {"image_id": train_image, "category_id": box.concept_id, "bbox": [1, 1, 5, 5], "score": 0.5},
-        {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [1, 1, 9000, 5], "score": 0.5},
+        {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [9000, 1, 5, 5], "score": 0.5},
         {"image_id": box.image_id, "category_id": 424242, "bbox": [1, 1, 5, 5], "score": "high"},
     ]
     response = submit(team_user, challenge, json.dumps(rows).encode())

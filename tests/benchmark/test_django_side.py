@@ -253,7 +253,7 @@ def test_evaluate_refuses_a_malformed_submission_listing_every_problem(labelled,
     bad = [
         {"image_id": image_id, "category_id": labelled["dog"].pk, "bbox": [1, 1, 5, 5], "score": 0.5},
         {"image_id": 999999, "category_id": labelled["dog"].pk, "bbox": [1, 1, 5, 5], "score": 0.5},
-        {"image_id": image_id, "category_id": labelled["dog"].pk, "bbox": [1, 1, 5000, 5], "score": 0.5},
+        {"image_id": image_id, "category_id": labelled["dog"].pk, "bbox": [5000, 1, 5, 5], "score": 0.5},
         {"image_id": image_id, "bbox": [1, 1, 5, 5], "score": 0.5},
     ]
     pred = tmp_path / "bad.json"
@@ -265,3 +265,31 @@ def test_evaluate_refuses_a_malformed_submission_listing_every_problem(labelled,
     assert any("entry 1" in line and "unknown image_id 999999" in line for line in lines)
     assert any("entry 2" in line and "outside" in line for line in lines)
     assert any("entry 3" in line and "missing key" in line for line in lines)
+
+
+def test_evaluate_clips_a_box_past_the_border_scores_the_file_and_reports_the_clipping(labelled, tmp_path):
+    dataset = labelled["dataset"]
+    make_splits(dataset, "--freeze")
+    export_cmd(dataset, "--format", "coco", "--split", "val", "--out", str(tmp_path / "c"), "--no-images")
+    gt_file = tmp_path / "c/annotations/instances_val.json"
+    data = json.loads(gt_file.read_text())
+    widths = {i["id"]: i["width"] for i in data["images"]}
+    results = [
+        {"image_id": a["image_id"], "category_id": a["category_id"], "bbox": a["bbox"], "score": 0.9}
+        for a in data["annotations"]
+    ]
+    first = data["annotations"][0]
+    x, y, w, h = first["bbox"]
+    overshoot = widths[first["image_id"]] + 2 - x  # 2 px past the right border
+    results.append(
+        {
+            "image_id": first["image_id"],
+            "category_id": first["category_id"],
+            "bbox": [x, y, overshoot, h],
+            "score": 0.1,
+        }
+    )
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps(results))
+    coco = evaluate_cmd("--protocol", "coco", "--gt", str(gt_file), "--pred", str(pred))
+    assert coco["clipped_boxes"] == 1 and coco["AP50"] == pytest.approx(1.0)

@@ -59,4 +59,7 @@ class Command(BaseCommand):
         if options["bootstrap"] < 0:
             raise CommandError("--bootstrap must be >= 0")
         result = evaluate_files(protocol, gt, pred, options["bootstrap"], options["seed"])
+        if getattr(pred, "boxes", None) is not None:
+            # Boxes past the border were clipped to the image, as pycocotools would score them; say how many.
+            result["clipped_boxes"] = pred.clipped
         self.stdout.write(json.dumps(_finite(result), sort_keys=True))
