@@ -12,6 +12,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from . import kinds
+from .final_evidence import BINARY_VOTE
+from .final_labels import LabelVerdict, final_labels_record
 from .models import Assignment, AssignmentState, Dataset, Image, Task, TaskState
 
 KIND = "binary_vote"
@@ -56,6 +58,14 @@ def on_submit(assignment: Assignment) -> None:
     if outcome is not None or yes + no >= task.answers_wanted:
         task.state = TaskState.DONE
         task.result = {"answer": outcome, "yes": yes, "no": no, "rule": f"majority of {task.answers_wanted}"}
+        if task.image_id is not None and task.concept_id is not None:
+            final_labels_record(
+                dataset_id=task.dataset_id,
+                source=BINARY_VOTE,
+                verdicts=[
+                    LabelVerdict(task.image_id, task.concept_id, outcome, yes, no, ref={"task": task.pk})
+                ],
+            )
     else:
         task.result = {"yes": yes, "no": no}
 

@@ -246,3 +246,66 @@ class BoxJobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"event {self.seq} of box job {self.job_id}: {self.event.get('type')}"
+
+
+class FinalLabelSource(models.TextChoices):
+    """The pipeline whose verdict a final label carries (precedence in `annotation.final_evidence`)."""
+
+    BOX = "box", "Finalized boxes"
+    CONSENSUS = "consensus", "Image verification decided by consensus or a reviewer"
+    MULTILABEL = "multilabel", "Full multi-label annotation (Algorithm 1)"
+    BINARY_VOTE = "binary_vote", "Fixed-majority vote"
+
+
+class FinalLabel(models.Model):
+    """The final image-level label of one (image, class): present or verified absent, with the evidence of
+    every pipeline that has a verdict on it. The one source of image-level labels for splits and exports.
+
+    A projection of the pipelines' append-only facts (decisions, Algorithm 1's leaf labels, finalized boxes),
+    written by `annotation.final_labels` in the transaction of each decision, so it is rewritten when a
+    decision is (a reviewed, reopened or voided question, a removed box). No row: nobody knows."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="final_labels")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="final_labels")
+    concept = models.ForeignKey("hierarchy.Concept", on_delete=models.PROTECT, related_name="final_labels")
+    present = models.BooleanField()
+    source = models.CharField(max_length=16, choices=FinalLabelSource.choices)
+    probability = models.FloatField(null=True, blank=True, help_text="The consensus posterior, when known.")
+    yes_count = models.PositiveIntegerField(default=0, help_text="Yes votes behind the deciding verdict.")
+    no_count = models.PositiveIntegerField(default=0, help_text="No votes behind the deciding verdict.")
+    box_count = models.PositiveIntegerField(default=0, help_text="Finalized boxes of the class.")
+    evidence = models.JSONField(default=dict, help_text="Each pipeline's verdict: {source: {present, ...}}.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["image_id", "concept_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["image", "concept"], name="final_label_one_per_image_concept")
+        ]
+        indexes = [models.Index(fields=["dataset", "image", "concept"], name="final_label_export_idx")]
+
+    def __str__(self) -> str:
+        return f"image {self.image_id} {self.concept_id}: {'present' if self.present else 'absent'}"
+
+
+class FinalBox(models.Model):
+    """An accepted box that passed the review gate (`review.selectors.finalized_boxes`): the boxes exports
+    publish. Written by `annotation.final_labels.final_boxes_set` after each overlap scan and review decision;
+    a box removed or relabelled by a reviewer leaves (or changes) its row."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="final_boxes")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="final_boxes")
+    concept = models.ForeignKey("hierarchy.Concept", on_delete=models.PROTECT, related_name="final_boxes")
+    box = models.OneToOneField(Box, on_delete=models.PROTECT, related_name="final")
+    x1 = models.FloatField()
+    y1 = models.FloatField()
+    x2 = models.FloatField()
+    y2 = models.FloatField()
+    finalized_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["image_id", "box_id"]
+        indexes = [models.Index(fields=["dataset", "image", "box"], name="final_box_export_idx")]
+
+    def __str__(self) -> str:
+        return f"final box {self.box_id} on image {self.image_id}"

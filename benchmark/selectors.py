@@ -1,26 +1,23 @@
-"""Reads for splits and exports: the finalized labels of a dataset, streamed in image order.
+"""Reads for splits and exports: the final labels of a dataset, streamed in image order.
 
-``image_labels`` is the one place that decides which image-level labels are final. It merges three streams:
-accepted boxes (an accepted box of a class makes the image a verified positive), image-verification
-questions decided by consensus (accepted: positive with its probability; rejected: verified negative;
-sent to review: not final) and finished ``binary_vote`` tasks (the fixed-majority baseline).
+Splits and exporters read only the final-label rows (`annotation.FinalLabel` for image-level presence and
+verified absence, `annotation.FinalBox` for boxes through the review gate). Which pipeline's verdict a row
+carries is decided when it is written (`annotation.final_labels`), never here.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
 from django.core.files.storage import default_storage
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 
 from annotation.binary_vote import KIND as BINARY_VOTE
-from annotation.models import Box, BoxState, Dataset, Image, Task, TaskState
-from consensus.models import Question, QuestionKind, QuestionState
-from hierarchy.models import Concept, ConceptEdge
+from annotation.models import BoxJob, Dataset, FinalBox, FinalLabel, Image, Task, TaskState
+from consensus.models import Question, QuestionKind
+from hierarchy.models import Concept, ConceptEdge, QuestionNode
 
 from .exporters.base import SPLIT_NAMES, ExportBox, ExportCategory, ExportImage, ExportLabel
 from .models import ImageSplit, SplitVersion
@@ -35,113 +32,57 @@ class ImageLabel:
     image_id: int
     concept_id: int
     positive: bool
-    pipeline: str  # "box" (accepted boxes), "consensus" (image verification) or "binary_vote"
+    pipeline: str  # the deciding pipeline: "box", "consensus", "multilabel" or "binary_vote"
     boxes: int = 0
     yes: int = 0
     no: int = 0
     probability: float | None = None  # consensus posterior, when a calibrated decision exists
 
 
-def _box_pairs(dataset: Dataset, images: QuerySet | None) -> Iterator[tuple[int, int, str, int, Any]]:
-    qs = Box.objects.filter(image__dataset=dataset, state=BoxState.ACCEPTED)
-    if images is not None:
-        qs = qs.filter(image_id__in=images)
-    rows = (
-        qs.values("image_id", "concept_id")
-        .annotate(n=Count("id"))
-        .order_by("image_id", "concept_id")
-        .values_list("image_id", "concept_id", "n")
-    )
-    for image_id, concept_id, n in rows.iterator(chunk_size=CHUNK):
-        yield image_id, concept_id, "box", n, None
-
-
-def _vote_pairs(dataset: Dataset, images: QuerySet | None) -> Iterator[tuple[int, int, str, int, Any]]:
-    qs = Task.objects.filter(
-        dataset=dataset, kind=BINARY_VOTE, state=TaskState.DONE, image__isnull=False, concept__isnull=False
-    )
-    if images is not None:
-        qs = qs.filter(image_id__in=images)
-    rows = qs.order_by("image_id", "concept_id", "id").values_list("image_id", "concept_id", "id", "result")
-    for image_id, concept_id, task_id, result in rows.iterator(chunk_size=CHUNK):
-        if isinstance(result, dict) and isinstance(result.get("answer"), bool):
-            yield image_id, concept_id, "binary_vote", task_id, result
-
-
-def _consensus_pairs(dataset: Dataset, images: QuerySet | None) -> Iterator[tuple[int, int, str, int, Any]]:
-    qs = Question.objects.filter(
-        dataset=dataset,
-        kind=QuestionKind.IMAGE_VERIFY,
-        state__in=(QuestionState.ACCEPTED, QuestionState.REJECTED),
-        image__isnull=False,
-    )
-    if images is not None:
-        qs = qs.filter(image_id__in=images)
-    rows = qs.order_by("image_id", "concept_id", "id").values_list(
-        "image_id", "concept_id", "id", "state", "yes_count", "no_count", "p"
-    )
-    for image_id, concept_id, question_id, state, yes, no, p in rows.iterator(chunk_size=CHUNK):
-        result = {"answer": state == QuestionState.ACCEPTED, "yes": yes, "no": no, "p": p}
-        yield image_id, concept_id, "consensus", question_id, result
-
-
 def image_labels(dataset: Dataset, images: QuerySet | None = None) -> Iterator[ImageLabel]:
-    """One label per (image, concept) with any final evidence, ordered by (image id, concept id).
-
-    An accepted box outweighs a "no" vote (the box itself passed a quality check); among several finished
-    vote tasks on one pair the latest decides, and the vote counts of all of them are reported.
-    """
-    streams = heapq.merge(
-        _box_pairs(dataset, images),
-        _consensus_pairs(dataset, images),
-        _vote_pairs(dataset, images),
-        key=lambda r: r[:2],
+    """The dataset's final image-level labels, present and verified absent, ordered by (image id, concept id).
+    A pair with no row is unknown (never asked, or still undecided)."""
+    qs = FinalLabel.objects.filter(dataset=dataset)
+    if images is not None:
+        qs = qs.filter(image_id__in=images)
+    rows = qs.order_by("image_id", "concept_id").values_list(
+        "image_id", "concept_id", "present", "source", "box_count", "yes_count", "no_count", "probability"
     )
-    for (image_id, concept_id), group in itertools.groupby(streams, key=lambda r: (r[0], r[1])):
-        boxes = yes = no = 0
-        vote: bool | None = None
-        consensus: bool | None = None
-        probability: float | None = None
-        for _, _, kind, value, result in group:
-            if kind == "box":
-                boxes += value
-                continue
-            yes += int(result.get("yes", 0))
-            no += int(result.get("no", 0))
-            if kind == "consensus":
-                consensus, probability = result["answer"], result["p"]
-            else:
-                vote = result["answer"]
-        if boxes:
-            yield ImageLabel(image_id, concept_id, True, "box", boxes, yes, no, probability)
-        elif consensus is not None:  # a calibrated decision outranks a fixed-majority vote on the same pair
-            yield ImageLabel(image_id, concept_id, consensus, "consensus", 0, yes, no, probability)
-        else:
-            yield ImageLabel(image_id, concept_id, bool(vote), BINARY_VOTE, 0, yes, no)
+    for row in rows.iterator(chunk_size=CHUNK):
+        yield ImageLabel(*row)
+
+
+def dataset_class_ids(dataset: Dataset) -> set[int]:
+    """Every class the dataset labels, whether or not any image has it: the concepts of its final labels and
+    boxes, of its image-verification questions and fixed-majority votes (decided or not), of its box jobs, and
+    the leaves of every hierarchy it runs multi-label annotation with."""
+    ids = set(FinalLabel.objects.filter(dataset=dataset).values_list("concept_id", flat=True).distinct())
+    ids |= set(FinalBox.objects.filter(dataset=dataset).values_list("concept_id", flat=True).distinct())
+    ids |= set(
+        Question.objects.filter(dataset=dataset, kind=QuestionKind.IMAGE_VERIFY)
+        .values_list("concept_id", flat=True)
+        .distinct()
+    )
+    ids |= set(
+        Task.objects.filter(dataset=dataset, kind=BINARY_VOTE, concept__isnull=False)
+        .exclude(state=TaskState.CANCELLED)
+        .values_list("concept_id", flat=True)
+        .distinct()
+    )
+    ids |= set(BoxJob.objects.filter(dataset=dataset).values_list("concept_id", flat=True).distinct())
+    ids |= set(
+        QuestionNode.objects.filter(leaf=True, hierarchy__labelings__dataset=dataset)
+        .values_list("concept_id", flat=True)
+        .distinct()
+    )
+    ids.discard(None)
+    return ids
 
 
 def dataset_categories(dataset: Dataset) -> list[ExportCategory]:
-    """Every concept with a final label in the dataset (whatever the split, so class ids and indices agree
-    across splits), with its first parent (by wnid) as COCO supercategory."""
-    ids = set(
-        Box.objects.filter(image__dataset=dataset, state=BoxState.ACCEPTED)
-        .values_list("concept_id", flat=True)
-        .distinct()
-    )
-    ids |= set(
-        Task.objects.filter(dataset=dataset, kind=BINARY_VOTE, state=TaskState.DONE, concept__isnull=False)
-        .values_list("concept_id", flat=True)
-        .distinct()
-    )
-    ids |= set(
-        Question.objects.filter(
-            dataset=dataset,
-            kind=QuestionKind.IMAGE_VERIFY,
-            state__in=(QuestionState.ACCEPTED, QuestionState.REJECTED),
-        )
-        .values_list("concept_id", flat=True)
-        .distinct()
-    )
+    """Every class of the dataset (whatever the split, so class ids and indices agree across splits, and even
+    with no instance), with its first parent (by wnid) as COCO supercategory."""
+    ids = dataset_class_ids(dataset)
     parents: dict[int, str] = {}
     for child_id, parent_name in (
         ConceptEdge.objects.filter(child_id__in=ids)
@@ -228,11 +169,11 @@ class DatasetSource:
             yield ExportImage(pk, f"{pk:012d}.{extension}", width, height, split)
 
     def boxes(self, split: str) -> Iterator[ExportBox]:
-        qs = Box.objects.filter(image__dataset=self.dataset, state=BoxState.ACCEPTED)
+        qs = FinalBox.objects.filter(dataset=self.dataset)
         if self.version is not None:
             qs = qs.filter(image_id__in=self._image_ids(split))
-        rows = qs.order_by("image_id", "id").values_list(
-            "id", "image_id", "concept_id", "x1", "y1", "x2", "y2"
+        rows = qs.order_by("image_id", "box_id").values_list(
+            "box_id", "image_id", "concept_id", "x1", "y1", "x2", "y2"
         )
         for row in rows.iterator(chunk_size=CHUNK):
             yield ExportBox(*row)
@@ -254,17 +195,19 @@ class DatasetSource:
                 "votes": {"yes": label.yes, "no": label.no},
                 "probability": label.probability,
             }
-        qs = Box.objects.filter(image__dataset=self.dataset, state=BoxState.ACCEPTED)
+        qs = FinalBox.objects.filter(dataset=self.dataset)
         if images is not None:
             qs = qs.filter(image_id__in=images)
-        rows = qs.order_by("image_id", "id").values_list("id", "image_id", "concept_id", "drawn_by_id")
+        rows = qs.order_by("image_id", "box_id").values_list(
+            "box_id", "image_id", "concept_id", "box__drawn_by_id"
+        )
         for box_id, image_id, concept_id, drawn_by in rows.iterator(chunk_size=CHUNK):
             yield {
                 "box_id": box_id,
                 "image_id": image_id,
                 "category_id": concept_id,
                 "pipeline": "box",
-                "state": BoxState.ACCEPTED.value,
+                "state": "accepted",
                 "drawn_by": drawn_by,
             }
 

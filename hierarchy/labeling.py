@@ -16,6 +16,8 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.final_evidence import MULTILABEL
+from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Dataset, Image
 
 from . import asking, events
@@ -217,6 +219,7 @@ def _finish(labeling: ImageLabeling, graph: HierarchyGraph, state: LabelingState
         )
         for leaf, label in labels.items()
     )
+    _record_final_labels(labeling, graph, labels)
     events.announce(
         events.LeavesPresent(
             dataset_id=labeling.dataset_id,
@@ -227,4 +230,30 @@ def _finish(labeling: ImageLabeling, graph: HierarchyGraph, state: LabelingState
                 graph.nodes[leaf].concept_id for leaf, label in labels.items() if label.present
             ),
         )
+    )
+
+
+def _record_final_labels(labeling: ImageLabeling, graph: HierarchyGraph, labels) -> None:
+    """Every leaf's presence or absence, asked or propagated (a "no" above a leaf is its verified absence),
+    becomes the image's multi-label verdict in the final labels, in this transaction."""
+    votes = {
+        node_id: (yes, no)
+        for node_id, yes, no in LabelingAnswer.objects.filter(labeling=labeling).values_list(
+            "node__node_id", "yes_votes", "no_votes"
+        )
+    }
+    final_labels_record(
+        dataset_id=labeling.dataset_id,
+        source=MULTILABEL,
+        verdicts=[
+            LabelVerdict(
+                image_id=labeling.image_id,
+                concept_id=graph.nodes[leaf].concept_id,
+                present=label.present,
+                yes=votes.get(label.via or leaf, (0, 0))[0],
+                no=votes.get(label.via or leaf, (0, 0))[1],
+                ref={"labeling": labeling.pk, "how": label.source.value, "via": label.via or leaf},
+            )
+            for leaf, label in labels.items()
+        ],
     )

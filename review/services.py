@@ -22,6 +22,7 @@ from django.utils import timezone
 from annotation.models import Box, BoxState, Dataset
 
 from . import resolvers
+from .final_boxes import final_boxes_sync
 from .models import (
     DECISIONS_BY_KIND,
     OPEN_STATES,
@@ -130,6 +131,7 @@ def overlaps_scan(
     while max_chunks is None or chunks < max_chunks:
         if not _scan_chunk(dataset, thresholds, chunk_images, report, now):
             report.finished = True
+            final_boxes_sync(dataset)  # the boxes this scan let through are final now
             break
         chunks += 1
     report.items_created = ReviewItem.objects.filter(dataset=dataset).count() - items_before
@@ -488,6 +490,7 @@ def review_decide(
         if resolver is not None:
             resolver.apply(item, row)
         _recheck_after(item, [box for box in changed if box.state == BoxState.ACCEPTED])
+        final_boxes_sync(item.dataset, {box.image_id for box in boxes.values()})
         return row
 
 
@@ -550,6 +553,7 @@ def review_undo(*, decision: ReviewDecision, organizer, reason: str = "") -> Rev
         if resolver is not None and resolver.revert is not None:
             resolver.revert(item, decision)
         _recheck_after(item, [box for box in restored if box.state == BoxState.ACCEPTED])
+        final_boxes_sync(item.dataset, {box.image_id for box in boxes.values()})
         return row
 
 

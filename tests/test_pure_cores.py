@@ -12,6 +12,7 @@ PURE_CORES = [
     "annotation/geometry.py",
     "annotation/pipeline.py",
     "annotation/imagecheck.py",
+    "annotation/final_evidence.py",
     "consensus/calibration.py",
     "consensus/stopping.py",
     "consensus/reliability.py",

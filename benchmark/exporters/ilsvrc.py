@@ -1,7 +1,7 @@
 """ILSVRC layout: ``classes.txt`` (id, wnid, name), ``Data/{split}/``, per-image detection XML with wnids as
 object names (``Annotations/{split}/``), ``ImageSets/{split}.txt``, per-class DET lists
-``ImageSets/DET/{split}_{wnid}.txt`` (1 verified positive with boxes, 0 partial positive, -1 verified
-negative), the blacklist ``ImageSets/DET/{split}_blacklist.txt`` and classification/localization truth
+``ImageSets/DET/{split}_{wnid}.txt`` listing every image of the split (1 verified positive with boxes, -1
+verified negative, 0 neither: a partial positive or a pair nobody decided), the blacklist ``ImageSets/DET/{split}_blacklist.txt`` and classification/localization truth
 ``CLS-LOC/{split}_labels.txt``.
 
 Corners are 0-based inclusive pixel indices (xmin = round(x1), xmax = round(x2) - 1), read back with the
@@ -50,15 +50,18 @@ def export(ctx: ExportContext) -> None:
                         annotation_xml(ctx.source.dataset_name, split, image, objects, devkit_corners),
                     )
                     boxed = {b.category_id for b in record.boxes}
-                    positives = record.positive_classes()
-                    for c in sorted(positives):
+                    positives, negatives = record.positive_classes(), record.negative_classes()
+                    # Every image in every class's list: 1 present with its boxes, -1 verified absent, 0 not
+                    # scored for that class (a partial positive, also blacklisted, or never decided).
+                    for c in wnid:
                         if c in boxed:
                             lists.add(c, f"{image.stem} 1\n")
+                        elif c in negatives:
+                            lists.add(c, f"{image.stem} -1\n")
                         else:
                             lists.add(c, f"{image.stem} 0\n")
-                            black.append(f"{image.id} {wnid[c]}\n")
-                    for c in sorted(record.negative_classes()):
-                        lists.add(c, f"{image.stem} -1\n")
+                            if c in positives:
+                                black.append(f"{image.id} {wnid[c]}\n")
                     # Classification truth is one class per image (ILSVRC §4.1): images showing one class.
                     if len(positives) == 1:
                         single.append(f"{image.id} {next(iter(positives))}\n")

@@ -23,9 +23,11 @@ pytestmark = pytest.mark.django_db
 # Statements per request, transaction control (BEGIN/SAVEPOINT/COMMIT) left out.
 # Next task: token, the gold lease hook's "any gold?" check, then the lease itself: one statement on
 # PostgreSQL (lock, reclaim, lease, insert and read back), four on SQLite (no SKIP LOCKED, no data-modifying CTE).
-# Submit: token, lock the task and read the assignment, store the answer, write the task.
+# Submit: token, lock the task and read the assignment, store the answer, write the task. The submit that closes
+# a vote also writes its final label in the same transaction: lock the (image, class) row, insert it.
 NEXT_TASK_QUERIES = {"postgresql": 3, "sqlite": 6}
 SUBMIT_QUERIES = 4
+CLOSING_SUBMIT_QUERIES = SUBMIT_QUERIES + 2
 
 
 def token_client(user) -> APIClient:
@@ -56,10 +58,17 @@ def cycle(client, answer: bool = True) -> tuple[list[str], list[str], dict]:
 
 
 def test_next_task_and_submit_keep_their_query_counts(worker):
-    factories.TaskFactory()
+    factories.TaskFactory(answers_wanted=3)
     next_sql, submit_sql, _ = cycle(token_client(worker))
     assert len(next_sql) == NEXT_TASK_QUERIES[connection.vendor], "\n".join(next_sql)
     assert len(submit_sql) == SUBMIT_QUERIES, "\n".join(submit_sql)
+
+
+def test_the_submit_that_closes_a_vote_adds_only_its_final_label_write(worker):
+    factories.TaskFactory()
+    next_sql, submit_sql, _ = cycle(token_client(worker))
+    assert len(next_sql) == NEXT_TASK_QUERIES[connection.vendor], "\n".join(next_sql)
+    assert len(submit_sql) == CLOSING_SUBMIT_QUERIES, "\n".join(submit_sql)
 
 
 def test_submit_response_still_carries_the_task_image_and_question(worker):

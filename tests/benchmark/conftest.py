@@ -1,9 +1,13 @@
 """A small labelled dataset in the database: concepts under a parent, images (some near-duplicates), accepted,
-removed and rejected boxes, and finished yes/no votes."""
+removed and rejected boxes, and finished yes/no votes; the overlap scan has passed the boxes and the final labels
+are built from these facts (exports read only final labels)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from annotation.models import Box, BoxState, TaskState
 from hierarchy.models import Concept, ConceptEdge
@@ -62,4 +66,15 @@ def labelled(dataset):
         result={"answer": False, "yes": 0, "no": 3},
     )
     factories.TaskFactory(image=images[7], dataset=dataset, concept=cat, state=TaskState.OPEN)
+    finalize(dataset)
     return {"dataset": dataset, "images": images, "dog": dog, "cat": cat, "animal": animal}
+
+
+def finalize(dataset) -> None:
+    """What the platform does before an export: the overlap scan lets the settled boxes through the review gate
+    (here an hour later, so every box has settled) and the final labels hold every decision."""
+    from benchmark.final_labels import final_labels_rebuild
+    from review.services import overlaps_scan
+
+    overlaps_scan(dataset, now=timezone.now() + timedelta(hours=1))
+    final_labels_rebuild(dataset)

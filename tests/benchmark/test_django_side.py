@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.models import Box, BoxState
+from benchmark.final_labels import final_labels_rebuild
 from benchmark.models import ImageSplit, SplitVersion
 from benchmark.selectors import image_labels
 from tests import factories
@@ -58,6 +59,7 @@ def test_consensus_decisions_are_final_labels_with_their_probability_and_outrank
     Question.objects.create(
         **common, concept=dog, image=images[10], state=QuestionState.REVIEW, yes_count=6, no_count=6
     )
+    final_labels_rebuild(dataset)  # questions written straight to the table: backfill their final labels
     labels = {(lab.image_id, lab.concept_id): lab for lab in image_labels(dataset)}
     overruled = labels[(images[3].pk, cat.pk)]
     assert (overruled.positive, overruled.pipeline, overruled.probability) == (False, "consensus", 0.01)

@@ -1,0 +1,178 @@
+"""Writes of the final labels, the one owner of what a dataset's labels are: each pipeline records its verdicts
+on (image, class) pairs in the transaction of its decision, the review gate sets the finalized boxes, and the
+precedence rule (`annotation.final_evidence`) decides each pair's label.
+
+Writers: image verification and reviewed questions (`consensus.final_labels`), Algorithm 1
+(`hierarchy.labeling`), the fixed-majority vote (`annotation.binary_vote`) and the review gate
+(`review.final_boxes`). Readers: `benchmark.selectors` (splits and exports read nothing else).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .final_evidence import BOX, PRECEDENCE, evidence_entry, resolve
+from .models import FinalBox, FinalLabel
+
+Pair = tuple[int, int]  # (image id, concept id)
+_CHUNK = 500
+_FIELDS = ["present", "source", "probability", "yes_count", "no_count", "box_count", "evidence", "updated_at"]
+
+
+@dataclass(frozen=True)
+class LabelVerdict:
+    """One pipeline's verdict on one (image, class). `present=None` withdraws the pipeline's verdict (its
+    question was reopened or sent back to review); `ref` names the facts behind it (a question id...)."""
+
+    image_id: int
+    concept_id: int
+    present: bool | None
+    yes: int = 0
+    no: int = 0
+    p: float | None = None
+    ref: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FinalBoxRow:
+    box_id: int
+    image_id: int
+    concept_id: int
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+
+
+def final_labels_record(*, dataset_id: int, source: str, verdicts: Iterable[LabelVerdict]) -> int:
+    """Record `source`'s verdicts (the last one per pair counts) and re-decide those pairs' final labels, in
+    the caller's transaction. Returns the number of pairs touched."""
+    if source not in PRECEDENCE or source == BOX:
+        raise ValueError(f"unknown label source {source!r}; boxes are set with final_boxes_set")
+    entries: dict[Pair, dict[str, Any] | None] = {}
+    for v in verdicts:
+        entries[(v.image_id, v.concept_id)] = (
+            None if v.present is None else evidence_entry(v.present, yes=v.yes, no=v.no, p=v.p, **v.ref)
+        )
+    return _apply(dataset_id, source, entries)
+
+
+def final_boxes_set(
+    *, dataset_id: int, boxes: Iterable[FinalBoxRow], image_ids: Iterable[int] | None = None
+) -> int:
+    """Make the dataset's final boxes on `image_ids` (all its images when None) exactly `boxes`, and update the
+    box evidence of every (image, class) whose count changed. Returns the number of box rows changed."""
+    wanted = {b.box_id: b for b in boxes}
+    with transaction.atomic():
+        scope = FinalBox.objects.filter(dataset_id=dataset_id)
+        if image_ids is not None:
+            scope = scope.filter(image_id__in=list(image_ids))
+        existing = {
+            row[0]: FinalBoxRow(*row)
+            for row in scope.select_for_update()
+            .order_by("box_id")
+            .values_list("box_id", "image_id", "concept_id", "x1", "y1", "x2", "y2")
+        }
+        gone = [pk for pk in existing if pk not in wanted]
+        changed = [b for pk, b in wanted.items() if pk in existing and existing[pk] != b]
+        new = [b for pk, b in wanted.items() if pk not in existing]
+        FinalBox.objects.filter(box_id__in=gone + [b.box_id for b in changed]).delete()
+        FinalBox.objects.bulk_create(
+            (
+                FinalBox(
+                    dataset_id=dataset_id,
+                    image_id=b.image_id,
+                    concept_id=b.concept_id,
+                    box_id=b.box_id,
+                    x1=b.x1,
+                    y1=b.y1,
+                    x2=b.x2,
+                    y2=b.y2,
+                )
+                for b in sorted(changed + new, key=lambda b: b.box_id)
+            ),
+            batch_size=_CHUNK,
+        )
+        before = Counter((b.image_id, b.concept_id) for b in existing.values())
+        after = Counter((b.image_id, b.concept_id) for b in wanted.values())
+        entries: dict[Pair, dict[str, Any] | None] = {
+            pair: (evidence_entry(True, boxes=after[pair]) if after[pair] else None)
+            for pair in set(before) | set(after)
+            if before[pair] != after[pair]
+        }
+        _apply(dataset_id, BOX, entries)
+    return len(gone) + len(changed) + len(new)
+
+
+def _apply(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | None]) -> int:
+    if not entries:
+        return 0
+    try:
+        with transaction.atomic():
+            _apply_once(dataset_id, source, entries)
+    except IntegrityError:
+        # Another transaction created one of these rows between our read and insert: it is committed and
+        # visible now, so the second pass locks and updates it.
+        with transaction.atomic():
+            _apply_once(dataset_id, source, entries)
+    return len(entries)
+
+
+def _apply_once(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | None]) -> None:
+    pairs = sorted(entries)
+    rows = _lock(pairs)
+    create: list[FinalLabel] = []
+    update: list[FinalLabel] = []
+    delete: list[int] = []
+    now = timezone.now()
+    for pair in pairs:
+        row = rows.get(pair)
+        evidence = dict(row.evidence) if row is not None else {}
+        entry = entries[pair]
+        if entry is None:
+            evidence.pop(source, None)
+        else:
+            evidence[source] = entry
+        resolved = resolve(evidence)
+        if resolved is None:
+            if row is not None:
+                delete.append(row.pk)
+            continue
+        if row is None:
+            row = FinalLabel(dataset_id=dataset_id, image_id=pair[0], concept_id=pair[1])
+            create.append(row)
+        else:
+            update.append(row)
+        row.present, row.source, row.probability = resolved.present, resolved.source, resolved.probability
+        row.yes_count, row.no_count, row.box_count = resolved.yes, resolved.no, resolved.boxes
+        row.evidence, row.updated_at = evidence, now
+    if delete:
+        FinalLabel.objects.filter(pk__in=delete).delete()
+    if update:
+        FinalLabel.objects.bulk_update(update, _FIELDS, batch_size=_CHUNK)
+    if create:
+        FinalLabel.objects.bulk_create(create, batch_size=_CHUNK)
+
+
+def _lock(pairs: list[Pair]) -> dict[Pair, FinalLabel]:
+    """Lock the existing rows of these pairs, in (image, concept) order like every writer."""
+    wanted = set(pairs)
+    images = sorted({image for image, _ in pairs})
+    concepts = sorted({concept for _, concept in pairs})
+    found: dict[Pair, FinalLabel] = {}
+    for start in range(0, len(images), _CHUNK):
+        qs = (
+            FinalLabel.objects.select_for_update()
+            .filter(image_id__in=images[start : start + _CHUNK], concept_id__in=concepts)
+            .order_by("image_id", "concept_id")
+        )
+        for row in qs:
+            if (row.image_id, row.concept_id) in wanted:
+                found[(row.image_id, row.concept_id)] = row
+    return found

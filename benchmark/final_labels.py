@@ -1,0 +1,118 @@
+"""Backfill of the final labels from the pipelines' facts, for data that predates them or after a repair:
+decided image-verification questions, Algorithm 1's leaf labels, finished fixed-majority votes and the boxes
+through the review gate. Idempotent: the rows are rebuilt from scratch in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import islice
+
+from django.db import transaction
+
+from annotation.binary_vote import KIND as BINARY_VOTE_KIND
+from annotation.final_evidence import BINARY_VOTE, CONSENSUS, MULTILABEL
+from annotation.final_labels import LabelVerdict, final_labels_record
+from annotation.models import Dataset, FinalBox, FinalLabel, Task, TaskState
+from consensus.models import Question, QuestionKind, QuestionState
+from hierarchy.models import LabelingAnswer, LeafLabel
+from review.final_boxes import final_boxes_sync
+
+BATCH = 5000
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    consensus: int
+    multilabel: int
+    binary_vote: int
+    boxes: int
+    labels: int
+    present: int
+    absent: int
+
+
+def _batches(verdicts: Iterator[LabelVerdict]) -> Iterator[list[LabelVerdict]]:
+    while batch := list(islice(verdicts, BATCH)):
+        yield batch
+
+
+def _consensus(dataset: Dataset) -> Iterator[LabelVerdict]:
+    rows = (
+        Question.objects.filter(
+            dataset=dataset,
+            kind=QuestionKind.IMAGE_VERIFY,
+            state__in=(QuestionState.ACCEPTED, QuestionState.REJECTED),
+            image__isnull=False,
+            box__isnull=True,
+        )
+        .order_by("id")
+        .values_list("id", "image_id", "concept_id", "state", "yes_count", "no_count", "p")
+    )
+    for pk, image_id, concept_id, state, yes, no, p in rows.iterator(chunk_size=BATCH):
+        present = state == QuestionState.ACCEPTED
+        yield LabelVerdict(image_id, concept_id, present, yes, no, p, {"question": pk})
+
+
+def _multilabel(dataset: Dataset) -> Iterator[LabelVerdict]:
+    votes = {
+        (labeling_id, node_id): (yes, no)
+        for labeling_id, node_id, yes, no in LabelingAnswer.objects.filter(
+            labeling__dataset=dataset
+        ).values_list("labeling_id", "node__node_id", "yes_votes", "no_votes")
+    }
+    rows = (
+        LeafLabel.objects.filter(labeling__dataset=dataset)
+        .order_by("id")
+        .values_list("labeling_id", "image_id", "concept_id", "present", "source", "via__node_id")
+    )
+    for labeling_id, image_id, concept_id, present, source, via in rows.iterator(chunk_size=BATCH):
+        yes, no = votes.get((labeling_id, via), (0, 0)) if via else (0, 0)
+        ref = {"labeling": labeling_id, "how": source, "via": via}
+        yield LabelVerdict(image_id, concept_id, present, yes, no, None, ref)
+
+
+def _binary_votes(dataset: Dataset) -> Iterator[LabelVerdict]:
+    rows = (
+        Task.objects.filter(
+            dataset=dataset,
+            kind=BINARY_VOTE_KIND,
+            state=TaskState.DONE,
+            image__isnull=False,
+            concept__isnull=False,
+        )
+        .order_by("id")
+        .values_list("id", "image_id", "concept_id", "result")
+    )
+    for pk, image_id, concept_id, result in rows.iterator(chunk_size=BATCH):
+        if isinstance(result, dict) and isinstance(result.get("answer"), bool):
+            yes, no = int(result.get("yes", 0)), int(result.get("no", 0))
+            yield LabelVerdict(image_id, concept_id, result["answer"], yes, no, None, {"task": pk})
+
+
+def final_labels_rebuild(dataset: Dataset) -> RebuildReport:
+    """Rebuild the dataset's final labels and boxes from the pipelines' facts."""
+    counts = {}
+    with transaction.atomic():
+        FinalLabel.objects.filter(dataset=dataset).delete()
+        FinalBox.objects.filter(dataset=dataset).delete()
+        for source, verdicts in (
+            (BINARY_VOTE, _binary_votes(dataset)),
+            (MULTILABEL, _multilabel(dataset)),
+            (CONSENSUS, _consensus(dataset)),
+        ):
+            counts[source] = 0
+            for batch in _batches(verdicts):
+                counts[source] += final_labels_record(dataset_id=dataset.pk, source=source, verdicts=batch)
+        boxes = final_boxes_sync(dataset)
+    labels = FinalLabel.objects.filter(dataset=dataset)
+    present = labels.filter(present=True).count()
+    return RebuildReport(
+        consensus=counts[CONSENSUS],
+        multilabel=counts[MULTILABEL],
+        binary_vote=counts[BINARY_VOTE],
+        boxes=boxes,
+        labels=labels.count(),
+        present=present,
+        absent=labels.count() - present,
+    )
