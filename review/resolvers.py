@@ -14,9 +14,15 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Resolver:
-    # apply(item, decision_row) runs after the decision row exists; revert(item, undone_decision_row) on undo.
+    # apply(item, decision_row) runs after the decision row exists; revert(item, undone_decision_row) on undo
+    # (it may raise review.services.ReviewError to refuse the undo).
     apply: Callable[[Any, Any], None]
     revert: Callable[[Any, Any], None] | None = None
+    # The decisions a reviewer may take on these items (default: the item kind's, accept / reject).
+    decisions: tuple[str, ...] | None = None
+    # describe(item) -> what the reviewer needs to decide: {"question": str, "concept": Concept | None,
+    # "votes": {"yes", "no", "p"} | None, "boxes": [Box, ...]} (see serializers.ReviewContextSerializer).
+    describe: Callable[[Any], dict[str, Any]] | None = None
 
 
 _resolvers: dict[str, Resolver] = {}
