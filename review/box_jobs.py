@@ -41,7 +41,7 @@ def _question_carries(job: BoxJob, reason: str) -> bool:
 
 
 def box_job_to_review(job: BoxJob, reason: str, detail: str) -> None:
-    from .services import ambiguous_enqueue
+    from .services import PIPELINE_PRIORITY, ambiguous_enqueue
 
     if _question_carries(job, reason):
         return
@@ -52,6 +52,7 @@ def box_job_to_review(job: BoxJob, reason: str, detail: str) -> None:
         reason=f"box job {reason}: {detail}",
         box=Box.objects.filter(pk=pending).first() if pending is not None else None,
         image=job.image,
+        priority=PIPELINE_PRIORITY,
     )
 
 

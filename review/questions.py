@@ -25,7 +25,7 @@ def subject_for(question_id: int) -> dict[str, Any]:
 
 def question_enqueue(question: Question):
     """Queue a question in review for a reviewer (once while open); returns the item."""
-    from .services import ambiguous_enqueue  # services imports the resolvers this module registers
+    from .services import PIPELINE_PRIORITY, ambiguous_enqueue  # services imports the resolver registry
 
     votes = f"{question.yes_count} yes / {question.no_count} no"
     return ambiguous_enqueue(
@@ -34,6 +34,7 @@ def question_enqueue(question: Question):
         reason=f"{question.get_kind_display()} undecided at its vote cap ({votes})",
         image=question.image,
         box=question.box if question.kind == QuestionKind.BOX_QUALITY else None,
+        priority=PIPELINE_PRIORITY,
     )
 
 

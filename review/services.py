@@ -112,6 +112,11 @@ def overlap_thresholds() -> OverlapThresholds:
     )
 
 
+# Items a pipeline waits on (a question in review holds up its labeling or box job) come before every pair,
+# which only holds back the export: pairs range from 0 to 100.
+PIPELINE_PRIORITY = 101
+
+
 def pair_priority(iou: float) -> int:
     # The most overlapping pairs first: they are the likeliest true duplicates or mislabels.
     return int(round(100 * iou))

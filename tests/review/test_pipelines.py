@@ -331,3 +331,16 @@ def test_deciding_an_item_whose_question_left_review_dismisses_it(capped, datase
         services.review_decide(item=item, reviewer=reviewer, decision=Decision.ACCEPT)
     assert ReviewItem.objects.get(pk=item.pk).state == ItemState.DISMISSED
     assert services.review_lease_next(reviewer=reviewer) is None, "the reviewer is not handed it again"
+
+
+def test_an_item_a_pipeline_waits_on_is_reviewed_before_any_overlapping_pair(
+    capped, dataset, concept, reviewer, make_box
+):
+    img = image(dataset)
+    make_box(img, concept, 10, 10, 100, 100)
+    make_box(img, concept, 10, 10, 100, 101)  # IoU ~0.99: the top pair priority
+    services.overlaps_scan(dataset)
+    question = verify_question_at_cap(dataset, concept)
+    first = services.review_lease_next(reviewer=reviewer)
+    assert first.subject == {"type": "consensus.question", "id": question.pk}
+    assert first.priority > ReviewItem.objects.get(kind=ReviewKind.DUPLICATE).priority
