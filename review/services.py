@@ -335,24 +335,30 @@ def overlaps_scan_soon(dataset_id: int) -> None:
     """Scan the dataset soon after the current transaction commits (boxes were accepted, relabelled or
     restored): in a worker after `CROWDLABEL_REVIEW_SCAN_DEBOUNCE_SECONDS`, or in-process when Celery is eager.
 
-    Debounced: a request while a requested scan has not started yet is absorbed by it, so a burst of accepted
-    boxes costs one scan; a request after the scan started queues the next one, so no box is left behind."""
+    Debounced: a request while a requested scan has not started yet is absorbed by it, and one within the
+    debounce period after a scan finished is left to the next request or to the scheduled scan
+    (`overlaps_scan_due`), so a stream of accepted boxes costs one scan per period, in a worker or in-process."""
     transaction.on_commit(lambda: overlaps_scan_request(dataset_id))
 
 
 def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None) -> bool:
-    """Queue a scan of the dataset unless one is queued and not started; True when this call queued it.
-    Runs outside the caller's transaction (on commit): one guarded UPDATE, no lock held."""
+    """Queue a scan of the dataset unless one is queued and not started, or one finished within the debounce
+    period; True when this call queued it. Runs outside the caller's transaction (on commit): one guarded
+    UPDATE, no lock held."""
     from .tasks import overlaps_scan as scan_task  # the task module imports this one
 
     now = now or timezone.now()
     debounce = settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"]
     # A request older than a few debounce periods belongs to a scan that was lost (a worker died): ask again.
     stale = now - timedelta(seconds=max(60, 10 * debounce))
+    recent = now - timedelta(seconds=debounce)
     ScanState.objects.get_or_create(dataset_id=dataset_id)
-    queued = ScanState.objects.filter(
-        Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale), dataset_id=dataset_id
-    ).update(scan_requested_at=now)
+    queued = (
+        ScanState.objects.filter(dataset_id=dataset_id)
+        .filter(Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale))
+        .filter(Q(last_finished_at__isnull=True) | Q(last_finished_at__lt=recent))
+        .update(scan_requested_at=now)
+    )
     if queued:
         scan_task.apply_async((dataset_id,), countdown=debounce)
     return bool(queued)

@@ -6,6 +6,7 @@ on a schedule; a sweep queues whatever sits in review without an item."""
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -276,8 +277,17 @@ def test_an_accepted_box_requests_one_debounced_overlap_scan(
     assert state.last_finished_at is not None and state.last_box_id == Box.objects.get().pk
     assert state.scan_requested_at is None, "the scan that ran cleared its request"
 
-    ScanState.objects.filter(pk=state.pk).update(scan_requested_at=state.last_finished_at)
-    assert services.overlaps_scan_request(dataset.pk) is False, "a queued scan absorbs the request"
+    later = state.last_finished_at + timedelta(
+        seconds=settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"] + 1
+    )
+    assert services.overlaps_scan_request(dataset.pk, now=later - timedelta(seconds=2)) is False, (
+        "a scan finished within the debounce period: the next request or the schedule covers the box"
+    )
+    ScanState.objects.filter(pk=state.pk).update(scan_requested_at=later)
+    assert services.overlaps_scan_request(dataset.pk, now=later) is False, "a queued scan absorbs the request"
+    ScanState.objects.filter(pk=state.pk).update(scan_requested_at=None)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.overlaps_scan_request(dataset.pk, now=later) is True
 
 
 def test_the_scheduled_scan_covers_datasets_with_unscanned_boxes(dataset, concept, make_box):
