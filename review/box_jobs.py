@@ -100,6 +100,7 @@ RESOLVER = resolvers.Resolver(
     revert=_revert,
     decisions=(Decision.ACCEPT, Decision.REDRAW, Decision.CLOSE),
     describe=_describe,
+    owns_box=True,
 )
 
 

@@ -80,7 +80,11 @@ def _describe(item) -> dict[str, Any]:
 
 
 RESOLVER = resolvers.Resolver(
-    apply=_apply, revert=_revert, decisions=(Decision.ACCEPT, Decision.REJECT), describe=_describe
+    apply=_apply,
+    revert=_revert,
+    decisions=(Decision.ACCEPT, Decision.REJECT),
+    describe=_describe,
+    owns_box=True,  # the box pipeline accepts or discards a box_quality question's box
 )
 
 

@@ -507,6 +507,7 @@ def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, re
         if item.state != ItemState.LEASED or item.leased_to_id != reviewer.pk:
             raise NotLeaseHolder("this item is not leased to you: take it from the queue first")
         resolver = resolvers.get(item.subject)
+        owned = resolver is not None and resolver.owns_box
         if decision not in decisions_for(item):
             allowed = ", ".join(decisions_for(item))
             what = (item.subject or {}).get("type") or item.kind
@@ -535,7 +536,7 @@ def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, re
                 raise InvalidDecision("the new class is the box's current class")
             target.concept_id = concept_id
             changed.append(target)
-        elif decision in (Decision.ACCEPT, Decision.REJECT) and a is not None and resolver is None:
+        elif decision in (Decision.ACCEPT, Decision.REJECT) and a is not None and not owned:
             if a.state == BoxState.REMOVED:
                 raise BoxesChanged("the box of this item was removed meanwhile")
             a.state = BoxState.ACCEPTED if decision == Decision.ACCEPT else BoxState.REJECTED
