@@ -47,6 +47,21 @@ def review_hook_unregister(hook: Callable[[BoxJob, str, str], None]) -> None:
         _review_hooks.remove(hook)
 
 
+# Subscribers told that boxes of a job were accepted: fn(job, box_ids), in the accepting transaction (the review
+# app schedules its overlap scan with it).
+_accepted_hooks: list[Callable[[BoxJob, list[int]], None]] = []
+
+
+def accepted_hook_register(hook: Callable[[BoxJob, list[int]], None]) -> None:
+    if hook not in _accepted_hooks:
+        _accepted_hooks.append(hook)
+
+
+def accepted_hook_unregister(hook: Callable[[BoxJob, list[int]], None]) -> None:
+    if hook in _accepted_hooks:
+        _accepted_hooks.remove(hook)
+
+
 # --- starting jobs ------------------------------------------------------------------------------------------
 
 
@@ -206,6 +221,15 @@ def on_question_decided(question: questions.BinaryQuestion, outcome: bool | None
     raise ValueError(f"not a box pipeline question kind: {question.kind!r}")
 
 
+def box_job_review_resolve(*, job_id: int, outcome: str) -> BoxJob:
+    """A reviewer resolved a job in review (`pipeline.ReviewOutcome`: accept, redraw or close); the job goes
+    back to the pipeline. Raises `pipeline.TransitionError` when the job is not in review."""
+    with transaction.atomic():
+        job = BoxJob.objects.select_for_update().get(pk=job_id)
+        _advance(job, lambda s: pipeline.review_decided(s, outcome))
+        return job
+
+
 def _on_box_decision(box_id: int, transition) -> bool:
     box = Box.objects.filter(pk=box_id).values("image_id", "concept_id").first()
     if box is None:
@@ -255,6 +279,7 @@ def _advance(job: BoxJob, transition: Callable[[pipeline.BoxJob], pipeline.Resul
 
 
 def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]) -> None:
+    accepted: list[int] = []
     for effect in effects:
         match effect:
             case pipeline.QueueDraw(round=round_no, shown_box_ids=shown):
@@ -271,7 +296,8 @@ def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]
             case pipeline.QueueCoverage(box_ids=box_ids, exclude_workers=excluded):
                 _ask(job, questions.COVERAGE, None, box_ids, excluded)
             case pipeline.AcceptBox(box_id=box_id):
-                Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.ACCEPTED)
+                if Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.ACCEPTED):
+                    accepted.append(box_id)
             case pipeline.DiscardBox(box_id=box_id):
                 Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.REJECTED)
             case pipeline.SendToReview(reason=reason, detail=detail):
@@ -283,6 +309,9 @@ def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]
                 pass  # the boxes are accepted already and the status says done
             case _:
                 raise TypeError(f"unknown box pipeline effect {effect!r}")
+    if accepted:
+        for hook in list(_accepted_hooks):
+            hook(job, accepted)
 
 
 def _ask(job: BoxJob, kind: str, box_id: int | None, box_ids, exclude) -> str:

@@ -19,6 +19,11 @@ from typing import Any, ClassVar
 # checked: max_boxes accepted boxes or max_rounds rounds send the job to review instead of looping forever.
 # Each round yields at most one QUALITY and one COVERAGE question, so a job costs at most 3 * max_rounds
 # micro-tasks. A consensus that hits its own vote cap ("undecidable") also sends the job to review.
+#
+# A job in review comes back through a reviewer (ILSVRC Appendix E): the verdict on the undecidable QUALITY or
+# COVERAGE question arrives as that question's decision (`quality_decided` / `coverage_decided` accept a job in
+# review for that very question), and a job sent to review for another reason is resolved by
+# `review_decided`: accept (the boxes are complete), redraw (more drawing, with room under the caps) or close.
 
 SCHEMA_VERSION = 1
 
@@ -45,6 +50,18 @@ class ReviewReason(StrEnum):
     # Coverage said "every instance is boxed" while no box was ever accepted: contradicts the verified label
     # that the synset is present, so a person must look.
     NO_BOXES = "no_boxes"
+
+
+class ReviewOutcome(StrEnum):
+    """A reviewer's verdict on a box job in review (`review_decided`)."""
+
+    ACCEPT = "accept"  # the boxes shown (the pending one included) are right and every instance is boxed
+    REDRAW = "redraw"  # instances are missing (or the pending box is wrong): back to drawing
+    CLOSE = "close"  # stop here with the accepted boxes; the pending box, if any, is discarded
+
+
+# Draw rounds (and boxes) a REDRAW verdict makes room for above what the job has already used.
+REVIEW_EXTRA_ROUNDS = 10
 
 
 class TransitionError(Exception):
@@ -95,7 +112,24 @@ class CoverageUndecidable:
     kind: ClassVar[str] = "coverage_undecidable"
 
 
-Event = BoxDrawn | DrawSkipped | QualityDecided | QualityUndecidable | CoverageDecided | CoverageUndecidable
+@dataclass(frozen=True, slots=True)
+class ReviewDecided:
+    """A reviewer resolved a job in review (`ReviewOutcome` value); `extra_rounds` is the room a redraw adds."""
+
+    outcome: str
+    extra_rounds: int = REVIEW_EXTRA_ROUNDS
+    kind: ClassVar[str] = "review_decided"
+
+
+Event = (
+    BoxDrawn
+    | DrawSkipped
+    | QualityDecided
+    | QualityUndecidable
+    | CoverageDecided
+    | CoverageUndecidable
+    | ReviewDecided
+)
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
@@ -106,6 +140,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         QualityUndecidable,
         CoverageDecided,
         CoverageUndecidable,
+        ReviewDecided,
     )
 }
 
@@ -303,6 +338,13 @@ def _queue_coverage(
     return new, [*effects, QueueCoverage(box_ids=new.accepted_ids, exclude_workers=excluded)]
 
 
+def _in_review_for(job: BoxJob, cause: type[Event]) -> tuple[JobStatus, ...]:
+    """(REVIEW,) when the job is in review because of its latest event of type `cause`, else ()."""
+    if job.status == JobStatus.REVIEW and job.history and isinstance(job.history[-1].event, cause):
+        return (JobStatus.REVIEW,)
+    return ()
+
+
 def box_drawn(job: BoxJob, box_id: int, worker: int) -> Result:
     """A worker drew one box (already checked by `geometry.validate_box` and the 5 px rule): ask QUALITY."""
     event = BoxDrawn(box_id, worker)
@@ -331,10 +373,13 @@ def draw_skipped(job: BoxJob, worker: int, reason: str = "no more instances") ->
 
 
 def quality_decided(job: BoxJob, box_id: int, accepted: bool) -> Result:
-    """Consensus decided the QUALITY question: accept the box and ask COVERAGE, or discard it and redraw."""
+    """Consensus decided the QUALITY question: accept the box and ask COVERAGE, or discard it and redraw.
+
+    Also taken by a job in review because this box's QUALITY was undecidable: the reviewer's verdict on that
+    question is its decision, and the job goes on from there."""
     event = QualityDecided(box_id, accepted)
-    _require(job, event, JobStatus.AWAITING_QUALITY)
-    assert job.pending is not None  # guaranteed by the invariants
+    _require(job, event, JobStatus.AWAITING_QUALITY, *_in_review_for(job, QualityUndecidable))
+    assert job.pending is not None  # guaranteed by the invariants (and by _in_review_for)
     if box_id != job.pending.box_id:
         raise TransitionError(
             f"quality decision for box {box_id}, but the pending box is {job.pending.box_id}"
@@ -362,9 +407,11 @@ def quality_undecidable(job: BoxJob, box_id: int) -> Result:
 
 
 def coverage_decided(job: BoxJob, all_covered: bool) -> Result:
-    """Consensus decided the COVERAGE question: finish, or queue another DRAW (caps permitting)."""
+    """Consensus decided the COVERAGE question: finish, or queue another DRAW (caps permitting).
+
+    Also taken by a job in review because its COVERAGE was undecidable (the reviewer's verdict)."""
     event = CoverageDecided(all_covered)
-    _require(job, event, JobStatus.AWAITING_COVERAGE)
+    _require(job, event, JobStatus.AWAITING_COVERAGE, *_in_review_for(job, CoverageUndecidable))
     if not all_covered:
         return _next_draw_or_review(job, event, [])
     if not job.accepted:
@@ -388,6 +435,44 @@ def coverage_undecidable(job: BoxJob) -> Result:
     ]
 
 
+def review_decided(
+    job: BoxJob, outcome: ReviewOutcome | str, extra_rounds: int = REVIEW_EXTRA_ROUNDS
+) -> Result:
+    """A reviewer resolved a job in review (a cap reached, coverage with no box, or an undecidable question of
+    a backend without its own review path):
+
+    - ACCEPT: the pending box, if any, is accepted and the job is done with every accepted box.
+    - REDRAW: the pending box, if any, is discarded and another DRAW is queued; both caps are raised so that
+      `extra_rounds` more rounds (and boxes) fit.
+    - CLOSE: the pending box, if any, is discarded and the job is done with the boxes accepted so far."""
+    outcome = ReviewOutcome(outcome)
+    if extra_rounds < 1:
+        raise ValueError("extra_rounds must be at least 1")
+    event = ReviewDecided(outcome.value, extra_rounds)
+    _require(job, event, JobStatus.REVIEW)
+    pending = job.pending
+    if outcome == ReviewOutcome.ACCEPT:
+        accepted = job.accepted if pending is None else (*job.accepted, pending)
+        effects: list[Effect] = [] if pending is None else [AcceptBox(pending.box_id)]
+        new = _move(job, event, status=JobStatus.DONE, pending=None, accepted=accepted)
+        return new, [*effects, Finish(new.accepted_ids)]
+    effects = [] if pending is None else [DiscardBox(pending.box_id)]
+    rejected = job.boxes_rejected + (pending is not None)
+    if outcome == ReviewOutcome.CLOSE:
+        new = _move(job, event, status=JobStatus.DONE, pending=None, boxes_rejected=rejected)
+        return new, [*effects, Finish(new.accepted_ids)]
+    new = _move(
+        job,
+        event,
+        status=JobStatus.NEEDS_DRAW,
+        pending=None,
+        boxes_rejected=rejected,
+        max_rounds=max(job.max_rounds, job.rounds + extra_rounds),
+        max_boxes=max(job.max_boxes, len(job.accepted) + extra_rounds),
+    )
+    return new, [*effects, QueueDraw(round=new.rounds + 1, shown_box_ids=new.accepted_ids)]
+
+
 def apply(job: BoxJob, event: Event) -> Result:
     """Apply a recorded event; `replay` builds on this to derive state from the append-only event log."""
     match event:
@@ -403,6 +488,8 @@ def apply(job: BoxJob, event: Event) -> Result:
             return coverage_decided(job, all_covered)
         case CoverageUndecidable():
             return coverage_undecidable(job)
+        case ReviewDecided(outcome=outcome, extra_rounds=extra_rounds):
+            return review_decided(job, outcome, extra_rounds)
     raise TypeError(f"not a box job event: {event!r}")
 
 

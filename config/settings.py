@@ -227,6 +227,11 @@ CROWDLABEL = {
     # Boxes younger than this may belong to transactions still committing: the scan checks them but does not
     # move its watermark past them, so a late commit with a lower id is never skipped.
     "REVIEW_SCAN_SETTLE_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_SETTLE_SECONDS", 120),
+    # Accepted boxes request an overlap scan this many seconds later; requests in between join that scan.
+    "REVIEW_SCAN_DEBOUNCE_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_DEBOUNCE_SECONDS", 30),
+    # The scheduled scan of every dataset with unscanned boxes, and the sweep that queues questions and box
+    # jobs left in review without a review item.
+    "REVIEW_SCAN_EVERY_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS", 300),
 }
 
 REST_FRAMEWORK = {
@@ -281,6 +286,14 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_BEAT_SCHEDULE = {
     "expire-leases": {"task": "annotation.tasks.leases_expire", "schedule": timedelta(seconds=60)},
+    "review-scan-overlaps": {
+        "task": "review.tasks.overlaps_scan_due",
+        "schedule": timedelta(seconds=CROWDLABEL["REVIEW_SCAN_EVERY_SECONDS"]),
+    },
+    "review-queue-stuck": {
+        "task": "review.tasks.stuck_enqueue",
+        "schedule": timedelta(seconds=CROWDLABEL["REVIEW_SCAN_EVERY_SECONDS"]),
+    },
 }
 
 LOGGING = {

@@ -3,6 +3,7 @@ dataset's consensus settings (ILSVRC §3.1.3, dynamic consensus)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -259,6 +260,15 @@ class QuestionDecision(models.Model):
     estimator = models.CharField(max_length=16, choices=Estimator.choices)
     table = models.ForeignKey(
         CalibrationTable, null=True, blank=True, on_delete=models.PROTECT, related_name="decisions"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The reviewer who decided a question the stopping rule sent to review; empty for the rule's "
+        "own decisions.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -4,8 +4,8 @@ engine decides it. The labeling service calls `questions_open`; the engine calls
 - `consensus` (default): a consensus question about the node's concept, decided by the calibrated stopping rule:
   kind `hierarchy` for high-level questions, which favours "yes" (a conservative reject threshold: a false "no"
   prunes a whole subtree, ILSVRC §3.3.3), and kind `image_verify` for leaves, decided symmetrically. A question
-  sent to review at the vote cap is answered by the yes-biased margin rule over its votes (`present_from`). Decisions arrive through
-  `consensus.events` (`question_decided` below).
+  sent to review at the vote cap waits for the reviewer, whose verdict arrives as the question's decision.
+  Decisions arrive through `consensus.events` (`question_decided` below).
 - `vote`: one `hierarchy_question` task decided by the sequential yes-biased vote of hierarchy/voting.py (see
   hierarchy/question_kind.py); no calibration, so it costs fewer votes on a young dataset.
 """
@@ -21,9 +21,11 @@ from consensus.services import Target, questions_create
 
 from .graph import HierarchyGraph, graph_for
 from .models import ImageLabeling, LabelingStatus, QuestionEngine
-from .voting import rule_for, vote_outcome
+from .voting import rule_for
 
 TASK_KIND = "hierarchy_question"
+# A consensus question answers Algorithm 1 once accepted or rejected; one in review waits for its reviewer.
+ANSWERED = (QuestionState.ACCEPTED, QuestionState.REJECTED)
 
 
 def questions_open(
@@ -102,7 +104,7 @@ def _open_consensus_questions(
         decided_already += [
             (labeling, node_id, existing[labeling.image_id])
             for labeling in labelings
-            if labeling.image_id in existing and existing[labeling.image_id].is_decided
+            if labeling.image_id in existing and existing[labeling.image_id].state in ANSWERED
         ]
         if fresh:
             questions_create(
@@ -120,26 +122,14 @@ def _open_consensus_questions(
         _answer_from(question, labeling.pk, node_id, graph.nodes[node_id].leaf)
 
 
-def present_from(question: Question, leaf: bool) -> bool:
-    """The answer a decided consensus question gives Algorithm 1. A question the calibrated rule left ambiguous
-    (review at the vote cap; common while a concept's table is built from a handful of calibration questions)
-    falls back to the yes-biased margin rule of hierarchy/voting.py over its votes, and to "yes" when even that
-    is undecided: a "no" would prune what nobody looked at."""
-    if question.state == QuestionState.ACCEPTED:
-        return True
-    if question.state == QuestionState.REJECTED:
-        return False
-    outcome = vote_outcome(question.yes_count, question.no_count, rule_for(leaf))
-    return True if outcome is None else outcome
-
-
 def _answer_from(question: Question, labeling_id: int, node_id: str, leaf: bool) -> None:
+    """Hand an answered question (accepted or rejected, by the stopping rule or by a reviewer) to Algorithm 1."""
     from .labeling import labeling_answer  # the labeling service imports this module
 
     labeling_answer(
         labeling_id=labeling_id,
         node_id=node_id,
-        present=present_from(question, leaf),
+        present=question.state == QuestionState.ACCEPTED,
         yes_votes=question.yes_count,
         no_votes=question.no_count,
         task=question.task,
@@ -150,8 +140,8 @@ def question_decided(event: consensus_events.QuestionDecided) -> None:
     """A consensus question about an image was decided: hand the answer to every consensus-run labeling of that
     image that is waiting for it (the pending node's concept is the question's)."""
     question = event.question
-    if question.image_id is None or question.box_id is not None:
-        return
+    if question.image_id is None or question.box_id is not None or question.state not in ANSWERED:
+        return  # a question sent to review is answered when the reviewer decides it (a new event)
     waiting = ImageLabeling.objects.filter(
         image_id=question.image_id,
         dataset_id=question.dataset_id,

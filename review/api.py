@@ -17,7 +17,7 @@ from . import selectors, services
 from .models import ReviewDecision, ReviewItem, ReviewKind
 from .serializers import DecideSerializer, ReviewDecisionSerializer, ReviewItemSerializer, UndoSerializer
 
-ITEM_RELATED = ("box_a__concept", "box_a__image", "box_b__concept")
+ITEM_RELATED = ("image", "box_a__concept", "box_a__image", "box_b__concept")
 
 
 class Conflict(APIException):

@@ -5,7 +5,9 @@ class ReviewConfig(AppConfig):
     name = "review"
 
     def ready(self) -> None:
-        # Box jobs that the crowd cannot finish (caps, undecidable questions) come here as ambiguous items.
-        from .box_jobs import connect
+        # What the crowd cannot settle comes here: questions at their vote cap (any kind) and box jobs in
+        # review; the reviewer's decision goes back to the pipeline that sent them.
+        from . import box_jobs, questions
 
-        connect()
+        questions.connect()
+        box_jobs.connect()

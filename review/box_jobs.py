@@ -1,25 +1,124 @@
-"""Connects the box pipeline to review: a box job sent to review (a cap reached, an undecidable question)
-becomes an ambiguous review item about that job, and about its pending box when it has one."""
+"""Connects the box pipeline to review: a box job sent to review (a cap reached, coverage with no box, an
+undecidable question of a backend without its own review path) becomes an ambiguous item showing the job's
+image and boxes; the reviewer's accept / redraw / close goes back to the pipeline (`annotation.pipeline.
+review_decided`). A job in review because a consensus question was undecidable is carried by that question's
+item instead (review.questions): its verdict resumes the job as the question's decision, one item, one path.
+Accepted boxes request an overlap scan."""
 
 from __future__ import annotations
 
-from annotation import boxes
-from annotation.models import Box, BoxJob
+from typing import Any
+
+from annotation import boxes, pipeline
+from annotation.models import Box, BoxJob, BoxJobStatus
+from consensus.models import Question, QuestionKind, QuestionState
+
+from . import resolvers
+from .models import Decision
 
 SUBJECT_TYPE = "box_job"
+_UNDECIDABLE = {
+    pipeline.ReviewReason.QUALITY_UNDECIDABLE.value: QuestionKind.BOX_QUALITY,
+    pipeline.ReviewReason.COVERAGE_UNDECIDABLE.value: QuestionKind.BOX_COVERAGE,
+}
+_OUTCOMES = {
+    Decision.ACCEPT: pipeline.ReviewOutcome.ACCEPT,
+    Decision.REDRAW: pipeline.ReviewOutcome.REDRAW,
+    Decision.CLOSE: pipeline.ReviewOutcome.CLOSE,
+}
+
+
+def _question_carries(job: BoxJob, reason: str) -> bool:
+    """Whether a consensus question in review stands for this job's review (it gets its own item)."""
+    kind = _UNDECIDABLE.get(reason)
+    if kind is None:
+        return False
+    asked = Question.objects.filter(dataset_id=job.dataset_id, kind=kind, state=QuestionState.REVIEW)
+    if kind == QuestionKind.BOX_QUALITY:
+        pending = boxes.job_state(job).pending_box_id
+        return pending is not None and asked.filter(box_id=pending).exists()
+    return asked.filter(image_id=job.image_id, concept_id=job.concept_id, box__isnull=True).exists()
 
 
 def box_job_to_review(job: BoxJob, reason: str, detail: str) -> None:
-    from .services import ambiguous_enqueue
+    from .services import PIPELINE_PRIORITY, ambiguous_enqueue
 
+    if _question_carries(job, reason):
+        return
     pending = boxes.job_state(job).pending_box_id
     ambiguous_enqueue(
         dataset=job.dataset,
         subject={"type": SUBJECT_TYPE, "id": job.pk},
         reason=f"box job {reason}: {detail}",
         box=Box.objects.filter(pk=pending).first() if pending is not None else None,
+        image=job.image,
+        priority=PIPELINE_PRIORITY,
     )
+
+
+def boxes_accepted(job: BoxJob, box_ids: list[int]) -> None:
+    from .services import overlaps_scan_soon
+
+    overlaps_scan_soon(job.dataset_id)
+
+
+def _apply(item, row) -> None:
+    from .services import SubjectGone
+
+    try:
+        boxes.box_job_review_resolve(job_id=int(item.subject["id"]), outcome=_OUTCOMES[row.decision])
+    except pipeline.TransitionError:
+        raise SubjectGone(
+            "this box job is no longer in review: the item is dismissed, take the next one"
+        ) from None
+
+
+def _revert(item, row) -> None:
+    from .services import ReviewError
+
+    raise ReviewError("this box job went back to the pipeline, which has acted on it; it cannot be undone")
+
+
+def _describe(item) -> dict[str, Any]:
+    job = BoxJob.objects.select_related("concept").filter(pk=item.subject.get("id")).first()
+    if job is None:
+        return {"question": "", "concept": None, "votes": None, "boxes": []}
+    state = boxes.job_state(job)
+    shown = [*state.accepted_ids, *([state.pending_box_id] if state.pending_box_id is not None else [])]
+    name = job.concept.name
+    return {
+        "question": f"Is every {name} in this image inside exactly one right box? ({state.rounds} draw rounds "
+        f"used, {len(state.accepted)} boxes accepted, {state.boxes_rejected} rejected)",
+        "concept": job.concept,
+        "votes": None,
+        "boxes": list(Box.objects.filter(pk__in=shown).select_related("concept").order_by("pk")),
+    }
+
+
+RESOLVER = resolvers.Resolver(
+    apply=_apply,
+    revert=_revert,
+    decisions=(Decision.ACCEPT, Decision.REDRAW, Decision.CLOSE),
+    describe=_describe,
+    owns_box=True,
+)
+
+
+def jobs_in_review_without_item():
+    """Box jobs in review that no open item carries, nor a consensus question in review: the sweep's work."""
+    from .models import OPEN_STATES, ReviewItem, ReviewKind
+
+    open_ids = {
+        int(subject["id"])
+        for subject in ReviewItem.objects.filter(
+            kind=ReviewKind.AMBIGUOUS, state__in=OPEN_STATES, subject__type=SUBJECT_TYPE
+        ).values_list("subject", flat=True)
+    }
+    jobs = BoxJob.objects.filter(status=BoxJobStatus.REVIEW).exclude(pk__in=open_ids).order_by("id")
+    return [job for job in jobs if not _question_carries(job, job.review_reason)]
 
 
 def connect() -> None:
     boxes.review_hook_register(box_job_to_review)
+    boxes.accepted_hook_register(boxes_accepted)
+    resolvers.register(SUBJECT_TYPE, RESOLVER)

@@ -38,6 +38,9 @@ class Decision(models.TextChoices):
     # ambiguous items from other pipelines
     ACCEPT = "accept", "Accept"
     REJECT = "reject", "Reject"
+    # box jobs in review (annotation.pipeline.ReviewOutcome)
+    REDRAW = "redraw", "Boxes are missing: draw more"
+    CLOSE = "close", "Close the job with its accepted boxes"
     # an organizer reverting an earlier decision
     UNDO = "undo", "Undo"
 
@@ -57,7 +60,7 @@ DECISIONS_BY_KIND: dict[str, tuple[str, ...]] = {
 
 class ReviewItem(models.Model):
     """One thing a reviewer must decide: a pair of overlapping boxes, or an ambiguous item from another
-    pipeline (`subject`, e.g. {"type": "consensus.question", "id": 12}, optionally about one box).
+    pipeline (`subject`, e.g. {"type": "consensus.question", "id": 12}, about an image and optionally one box).
 
     Pairs are stored with box_a < box_b and queued once per kind ever: a decided pair is not queued again by a
     rescan, an undo reopens the same row."""
@@ -69,6 +72,14 @@ class ReviewItem(models.Model):
     )
     box_b = models.ForeignKey(
         "annotation.Box", null=True, blank=True, on_delete=models.PROTECT, related_name="review_items_as_b"
+    )
+    image = models.ForeignKey(
+        "annotation.Image",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="review_items",
+        help_text="The image the reviewer looks at (a pair's or an ambiguous item's).",
     )
     subject = models.JSONField(null=True, blank=True, help_text="What an ambiguous item is about.")
     subject_key = models.CharField(
@@ -207,6 +218,12 @@ class ScanState(models.Model):
     last_finished_at = models.DateTimeField(null=True, blank=True)
     last_boxes_checked = models.PositiveIntegerField(default=0)
     last_pairs_found = models.PositiveIntegerField(default=0)
+    scan_requested_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a scan was last requested and queued (boxes accepted); cleared when it starts, so "
+        "requests in between are absorbed by the queued scan.",
+    )
 
     def __str__(self) -> str:
         return f"scan of dataset {self.dataset_id} up to box {self.last_box_id}"

@@ -2,7 +2,7 @@
 
 A pipeline that queues ambiguous items with `subject={"type": T, ...}` registers a resolver for T (in its
 `AppConfig.ready`, or from the app that connects it to review); `review_decide` and `review_undo` call it in
-their transaction. Items about a box and no resolver change that box's state themselves.
+their transaction. Accept / reject on an item about a box set that box's state, unless the resolver owns it.
 """
 
 from __future__ import annotations
@@ -14,9 +14,18 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Resolver:
-    # apply(item, decision_row) runs after the decision row exists; revert(item, undone_decision_row) on undo.
+    # apply(item, decision_row) runs after the decision row exists; revert(item, undone_decision_row) on undo
+    # (it may raise review.services.ReviewError to refuse the undo).
     apply: Callable[[Any, Any], None]
     revert: Callable[[Any, Any], None] | None = None
+    # The decisions a reviewer may take on these items (default: the item kind's, accept / reject).
+    decisions: tuple[str, ...] | None = None
+    # describe(item) -> what the reviewer needs to decide: {"question": str, "concept": Concept | None,
+    # "votes": {"yes", "no", "p"} | None, "boxes": [Box, ...]} (see serializers.ReviewContextSerializer).
+    describe: Callable[[Any], dict[str, Any]] | None = None
+    # The pipeline sets the state of the item's box itself (through its own transitions); otherwise accept /
+    # reject set it before `apply` runs.
+    owns_box: bool = False
 
 
 _resolvers: dict[str, Resolver] = {}

@@ -9,7 +9,9 @@ from rest_framework import serializers
 from annotation.models import Box
 from hierarchy.models import Concept
 
-from .models import DECISIONS_BY_KIND, Decision, ReviewDecision, ReviewItem
+from . import resolvers
+from .models import Decision, ReviewDecision, ReviewItem
+from .services import decisions_for
 
 
 class ConceptBriefSerializer(serializers.ModelSerializer):
@@ -39,10 +41,26 @@ class DecisionChoiceSerializer(serializers.Serializer):
     key = serializers.CharField(help_text="Keyboard shortcut on the reviewer page.")
 
 
+class ReviewVotesSerializer(serializers.Serializer):
+    yes = serializers.IntegerField()
+    no = serializers.IntegerField()
+    p = serializers.FloatField(allow_null=True, help_text="P(positive) after the last vote, when known.")
+
+
+class ReviewContextSerializer(serializers.Serializer):
+    """What the reviewer needs to decide an ambiguous item, as the pipeline that sent it describes it."""
+
+    question = serializers.CharField(help_text="What the reviewer answers.")
+    concept = ConceptBriefSerializer(allow_null=True)
+    votes = ReviewVotesSerializer(allow_null=True, help_text="The crowd's votes, for a question at its cap.")
+    boxes = ReviewBoxSerializer(many=True, help_text="Boxes to show besides box_a (a box job's boxes).")
+
+
 class ReviewItemSerializer(serializers.ModelSerializer):
     box_a = ReviewBoxSerializer(allow_null=True)
     box_b = ReviewBoxSerializer(allow_null=True)
     image = serializers.SerializerMethodField()
+    context = serializers.SerializerMethodField()
     decisions = serializers.SerializerMethodField()
 
     class Meta:
@@ -61,15 +79,15 @@ class ReviewItemSerializer(serializers.ModelSerializer):
             "image",
             "box_a",
             "box_b",
+            "context",
             "decisions",
         ]
 
     @extend_schema_field(ReviewImageSerializer(allow_null=True))
     def get_image(self, item: ReviewItem):
-        box = item.box_a
-        if box is None:
+        image = item.image if item.image_id is not None else (item.box_a.image if item.box_a else None)
+        if image is None:
             return None
-        image = box.image
         return {
             "id": image.pk,
             "width": image.width,
@@ -77,11 +95,18 @@ class ReviewItemSerializer(serializers.ModelSerializer):
             "url": reverse("image-file", args=[image.pk]),
         }
 
+    @extend_schema_field(ReviewContextSerializer(allow_null=True))
+    def get_context(self, item: ReviewItem):
+        resolver = resolvers.get(item.subject)
+        if resolver is None or resolver.describe is None:
+            return None
+        return ReviewContextSerializer(resolver.describe(item)).data
+
     @extend_schema_field(DecisionChoiceSerializer(many=True))
     def get_decisions(self, item: ReviewItem):
         return [
             {"value": value, "label": Decision(value).label, "key": str(n)}
-            for n, value in enumerate(DECISIONS_BY_KIND[item.kind], start=1)
+            for n, value in enumerate(decisions_for(item), start=1)
         ]
 
 

@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Min, Q
+from django.db.models import Max, Min, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.models import Box, BoxState, Dataset
+from annotation.models import Box, BoxState, Dataset, Image
 
 from . import resolvers
 from .final_boxes import final_boxes_sync
@@ -68,6 +69,12 @@ class BoxesChanged(ReviewError):
     code = "boxes_changed"
 
 
+class SubjectGone(ReviewError):
+    """The pipeline no longer needs this item (its question or job moved on): the item is dismissed."""
+
+    code = "subject_gone"
+
+
 class InvalidDecision(ValueError):
     """The decision does not fit the item (wrong kind, missing or useless new class); the API answers 400."""
 
@@ -104,6 +111,11 @@ def overlap_thresholds() -> OverlapThresholds:
         confusable_iou=conf["REVIEW_CONFUSABLE_IOU"],
         confusable_pairs=frozenset(ConfusablePair.objects.values_list("concept_a_id", "concept_b_id")),
     )
+
+
+# Items a pipeline waits on (a question in review holds up its labeling or box job) come before every pair,
+# which only holds back the export: pairs range from 0 to 100.
+PIPELINE_PRIORITY = 101
 
 
 def pair_priority(iou: float) -> int:
@@ -207,6 +219,7 @@ def _scan_chunk(
         kinds = np.where(
             pairs.kind == PairKind.DUPLICATE, ReviewKind.DUPLICATE.value, ReviewKind.CROSS_CLASS.value
         )
+        image_of = dict(zip(boxes.box_id.tolist(), boxes.image_id.tolist(), strict=True))
         found = {
             (int(a), int(b), str(k))
             for a, b, k in zip(pairs.box_a.tolist(), pairs.box_b.tolist(), kinds.tolist(), strict=True)
@@ -218,6 +231,7 @@ def _scan_chunk(
                     dataset=dataset,
                     box_a_id=int(a),
                     box_b_id=int(b),
+                    image_id=image_of[int(a)],
                     iou=float(iou),
                     confusable=bool(c),
                     priority=pair_priority(float(iou)),
@@ -320,10 +334,57 @@ def boxes_recheck(*, dataset: Dataset, box_ids: Iterable[int]) -> None:
 
 
 def overlaps_scan_soon(dataset_id: int) -> None:
-    """Run the scan after the current transaction commits (in a worker, or in-process when Celery is eager)."""
+    """Scan the dataset soon after the current transaction commits (boxes were accepted, relabelled or
+    restored): in a worker after `CROWDLABEL_REVIEW_SCAN_DEBOUNCE_SECONDS`, or in-process when Celery is eager.
+
+    Debounced: a request while a requested scan has not started yet is absorbed by it, and one within the
+    debounce period after a scan finished is left to the next request or to the scheduled scan
+    (`overlaps_scan_due`), so a stream of accepted boxes costs one scan per period, in a worker or in-process."""
+    transaction.on_commit(lambda: overlaps_scan_request(dataset_id))
+
+
+def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None) -> bool:
+    """Queue a scan of the dataset unless one is queued and not started, or one finished within the debounce
+    period; True when this call queued it. Runs outside the caller's transaction (on commit): one guarded
+    UPDATE, no lock held."""
     from .tasks import overlaps_scan as scan_task  # the task module imports this one
 
-    transaction.on_commit(lambda: scan_task.delay(dataset_id))
+    now = now or timezone.now()
+    debounce = settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"]
+    # A request older than a few debounce periods belongs to a scan that was lost (a worker died): ask again.
+    stale = now - timedelta(seconds=max(60, 10 * debounce))
+    recent = now - timedelta(seconds=debounce)
+    ScanState.objects.get_or_create(dataset_id=dataset_id)
+    queued = (
+        ScanState.objects.filter(dataset_id=dataset_id)
+        .filter(Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale))
+        .filter(Q(last_finished_at__isnull=True) | Q(last_finished_at__lt=recent))
+        .update(scan_requested_at=now)
+    )
+    if queued:
+        scan_task.apply_async((dataset_id,), countdown=debounce)
+    return bool(queued)
+
+
+def overlaps_scan_requested_clear(dataset: Dataset) -> None:
+    """A requested scan is starting: later requests queue a new one."""
+    ScanState.objects.filter(dataset=dataset, scan_requested_at__isnull=False).update(scan_requested_at=None)
+
+
+def datasets_to_scan() -> list[int]:
+    """Datasets with accepted boxes above their scan watermark, boxes waiting for a re-check, or a scan in
+    progress: what the scheduled scan looks at. One indexed probe per dataset (boxes by id from the watermark)."""
+    due = set(BoxRecheck.objects.order_by().values_list("dataset_id", flat=True).distinct())
+    due |= set(ScanState.objects.filter(run_upto_box_id__isnull=False).values_list("dataset_id", flat=True))
+    watermarks = Dataset.objects.annotate(last=Coalesce("scan_state__last_box_id", Value(0))).values_list(
+        "pk", "last"
+    )
+    for dataset_id, last in watermarks:
+        if dataset_id not in due and (
+            Box.objects.filter(image__dataset_id=dataset_id, state=BoxState.ACCEPTED, id__gt=last).exists()
+        ):
+            due.add(dataset_id)
+    return sorted(due)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -429,17 +490,31 @@ def review_decide(
     """Apply a reviewer's decision atomically and record it with before/after snapshots of the boxes.
 
     Only the reviewer holding the item's lease may decide it, once. Removing a box sets its state to
-    REMOVED (never a delete); relabelling changes its concept; both are visible in the decision row."""
+    REMOVED (never a delete); relabelling changes its concept; both are visible in the decision row. An
+    ambiguous item whose pipeline moved on meanwhile (`SubjectGone`) is dismissed, and the error raised."""
+    try:
+        return _review_decide(
+            item=item, reviewer=reviewer, decision=decision, new_concept=new_concept, reason=reason
+        )
+    except SubjectGone:
+        _dismiss([item.pk])
+        raise
+
+
+def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, reason: str) -> ReviewDecision:
     with transaction.atomic():
         item = ReviewItem.objects.select_for_update().get(pk=item.pk)
         if item.state == ItemState.DECIDED:
             raise AlreadyDecided("this item was already decided")
         if item.state != ItemState.LEASED or item.leased_to_id != reviewer.pk:
             raise NotLeaseHolder("this item is not leased to you: take it from the queue first")
-        if decision not in DECISIONS_BY_KIND[item.kind]:
-            allowed = ", ".join(DECISIONS_BY_KIND[item.kind])
+        resolver = resolvers.get(item.subject)
+        owned = resolver is not None and resolver.owns_box
+        if decision not in decisions_for(item):
+            allowed = ", ".join(decisions_for(item))
+            what = (item.subject or {}).get("type") or item.kind
             raise InvalidDecision(
-                f"{decision!r} is not a decision for a {item.kind} item; use one of: {allowed}"
+                f"{str(decision)!r} is not a decision for a {what} item; use one of: {allowed}"
             )
         relabel = decision in (Decision.RELABEL_A, Decision.RELABEL_B)
         if new_concept is not None and not relabel:
@@ -463,7 +538,7 @@ def review_decide(
                 raise InvalidDecision("the new class is the box's current class")
             target.concept_id = concept_id
             changed.append(target)
-        elif decision in (Decision.ACCEPT, Decision.REJECT) and a is not None:
+        elif decision in (Decision.ACCEPT, Decision.REJECT) and a is not None and not owned:
             if a.state == BoxState.REMOVED:
                 raise BoxesChanged("the box of this item was removed meanwhile")
             a.state = BoxState.ACCEPTED if decision == Decision.ACCEPT else BoxState.REJECTED
@@ -486,12 +561,25 @@ def review_decide(
         )
         item.state, item.leased_to, item.lease_expires_at = ItemState.DECIDED, None, None
         item.save(update_fields=["state", "leased_to", "lease_expires_at", "updated_at"])
-        resolver = resolvers.get(item.subject)
         if resolver is not None:
+            # The pipeline that sent the item acts on the decision (it may accept or discard the item's box);
+            # the decision row, still uncommitted, records the boxes as the pipeline left them.
             resolver.apply(item, row)
+            after = _snapshot(Box.objects.filter(pk__in=item.box_ids).order_by("pk"))
+            if after != row.after["boxes"]:
+                row.after = {**row.after, "boxes": after}
+                ReviewDecision.objects.filter(pk=row.pk).update(after=row.after)
         _recheck_after(item, [box for box in changed if box.state == BoxState.ACCEPTED])
         final_boxes_sync(item.dataset, {box.image_id for box in boxes.values()})
         return row
+
+
+def decisions_for(item: ReviewItem) -> tuple[str, ...]:
+    """The decisions a reviewer may take on the item: its kind's, or those of the pipeline that sent it."""
+    resolver = resolvers.get(item.subject)
+    if resolver is not None and resolver.decisions:
+        return resolver.decisions
+    return DECISIONS_BY_KIND[item.kind]
 
 
 def _recheck_after(item: ReviewItem, boxes: list[Box]) -> None:
@@ -563,11 +651,18 @@ def review_undo(*, decision: ReviewDecision, organizer, reason: str = "") -> Rev
 
 
 def ambiguous_enqueue(
-    *, dataset: Dataset, subject: dict[str, Any], reason: str, box: Box | None = None, priority: int = 0
+    *,
+    dataset: Dataset,
+    subject: dict[str, Any],
+    reason: str,
+    box: Box | None = None,
+    image: Image | None = None,
+    priority: int = 0,
 ) -> ReviewItem:
     """Queue an item the crowd could not settle (a vote at its cap, a box job over its round cap) for a
-    reviewer. `subject` names it, e.g. {"type": "consensus.question", "id": 12}; the same subject is queued
-    at most once while open, so calling again returns the open item."""
+    reviewer. `subject` names it, e.g. {"type": "consensus.question", "id": 12}; `image` is what the reviewer
+    looks at (default: the box's image). The same subject is queued at most once while open, so calling again
+    returns the open item."""
     if not isinstance(subject, dict) or not subject.get("type"):
         raise ValueError('subject must be a dict with a "type", e.g. {"type": "box_job", "id": 7}')
     key = json.dumps(subject, sort_keys=True, separators=(",", ":"))
@@ -579,6 +674,7 @@ def ambiguous_enqueue(
                 kind=ReviewKind.AMBIGUOUS,
                 dataset=dataset,
                 box_a=box,
+                image_id=image.pk if image is not None else (box.image_id if box is not None else None),
                 subject=subject,
                 subject_key=key,
                 reason=reason,

@@ -32,6 +32,7 @@ from annotation.pipeline import (
     quality_decided,
     quality_undecidable,
     replay,
+    review_decided,
 )
 
 S = JobStatus
@@ -229,6 +230,76 @@ def test_no_verification_is_open_while_drawing_or_when_finished():
     assert not can_verify(done, 99)
 
 
+# --- coming back from review ---------------------------------------------------------------------------
+
+
+def test_a_reviewers_quality_verdict_resumes_a_job_in_review_for_that_box():
+    in_review = quality_undecidable(drawn(box_id=1, worker=10), 1)[0]
+    job, effects = quality_decided(in_review, 1, True)
+    assert job.status == S.AWAITING_COVERAGE and job.accepted_ids == (1,) and job.pending is None
+    assert effects == [AcceptBox(1), QueueCoverage(box_ids=(1,), exclude_workers=(10,))]
+    job, effects = quality_decided(in_review, 1, False)
+    assert job.status == S.NEEDS_DRAW and effects == [DiscardBox(1), QueueDraw(round=2, shown_box_ids=())]
+    with pytest.raises(TransitionError, match="pending box is 1"):
+        quality_decided(in_review, 2, True)
+    with pytest.raises(TransitionError, match="in status review"):
+        coverage_decided(in_review, True)
+
+
+def test_a_reviewers_coverage_verdict_resumes_a_job_in_review_for_coverage():
+    in_review = coverage_undecidable(accepted(box_id=1))[0]
+    job, effects = coverage_decided(in_review, True)
+    assert job.status == S.DONE and effects == [Finish((1,))]
+    job, effects = coverage_decided(in_review, False)
+    assert job.status == S.NEEDS_DRAW and effects == [QueueDraw(round=2, shown_box_ids=(1,))]
+    with pytest.raises(TransitionError, match="in status review"):
+        quality_decided(in_review, 1, True)
+
+
+def test_review_accept_accepts_the_pending_box_and_finishes_the_job():
+    in_review = second_box_in_review()
+    job, effects = review_decided(in_review, "accept")
+    assert job.status == S.DONE and job.accepted_ids == (1, 2) and job.pending is None
+    assert effects == [AcceptBox(2), Finish((1, 2))]
+
+
+def second_box_in_review():
+    """Box 1 accepted, coverage said no, box 2 drawn and its quality undecidable."""
+    job = coverage_decided(accepted(box_id=1, worker=10), False)[0]
+    return quality_undecidable(drawn(job, box_id=2, worker=11), 2)[0]
+
+
+def test_review_redraw_discards_the_pending_box_and_makes_room_under_both_caps():
+    capped = coverage_decided(accepted(new_job(max_boxes=1, max_rounds=5)[0], box_id=1), False)[0]
+    assert capped.status == S.REVIEW
+    job, effects = review_decided(capped, "redraw", extra_rounds=3)
+    assert job.status == S.NEEDS_DRAW and job.max_rounds == 5 and job.max_boxes == 4
+    assert effects == [QueueDraw(round=2, shown_box_ids=(1,))]
+    in_review = quality_undecidable(drawn(box_id=7), 7)[0]
+    job, effects = review_decided(in_review, "redraw")
+    assert effects == [DiscardBox(7), QueueDraw(round=2, shown_box_ids=())]
+    assert job.boxes_rejected == 1 and job.pending is None
+
+
+def test_review_close_discards_the_pending_box_and_keeps_the_accepted_ones():
+    in_review = second_box_in_review()
+    job, effects = review_decided(in_review, "close")
+    assert job.status == S.DONE and job.accepted_ids == (1,)
+    assert effects == [DiscardBox(2), Finish((1,))]
+    with pytest.raises(ValueError):
+        review_decided(in_review, "maybe")
+
+
+def test_a_job_brought_back_from_review_replays_from_its_event_log():
+    job = coverage_decided(accepted(new_job(max_rounds=1)[0], box_id=1), False)[0]
+    job = review_decided(job, "redraw", extra_rounds=2)[0]
+    job = quality_decided(drawn(job, box_id=2, worker=11), 2, True)[0]
+    job = coverage_decided(job, True)[0]
+    assert job.status == S.DONE and job.accepted_ids == (1, 2)
+    assert replay([t.event for t in job.history], max_rounds=1) == job
+    assert BoxJob.from_dict(json.loads(json.dumps(job.to_dict()))) == job
+
+
 # --- invalid transitions --------------------------------------------------------------------------------
 
 
@@ -251,6 +322,9 @@ def test_no_verification_is_open_while_drawing_or_when_finished():
         ("done", lambda j: coverage_decided(j, True)),
         ("review", lambda j: box_drawn(j, 2, 10)),
         ("review", lambda j: quality_decided(j, 1, True)),
+        ("review", lambda j: coverage_decided(j, True)),
+        ("awaiting_quality", lambda j: review_decided(j, "accept")),
+        ("done", lambda j: review_decided(j, "redraw")),
     ],
 )
 def test_events_invalid_for_the_current_status_are_refused(state, action):
@@ -259,7 +333,8 @@ def test_events_invalid_for_the_current_status_are_refused(state, action):
         "awaiting_quality": drawn(box_id=1),
         "awaiting_coverage": accepted(box_id=1),
         "done": coverage_decided(accepted(box_id=1), True)[0],
-        "review": quality_undecidable(drawn(box_id=1), 1)[0],
+        # In review for a reason other than an undecidable question: only a reviewer's verdict moves it.
+        "review": quality_decided(drawn(new_job(max_rounds=1)[0], box_id=1), 1, False)[0],
     }
     job = jobs[state]
     assert job.status == state

@@ -203,7 +203,11 @@ def test_consensus_engine_asks_hierarchy_questions_and_its_decisions_drive_the_l
     decide(first, "reject")
     second = Question.objects.exclude(pk=first.pk).get()
     assert second.concept.wnid == "q:vehicle"
-    decide(second, "review")  # ambiguous at the vote cap: counts as "yes" (a "no" would prune unseen)
+    decide(second, "review")  # ambiguous at the vote cap: the labeling waits for the reviewer
+    labeling.refresh_from_db()
+    assert dict(labeling.answers.values_list("node__node_id", "present")) == {"q:animal": False}
+    assert labeling.pending_node == "q:vehicle"
+    review_verdict(second, accept=True)  # the reviewer's verdict arrives as the question's decision
     labeling.refresh_from_db()
     assert dict(labeling.answers.values_list("node__node_id", "present")) == {
         "q:animal": False,
@@ -233,17 +237,41 @@ def test_leaf_questions_are_image_verification_and_reuse_a_decided_one(dataset, 
     assert {ll.concept.wnid for ll in labeling.leaf_labels.filter(present=True)} == {PERSON}
 
 
-def test_an_ambiguous_consensus_question_falls_back_to_the_yes_biased_margin_rule():
-    from consensus.models import Question
-    from hierarchy.asking import present_from
+def review_verdict(question, accept: bool) -> None:
+    """A reviewer takes the question's review item and decides it."""
+    from review import services as review_services
+    from review.models import Decision, ReviewItem
 
-    def q(state, yes, no):
-        return Question(state=state, yes_count=yes, no_count=no)
+    reviewer = factories.user_with_roles(f"reviewer-{question.pk}", ("reviewers",))
+    item = ReviewItem.objects.get(subject={"type": "consensus.question", "id": question.pk})
+    leased = review_services.review_lease_next(reviewer=reviewer, dataset_id=question.dataset_id)
+    assert leased.pk == item.pk
+    review_services.review_decide(
+        item=leased, reviewer=reviewer, decision=Decision.ACCEPT if accept else Decision.REJECT
+    )
 
-    assert present_from(q("accepted", 0, 5), leaf=True) is True
-    assert present_from(q("rejected", 5, 0), leaf=False) is False
-    assert present_from(q("review", 0, 12), leaf=True) is False
-    assert present_from(q("review", 2, 4), leaf=False) is True  # a high-level "no" needs a lead of 3
-    assert present_from(q("review", 1, 4), leaf=False) is False
-    assert present_from(q("review", 4, 6), leaf=False) is False  # past the margin rule's cap: the majority
-    assert present_from(q("review", 6, 6), leaf=True) is True  # a tie at the cap: favour "yes"
+
+@pytest.mark.django_db
+def test_a_question_in_review_answers_a_new_labeling_only_once_the_reviewer_decides(
+    dataset, tiny_hierarchy, images
+):
+    """The reviewer's decision is the one path from review to Algorithm 1: no fallback rule answers it."""
+    from consensus.models import Question, QuestionState
+
+    animal = Concept.objects.get(wnid="q:animal")
+    earlier = Question.objects.create(
+        kind="hierarchy",
+        dataset=dataset,
+        concept=animal,
+        image=images[0],
+        state=QuestionState.OPEN,
+        yes_count=0,
+        no_count=12,
+    )
+    decide(earlier, "review")  # a margin rule over 0 yes / 12 no would have said "no"
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    assert not labeling.answers.exists() and labeling.pending_node == "q:animal"
+    review_verdict(earlier, accept=True)
+    labeling.refresh_from_db()
+    assert dict(labeling.answers.values_list("node__node_id", "present")) == {"q:animal": True}

@@ -40,6 +40,12 @@ def test_multilabel_simulation_over_voc20_is_accurate_and_cheaper_than_flat_ques
     assert summary["tasks_by_kind"] == {"hierarchy_question": summary["tasks_answered"]}
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="questions at the vote cap now wait for a reviewer (issue 13, cause 3): a consensus run finishes "
+    "every image only once `simulate` drives a simulated reviewer (and calibration tables decide more); the "
+    "dead-end check below holds meanwhile",
+)
 def test_multilabel_through_the_consensus_engine_finishes_every_image():
     summary = run_simulate(hierarchy="fixtures/hierarchies/voc20.json", images=4, workers=12, seed=2)
     assert summary["engine"] == "consensus/dynamic"
@@ -48,3 +54,22 @@ def test_multilabel_through_the_consensus_engine_finishes_every_image():
     assert summary["tasks_by_kind"] == {"question": summary["tasks_answered"]}
     assert summary["recall"] >= 0.75, summary
     assert summary["leaf_accuracy"] >= 0.95, summary
+
+
+def test_multilabel_through_the_consensus_engine_leaves_no_image_in_a_dead_end():
+    """Every image is done or waits on a question in review that has an open review item with its image."""
+    from consensus.models import Question, QuestionState
+    from hierarchy.models import ImageLabeling, LabelingStatus
+    from review.models import OPEN_STATES, ReviewItem
+
+    summary = run_simulate(hierarchy="fixtures/hierarchies/voc20.json", images=4, workers=12, seed=2)
+    assert summary["submit_errors"] == 0
+    waiting = ImageLabeling.objects.exclude(status=LabelingStatus.DONE)
+    assert summary["images_done"] + waiting.count() == summary["images"] == 4
+    in_review = Question.objects.filter(state=QuestionState.REVIEW)
+    for labeling in waiting:
+        assert in_review.filter(image_id=labeling.image_id, concept__wnid=labeling.pending_node).exists()
+    items = ReviewItem.objects.filter(state__in=OPEN_STATES, subject__type="consensus.question")
+    assert sorted((i.subject["id"], i.image_id) for i in items) == sorted(
+        in_review.values_list("pk", "image_id")
+    )

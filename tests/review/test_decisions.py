@@ -180,10 +180,11 @@ def test_ambiguous_items_are_queued_once_while_open_and_accept_sets_the_box_stat
 ):
     img = factories.ImageFactory(dataset=dataset)
     box = make_box(img, factories.ConceptFactory(), 1, 1, 20, 20, state=BoxState.PENDING)
-    subject = {"type": "box_job", "id": 7}
+    # A subject type no pipeline resolves: the decision sets the item's box state itself.
+    subject = {"type": "test.pipeline", "id": 7}
     first = services.ambiguous_enqueue(dataset=dataset, subject=subject, reason="over its round cap", box=box)
     again = services.ambiguous_enqueue(
-        dataset=dataset, subject={"id": 7, "type": "box_job"}, reason="again", box=box
+        dataset=dataset, subject={"id": 7, "type": "test.pipeline"}, reason="again", box=box
     )
     assert first.pk == again.pk
     with pytest.raises(ValueError, match="type"):

@@ -68,10 +68,10 @@ function choiceLabel(item, choice) {
   return choice.label;
 }
 
-function drawBox(image, box, letter) {
+function drawBox(image, box, letter, className = letter.toLowerCase()) {
   // Percentages of the original image size, so the boxes follow the image however the page scales it.
   const el = document.createElement("div");
-  el.className = `box ${letter.toLowerCase()}`;
+  el.className = `box ${className}`;
   el.dataset.box = String(box.id);
   el.style.left = `${(100 * box.x1) / image.width}%`;
   el.style.top = `${(100 * box.y1) / image.height}%`;
@@ -87,12 +87,16 @@ function drawBox(image, box, letter) {
 function render(item) {
   current = item;
   stage.querySelectorAll(".box").forEach((el) => el.remove());
-  title.textContent = KIND_TITLES[item.kind] || item.kind;
+  // An ambiguous item says what the reviewer answers (the crowd's question, or the box job's) and shows the
+  // crowd's votes and the other boxes: everything needed to decide without leaving the page.
+  const context = item.context;
+  title.textContent = context && context.question ? context.question : KIND_TITLES[item.kind] || item.kind;
   const parts = [];
   if (item.iou !== null) parts.push(`IoU ${item.iou.toFixed(2)}`);
   if (item.confusable) parts.push("a listed confusable pair of classes");
+  if (context && context.votes) parts.push(`crowd: ${context.votes.yes} yes, ${context.votes.no} no`);
   if (item.reason) parts.push(item.reason);
-  if (item.subject) parts.push(`about ${JSON.stringify(item.subject)}`);
+  if (item.subject && !context) parts.push(`about ${JSON.stringify(item.subject)}`);
   detail.textContent = parts.join(" · ");
   if (item.image) {
     stage.hidden = false;
@@ -101,6 +105,8 @@ function render(item) {
     stageImage.height = item.image.height;
     if (item.box_a) drawBox(item.image, item.box_a, "A");
     if (item.box_b) drawBox(item.image, item.box_b, "B");
+    const others = context ? context.boxes.filter((box) => !item.box_a || box.id !== item.box_a.id) : [];
+    others.forEach((box, n) => drawBox(item.image, box, String(n + 1), "b"));
   } else {
     stage.hidden = true;
   }

@@ -1,0 +1,106 @@
+"""Connects the consensus engine to review: a question the stopping rule sent to review (its vote cap reached,
+any kind) becomes an ambiguous item with its image and votes, and the reviewer's accept / reject goes back
+through the engine as the question's decision (`consensus.verdicts`), so every pipeline that asked the question
+reacts as to any decision (ILSVRC Appendix E)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from consensus import events as consensus_events
+from consensus import verdicts
+from consensus.box_questions import shown_box_ids
+from consensus.models import Question, QuestionKind, QuestionState, Verdict
+from consensus.services import question_text
+
+from . import resolvers
+from .models import Decision
+
+SUBJECT_TYPE = "consensus.question"
+
+
+def subject_for(question_id: int) -> dict[str, Any]:
+    return {"type": SUBJECT_TYPE, "id": question_id}
+
+
+def question_enqueue(question: Question):
+    """Queue a question in review for a reviewer (once while open); returns the item."""
+    from .services import PIPELINE_PRIORITY, ambiguous_enqueue  # services imports the resolver registry
+
+    votes = f"{question.yes_count} yes / {question.no_count} no"
+    return ambiguous_enqueue(
+        dataset=question.dataset,
+        subject=subject_for(question.pk),
+        reason=f"{question.get_kind_display()} undecided at its vote cap ({votes})",
+        image=question.image,
+        box=question.box if question.kind == QuestionKind.BOX_QUALITY else None,
+        priority=PIPELINE_PRIORITY,
+    )
+
+
+def question_sent_to_review(event: consensus_events.QuestionDecided) -> None:
+    if event.decision.decision == Verdict.REVIEW:
+        question_enqueue(event.question)
+
+
+def _apply(item, row) -> None:
+    from .services import SubjectGone
+
+    try:
+        verdicts.question_review_decide(
+            question_id=int(item.subject["id"]), accept=row.decision == Decision.ACCEPT, reviewer=row.reviewer
+        )
+    except verdicts.NotInReview as exc:
+        raise SubjectGone(f"{exc} (its votes changed): the item is dismissed, take the next one") from None
+
+
+def _revert(item, row) -> None:
+    from .services import ReviewError
+
+    raise ReviewError(
+        "this verdict was handed to the pipeline that asked the question, which has acted on it; it cannot "
+        "be undone"
+    )
+
+
+def _describe(item) -> dict[str, Any]:
+    question = Question.objects.select_related("concept", "task").filter(pk=item.subject.get("id")).first()
+    if question is None:
+        return {"question": "", "concept": None, "votes": None, "boxes": []}
+    from annotation.models import Box
+
+    text = (question.task.payload or {}).get("question") if question.task else None
+    shown = shown_box_ids(question.subject)
+    return {
+        "question": text or question_text(question.kind, question.concept),
+        "concept": question.concept,
+        "votes": {"yes": question.yes_count, "no": question.no_count, "p": question.p},
+        "boxes": list(Box.objects.filter(pk__in=shown).select_related("concept").order_by("pk")),
+    }
+
+
+RESOLVER = resolvers.Resolver(
+    apply=_apply,
+    revert=_revert,
+    decisions=(Decision.ACCEPT, Decision.REJECT),
+    describe=_describe,
+    owns_box=True,  # the box pipeline accepts or discards a box_quality question's box
+)
+
+
+def questions_in_review_without_item():
+    """Questions waiting in review that no open item carries (older data, an enqueue lost): the sweep's work."""
+    from .models import OPEN_STATES, ReviewItem, ReviewKind
+
+    open_ids = {
+        int(subject["id"])
+        for subject in ReviewItem.objects.filter(
+            kind=ReviewKind.AMBIGUOUS, state__in=OPEN_STATES, subject__type=SUBJECT_TYPE
+        ).values_list("subject", flat=True)
+    }
+    return Question.objects.filter(state=QuestionState.REVIEW).exclude(pk__in=open_ids).order_by("id")
+
+
+def connect() -> None:
+    consensus_events.subscribe(consensus_events.ANY_KIND, question_sent_to_review)
+    resolvers.register(SUBJECT_TYPE, RESOLVER)

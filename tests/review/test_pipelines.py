@@ -1,0 +1,356 @@
+"""Review leaves no dead end (issue 13, causes 3 and 4): a question at its vote cap (any kind) and a box job in
+review become review items with their image and what the reviewer must see; the reviewer's decision goes back
+through the consensus engine or the box state machine; accepted boxes request an overlap scan, which also runs
+on a schedule; a sweep queues whatever sits in review without an item."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from annotation import boxes
+from annotation.models import Box, BoxJob, BoxState, Task, TaskState
+from consensus import box_questions
+from consensus import events as consensus_events
+from consensus.calibration import build_table
+from consensus.models import (
+    CalibrationTable,
+    ConsensusSettings,
+    Question,
+    QuestionDecision,
+    QuestionKind,
+    QuestionState,
+)
+from consensus.services import Target, questions_create, vote_record
+from review import services, stuck, tasks
+from review.models import Decision, ItemState, ReviewItem, ReviewKind, ScanState
+from tests import factories
+from tests.annotation.boxhelpers import answer, image, workers
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def concept():
+    return factories.ConceptFactory(wnid="n02084071", name="dog")
+
+
+@pytest.fixture
+def capped(dataset):
+    """A vote cap of 2: one yes and one no leave any question undecided at its cap."""
+    return ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2)
+
+
+@pytest.fixture
+def consensus_boxes():
+    box_questions.connect()  # the default (ConsensusConfig.ready), made explicit
+    yield
+
+
+def with_table(concept, kind):
+    rng = np.random.default_rng(0)
+    table = build_table([list(rng.random(8) < (0.92 if i % 2 else 0.08)) for i in range(60)])
+    CalibrationTable.objects.create(
+        kind=kind,
+        concept=concept,
+        table=table.to_dict(),
+        n_images=table.n_images,
+        n_votes=table.n_votes,
+        method=table.method,
+        last_vote_id=0,
+    )
+
+
+def verify_question_at_cap(dataset, concept) -> Question:
+    with_table(concept, QuestionKind.IMAGE_VERIFY)
+    (question,) = questions_create(
+        dataset=dataset,
+        kind=QuestionKind.IMAGE_VERIFY,
+        concept=concept,
+        targets=[Target(image=image(dataset))],
+        calibration=[False],
+    )
+    yes, no = workers(2, prefix="v")
+    vote_record(question=question, worker=yes, answer=True)
+    vote_record(question=Question.objects.get(pk=question.pk), worker=no, answer=False)
+    question.refresh_from_db()
+    assert question.state == QuestionState.REVIEW
+    return question
+
+
+def lease_and_decide(reviewer, decision, dataset=None) -> ReviewItem:
+    item = services.review_lease_next(reviewer=reviewer, dataset_id=dataset.pk if dataset else None)
+    assert item is not None, "nothing to review"
+    services.review_decide(item=item, reviewer=reviewer, decision=decision)
+    return ReviewItem.objects.get(pk=item.pk)
+
+
+# --- questions at their vote cap -----------------------------------------------------------------------------
+
+
+def test_a_question_at_its_vote_cap_becomes_a_review_item_with_its_image_and_votes(
+    capped, dataset, concept, reviewer, api_client
+):
+    question = verify_question_at_cap(dataset, concept)
+    item = ReviewItem.objects.get()
+    assert (item.kind, item.subject) == (
+        ReviewKind.AMBIGUOUS,
+        {"type": "consensus.question", "id": question.pk},
+    )
+    assert item.image_id == question.image_id and item.state == ItemState.OPEN
+
+    client = api_client(reviewer)
+    shown = client.get("/api/v1/review/next").json()
+    assert shown["image"]["id"] == question.image_id
+    assert shown["context"]["question"] == question.task.payload["question"]
+    assert shown["context"]["votes"]["yes"] == 1 and shown["context"]["votes"]["no"] == 1
+    assert shown["context"]["concept"]["wnid"] == concept.wnid
+    assert [d["value"] for d in shown["decisions"]] == ["accept", "reject"]
+    summary = client.get("/api/v1/review/summary").json()["counts"]
+    assert summary["ambiguous"]["leased"] == 1
+
+
+def test_the_reviewers_verdict_decides_the_question_through_the_engine_for_every_subscriber(
+    capped, dataset, concept, reviewer, organizer
+):
+    question = verify_question_at_cap(dataset, concept)
+    heard = []
+
+    def listener(event):
+        heard.append((event.question.pk, event.decision.decision, event.decision.reviewer_id))
+
+    consensus_events.subscribe(QuestionKind.IMAGE_VERIFY, listener)
+    try:
+        lease_and_decide(reviewer, Decision.REJECT)
+    finally:
+        consensus_events.unsubscribe(QuestionKind.IMAGE_VERIFY, listener)
+    question.refresh_from_db()
+    assert question.state == QuestionState.REJECTED
+    assert heard == [(question.pk, "reject", reviewer.pk)]
+    latest = QuestionDecision.objects.filter(question=question).order_by("-id").first()
+    assert (latest.decision, latest.reviewer_id) == ("reject", reviewer.pk)
+    assert Task.objects.get(pk=question.task_id).result["answer"] is False
+
+    decision = ReviewItem.objects.get().decisions.get()
+    with pytest.raises(services.ReviewError, match="cannot be undone"):
+        services.review_undo(decision=decision, organizer=organizer)
+    assert Question.objects.get(pk=question.pk).state == QuestionState.REJECTED
+
+
+def test_an_undecidable_box_quality_question_is_one_item_and_its_verdict_resumes_the_job(
+    consensus_boxes, capped, dataset, concept, reviewer, api_client
+):
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, yes, no = workers(3)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    answer(yes, "question", {"answer": True})
+    answer(no, "question", {"answer": False})
+    box = Box.objects.get()
+    assert BoxJob.objects.get(pk=job.pk).status == "review"
+    item = ReviewItem.objects.get()  # the question's item: no second item for the job
+    assert item.subject["type"] == "consensus.question" and item.box_a_id == box.pk
+    assert item.image_id == job.image_id
+
+    client = api_client(reviewer)
+    shown = client.get("/api/v1/review/next").json()
+    assert shown["box_a"]["id"] == box.pk and shown["image"]["id"] == job.image_id
+    assert client.post(f"/api/v1/review/items/{item.pk}/decide", {"decision": "accept"}).status_code == 201
+
+    box.refresh_from_db()
+    assert box.state == BoxState.ACCEPTED
+    assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
+    assert Question.objects.filter(kind=QuestionKind.BOX_COVERAGE, state=QuestionState.OPEN).exists()
+
+
+def test_an_undecidable_coverage_question_rejected_by_the_reviewer_sends_the_job_back_to_drawing(
+    consensus_boxes, dataset, concept, reviewer
+):
+    with_table(concept, QuestionKind.BOX_QUALITY)
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, *voters = workers(6)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    for voter in voters:
+        if answer(voter, "question", {"answer": True}).state == TaskState.DONE:
+            break
+    ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2)
+    coverage = Question.objects.get(kind=QuestionKind.BOX_COVERAGE)
+    vote_record(question=coverage, worker=voters[0], answer=True)
+    vote_record(question=Question.objects.get(pk=coverage.pk), worker=voters[1], answer=False)
+    assert BoxJob.objects.get(pk=job.pk).status == "review"
+    assert ReviewItem.objects.get().subject == {"type": "consensus.question", "id": coverage.pk}
+
+    lease_and_decide(reviewer, Decision.REJECT)
+    assert BoxJob.objects.get(pk=job.pk).status == "needs_draw"
+    assert Task.objects.filter(kind=boxes.DRAW_KIND, state=TaskState.OPEN).count() == 1
+
+
+# --- box jobs in review --------------------------------------------------------------------------------------
+
+
+def job_at_round_cap(dataset, concept) -> BoxJob:
+    """A job (fixed-rule backend) whose only draw round ended with its box rejected: the round cap of 1."""
+    box_questions.disconnect()
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept, max_rounds=1)
+    drawer, *voters = workers(4, prefix="d")
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    for voter in voters:
+        if answer(voter, "box_quality", {"answer": False}).state == TaskState.DONE:
+            break
+    job.refresh_from_db()
+    assert job.status == "review" and job.review_reason == "round_cap"
+    return job
+
+
+@pytest.fixture
+def restore_backend():
+    yield
+    box_questions.connect()
+
+
+def test_a_box_job_item_shows_its_image_and_boxes_even_without_a_pending_box(
+    restore_backend, dataset, concept, reviewer, api_client
+):
+    job = job_at_round_cap(dataset, concept)
+    item = ReviewItem.objects.get()
+    assert item.box_a_id is None and item.image_id == job.image_id
+    client = api_client(reviewer)
+    shown = client.get("/api/v1/review/next").json()
+    assert shown["image"]["id"] == job.image_id
+    assert shown["context"]["concept"]["wnid"] == concept.wnid
+    assert [d["value"] for d in shown["decisions"]] == ["accept", "redraw", "close"]
+    refused = client.post(f"/api/v1/review/items/{item.pk}/decide", {"decision": "reject"})
+    assert refused.status_code == 400 and "accept, redraw, close" in refused.json()["decision"]
+
+
+def test_redraw_returns_a_box_job_to_drawing_with_room_for_more_rounds(
+    restore_backend, dataset, concept, reviewer
+):
+    job = job_at_round_cap(dataset, concept)
+    lease_and_decide(reviewer, Decision.REDRAW)
+    job.refresh_from_db()
+    assert job.status == "needs_draw" and job.state["max_rounds"] > job.state["rounds"]
+    draw = Task.objects.filter(kind=boxes.DRAW_KIND, state=TaskState.OPEN).get()
+    assert draw.payload["round"] == 2
+    assert job.events.order_by("-seq").first().event["type"] == "review_decided"
+
+
+def test_accept_and_close_finish_a_box_job_in_review(restore_backend, dataset, concept, reviewer):
+    job = job_at_round_cap(dataset, concept)
+    lease_and_decide(reviewer, Decision.CLOSE)
+    assert BoxJob.objects.get(pk=job.pk).status == "done"
+
+    box_questions.disconnect()
+    other, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, *voters = workers(4, prefix="e")
+    answer(drawer, boxes.DRAW_KIND, {"box": [5, 5, 60, 60]})
+    boxes.on_quality_undecidable(Box.objects.get(image=other.image).pk)  # the fixed rule's own cap
+    item = lease_and_decide(reviewer, Decision.ACCEPT)
+    assert item.subject == {"type": "box_job", "id": other.pk}
+    assert BoxJob.objects.get(pk=other.pk).status == "done"
+    assert Box.objects.get(image=other.image).state == BoxState.ACCEPTED
+    assert item.decisions.get().after["boxes"] == {
+        str(item.box_a_id): {"state": "accepted", "concept": concept.pk}
+    }
+
+
+# --- the overlap scan after accepted boxes, and on a schedule -----------------------------------------------
+
+
+def test_an_accepted_box_requests_one_debounced_overlap_scan(
+    consensus_boxes, dataset, concept, django_capture_on_commit_callbacks
+):
+    with_table(concept, QuestionKind.BOX_QUALITY)
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, *voters = workers(6)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    with django_capture_on_commit_callbacks(execute=True):
+        for voter in voters:
+            if answer(voter, "question", {"answer": True}).state == TaskState.DONE:
+                break
+    assert Box.objects.get().state == BoxState.ACCEPTED
+    state = ScanState.objects.get(dataset=dataset)
+    assert state.last_finished_at is not None and state.last_box_id == Box.objects.get().pk
+    assert state.scan_requested_at is None, "the scan that ran cleared its request"
+
+    later = state.last_finished_at + timedelta(
+        seconds=settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"] + 1
+    )
+    assert services.overlaps_scan_request(dataset.pk, now=later - timedelta(seconds=2)) is False, (
+        "a scan finished within the debounce period: the next request or the schedule covers the box"
+    )
+    ScanState.objects.filter(pk=state.pk).update(scan_requested_at=later)
+    assert services.overlaps_scan_request(dataset.pk, now=later) is False, "a queued scan absorbs the request"
+    ScanState.objects.filter(pk=state.pk).update(scan_requested_at=None)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.overlaps_scan_request(dataset.pk, now=later) is True
+
+
+def test_the_scheduled_scan_covers_datasets_with_unscanned_boxes(dataset, concept, make_box):
+    img = image(dataset)
+    a = make_box(img, concept, 10, 10, 100, 100)
+    b = make_box(img, concept, 12, 12, 100, 100)
+    assert services.datasets_to_scan() == [dataset.pk]
+    assert tasks.overlaps_scan_due() == {"datasets": [dataset.pk]}
+    pair = ReviewItem.objects.get(kind=ReviewKind.DUPLICATE)
+    assert (pair.box_a_id, pair.box_b_id, pair.image_id) == (a.pk, b.pk, img.pk)
+    assert services.datasets_to_scan() == []
+    schedule = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert {"review.tasks.overlaps_scan_due", "review.tasks.stuck_enqueue"} <= schedule
+
+
+# --- the sweep -------------------------------------------------------------------------------------------------
+
+
+def test_the_sweep_queues_questions_and_box_jobs_left_in_review_without_an_item(
+    restore_backend, capped, dataset, concept
+):
+    question = verify_question_at_cap(dataset, concept)
+    job = job_at_round_cap(dataset, concept)
+    ReviewItem.objects.update(state=ItemState.DISMISSED)  # as if they had been lost
+    report = stuck.stuck_enqueue()
+    assert (report.questions_queued, report.box_jobs_queued) == (1, 1)
+    subjects = {
+        (i.subject["type"], i.subject["id"], i.image_id) for i in ReviewItem.objects.filter(state="open")
+    }
+    assert subjects == {
+        ("consensus.question", question.pk, question.image_id),
+        ("box_job", job.pk, job.image_id),
+    }
+    out = io.StringIO()
+    call_command("review_stuck", stdout=out)
+    assert "0 questions" in out.getvalue() and "0 box jobs" in out.getvalue()
+
+
+def test_the_sweep_dismisses_an_item_whose_question_left_review(capped, dataset, concept):
+    question = verify_question_at_cap(dataset, concept)
+    Question.objects.filter(pk=question.pk).update(state=QuestionState.OPEN)  # reopened by voided votes
+    assert stuck.stuck_enqueue().items_dismissed == 1
+    assert ReviewItem.objects.get().state == ItemState.DISMISSED
+
+
+def test_deciding_an_item_whose_question_left_review_dismisses_it(capped, dataset, concept, reviewer):
+    question = verify_question_at_cap(dataset, concept)
+    item = services.review_lease_next(reviewer=reviewer)
+    Question.objects.filter(pk=question.pk).update(state=QuestionState.OPEN)  # reopened by voided votes
+    with pytest.raises(services.SubjectGone, match="dismissed"):
+        services.review_decide(item=item, reviewer=reviewer, decision=Decision.ACCEPT)
+    assert ReviewItem.objects.get(pk=item.pk).state == ItemState.DISMISSED
+    assert services.review_lease_next(reviewer=reviewer) is None, "the reviewer is not handed it again"
+
+
+def test_an_item_a_pipeline_waits_on_is_reviewed_before_any_overlapping_pair(
+    capped, dataset, concept, reviewer, make_box
+):
+    img = image(dataset)
+    make_box(img, concept, 10, 10, 100, 100)
+    make_box(img, concept, 10, 10, 100, 101)  # IoU ~0.99: the top pair priority
+    services.overlaps_scan(dataset)
+    question = verify_question_at_cap(dataset, concept)
+    first = services.review_lease_next(reviewer=reviewer)
+    assert first.subject == {"type": "consensus.question", "id": question.pk}
+    assert first.priority > ReviewItem.objects.get(kind=ReviewKind.DUPLICATE).priority
