@@ -20,7 +20,7 @@ DEFAULT_PRIOR = (2.0, 1.0)  # mean 2/3, worth 3 answers: weak, so gold evidence 
 # rules that block 16 of 27, this one blocked the fewest honest workers in bench/gold_cost.py (docs/gold.md).
 DEFAULT_BLOCK_THRESHOLD = 0.8
 DEFAULT_BLOCK_CONFIDENCE = 0.993  # 16 of 27 right gives P(accuracy < 0.8) = 0.99306: blocked
-DEFAULT_MIN_ANSWERS = 5
+DEFAULT_MIN_ANSWERS = 10  # 5 blocked honest workers on early streaks (4 of 10 right at accuracy 0.84)
 # Drawers: the share of their boxes the quality question accepts. Spammers' random boxes are almost all
 # rejected; careful drawers lose some small objects to jitter, so the bar is a coin's, not a voter's.
 DEFAULT_DRAW_BLOCK_THRESHOLD = 0.5

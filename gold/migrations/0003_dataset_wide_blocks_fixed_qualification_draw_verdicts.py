@@ -6,13 +6,13 @@ from django.db import migrations, models
 
 def _old_defaults_to_new(apps, schema_editor):
     """Datasets still on the old defaults get the new ones: "4 of the last 5" passed a coin-flipper 19% of the
-    time, and 0.7 / 0.975 never blocked a worker at 16 of 27 right."""
+    time, and 0.7 / 0.975 (from 5 answers) never blocked a worker at 16 of 27 right."""
     settings = apps.get_model("gold", "GoldSettings")
     settings.objects.filter(qualification_size=5, qualification_pass=4).update(
         qualification_size=14, qualification_pass=12
     )
-    settings.objects.filter(block_threshold=0.7, block_confidence=0.975).update(
-        block_threshold=0.8, block_confidence=0.993
+    settings.objects.filter(block_threshold=0.7, block_confidence=0.975, block_min_answers=5).update(
+        block_threshold=0.8, block_confidence=0.993, block_min_answers=10
     )
 
 
@@ -64,6 +64,11 @@ class Migration(migrations.Migration):
             model_name='goldsettings',
             name='block_confidence',
             field=models.FloatField(default=0.993),
+        ),
+        migrations.AlterField(
+            model_name='goldsettings',
+            name='block_min_answers',
+            field=models.PositiveSmallIntegerField(default=10),
         ),
         migrations.AlterField(
             model_name='goldsettings',
