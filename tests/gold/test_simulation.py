@@ -9,7 +9,7 @@ share.
 The rule must block a worker at 16 of 27 right (issue 13: a random worker who was never blocked) yet spare honest
 workers, who answer dozens of gold items each over a run this long. P(accuracy < 0.8) > 0.993 does both (16 of 27
 gives 0.99306); "honest" is every non-spammer with accuracy >= 0.7. Workers between 0.7 and 0.8 are the ones it
-sometimes blocks: a crowd whose weak workers spread up to 0.75 (the simulator's default) loses about 1.5% of its
+sometimes blocks: a crowd whose weak workers spread up to 0.75 (the simulator's default) loses 1.2-1.3% of its
 "honest" workers that way (docs/gold.md). The weak workers here are the issue's, around 0.6. Earlier versions of
 this test used the default spread and a rule that never blocked 16 of 27; the weak band is now the issue's.
 """
