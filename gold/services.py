@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import queue
 from annotation.models import Assignment, AssignmentState, Box, TaskState
 from consensus.models import Vote
 from consensus.services import TASK_KIND
@@ -168,8 +169,8 @@ def drawer_verdict_record(box_id: int, accepted: bool) -> None:
 
 def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) -> Block:
     """Block the worker from every task of the dataset (`kind` names the evidence), void their votes on
-    questions of every kind there and repair the questions they touched: open ones keep collecting votes from
-    others, decided ones are re-checked and reopened if undecided."""
+    questions of every kind there and repair the questions they touched (open ones keep collecting votes from
+    others, decided ones are re-checked and reopened if undecided), and end the leases they hold there."""
     with transaction.atomic():
         votes = Vote.objects.filter(worker=worker, question__dataset_id=dataset_id).values_list(
             "pk", flat=True
@@ -184,6 +185,12 @@ def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) ->
             p_below=score.p_below,
             repair=asdict(report),
         )
+        # Leases they still hold there end now, so an answer they were about to send counts for nothing (the
+        # answer being submitted, if this runs inside a submit, is stored already and not a lease any more).
+        for lease in Assignment.objects.filter(
+            worker=worker, task__dataset_id=dataset_id, state=AssignmentState.LEASED
+        ).order_by("task_id"):
+            queue.assignment_release(assignment=lease)
         payments_decide(dataset_id=dataset_id, worker=worker)
         return block
 

@@ -170,3 +170,20 @@ def test_a_drawer_whose_boxes_the_quality_question_rejects_is_blocked_from_the_d
     assert not Block.objects.filter(worker=careful).exists(), "accepted boxes count for their drawer"
     assert not queue.available_tasks(worker=spammer).filter(dataset=dataset).exists()
     assert queue.available_tasks(worker=careful).filter(dataset=dataset).exists()
+
+
+@pytest.mark.django_db
+def test_a_lease_held_when_the_worker_is_blocked_ends_and_its_answer_never_counts(dataset, concept):
+    from annotation.models import Assignment
+
+    production_questions(dataset, concept, make_images(dataset, 2))
+    (spammer,) = make_workers(1)
+    held = queue.task_lease_next(worker=spammer, kinds_wanted=["question"])
+    worker_block(worker=spammer, dataset_id=dataset.pk, kind="all", score=scoring.score(2, 10))
+    assert Assignment.objects.get(pk=held.pk).state == "released"
+    assert held.task_id in set(
+        queue.available_tasks(worker=make_workers(1, prefix="o")[0]).values_list("pk", flat=True)
+    )
+    with pytest.raises(queue.LeaseExpired):
+        queue.assignment_submit(assignment=held, answer={"answer": True}, idempotency_key="late")
+    assert not Vote.objects.filter(worker=spammer).exists()
