@@ -62,6 +62,21 @@ def accepted_hook_unregister(hook: Callable[[BoxJob, list[int]], None]) -> None:
         _accepted_hooks.remove(hook)
 
 
+# Subscribers told the quality question's verdict on a drawn box: fn(box_id, accepted), in the transaction that
+# applied it. Gold registers one to score drawers (a rejected box counts against its drawer).
+_verdict_hooks: list[Callable[[int, bool], None]] = []
+
+
+def verdict_hook_register(hook: Callable[[int, bool], None]) -> None:
+    if hook not in _verdict_hooks:
+        _verdict_hooks.append(hook)
+
+
+def verdict_hook_unregister(hook: Callable[[int, bool], None]) -> None:
+    if hook in _verdict_hooks:
+        _verdict_hooks.remove(hook)
+
+
 # --- starting jobs ------------------------------------------------------------------------------------------
 
 
@@ -191,7 +206,12 @@ def box_draw_skip(*, task: Task, worker) -> BoxJob:
 
 def on_quality_decided(box_id: int, accepted: bool) -> bool:
     """QUALITY decided for `box_id`. Returns False (and changes nothing) for a stale decision."""
-    return _on_box_decision(box_id, lambda s: pipeline.quality_decided(s, box_id, accepted))
+    with transaction.atomic():
+        applied = _on_box_decision(box_id, lambda s: pipeline.quality_decided(s, box_id, accepted))
+        if applied:
+            for hook in list(_verdict_hooks):
+                hook(box_id, accepted)
+        return applied
 
 
 def on_quality_undecidable(box_id: int) -> bool:

@@ -101,5 +101,5 @@ def ask(question: BinaryQuestion) -> str:
 def text_for(kind: str, concept_name: str) -> str:
     article = "an" if concept_name[:1].lower() in "aeiou" else "a"
     if kind == QUALITY:
-        return f"Is the highlighted box tight around one whole visible {concept_name}, not boxed already?"
+        return f"Is this box tight around one whole visible {concept_name}, not boxed already?"
     return f"Is every {concept_name} in this image inside a box? (Answer no if {article} {concept_name} is missing one.)"

@@ -15,6 +15,8 @@ from . import box_questions, services
 from .models import QuestionKind
 
 BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
+# The payload key of a task that is not a consensus question but shows boxes like one (gold box questions).
+SHOWN_BOXES_KEY = "shown_box_ids"
 
 
 def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
@@ -40,8 +42,15 @@ def public_payload(task: Task) -> dict[str, Any]:
     if box is not None:
         payload["box"] = _coords(box)
     question = getattr(task, "question", None)
-    shown = box_questions.shown_box_ids(question.subject if question is not None else None)
-    if question is not None and question.kind in BOX_KINDS:
+    if question is not None:
+        shows_boxes = question.kind in BOX_KINDS
+        shown = box_questions.shown_box_ids(question.subject)
+    else:
+        # A task serving no consensus question (a gold item, served by a higher app) names the boxes it shows
+        # in its payload, so its public payload has the same keys as a real question of its kind.
+        shows_boxes = SHOWN_BOXES_KEY in task.payload
+        shown = [int(b) for b in task.payload.get(SHOWN_BOXES_KEY, ())]
+    if shows_boxes:
         # Box questions show the accepted boxes too: coverage judges them all, and a quality verifier can see
         # a box that repeats one of them.
         found = {b.pk: b for b in Box.objects.filter(pk__in=shown)}

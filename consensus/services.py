@@ -17,12 +17,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
-from annotation import binary_vote
 from annotation.models import Box, Dataset, Image, Task, TaskExclusion, TaskState
 from annotation.queue import QueueError
 from hierarchy.models import Concept
 
-from . import events
+from . import events, wording
 from .calibration import DEFAULT_CAP, ConfidenceTable, build_table, calibration_sample_size
 from .models import (
     VERDICT_STATE,
@@ -57,15 +56,9 @@ class AlreadyVoted(QueueError):
 
 
 def question_text(kind: str, concept: Concept) -> str:
-    name = concept.name
-    article = "an" if name[:1].lower() in "aeiou" else "a"
-    if kind == QuestionKind.BOX_QUALITY:
-        return f"Is this box tight around one whole {name}?"
-    if kind == QuestionKind.BOX_COVERAGE:
-        return f"Is every {name} in this image inside a box?"
-    if kind == QuestionKind.HIERARCHY:
-        return f"Is there {article} {name} in this image?"
-    return binary_vote.question_text(name)
+    return wording.question_text(
+        kind, concept
+    )  # one wording for real questions and gold (consensus/wording.py)
 
 
 # --- policy and estimators ---------------------------------------------------------------------------------

@@ -68,8 +68,9 @@ class GoldItemListView(generics.ListAPIView):
 
 
 class WorkerScoreListView(generics.ListAPIView):
-    """Every worker's gold record in the dataset per question kind: answers, correct, posterior mean, lower
-    bound, P(accuracy below the block threshold), qualified, blocked."""
+    """Every worker's record in the dataset per question kind, over all their gold answers (`all`) and over the
+    quality verdicts on their boxes (`box_draw`): answers, correct, posterior mean, lower bound, P(accuracy below
+    the block threshold), qualified, blocked (from the whole dataset)."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
     serializer_class = WorkerScoreSerializer
@@ -88,7 +89,7 @@ class WorkerScoreListView(generics.ListAPIView):
         context = super().get_serializer_context()
         if not getattr(self, "swagger_fake_view", False):
             context["blocked"] = set(
-                Block.objects.filter(dataset_id=self.kwargs["dataset_id"]).values_list("worker_id", "kind")
+                Block.objects.filter(dataset_id=self.kwargs["dataset_id"]).values_list("worker_id", flat=True)
             )
         return context
 

@@ -6,7 +6,7 @@ class GoldConfig(AppConfig):
 
     def ready(self) -> None:
         # Gold sits above the queue and consensus: it plugs into the queue's hooks instead of being imported.
-        from annotation import hooks
+        from annotation import boxes, hooks
 
         from . import services, serving
 
@@ -15,3 +15,4 @@ class GoldConfig(AppConfig):
         hooks.register_unanswered_hook(serving.unanswered_gold_close)
         hooks.register_submit_interceptor(services.gold_submit_intercept)
         hooks.register_submit_extras(services.qualification_feedback)
+        boxes.verdict_hook_register(services.drawer_verdict_record)

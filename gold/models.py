@@ -19,16 +19,29 @@ class GoldSettings(models.Model):
     )
     rate = models.FloatField(default=0.1, help_text="Share of a qualified worker's tasks that are gold.")
     qualification_size = models.PositiveSmallIntegerField(
-        default=5, help_text="Gold items a worker answers before production tasks of a kind (0: none)."
+        default=scoring.DEFAULT_QUALIFICATION_SIZE,
+        help_text="Gold items in one qualification attempt of a kind, each answered once (0: no qualification).",
     )
     qualification_pass = models.PositiveSmallIntegerField(
-        default=4, help_text="Correct answers among the last `qualification_size` that qualify."
+        default=scoring.DEFAULT_QUALIFICATION_PASS,
+        help_text="Right answers out of `qualification_size` that qualify; a coin-flipper must pass under 1%.",
+    )
+    qualification_attempts = models.PositiveSmallIntegerField(
+        default=scoring.DEFAULT_QUALIFICATION_ATTEMPTS, help_text="Attempts per kind, each on fresh items."
+    )
+    qualification_cooldown = models.PositiveIntegerField(
+        default=scoring.DEFAULT_QUALIFICATION_COOLDOWN,
+        help_text="Seconds a failed attempt waits for a retry.",
     )
     prior_a = models.FloatField(default=scoring.DEFAULT_PRIOR[0])
     prior_b = models.FloatField(default=scoring.DEFAULT_PRIOR[1])
     block_threshold = models.FloatField(default=scoring.DEFAULT_BLOCK_THRESHOLD)
     block_confidence = models.FloatField(default=scoring.DEFAULT_BLOCK_CONFIDENCE)
     block_min_answers = models.PositiveSmallIntegerField(default=scoring.DEFAULT_MIN_ANSWERS)
+    draw_block_threshold = models.FloatField(
+        default=scoring.DEFAULT_DRAW_BLOCK_THRESHOLD,
+        help_text="A drawer is blocked when sure the quality question accepts fewer of their boxes than this.",
+    )
     bonus_lower = models.FloatField(
         default=scoring.DEFAULT_BONUS_LOWER, help_text="Bonus when the accuracy's lower bound is above this."
     )
@@ -59,6 +72,23 @@ class GoldSettings(models.Model):
     @property
     def rule(self) -> scoring.BlockRule:
         return scoring.BlockRule(self.block_threshold, self.block_confidence, self.block_min_answers)
+
+    @property
+    def draw_rule(self) -> scoring.BlockRule:
+        """The same rule on the share of a drawer's boxes the quality question accepts."""
+        return scoring.BlockRule(self.draw_block_threshold, self.block_confidence, self.block_min_answers)
+
+
+class ScoreKind(models.TextChoices):
+    """What a worker's score is about: gold answers of one question kind, all their gold answers in the dataset
+    (the evidence blocking reads), or the quality verdicts on the boxes they drew."""
+
+    IMAGE_VERIFY = QuestionKind.IMAGE_VERIFY.value, QuestionKind.IMAGE_VERIFY.label
+    BOX_QUALITY = QuestionKind.BOX_QUALITY.value, QuestionKind.BOX_QUALITY.label
+    BOX_COVERAGE = QuestionKind.BOX_COVERAGE.value, QuestionKind.BOX_COVERAGE.label
+    HIERARCHY = QuestionKind.HIERARCHY.value, QuestionKind.HIERARCHY.label
+    ALL = "all", "Every gold answer in the dataset"
+    BOX_DRAW = "box_draw", "Quality verdicts on the boxes drawn"
 
 
 class GoldSource(models.TextChoices):
@@ -119,6 +149,9 @@ class GoldServing(models.Model):
     worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="gold_servings")
     task = models.OneToOneField("annotation.Task", on_delete=models.PROTECT, related_name="gold_serving")
     purpose = models.CharField(max_length=16, choices=Purpose.choices)
+    attempt = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="The qualification attempt (1, 2, ...) this item belongs to."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -152,12 +185,13 @@ class GoldAnswer(models.Model):
 
 
 class WorkerScore(models.Model):
-    """The posterior summary of one worker on one question kind in one dataset, rewritten in the transaction of
-    each of their gold answers (a cache of the GoldAnswer rows)."""
+    """The posterior summary of one worker in one dataset on one ScoreKind (a question kind, all gold answers,
+    or drawing), rewritten in the transaction of each gold answer or box verdict (a cache of those rows).
+    Qualification state lives on the question-kind rows."""
 
     worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="gold_scores")
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
-    kind = models.CharField(max_length=32, choices=QuestionKind.choices)
+    kind = models.CharField(max_length=32, choices=ScoreKind.choices)
     answered = models.PositiveIntegerField(default=0)
     correct = models.PositiveIntegerField(default=0)
     mean = models.FloatField()
@@ -165,6 +199,10 @@ class WorkerScore(models.Model):
     p_below = models.FloatField(help_text="P(accuracy < the block threshold).")
     qualified = models.BooleanField(default=False)
     qualification_answered = models.PositiveIntegerField(default=0)
+    qualification_failed = models.PositiveSmallIntegerField(default=0, help_text="Failed attempts.")
+    qualification_retry_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the worker may start the next attempt after failing one."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -178,11 +216,13 @@ class WorkerScore(models.Model):
 
 
 class Block(models.Model):
-    """A worker blocked from a question kind in a dataset, with the evidence. Added once, never removed."""
+    """A worker blocked from every task of a dataset, with the evidence that blocked them (`kind`: all their gold
+    answers, or the verdicts on their boxes). Added once, never removed. Rows from before blocking was per
+    dataset may name a question kind; any row blocks the whole dataset."""
 
     worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="gold_blocks")
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
-    kind = models.CharField(max_length=32, choices=QuestionKind.choices)
+    kind = models.CharField(max_length=32, choices=ScoreKind.choices)
     answered = models.PositiveIntegerField()
     correct = models.PositiveIntegerField()
     p_below = models.FloatField()
@@ -194,7 +234,25 @@ class Block(models.Model):
         constraints = [models.UniqueConstraint(fields=["worker", "dataset", "kind"], name="block_once")]
 
     def __str__(self) -> str:
-        return f"worker {self.worker_id} blocked from {self.kind} in dataset {self.dataset_id}"
+        return f"worker {self.worker_id} blocked from dataset {self.dataset_id} ({self.kind})"
+
+
+class DrawVerdict(models.Model):
+    """The quality question's verdict on a drawn box, counted for (accepted) or against (rejected) its drawer.
+    Added once per box, when the box pipeline applies the verdict."""
+
+    box = models.OneToOneField("annotation.Box", on_delete=models.PROTECT, related_name="draw_verdict")
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="draw_verdicts")
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
+    accepted = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["worker", "dataset"], name="draw_verdict_worker_idx")]
+
+    def __str__(self) -> str:
+        return f"box {self.box_id} by worker {self.worker_id}: {'accepted' if self.accepted else 'rejected'}"
 
 
 class Recommendation(models.TextChoices):

@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from consensus.models import QuestionKind
 
+from . import scoring
 from .models import GoldItem, GoldSettings, PaymentDecision, WorkerScore
 
 
@@ -48,7 +49,8 @@ class WorkerScoreSerializer(serializers.ModelSerializer):
         ]
 
     def get_blocked(self, row) -> bool:
-        return (row.worker_id, row.kind) in self.context.get("blocked", set())
+        """Blocked in the dataset: a block covers every kind, whichever score triggered it."""
+        return row.worker_id in self.context.get("blocked", set())
 
 
 class PaymentDecisionSerializer(serializers.ModelSerializer):
@@ -64,11 +66,14 @@ class GoldSettingsSerializer(serializers.ModelSerializer):
             "rate",
             "qualification_size",
             "qualification_pass",
+            "qualification_attempts",
+            "qualification_cooldown",
             "prior_a",
             "prior_b",
             "block_threshold",
             "block_confidence",
             "block_min_answers",
+            "draw_block_threshold",
             "bonus_lower",
             "seed",
         ]
@@ -77,13 +82,30 @@ class GoldSettingsSerializer(serializers.ModelSerializer):
             "prior_a": {"min_value": 0.01},
             "prior_b": {"min_value": 0.01},
             "block_threshold": {"min_value": 0.0, "max_value": 1.0},
+            "draw_block_threshold": {"min_value": 0.0, "max_value": 1.0},
             "block_confidence": {"min_value": 0.5, "max_value": 0.9999},
             "bonus_lower": {"min_value": 0.0, "max_value": 1.0},
         }
 
     def validate(self, attrs):
-        size = attrs.get("qualification_size", getattr(self.instance, "qualification_size", 5))
-        passing = attrs.get("qualification_pass", getattr(self.instance, "qualification_pass", 4))
+        size = attrs.get("qualification_size", getattr(self.instance, "qualification_size", 0))
+        passing = attrs.get("qualification_pass", getattr(self.instance, "qualification_pass", 0))
         if passing > size:
             raise serializers.ValidationError({"qualification_pass": "cannot exceed qualification_size"})
+        if size:
+            chance = scoring.qualification_chance(size, passing)
+            if chance >= scoring.DEFAULT_QUALIFICATION_CHANCE:
+                needed = scoring.qualification_pass_needed(size)
+                fix = (
+                    f"require at least {needed} of {size}"
+                    if needed is not None
+                    else "use at least 7 items (all of them right)"
+                )
+                raise serializers.ValidationError(
+                    {
+                        "qualification_pass": f"a worker answering at random would pass {passing} of {size} "
+                        f"{chance:.1%} of the time (the most allowed is "
+                        f"{scoring.DEFAULT_QUALIFICATION_CHANCE:.0%}): {fix}"
+                    }
+                )
         return attrs

@@ -1,14 +1,18 @@
 """State changes of gold: check a gold answer and update the worker's score in the same transaction,
-qualify, block and repair (void the blocked worker's votes through consensus), and pay recommendations."""
+qualify, score drawers from the quality verdicts on their boxes, block a worker from a whole dataset and repair
+(void their votes through consensus), and pay recommendations."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
-from annotation.models import Assignment, AssignmentState, TaskState
+from annotation import queue
+from annotation.models import Assignment, AssignmentState, Box, TaskState
 from consensus.models import Vote
 from consensus.services import TASK_KIND
 from consensus.voiding import votes_void
@@ -16,12 +20,14 @@ from consensus.voiding import votes_void
 from . import scoring
 from .models import (
     Block,
+    DrawVerdict,
     GoldAnswer,
     GoldServing,
     GoldSettings,
     PaymentDecision,
     Purpose,
     Recommendation,
+    ScoreKind,
     WorkerScore,
 )
 
@@ -73,41 +79,103 @@ def qualification_feedback(assignment: Assignment) -> dict[str, Any]:
     }
 
 
-def score_update(*, worker, dataset_id: int, kind: str, serving: GoldServing) -> WorkerScore:
-    """Recount the worker's gold answers of (dataset, kind), qualify and block as the rules say."""
-    settings = GoldSettings.for_dataset(dataset_id)
+def _score_row(*, worker, dataset_id: int, kind: str, correct: int, answered: int, settings, rule):
+    """Lock and rewrite the worker's score row of (dataset, kind) from these counts."""
     row, _ = WorkerScore.objects.select_for_update().get_or_create(
         worker=worker, dataset_id=dataset_id, kind=kind, defaults={"mean": 0.0, "lower": 0.0, "p_below": 0.0}
     )
-    answers = GoldAnswer.objects.filter(worker=worker, dataset_id=dataset_id, kind=kind)
-    row.answered = answers.count()
-    row.correct = answers.filter(correct=True).count()
-    s = scoring.score(row.correct, row.answered, settings.prior, settings.rule)
+    s = scoring.score(correct, answered, settings.prior, rule)
+    row.answered, row.correct = answered, correct
     row.mean, row.lower, row.p_below = s.mean, s.lower, s.p_below
+    return row, s
+
+
+def score_update(*, worker, dataset_id: int, kind: str, serving: GoldServing) -> WorkerScore:
+    """Recount the worker's gold answers of (dataset, kind) and of the whole dataset, settle a finished
+    qualification attempt, and block the worker from the dataset when all their gold answers say so."""
+    settings = GoldSettings.for_dataset(dataset_id)
+    everything = GoldAnswer.objects.filter(worker=worker, dataset_id=dataset_id)
+    # The dataset row first: it serializes blocking decisions of one worker in one dataset.
+    total, s_all = _score_row(
+        worker=worker,
+        dataset_id=dataset_id,
+        kind=ScoreKind.ALL,
+        correct=everything.filter(correct=True).count(),
+        answered=everything.count(),
+        settings=settings,
+        rule=settings.rule,
+    )
+    total.save()
+    answers = everything.filter(kind=kind)
+    row, _ = _score_row(
+        worker=worker,
+        dataset_id=dataset_id,
+        kind=kind,
+        correct=answers.filter(correct=True).count(),
+        answered=answers.count(),
+        settings=settings,
+        rule=settings.rule,
+    )
     if serving.purpose == Purpose.QUALIFICATION and not row.qualified:
         row.qualification_answered += 1
-        window = list(
-            answers.filter(serving__purpose=Purpose.QUALIFICATION)
-            .order_by("-id")
-            .values_list("correct", flat=True)[: settings.qualification_size]
-        )
-        row.qualified = (
-            len(window) >= settings.qualification_size and sum(window) >= settings.qualification_pass
-        )
+        _qualification_settle(row, answers.filter(serving__attempt=serving.attempt), settings)
     row.save()
-    if s.blocked and not Block.objects.filter(worker=worker, dataset_id=dataset_id, kind=kind).exists():
-        worker_block(worker=worker, dataset_id=dataset_id, kind=kind, score=s)
+    if s_all.blocked and not Block.objects.filter(worker=worker, dataset_id=dataset_id).exists():
+        worker_block(worker=worker, dataset_id=dataset_id, kind=ScoreKind.ALL, score=s_all)
     return row
 
 
+def _qualification_settle(row: WorkerScore, attempt_answers, settings: GoldSettings) -> None:
+    """An attempt is a fixed set of `qualification_size` items, each answered once: scored when complete. A
+    failed attempt waits `qualification_cooldown` seconds; the next one is served fresh items."""
+    results = list(attempt_answers.values_list("correct", flat=True))
+    if len(results) < settings.qualification_size:
+        return
+    if sum(results) >= settings.qualification_pass:
+        row.qualified = True
+    else:
+        row.qualification_failed += 1
+        row.qualification_retry_at = timezone.now() + timedelta(seconds=settings.qualification_cooldown)
+
+
+def drawer_verdict_record(box_id: int, accepted: bool) -> None:
+    """Box pipeline hook: the quality question accepted or rejected a drawn box. The verdict counts for or
+    against its drawer, scored and blocked by the same rule as gold answers (with the drawing threshold).
+    Runs in the transaction that applied the verdict."""
+    box = Box.objects.select_related("image").filter(pk=box_id).first()
+    if box is None or box.drawn_by_id is None:
+        return
+    dataset_id = box.image.dataset_id
+    _, created = DrawVerdict.objects.get_or_create(
+        box=box, defaults={"worker_id": box.drawn_by_id, "dataset_id": dataset_id, "accepted": accepted}
+    )
+    if not created:
+        return  # the first verdict on a box is the one that counts
+    settings = GoldSettings.for_dataset(dataset_id)
+    verdicts = DrawVerdict.objects.filter(worker_id=box.drawn_by_id, dataset_id=dataset_id)
+    row, s = _score_row(
+        worker=box.drawn_by,
+        dataset_id=dataset_id,
+        kind=ScoreKind.BOX_DRAW,
+        correct=verdicts.filter(accepted=True).count(),
+        answered=verdicts.count(),
+        settings=settings,
+        rule=settings.draw_rule,
+    )
+    row.save()
+    if s.blocked and not Block.objects.filter(worker_id=box.drawn_by_id, dataset_id=dataset_id).exists():
+        worker_block(worker=box.drawn_by, dataset_id=dataset_id, kind=ScoreKind.BOX_DRAW, score=s)
+
+
 def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) -> Block:
-    """Block the worker from (dataset, kind), void their votes there and repair the questions they touched:
-    open ones keep collecting votes from others, decided ones are re-checked and reopened if undecided."""
+    """Block the worker from every task of the dataset (`kind` names the evidence), void their votes on
+    questions of every kind there and repair the questions they touched (open ones keep collecting votes from
+    others, decided ones are re-checked and reopened if undecided), and end the leases they hold there."""
     with transaction.atomic():
-        votes = Vote.objects.filter(
-            worker=worker, question__dataset_id=dataset_id, question__kind=kind
-        ).values_list("pk", flat=True)
-        report = votes_void(votes=list(votes), reason=f"worker {worker.pk} blocked from {kind}")
+        votes = Vote.objects.filter(worker=worker, question__dataset_id=dataset_id).values_list(
+            "pk", flat=True
+        )
+        report = votes_void(votes=list(votes), reason=f"worker {worker.pk} blocked in dataset {dataset_id}")
         block = Block.objects.create(
             worker=worker,
             dataset_id=dataset_id,
@@ -117,6 +185,12 @@ def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) ->
             p_below=score.p_below,
             repair=asdict(report),
         )
+        # Leases they still hold there end now, so an answer they were about to send counts for nothing (the
+        # answer being submitted, if this runs inside a submit, is stored already and not a lease any more).
+        for lease in Assignment.objects.filter(
+            worker=worker, task__dataset_id=dataset_id, state=AssignmentState.LEASED
+        ).order_by("task_id"):
+            queue.assignment_release(assignment=lease)
         payments_decide(dataset_id=dataset_id, worker=worker)
         return block
 
@@ -124,8 +198,8 @@ def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) ->
 def _recommend(
     assignment: Assignment, gold: GoldAnswer | None, kind: str | None, blocked, bonus
 ) -> tuple[str, str]:
-    if gold is not None and not gold.correct and (assignment.worker_id, kind) in blocked:
-        return Recommendation.REJECT, "wrong answer to a gold item; the worker was blocked on this kind"
+    if gold is not None and not gold.correct and assignment.worker_id in blocked:
+        return Recommendation.REJECT, "wrong answer to a gold item; the worker was blocked in this dataset"
     if (assignment.worker_id, kind) in bonus:
         return Recommendation.BONUS, "gold accuracy's lower bound is above the bonus line"
     return Recommendation.APPROVE, "approved"  # never rejected for a non-gold answer
@@ -140,11 +214,11 @@ def payments_decide(*, dataset_id: int, worker=None) -> int:
         if worker is not None:
             assignments = assignments.filter(worker=worker)
         assignments = list(assignments.select_related("task__question", "gold__serving__item").order_by("id"))
-        blocked = set(Block.objects.filter(dataset_id=dataset_id).values_list("worker_id", "kind"))
+        blocked = set(Block.objects.filter(dataset_id=dataset_id).values_list("worker_id", flat=True))
         bonus = set()
         for row in WorkerScore.objects.filter(dataset_id=dataset_id):
             s = scoring.score(row.correct, row.answered, settings.prior, settings.rule)
-            if (row.worker_id, row.kind) not in blocked and scoring.bonus_due(s, settings.bonus_lower):
+            if row.worker_id not in blocked and scoring.bonus_due(s, settings.bonus_lower):
                 bonus.add((row.worker_id, row.kind))
         current: dict[int, str] = {}
         for p in PaymentDecision.objects.filter(assignment__in=assignments).order_by("id"):

@@ -14,43 +14,56 @@ from datetime import datetime
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
+from django.utils import timezone
 
 from annotation import queue
+from annotation.boxes import accepted_boxes
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 from config import sqlrows
-from consensus.models import Question
+from consensus.models import Question, QuestionKind
+from consensus.question_kind import BOX_KINDS, SHOWN_BOXES_KEY
 from consensus.services import TASK_KIND, question_text
 
-from .models import Block, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
+from .models import Block, GoldAnswer, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
 
 _GOLD_STREAM = 0x601D
 
 
 @dataclass(frozen=True)
 class GoldContext:
-    """What gating needs to know for one lease: the pairs that need qualification, and this worker's blocks
-    and qualifications. One query when no dataset has gold (the common hot path), four otherwise."""
+    """What gating needs to know for one lease: the pairs that need qualification, the datasets this worker is
+    blocked in, the pairs they qualified for and those where they may not start an attempt now (cooling down
+    after a failed one, or out of attempts). One query when no dataset has gold (the common hot path), three
+    otherwise."""
 
     gated: frozenset[tuple[int, str]] = frozenset()
-    blocked: frozenset[tuple[int, str]] = frozenset()
+    blocked: frozenset[int] = frozenset()  # dataset ids: a block covers every kind of the dataset
     qualified: frozenset[tuple[int, str]] = frozenset()
+    resting: frozenset[tuple[int, str]] = frozenset()
     has_gold: bool = False
 
     @property
     def withheld(self) -> frozenset[tuple[int, str]]:
-        return self.blocked | (self.gated - self.qualified)
+        return self.gated - self.qualified
 
 
-def gold_context(worker) -> GoldContext:
-    # Plain SQL: this runs on every lease and the ORM took longer to build it than the database to answer.
+def gold_context(worker, now: datetime | None = None) -> GoldContext:
+    # Plain SQL, one statement: this runs on every lease and the ORM took longer to build it than the database
+    # to answer. Rows are ("item", dataset, kind, number of items) and ("block", dataset, "", 0).
+    qn = connection.ops.quote_name
     with sqlrows.cursor(connection) as cursor:
         cursor.execute(
-            f"SELECT dataset_id, kind, COUNT(*) FROM {connection.ops.quote_name(GoldItem._meta.db_table)} "
-            "GROUP BY dataset_id, kind"
+            f"SELECT 'item', dataset_id, kind, COUNT(*) FROM {qn(GoldItem._meta.db_table)} "
+            "GROUP BY dataset_id, kind "
+            f"UNION ALL SELECT DISTINCT 'block', dataset_id, '', 0 FROM {qn(Block._meta.db_table)} "
+            "WHERE worker_id = %s",
+            [worker.pk],
         )
-        counts = cursor.fetchall()  # (dataset_id, kind, number of items)
+        rows = cursor.fetchall()
+    counts = [(d, k, n) for what, d, k, n in rows if what == "item"]
+    blocked = frozenset(d for what, d, _, _ in rows if what == "block")
     if not counts:
-        return GoldContext()
+        return GoldContext(blocked=blocked)
     settings = {
         s.dataset_id: s for s in GoldSettings.objects.filter(dataset_id__in={d for d, _, _ in counts})
     }
@@ -59,20 +72,31 @@ def gold_context(worker) -> GoldContext:
         size = settings.get(dataset_id, GoldSettings()).qualification_size
         if size and n >= size:
             gated.add((dataset_id, kind))
+    now = now or timezone.now()
+    qualified, resting = set(), set()
+    for dataset_id, kind, ok, failed, retry_at in WorkerScore.objects.filter(
+        worker=worker, kind__in=QuestionKind.values
+    ).values_list("dataset_id", "kind", "qualified", "qualification_failed", "qualification_retry_at"):
+        if ok:
+            qualified.add((dataset_id, kind))
+        elif failed >= settings.get(dataset_id, GoldSettings()).qualification_attempts or (
+            retry_at is not None and retry_at > now
+        ):
+            resting.add((dataset_id, kind))
     return GoldContext(
         gated=frozenset(gated),
-        blocked=frozenset(Block.objects.filter(worker=worker).values_list("dataset_id", "kind")),
-        qualified=frozenset(
-            WorkerScore.objects.filter(worker=worker, qualified=True).values_list("dataset_id", "kind")
-        ),
+        blocked=blocked,
+        qualified=frozenset(qualified),
+        resting=frozenset(resting),
         has_gold=True,
     )
 
 
 def task_filter(worker, connection) -> list[tuple[str, list]]:
-    """SQL conditions on the queue's task alias `t`: never a gold task of anyone else; no production task of a
-    pair the worker is blocked from or not yet qualified for. Uses the context the lease hook just computed for
-    this lease, if any."""
+    """SQL conditions on the queue's task alias `t`: never a gold task of anyone else; no task at all of a
+    dataset the worker is blocked in (drawing and box checks included: they have no gold of their own); no
+    production task of a pair not yet qualified for. Uses the context the lease hook just computed for this
+    lease, if any."""
     ctx = getattr(worker, "_gold_context", None)
     if ctx is None:
         ctx = gold_context(worker)
@@ -82,6 +106,9 @@ def task_filter(worker, connection) -> list[tuple[str, list]]:
     conditions = [
         (f"NOT EXISTS (SELECT 1 FROM {qn(GoldServing._meta.db_table)} gs WHERE gs.task_id = t.id)", [])
     ]
+    if ctx.blocked:
+        datasets = sorted(ctx.blocked)
+        conditions.append((f"t.dataset_id NOT IN ({', '.join(['%s'] * len(datasets))})", datasets))
     if ctx.withheld:
         pairs = sorted(ctx.withheld)
         matches = " OR ".join(["(t.dataset_id = %s AND q.kind = %s)"] * len(pairs))
@@ -97,12 +124,13 @@ def task_filter(worker, connection) -> list[tuple[str, list]]:
 def lease_hook(worker, kinds_wanted, dataset_id, now: datetime) -> Assignment | None:
     """Lease a gold task instead of the worker's next ordinary question, or return None for the normal path.
 
-    Looks at the question the worker would get next (ignoring gating): a pair they must qualify for gets a
-    qualification item; a qualified pair gets gold with probability `rate`, drawn from a generator seeded by
-    (dataset seed, worker, number of the worker's leases in the dataset) so runs are reproducible."""
+    Looks at the question the worker would get next (ignoring gating): a pair they must qualify for gets the
+    next item of their qualification attempt (none while they rest after a failed one); a qualified pair gets
+    gold with probability `rate`, drawn from a generator seeded by (dataset seed, worker, number of the
+    worker's leases in the dataset) so runs are reproducible."""
     if kinds_wanted and TASK_KIND not in kinds_wanted:
         return None
-    ctx = gold_context(worker)
+    ctx = gold_context(worker, now)
     worker._gold_context = ctx
     if not ctx.has_gold:
         return None
@@ -118,10 +146,12 @@ def lease_hook(worker, kinds_wanted, dataset_id, now: datetime) -> Assignment | 
     if nxt is None or nxt["kind"] != TASK_KIND or nxt["question__kind"] is None:
         return None
     pair = (nxt["dataset_id"], nxt["question__kind"])
-    if pair in ctx.blocked:
+    if pair[0] in ctx.blocked:
         return None
     settings = GoldSettings.for_dataset(pair[0])
     if pair in ctx.gated and pair not in ctx.qualified:
+        if pair in ctx.resting:
+            return None
         return _serve(worker, pair, Purpose.QUALIFICATION, nxt["priority"], now, settings)
     if settings.rate <= 0:
         return None
@@ -141,18 +171,22 @@ def _serve(
     worker, pair, purpose: str, priority: int, now: datetime, settings: GoldSettings
 ) -> Assignment | None:
     dataset_id, kind = pair
-    unseen = list(
-        GoldItem.objects.filter(dataset_id=dataset_id, kind=kind)
-        .exclude(Exists(GoldServing.objects.filter(item=OuterRef("pk"), worker=worker)))
-        .order_by("id")
-        .values_list("pk", flat=True)
+    unseen = GoldItem.objects.filter(dataset_id=dataset_id, kind=kind).exclude(
+        Exists(GoldServing.objects.filter(item=OuterRef("pk"), worker=worker))
     )
-    if not unseen:
+    attempt = None
+    if purpose == Purpose.QUALIFICATION:
+        attempt, wanted = _qualification_slot(worker, pair, settings)
+        # A balanced set, so answering "yes" to everything scores half; any unseen item when one side ran out.
+        if unseen.filter(answer=wanted).exists():
+            unseen = unseen.filter(answer=wanted)
+    candidates = list(unseen.order_by("id").values_list("pk", flat=True))
+    if not candidates:
         return None
     n_served = GoldServing.objects.filter(worker=worker).count()
     rng = np.random.default_rng([settings.seed, _GOLD_STREAM, worker.pk, n_served, 1])
     item = GoldItem.objects.select_related("concept", "image", "box").get(
-        pk=unseen[int(rng.integers(len(unseen)))]
+        pk=candidates[int(rng.integers(len(candidates)))]
     )
     expires_at = now + queue.lease_duration()
     with transaction.atomic():  # the task, its serving record and the lease exist together or not at all
@@ -162,18 +196,50 @@ def _serve(
             image=item.image,
             concept=item.concept,
             box=item.box,
-            payload={"question": question_text(kind, item.concept)},
+            payload=_payload(kind, item),
             priority=priority,
             state=TaskState.LEASED,
             lease_expires_at=expires_at,
             answers_wanted=1,
         )
-        GoldServing.objects.create(item=item, worker=worker, task=task, purpose=purpose)
+        GoldServing.objects.create(item=item, worker=worker, task=task, purpose=purpose, attempt=attempt)
         assignment = Assignment.objects.create(
             task=task, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
         )
     assignment.task = task
     return assignment
+
+
+def _qualification_slot(worker, pair, settings: GoldSettings) -> tuple[int, bool]:
+    """The worker's current qualification attempt of the pair and the answer its next item should have: each
+    attempt is a seeded shuffle of size // 2 "no" and the rest "yes" items, filled in answer order."""
+    dataset_id, kind = pair
+    failed = (
+        WorkerScore.objects.filter(worker=worker, dataset_id=dataset_id, kind=kind)
+        .values_list("qualification_failed", flat=True)
+        .first()
+    ) or 0
+    attempt = failed + 1
+    answered = GoldAnswer.objects.filter(
+        worker=worker, dataset_id=dataset_id, kind=kind, serving__attempt=attempt
+    ).count()
+    size = max(1, settings.qualification_size)
+    slots = np.arange(size) >= size // 2
+    order = np.random.default_rng(
+        [settings.seed, _GOLD_STREAM, worker.pk, QuestionKind.values.index(kind), attempt]
+    ).permutation(slots)
+    return attempt, bool(order[min(answered, size - 1)])
+
+
+def _payload(kind: str, item: GoldItem) -> dict:
+    """What a real question of this kind stores: its wording (the same function words both), and for box
+    questions the accepted boxes of the image that a real one would show beside the judged box."""
+    payload: dict = {"question": question_text(kind, item.concept)}
+    if kind in BOX_KINDS:
+        payload[SHOWN_BOXES_KEY] = [
+            b.pk for b in accepted_boxes(item.image_id, item.concept_id) if b.pk != item.box_id
+        ]
+    return payload
 
 
 def unanswered_gold_close(task_ids: list[int]) -> None:

@@ -29,8 +29,10 @@ class GoldSimSpec:
     positive_rate: float = 0.6
     gold_rate: float = 0.1
     gold_items: int = 400  # the pool; balanced yes/no so an always-yes worker scores a coin's 50%
-    qualification_size: int = 5
-    qualification_pass: int = 4
+    qualification_size: int = scoring.DEFAULT_QUALIFICATION_SIZE  # a fixed, balanced set per attempt
+    qualification_pass: int = scoring.DEFAULT_QUALIFICATION_PASS
+    qualification_attempts: int = scoring.DEFAULT_QUALIFICATION_ATTEMPTS
+    qualification_cooldown: float = scoring.DEFAULT_QUALIFICATION_COOLDOWN  # seconds before a retry
     lead: int = 3  # a question is decided when one answer leads by this many valid votes
     vote_cap: int = 11  # or by majority after this many valid votes
     easy_gold: bool = True  # gold items are clear-cut: no harder than the worker's base error rate
@@ -44,11 +46,14 @@ class WorkerRecord:
     worker: SimulatedWorker
     gold_answered: int = 0
     gold_correct: int = 0
-    qual_window: list[bool] = field(default_factory=list)
+    attempt: list[bool] = field(default_factory=list)  # answers of the current qualification attempt
+    failed_attempts: int = 0
+    retry_at: float = 0.0
     qualified: bool = False
     blocked_at: int | None = None  # gold answers when blocked
     tasks: int = 0
-    gold_order: list[int] = field(default_factory=list)  # the worker's own shuffle of the pool: never twice
+    gold_order: list[int] = field(default_factory=list)  # the worker's own shuffle of the pool
+    gold_seen: set[int] = field(default_factory=set)  # never the same item twice
 
 
 @dataclass(frozen=True)
@@ -61,9 +66,12 @@ class GoldSimResult:
     spammer_gold_to_block: list[int]  # gold answers at block, one per blocked spammer
     spammers: int
     spammers_blocked: int
-    honest_fit: int  # honest workers (any non-spammer) with accuracy >= the block threshold
+    honest_fit: int  # honest workers (any non-spammer) with accuracy >= HONEST_FLOOR
     honest_fit_blocked: int
     honest_blocked: int  # any non-spammer, weak ones included
+    spammers_qualified: int  # spammers who passed a qualification attempt
+    nonspammer_accuracy: tuple[float, ...]  # every non-spammer's accuracy, and whether they were blocked
+    nonspammer_blocked: tuple[bool, ...]
 
     @property
     def gold_share(self) -> float:
@@ -74,9 +82,19 @@ class GoldSimResult:
             float(np.quantile(self.spammer_gold_to_block, q)) if self.spammer_gold_to_block else float("nan")
         )
 
+    def blocked_share(self, lo: float, hi: float = 1.01) -> tuple[int, int]:
+        """(blocked, all) non-spammers with accuracy in [lo, hi)."""
+        band = [
+            b for a, b in zip(self.nonspammer_accuracy, self.nonspammer_blocked, strict=True) if lo <= a < hi
+        ]
+        return sum(band), len(band)
+
     def blocked_within(self, n: int) -> float:
         """Share of all spammers blocked after at most `n` gold answers."""
         return sum(1 for g in self.spammer_gold_to_block if g <= n) / self.spammers if self.spammers else 1.0
+
+
+HONEST_FLOOR = 0.7  # "honest" in the figures: non-spammers at least this accurate (weak workers reach 0.75)
 
 
 @cache
@@ -134,12 +152,29 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
             heapq.heappush(events, (now_box[0], j))
         idle.clear()
 
-    def gold_answer(i: int) -> bool:
+    def next_item(i: int, rec: WorkerRecord, qualifying: bool) -> int | None:
+        """The worker's next unseen item; in qualification, one whose answer keeps the attempt balanced (a
+        seeded shuffle of size // 2 "no" and the rest "yes" slots, as gold.serving does)."""
+        unseen = (g for g in rec.gold_order if g not in rec.gold_seen)
+        if not qualifying:
+            return next(unseen, None)
+        size = spec.qualification_size
+        slots = np.random.default_rng([spec.seed, _GOLD_STREAM, i, rec.failed_attempts]).permutation(
+            np.arange(size) >= size // 2
+        )
+        wanted = bool(slots[min(len(rec.attempt), size - 1)])
+        candidates = list(unseen)
+        return next(
+            (g for g in candidates if bool(g_truth[g]) == wanted), candidates[0] if candidates else None
+        )
+
+    def gold_answer(i: int, qualifying: bool) -> bool:
         """One gold task for worker i; False when the pool has nothing left they have not seen."""
         rec, w = records[i], records[i].worker
-        if rec.gold_answered >= spec.gold_items:
+        g = next_item(i, rec, qualifying)
+        if g is None:
             return False
-        g = rec.gold_order[rec.gold_answered]
+        rec.gold_seen.add(g)
         key = classes[g_class[g]]
         truth = bool(g_truth[g])
         # Organizers pick clear-cut gold (an unambiguous example of the class, no confusable class in view):
@@ -148,12 +183,16 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
         right = answer_binary(w, truth, difficulty, question_key=("gold", g)) == truth
         rec.gold_answered += 1
         rec.gold_correct += right
-        if not rec.qualified:
-            rec.qual_window = (rec.qual_window + [right])[-spec.qualification_size :]
-            rec.qualified = (
-                len(rec.qual_window) >= spec.qualification_size
-                and sum(rec.qual_window) >= spec.qualification_pass
-            )
+        if qualifying:
+            # A fixed set answered once, scored when complete; a failed attempt waits, then gets fresh items.
+            rec.attempt.append(right)
+            if len(rec.attempt) >= spec.qualification_size:
+                if sum(rec.attempt) >= spec.qualification_pass:
+                    rec.qualified = True
+                else:
+                    rec.failed_attempts += 1
+                    rec.retry_at = now_box[0] + spec.qualification_cooldown
+                rec.attempt = []
         if _blocked(rec.gold_correct, rec.gold_answered, spec.prior, spec.rule):
             block(i)
         return True
@@ -165,8 +204,13 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
         if rec.blocked_at is not None:
             continue
         qual = spec.qualification_size > 0 and not rec.qualified
+        if qual and rec.failed_attempts >= spec.qualification_attempts:
+            continue  # out of attempts: never qualifies, never works
+        if qual and now < rec.retry_at:
+            heapq.heappush(events, (rec.retry_at, i))  # back when the cool-down is over
+            continue
         if qual or gold_rng[i].random() < spec.gold_rate:
-            if gold_answer(i):
+            if gold_answer(i, qual):
                 paid += 1
                 gold_tasks += 1
                 rec.tasks += 1
@@ -192,7 +236,7 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
     tp = int((accepted & q_truth).sum())
     spam = [r for r in records if r.worker.profile.is_spammer]
     honest = [r for r in records if not r.worker.profile.is_spammer]
-    fit = [r for r in honest if r.worker.profile.accuracy >= spec.rule.threshold]
+    fit = [r for r in honest if r.worker.profile.accuracy >= HONEST_FLOOR]
     return GoldSimResult(
         paid_tasks=paid,
         gold_tasks=gold_tasks,
@@ -205,4 +249,7 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
         honest_fit=len(fit),
         honest_fit_blocked=sum(1 for r in fit if r.blocked_at is not None),
         honest_blocked=sum(1 for r in honest if r.blocked_at is not None),
+        spammers_qualified=sum(1 for r in spam if r.qualified),
+        nonspammer_accuracy=tuple(r.worker.profile.accuracy for r in honest),
+        nonspammer_blocked=tuple(r.blocked_at is not None for r in honest),
     )

@@ -115,8 +115,7 @@ def _open_consensus_questions(
                     Target(image=images[labeling.image_id], subject=_subject(graph, labeling, node_id))
                     for labeling in fresh
                 ],
-                text=node.question,
-                priority=priority,
+                priority=priority,  # worded by consensus.wording: the node's question, as gold is
             )
     for labeling, node_id, question in decided_already:
         _answer_from(question, labeling.pk, node_id, graph.nodes[node_id].leaf)

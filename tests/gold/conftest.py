@@ -10,6 +10,7 @@ from consensus import services as consensus
 from consensus.calibration import build_table
 from consensus.models import CalibrationTable, ConsensusSettings, QuestionKind
 from gold.items import GoldSpec, gold_items_create
+from gold.models import GoldSettings
 from tests import factories
 
 
@@ -85,3 +86,11 @@ def gold_for(dataset, concept, images, answers=None):
             for img, a in zip(images, answers, strict=True)
         ],
     )
+
+
+def small_qualification(dataset, **settings) -> GoldSettings:
+    """A qualification set the ten-item pools of these tests can gate with: 8 items, all right to pass (a
+    coin-flipper passes 0.4% of the time; the defaults need 14 items)."""
+    values = {"qualification_size": 8, "qualification_pass": 8, **settings}
+    row, _ = GoldSettings.objects.update_or_create(dataset=dataset, defaults=values)
+    return row

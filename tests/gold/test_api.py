@@ -12,7 +12,7 @@ from django.test import Client
 from gold.models import GoldItem, GoldSettings, WorkerScore
 from tests.conftest import client_for
 
-from .conftest import gold_for, make_images, make_workers, production_questions
+from .conftest import gold_for, make_images, make_workers, production_questions, small_qualification
 
 GOLD_MARKERS = ("gold", "qualification", "feedback", "expected", "explanation", "look closer", "purpose")
 
@@ -78,6 +78,7 @@ def test_qualification_feedback_appears_only_after_a_wrong_qualification_answer(
     images = make_images(dataset, 20)
     production_questions(dataset, concept, images[:10])
     gold = gold_for(dataset, concept, images[10:])
+    small_qualification(dataset)
     answers = {g.image_id: g.answer for g in gold}
     (w,) = make_workers(1)
     client = client_for(w.user)

@@ -86,10 +86,104 @@ def test_a_worker_failing_gold_is_blocked_and_only_their_wrong_gold_answers_are_
         queue.assignment_submit(assignment=a, answer={"answer": answer}, idempotency_key=f"k{i}")
     block = Block.objects.get(worker=w)
     assert block.answered <= 20
-    assert WorkerScore.objects.get(worker=w).answered == block.answered
+    assert WorkerScore.objects.get(worker=w, kind="all").answered == block.answered
     assert not Vote.objects.filter(worker=w, void__isnull=True).exists()
     recs = PaymentDecision.objects.filter(worker=w)
     rejected = recs.filter(recommendation=Recommendation.REJECT)
     assert rejected.exists()
     assert all(p.assignment.gold.correct is False for p in rejected), "never rejected for a non-gold answer"
     assert Question.objects.filter(pk=questions[9].pk, state=QuestionState.OPEN).exists()
+
+
+# --- issue 13, cause 5: a block covers the whole dataset, and drawers are scored too -------------------------
+
+
+@pytest.mark.django_db
+def test_a_worker_blocked_in_a_dataset_gets_no_task_of_any_kind_there_but_keeps_other_datasets(
+    dataset, concept
+):
+    from annotation import boxes
+    from tests import factories
+    from tests.annotation import boxhelpers
+
+    image = boxhelpers.image(dataset)
+    boxes.box_job_start(image=image, concept=concept)  # a DRAW task: box_draw has no gold of its own
+    production_questions(dataset, concept, make_images(dataset, 2))
+    elsewhere = factories.TaskFactory()
+    (spammer,) = make_workers(1)
+    kinds = set(queue.available_tasks(worker=spammer).values_list("kind", flat=True))
+    assert kinds == {"box_draw", "question", elsewhere.kind}
+    worker_block(worker=spammer, dataset_id=dataset.pk, kind="all", score=scoring.score(2, 10))
+    left = list(queue.available_tasks(worker=spammer).values_list("pk", flat=True))
+    assert left == [elsewhere.pk], "nothing of the dataset, drawing included; other datasets unaffected"
+    assert queue.task_lease_next(worker=spammer, kinds_wanted=["box_draw"]) is None
+
+
+@pytest.mark.django_db
+def test_blocking_voids_the_workers_votes_on_questions_of_every_kind_in_the_dataset(dataset, concept):
+    from annotation.models import Box
+    from consensus.models import QuestionKind
+
+    images = make_images(dataset, 3)
+    (verify,) = production_questions(dataset, concept, images[:1])
+    box = Box.objects.create(image=images[1], concept=concept, x1=1, y1=1, x2=20, y2=20)
+    (quality,) = consensus.questions_create(
+        dataset=dataset,
+        kind=QuestionKind.BOX_QUALITY,
+        concept=concept,
+        targets=[consensus.Target(image=images[1], box=box)],
+        calibration=[True],
+    )
+    (spammer,) = make_workers(1)
+    consensus.vote_record(question=verify, worker=spammer, answer=True)
+    consensus.vote_record(question=quality, worker=spammer, answer=True)
+    worker_block(worker=spammer, dataset_id=dataset.pk, kind="image_verify", score=scoring.score(2, 10))
+    assert VoteVoid.objects.filter(vote__worker=spammer).count() == 2
+    assert not Vote.objects.filter(worker=spammer, void__isnull=True).exists()
+
+
+def _drawn_boxes(dataset, concept, drawer, n):
+    """`n` boxes drawn by `drawer` through the queue, one per image, each waiting for its quality verdict."""
+    from annotation import boxes
+    from annotation.models import Box
+    from tests.annotation import boxhelpers
+
+    for _ in range(n):
+        boxes.box_job_start(image=boxhelpers.image(dataset), concept=concept)
+        boxhelpers.answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 200, 200]})
+    return list(Box.objects.filter(drawn_by=drawer).order_by("id"))
+
+
+@pytest.mark.django_db
+def test_a_drawer_whose_boxes_the_quality_question_rejects_is_blocked_from_the_dataset(dataset, concept):
+    from annotation import boxes
+
+    spammer, careful = make_workers(2)
+    for box in _drawn_boxes(dataset, concept, spammer, 12):
+        boxes.on_quality_decided(box.pk, False)  # the quality question's verdict, as its backend reports it
+    for box in _drawn_boxes(dataset, concept, careful, 12):
+        boxes.on_quality_decided(box.pk, box.pk % 4 != 0)  # most accepted, a few rejected
+    block = Block.objects.get(worker=spammer, dataset=dataset)
+    assert block.kind == "box_draw" and block.correct == 0 and block.answered <= 10
+    score = WorkerScore.objects.get(worker=spammer, dataset=dataset, kind="box_draw")
+    assert score.answered == 12 and score.correct == 0
+    assert not Block.objects.filter(worker=careful).exists(), "accepted boxes count for their drawer"
+    assert not queue.available_tasks(worker=spammer).filter(dataset=dataset).exists()
+    assert queue.available_tasks(worker=careful).filter(dataset=dataset).exists()
+
+
+@pytest.mark.django_db
+def test_a_lease_held_when_the_worker_is_blocked_ends_and_its_answer_never_counts(dataset, concept):
+    from annotation.models import Assignment
+
+    production_questions(dataset, concept, make_images(dataset, 2))
+    (spammer,) = make_workers(1)
+    held = queue.task_lease_next(worker=spammer, kinds_wanted=["question"])
+    worker_block(worker=spammer, dataset_id=dataset.pk, kind="all", score=scoring.score(2, 10))
+    assert Assignment.objects.get(pk=held.pk).state == "released"
+    assert held.task_id in set(
+        queue.available_tasks(worker=make_workers(1, prefix="o")[0]).values_list("pk", flat=True)
+    )
+    with pytest.raises(queue.LeaseExpired):
+        queue.assignment_submit(assignment=held, answer={"answer": True}, idempotency_key="late")
+    assert not Vote.objects.filter(worker=spammer).exists()

@@ -14,7 +14,7 @@ from gold.models import GoldAnswer, GoldServing, GoldSettings, Purpose, WorkerSc
 from gold.serving import gold_due, lease_hook
 from tests import factories
 
-from .conftest import gold_for, make_images, make_workers, production_questions
+from .conftest import gold_for, make_images, make_workers, production_questions, small_qualification
 
 
 def lease_submit(worker, answer=True):
@@ -29,17 +29,18 @@ def test_a_new_worker_answers_the_qualification_set_before_any_production_task(d
     images = make_images(dataset, 20)
     production_questions(dataset, concept, images[:10])
     gold = gold_for(dataset, concept, images[10:])
+    small_qualification(dataset)
     answers = {g.image_id: g.answer for g in gold}
     (w,) = make_workers(1)
-    for i in range(5):
+    for i in range(8):
         a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
         assert GoldServing.objects.filter(task=a.task, purpose=Purpose.QUALIFICATION).exists()
         assert not Question.objects.filter(task=a.task).exists()
         queue.assignment_submit(
             assignment=a, answer={"answer": answers[a.task.image_id]}, idempotency_key=f"q{i}"
         )
-    assert WorkerScore.objects.get(worker=w).qualified
-    GoldSettings.objects.create(dataset=dataset, rate=0.0)
+    assert WorkerScore.objects.get(worker=w, kind="image_verify").qualified
+    GoldSettings.objects.filter(dataset=dataset).update(rate=0.0)
     a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
     assert Question.objects.filter(task=a.task).exists(), "qualified: production now"
 
@@ -49,6 +50,7 @@ def test_an_unqualified_worker_never_gets_production_tasks_of_a_gated_kind(datas
     images = make_images(dataset, 20)
     production_questions(dataset, concept, images[:10])
     gold = gold_for(dataset, concept, images[10:])
+    small_qualification(dataset)
     answers = {g.image_id: g.answer for g in gold}
     (w,) = make_workers(1)
     seen_production = 0
@@ -61,7 +63,7 @@ def test_an_unqualified_worker_never_gets_production_tasks_of_a_gated_kind(datas
             assignment=a, answer={"answer": not answers[a.task.image_id]}, idempotency_key=f"q{i}"
         )
     assert seen_production == 0
-    assert not WorkerScore.objects.get(worker=w).qualified
+    assert not WorkerScore.objects.get(worker=w, kind="image_verify").qualified
 
 
 @pytest.mark.django_db
@@ -69,6 +71,7 @@ def test_gold_answers_never_become_consensus_votes(dataset, concept):
     images = make_images(dataset, 20)
     production_questions(dataset, concept, images[:10])
     gold_for(dataset, concept, images[10:])
+    small_qualification(dataset)
     (w,) = make_workers(1)
     lease_submit(w)
     assert Vote.objects.count() == 0
@@ -84,6 +87,7 @@ def test_other_workers_never_lease_someone_elses_gold_task_after_its_lease_expir
     images = make_images(dataset, 20)
     production_questions(dataset, concept, images[:10])
     gold_for(dataset, concept, images[10:])
+    small_qualification(dataset)
     w1, w2 = make_workers(2)
     a = queue.task_lease_next(worker=w1, kinds_wanted=["question"])
     assert Task.objects.filter(pk=a.task_id, gold_serving__isnull=False).exists()
@@ -100,6 +104,7 @@ def test_a_skipped_gold_task_is_cancelled_and_ordinary_skipped_tasks_reopen(data
     images = make_images(dataset, 20)
     production_questions(dataset, concept, images[:10])
     gold_for(dataset, concept, images[10:])
+    small_qualification(dataset)
     (w,) = make_workers(1)
     gold = queue.task_lease_next(worker=w, kinds_wanted=["question"])
     assert Task.objects.filter(pk=gold.task_id, gold_serving__isnull=False).exists()

@@ -1,16 +1,17 @@
-"""Gold against a crowd with 20% spammers (random and always-yes) and a colluding group: spammers are blocked
-quickly, honest workers almost never, and the final labels are as precise as without spammers.
+"""Gold against a crowd with 20% spammers (random and always-yes), a colluding group and 10% weak workers near
+0.6 accuracy: spammers are blocked quickly, weak workers mostly, honest workers almost never, and the final labels
+are as precise as without spammers.
 
-Simulated with gold.simulation (the rules of gold.scoring, qualification and vote voiding on crowd.simulated
-workers) rather than over HTTP, which would take minutes for a crowd large enough to measure a 1% share.
+Simulated with gold.simulation (the rules of gold.scoring, the fixed qualification set and vote voiding on
+crowd.simulated workers) rather than over HTTP, which would take minutes for a crowd large enough to measure a 1%
+share.
 
-Why the median and not a strict "every spammer within 20 gold answers": blocking needs P(accuracy < 0.7) >
-0.975 under the Beta posterior. A coin-flipping spammer's right answers after 20 gold items are Binomial(20, 0.5);
-the rule has fired by then only for about one spammer in two to three. Blocking every spammer within 20 would need
-a lower confidence, which also catches honest workers near 0.7: at 0.95, over runs this long, 1.1-1.4% of honest
-workers were blocked on two of three crowds (seeds 0 and 1), against 0-0.2% at 0.975. So the test asserts the
-median (measured 18; 16-20 over seeds 0, 1, 11) is at most 20, at least 50% are blocked within 20 (measured
-55-57%), and nearly every spammer is blocked in the end.
+The rule must block a worker at 16 of 27 right (issue 13: a random worker who was never blocked) yet spare honest
+workers, who answer dozens of gold items each over a run this long. P(accuracy < 0.8) > 0.993 does both (16 of 27
+gives 0.99306); "honest" is every non-spammer with accuracy >= 0.7. Workers between 0.7 and 0.8 are the ones it
+sometimes blocks: a crowd whose weak workers spread up to 0.75 (the simulator's default) loses 1.2-1.3% of its
+"honest" workers that way (docs/gold.md). The weak workers here are the issue's, around 0.6. Earlier versions of
+this test used the default spread and a rule that never blocked 16 of 27; the weak band is now the issue's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from crowd.simulated import CrowdSpec
 from gold.simulation import GoldSimSpec, run
 
-CROWD = dict(n_workers=600, seed=11, sloppy_fraction=0.1, lazy_fraction=0.05)
+CROWD = dict(n_workers=600, seed=11, sloppy_fraction=0.1, lazy_fraction=0.05, low_quality_range=(0.55, 0.65))
 
 
 def gold_run(spammers: float, colluders: float):
@@ -48,6 +49,9 @@ def test_spammers_blocked_quickly_honest_rarely_and_precision_unchanged():
     assert median <= 20
     assert with_spam.blocked_within(20) >= 0.5
     assert with_spam.spammers_blocked >= 0.95 * with_spam.spammers
+    assert with_spam.spammers_qualified <= 0.03 * with_spam.spammers, "few pass a set built against chance"
+    weak_blocked, weak = with_spam.blocked_share(0.0, 0.7)
+    assert weak_blocked >= 0.5 * weak, "workers near 0.6 accuracy are blocked too"
 
     assert with_spam.honest_fit > 400
     assert with_spam.honest_fit_blocked <= 0.01 * with_spam.honest_fit
