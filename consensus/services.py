@@ -82,7 +82,23 @@ def policy_for(settings: ConsensusSettings, kind: str) -> ThresholdPolicy:
 
 
 def table_newest(kind: str, concept_id: int) -> CalibrationTable | None:
+    """The newest stored table of (kind, concept), whatever data it came from (for display)."""
     return CalibrationTable.objects.filter(kind=kind, concept_id=concept_id).order_by("-id").first()
+
+
+def table_in_use(kind: str, concept_id: int, min_images: int) -> CalibrationTable | None:
+    """The table a dataset whose `calibration_min` is `min_images` decides (kind, concept) with: the newest one
+    built from at least that many distinct calibration subjects, or a prior (box questions; n_images 0).
+
+    Tables are shared by every dataset, so a table built from too little data (an early build from the first
+    one to three hierarchy questions, before this rule existed) is never used: the lookup skips it and falls
+    back to an older good table, or to none."""
+    return (
+        CalibrationTable.objects.filter(kind=kind, concept_id=concept_id)
+        .filter(Q(n_images__gte=min_images) | Q(n_images=0, n_votes=0))
+        .order_by("-id")
+        .first()
+    )
 
 
 def _table_cap() -> int:
@@ -95,27 +111,47 @@ def _table_cap() -> int:
 class Estimate:
     p: float | None
     table: CalibrationTable | None
+    estimator: str = Estimator.DYNAMIC
+
+
+def _weighted_estimate(question: Question, *, concept_wide: bool) -> Estimate:
+    """Dawid-Skene over every vote of the question's kind (and concept, when `concept_wide`), in any dataset:
+    a worker's record weighs their vote. Refit per decision; cheap at thousands of votes (docs/consensus.md)."""
+    votes = Vote.objects.filter(question__kind=question.kind, void__isnull=True)
+    if concept_wide:
+        votes = votes.filter(question__concept_id=question.concept_id)
+    rows = list(votes.values_list("question_id", "worker_id", "answer").order_by("id"))
+    if not rows:
+        return Estimate(None, None, Estimator.WEIGHTED)
+    items, workers, answers = (np.asarray(col) for col in zip(*rows, strict=True))
+    fit = fit_dawid_skene(items, workers, answers.astype(bool))
+    mine = items == question.pk
+    p = posterior_positive(fit.reliability, workers[mine], answers[mine].astype(bool))
+    return Estimate(p, None, Estimator.WEIGHTED)
+
+
+def _kind_has_calibration_data(kind: str, min_images: int) -> bool:
+    """Whether the kind has at least `min_images` calibration questions with their calibration votes, over
+    every concept: enough for the kind-wide Dawid-Skene fallback to know its workers."""
+    complete = Question.objects.filter(kind=kind, role=QuestionRole.CALIBRATION).filter(
+        yes_count__gte=F("min_votes") - F("no_count")
+    )
+    return complete[:min_images].count() >= min_images
 
 
 def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
-    """P(positive) of the question from its votes so far under the dataset's estimator."""
+    """P(positive) of the question from its votes so far under the dataset's estimator.
+
+    Dynamic: the (kind, concept) table in use. A concept without one (a rare hierarchy leaf may never collect
+    `calibration_min` calibration questions) falls back to Dawid-Skene over every vote of the kind, once the kind
+    has that much calibration data: its questions are decided instead of waiting for a table that may never
+    come. With neither, P is unknown (None) and nothing is decided."""
     if settings.estimator == Estimator.WEIGHTED:
-        # Dawid-Skene over every vote of this (kind, concept), in any dataset: a worker's record on the concept
-        # weighs their vote. Refit per decision; cheap at thousands of votes (see docs/consensus.md).
-        rows = list(
-            Vote.objects.filter(question__kind=question.kind, question__concept_id=question.concept_id)
-            .filter(void__isnull=True)
-            .values_list("question_id", "worker_id", "answer")
-            .order_by("id")
-        )
-        if not rows:
-            return Estimate(None, None)
-        items, workers, answers = (np.asarray(col) for col in zip(*rows, strict=True))
-        fit = fit_dawid_skene(items, workers, answers.astype(bool))
-        mine = items == question.pk
-        return Estimate(posterior_positive(fit.reliability, workers[mine], answers[mine].astype(bool)), None)
-    row = table_newest(question.kind, question.concept_id)
+        return _weighted_estimate(question, concept_wide=True)
+    row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     if row is None:
+        if _kind_has_calibration_data(question.kind, settings.calibration_min):
+            return _weighted_estimate(question, concept_wide=False)
         return Estimate(None, None)
     table = ConfidenceTable.from_dict(row.table)
     a, b = question.yes_count, question.no_count
@@ -147,7 +183,7 @@ def _finalize(
         p=estimate.p,
         yes_count=question.yes_count,
         no_count=question.no_count,
-        estimator=settings.estimator,
+        estimator=estimate.estimator,
         table=estimate.table,
     )
     if task is not None:
@@ -190,6 +226,34 @@ def _task_for(question: Question, text: str, settings: ConsensusSettings, priori
     )
 
 
+def _subject_key(image_id: int | None, box_id: int | None, pk: int | None) -> tuple[str, int | None]:
+    """What a calibration question is about, for counting distinct calibration subjects: its box, else its
+    image (a coverage question asked again in a new round is about the same image)."""
+    if box_id is not None:
+        return ("box", box_id)
+    if image_id is not None:
+        return ("image", image_id)
+    return ("question", pk)
+
+
+def calibration_subjects(*, kind: str, concept_id: int, dataset_id: int | None = None) -> dict[str, set]:
+    """Distinct subjects of (kind, concept)'s calibration questions: `complete` (calibration votes in, any
+    dataset) and `underway` (complete, plus the dataset's own still collecting)."""
+    rows = Question.objects.filter(
+        kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION
+    ).values_list("image_id", "box_id", "pk", "dataset_id", "yes_count", "no_count", "min_votes")
+    complete: set = set()
+    underway: set = set()
+    for image_id, box_id, pk, ds, yes, no, wanted in rows:
+        key = _subject_key(image_id, box_id, pk)
+        if yes + no >= wanted:
+            complete.add(key)
+            underway.add(key)
+        elif ds == dataset_id:
+            underway.add(key)
+    return {"complete": complete, "underway": underway}
+
+
 def questions_create(
     *,
     dataset: Dataset,
@@ -202,11 +266,16 @@ def questions_create(
 ) -> list[Question]:
     """Create one question (and its queue task) per target.
 
-    `calibration[i]` says whether target i is a calibration question. Left out, questions of a (kind, concept)
-    that has no table yet become calibration questions until the dataset has `calibration_min` of them (the
-    box pipeline and hierarchy questions arrive one by one, not as a candidate pool). Production questions of a
-    (kind, concept) without a table wait, with no task, until the table exists: no vote is spent on a question
-    that cannot yet be decided."""
+    `calibration[i]` says whether target i is a calibration question. While (kind, concept) has no table in use
+    (`table_in_use`), a question is a production question that *waits* (no task) only when enough calibration
+    questions on distinct subjects are underway to build a table: `calibration_min` of them, counting those
+    complete in any dataset and this dataset's still collecting votes. Any other question becomes a
+    calibration question and is served, whatever `calibration` says and in whatever order questions arrive:
+    hierarchy questions and the box pipeline create them one by one, and they collect into the batch as they
+    come. No question is ever left waiting for a table that its batch cannot build.
+
+    The concept row is locked (the rebuild's lock) before deciding that a question waits, so a table built
+    concurrently either is seen here or sees the waiting question and serves it (no race with a rebuild)."""
     if kind not in QuestionKind.values:
         raise ValueError(f"unknown question kind {kind!r}; known: {', '.join(QuestionKind.values)}")
     if calibration is not None and len(calibration) != len(targets):
@@ -214,18 +283,30 @@ def questions_create(
     settings = ConsensusSettings.for_dataset(dataset.pk)
     text = text or question_text(kind, concept)
     with transaction.atomic():
-        has_table = table_newest(kind, concept.pk) is not None
-        if calibration is None:
-            if has_table:
-                calibration = [False] * len(targets)
-            else:
-                have = Question.objects.filter(
-                    dataset=dataset, kind=kind, concept=concept, role=QuestionRole.CALIBRATION
-                ).count()
-                room = max(0, settings.calibration_min - have)
-                calibration = [i < room for i in range(len(targets))]
+        has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
+        if not has_table:
+            Concept.objects.select_for_update().get(pk=concept.pk)  # serialize with calibration_rebuild
+            has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
+        if has_table:
+            flags = [False] * len(targets) if calibration is None else list(calibration)
+        else:
+            underway = calibration_subjects(kind=kind, concept_id=concept.pk, dataset_id=dataset.pk)[
+                "underway"
+            ]
+            wanted = [False] * len(targets) if calibration is None else list(calibration)
+            for target, is_cal in zip(targets, wanted, strict=True):
+                if is_cal:
+                    underway.add(_subject_key(_pk(target.image), _pk(target.box), None))
+            flags = []
+            for target, is_cal in zip(targets, wanted, strict=True):
+                key = _subject_key(_pk(target.image), _pk(target.box), None)
+                # Too few distinct subjects underway for a table: this question joins the batch.
+                promote = not is_cal and len(underway) < settings.calibration_min
+                if promote:
+                    underway.add(key)
+                flags.append(is_cal or promote)
         questions = []
-        for target, is_cal in zip(targets, calibration, strict=True):
+        for target, is_cal in zip(targets, flags, strict=True):
             role = QuestionRole.CALIBRATION if is_cal else QuestionRole.PRODUCTION
             waiting = not is_cal and not has_table
             questions.append(
@@ -246,6 +327,10 @@ def questions_create(
         served = [q for q in questions if q.state == QuestionState.OPEN]
         _serve(served, text, settings, priority)
     return questions
+
+
+def _pk(obj) -> int | None:
+    return None if obj is None else obj.pk
 
 
 def _serve(questions: list[Question], text: str | None, settings: ConsensusSettings, priority: int) -> None:
@@ -302,20 +387,33 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
     settings = ConsensusSettings.for_dataset(question.dataset_id)
     if question.n_votes < question.min_votes:
         return question
-    if question.role == QuestionRole.CALIBRATION and question.n_votes == question.min_votes:
-        # Its calibration votes are in: the question pauses until its (kind, concept) table is rebuilt with
-        # them. Every pause enqueues a check after commit; whichever commit comes last sees the batch complete.
-        task.state = TaskState.DONE
-        task.result = {"calibration": "complete"}
-        _after_commit_rebuild(question.kind, question.concept_id, question.dataset_id)
-        return question
     decision, estimate = _decide(question, settings)
+    if question.role == QuestionRole.CALIBRATION and question.n_votes == question.min_votes:
+        # Its calibration votes are in: they may complete a batch (or refine the table), so a rebuild check
+        # runs after commit. The question itself is decided now by the table in use (or the kind-wide
+        # fallback); only with neither does it pause (task done, question open) until one exists.
+        _after_commit_rebuild(question.kind, question.concept_id, question.dataset_id)
+        if estimate.p is None:
+            task.state = TaskState.DONE
+            task.result = {"calibration": "complete"}
+            return question
+        if decision == Decision.ASK_MORE:
+            _task_continue(task, settings)
     if decision == Decision.ASK_MORE:
         question.p = estimate.p
         question.save(update_fields=["p"])
     else:
         _finalize(question, task, decision, estimate, settings)
     return question
+
+
+def _task_continue(task: Task, settings: ConsensusSettings) -> None:
+    """A calibration question the rule could not decide from its calibration votes asks on, like production:
+    up to the vote cap, without the calibration priority boost. Written at once: the queue's submit saves
+    only its own fields of the locked task row."""
+    task.answers_wanted = settings.vote_cap
+    task.priority -= CALIBRATION_PRIORITY_BOOST
+    Task.objects.filter(pk=task.pk).update(answers_wanted=task.answers_wanted, priority=task.priority)
 
 
 def vote_record(*, question: Question, worker, answer: bool, assignment=None) -> Question:
@@ -341,6 +439,8 @@ def question_decide(question: Question) -> Decision:
         settings = ConsensusSettings.for_dataset(question.dataset_id)
         decision, estimate = _decide(question, settings)
         if decision == Decision.ASK_MORE:
+            if estimate.p is None:
+                return decision  # still nothing to decide with: a paused question stays paused
             question.p = estimate.p
             question.save(update_fields=["p"])
             if task is not None and task.state == TaskState.DONE:
@@ -382,59 +482,82 @@ def calibration_rebuild(
     """Build (kind, concept)'s table from every calibration question that has its calibration votes, in any
     dataset, then serve the questions that waited for it and decide the paused calibration questions.
 
-    With `dataset_id`, does nothing until that dataset's calibration batch is complete. Idempotent: a table
-    built from the same votes is not built twice. Returns the table in use (None while there is none)."""
-    if dataset_id is not None and not calibration_complete(
-        kind=kind, concept_id=concept_id, dataset_id=dataset_id
-    ):
-        return table_newest(kind, concept_id)
+    A table is built only from at least `calibration_min` (of `dataset_id`'s settings, the defaults without
+    one) distinct calibration subjects, whatever order the questions arrived in; until then nothing is built.
+    Once a table is in use, it is refined when `dataset_id`'s calibration batch is complete (or on an explicit
+    call without a dataset). Idempotent: a table built from the same votes is not built twice. Returns the
+    table in use (None while there is none)."""
+    settings = ConsensusSettings.for_dataset(dataset_id) if dataset_id is not None else ConsensusSettings()
     with transaction.atomic():
-        Concept.objects.select_for_update().get(pk=concept_id)  # one rebuild of a concept at a time
-        questions = list(
+        Concept.objects.select_for_update().get(pk=concept_id)  # one table writer of a concept at a time
+        in_use = table_in_use(kind, concept_id, settings.calibration_min)
+        rows = list(
             Question.objects.filter(kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION)
             .filter(yes_count__gte=F("min_votes") - F("no_count"))
-            .values_list("pk", "min_votes")
+            .values_list("pk", "min_votes", "image_id", "box_id")
         )
-        newest = table_newest(kind, concept_id)
-        if not questions:
-            return newest
-        limit = dict(questions)
-        sequences: dict[int, list[bool]] = {pk: [] for pk in limit}
-        last_vote = 0
-        for qid, answer, vote_id in (
-            Vote.objects.filter(question_id__in=limit, void__isnull=True)
-            .order_by("id")
-            .values_list("question_id", "answer", "id")
-        ):
-            # Only each question's calibration votes: later votes exist only on questions the rule found
-            # ambiguous, and counting them would bias the long patterns towards ambiguity.
-            if len(sequences[qid]) < limit[qid]:
-                sequences[qid].append(answer)
-                last_vote = max(last_vote, vote_id)
-        if newest is not None and newest.last_vote_id == last_vote and newest.n_images == len(sequences):
-            table_row = newest
-        else:
-            table = build_table(
-                [sequences[pk] for pk in sorted(sequences)],
-                cap=_table_cap(),
-                tie_label=1.0 if kind == QuestionKind.HIERARCHY else 0.5,
-            )
-            table_row = CalibrationTable.objects.create(
-                kind=kind,
-                concept_id=concept_id,
-                table=table.to_dict(),
-                n_images=table.n_images,
-                n_votes=table.n_votes,
-                method=table.method,
-                last_vote_id=last_vote,
-            )
+        subjects = {_subject_key(image_id, box_id, pk) for pk, _, image_id, box_id in rows}
+        enough = len(subjects) >= settings.calibration_min
+        refine = (
+            in_use is None
+            or dataset_id is None
+            or calibration_complete(kind=kind, concept_id=concept_id, dataset_id=dataset_id)
+        )
+        if enough and refine:
+            built = _table_build(kind, concept_id, {pk: n for pk, n, _, _ in rows}, len(subjects))
+            in_use = built or in_use
         questions_reevaluate(kind=kind, concept_id=concept_id)
-        return table_row
+        return in_use
+
+
+def _table_build(
+    kind: str, concept_id: int, limit: dict[int, int], n_subjects: int
+) -> CalibrationTable | None:
+    """Store a table from the calibration votes of these questions (pk -> calibration votes), unless the newest
+    measured table saw exactly these votes. Returns the new row, or None when nothing changed."""
+    sequences: dict[int, list[bool]] = {pk: [] for pk in limit}
+    last_vote = 0
+    for qid, answer, vote_id in (
+        Vote.objects.filter(question_id__in=limit, void__isnull=True)
+        .order_by("id")
+        .values_list("question_id", "answer", "id")
+    ):
+        # Only each question's calibration votes: later votes exist only on questions the rule found
+        # ambiguous, and counting them would bias the long patterns towards ambiguity.
+        if len(sequences[qid]) < limit[qid]:
+            sequences[qid].append(answer)
+            last_vote = max(last_vote, vote_id)
+    newest = (
+        CalibrationTable.objects.filter(kind=kind, concept_id=concept_id, n_images__gt=0)
+        .order_by("-id")
+        .first()
+    )
+    if (
+        newest is not None
+        and newest.last_vote_id == last_vote
+        and newest.n_votes == sum(map(len, sequences.values()))
+    ):
+        return None
+    table = build_table(
+        [sequences[pk] for pk in sorted(sequences)],
+        cap=_table_cap(),
+        tie_label=1.0 if kind == QuestionKind.HIERARCHY else 0.5,
+    )
+    return CalibrationTable.objects.create(
+        kind=kind,
+        concept_id=concept_id,
+        table=table.to_dict(),
+        n_images=n_subjects,  # distinct subjects: what the minimum is about
+        n_votes=table.n_votes,
+        method=table.method,
+        last_vote_id=last_vote,
+    )
 
 
 def questions_reevaluate(*, kind: str, concept_id: int) -> dict[str, int]:
-    """After a table lands: serve the (kind, concept) questions that waited for one, and decide (or reopen)
-    the calibration questions paused with their calibration votes."""
+    """After a table lands: serve the (kind, concept) questions that waited for one (in each dataset whose
+    settings accept the table), and decide (or reopen) the calibration questions of the kind paused with their
+    calibration votes: the concept's table, or the kind-wide fallback, may decide them now."""
     out = {"served": 0, "decided": 0, "reopened": 0}
     with transaction.atomic():
         waiting = list(
@@ -444,21 +567,29 @@ def questions_reevaluate(*, kind: str, concept_id: int) -> dict[str, int]:
         )
         by_dataset: dict[int, list[Question]] = {}
         for q in waiting:
-            q.state = QuestionState.OPEN
             by_dataset.setdefault(q.dataset_id, []).append(q)
         for dataset_id, group in by_dataset.items():
-            _serve(group, None, ConsensusSettings.for_dataset(dataset_id), 0)
-        out["served"] = len(waiting)
+            settings = ConsensusSettings.for_dataset(dataset_id)
+            if table_in_use(kind, concept_id, settings.calibration_min) is None:
+                continue
+            for q in group:
+                q.state = QuestionState.OPEN
+            _serve(group, None, settings, 0)
+            out["served"] += len(group)
         paused = Question.objects.filter(
             kind=kind,
-            concept_id=concept_id,
             role=QuestionRole.CALIBRATION,
             state=QuestionState.OPEN,
             task__state=TaskState.DONE,
         ).order_by("id")
         for question in paused:
+            if question.n_votes < question.min_votes:
+                continue
             decision = question_decide(question)
-            out["reopened" if decision == Decision.ASK_MORE else "decided"] += 1
+            if decision != Decision.ASK_MORE:
+                out["decided"] += 1
+            elif Task.objects.filter(pk=question.task_id, state=TaskState.OPEN).exists():
+                out["reopened"] += 1
     return out
 
 
@@ -493,7 +624,7 @@ def verification_queue(
         pool = dataset.images.all() if images is None else Image.objects.filter(pk__in=[i.pk for i in images])
         asked = Question.objects.filter(dataset=dataset, kind=kind, concept=concept).values_list("image_id")
         candidates = list(pool.exclude(pk__in=asked).order_by("id"))
-        has_table = table_newest(kind, concept.pk) is not None
+        has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
         started = Question.objects.filter(
             dataset=dataset, kind=kind, concept=concept, role=QuestionRole.CALIBRATION
         ).exists()

@@ -96,6 +96,7 @@ def test_a_concept_with_a_table_skips_calibration_in_another_dataset(organizer, 
             vote_through_queue(w, True)
     assert CalibrationTable.objects.count() == 1
     second = factories.DatasetFactory(organizers=[organizer])
+    small_settings(second)  # a table from 4 images is enough only for a dataset that asks for 4
     make_images(second, 30)
     plan = services.verification_queue(dataset=second, concept=concept)
     assert (plan.calibration, plan.waiting, plan.table_reused) == (0, 0, True)
