@@ -23,7 +23,7 @@ from annotation.queue import QueueError
 from hierarchy.models import Concept
 
 from . import events
-from .calibration import DEFAULT_CAP, ConfidenceTable, build_table, calibration_sample_size
+from .calibration import DEFAULT_CAP, ConfidenceTable, build_table, calibration_sample_size, prior_table
 from .models import (
     VERDICT_STATE,
     CalibrationTable,
@@ -43,6 +43,9 @@ from .stopping import Decision, ThresholdPolicy, thresholds_for_precision
 TASK_KIND = "question"
 # Calibration questions are served before production ones: production of a new concept waits for their table.
 CALIBRATION_PRIORITY_BOOST = 10
+# Accuracy assumed of every worker when neither a concept table nor the kind's calibration data exists (the box
+# pipeline's prior, consensus/box_questions.py): accept at 3 more yes than no, reject at 2 more no.
+NO_DATA_ACCURACY = 0.9
 
 
 class QuestionClosed(QueueError):
@@ -149,12 +152,15 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     if settings.estimator == Estimator.WEIGHTED:
         return _weighted_estimate(question, concept_wide=True)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
+    a, b = question.yes_count, question.no_count
     if row is None:
         if _kind_has_calibration_data(question.kind, settings.calibration_min):
             return _weighted_estimate(question, concept_wide=False)
-        return Estimate(None, None)
+        # Not even the kind has data (a young or tiny deployment): the assumed table the box pipeline starts
+        # from, so a small dataset's questions are decided rather than waiting for data that never comes.
+        assumed = prior_table(accuracy=NO_DATA_ACCURACY, cap=max(a + b, DEFAULT_CAP))
+        return Estimate(assumed.p_positive(a, b), None)
     table = ConfidenceTable.from_dict(row.table)
-    a, b = question.yes_count, question.no_count
     p = table.p_positive(a, b) if a + b <= table.cap else None
     return Estimate(p, row)
 
@@ -390,10 +396,11 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
     decision, estimate = _decide(question, settings)
     if question.role == QuestionRole.CALIBRATION and question.n_votes == question.min_votes:
         # Its calibration votes are in: they may complete a batch (or refine the table), so a rebuild check
-        # runs after commit. The question itself is decided now by the table in use (or the kind-wide
-        # fallback); only with neither does it pause (task done, question open) until one exists.
+        # runs after commit. While a batch big enough for a table is underway, the question pauses (task
+        # done, question open) and is decided by that table once it lands; otherwise it is decided now by
+        # the table in use, or the fallbacks of `_estimate` (a rare concept's batch may never fill up).
         _after_commit_rebuild(question.kind, question.concept_id, question.dataset_id)
-        if estimate.p is None:
+        if estimate.p is None or (estimate.table is None and _batch_underway(question, settings)):
             task.state = TaskState.DONE
             task.result = {"calibration": "complete"}
             return question
@@ -405,6 +412,14 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
     else:
         _finalize(question, task, decision, estimate, settings)
     return question
+
+
+def _batch_underway(question: Question, settings: ConsensusSettings) -> bool:
+    """Whether enough calibration subjects of the question's (kind, concept) are underway for a table."""
+    underway = calibration_subjects(
+        kind=question.kind, concept_id=question.concept_id, dataset_id=question.dataset_id
+    )["underway"]
+    return len(underway) >= settings.calibration_min
 
 
 def _task_continue(task: Task, settings: ConsensusSettings) -> None:
@@ -438,9 +453,12 @@ def question_decide(question: Question) -> Decision:
             return Decision.ASK_MORE
         settings = ConsensusSettings.for_dataset(question.dataset_id)
         decision, estimate = _decide(question, settings)
+        paused = task is not None and task.state == TaskState.DONE
+        if paused and (
+            estimate.p is None or (estimate.table is None and _batch_underway(question, settings))
+        ):
+            return Decision.ASK_MORE  # its batch's table is still to come: a paused question stays paused
         if decision == Decision.ASK_MORE:
-            if estimate.p is None:
-                return decision  # still nothing to decide with: a paused question stays paused
             question.p = estimate.p
             question.save(update_fields=["p"])
             if task is not None and task.state == TaskState.DONE:
