@@ -150,7 +150,10 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     has that much calibration data: its questions are decided instead of waiting for a table that may never
     come. With neither, P is unknown (None) and nothing is decided."""
     if settings.estimator == Estimator.WEIGHTED:
-        return _weighted_estimate(question, concept_wide=True)
+        # A concept's own votes tell its workers apart once its calibration batch is in; before that (and for
+        # a rare concept whose batch never fills up) the kind's votes do: one item's votes alone cannot.
+        complete = calibration_subjects(kind=question.kind, concept_id=question.concept_id)["complete"]
+        return _weighted_estimate(question, concept_wide=len(complete) >= settings.calibration_min)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
     if row is None:
@@ -400,7 +403,7 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
         # done, question open) and is decided by that table once it lands; otherwise it is decided now by
         # the table in use, or the fallbacks of `_estimate` (a rare concept's batch may never fill up).
         _after_commit_rebuild(question.kind, question.concept_id, question.dataset_id)
-        if estimate.p is None or (estimate.table is None and _batch_underway(question, settings)):
+        if estimate.p is None or _table_coming(question, settings):
             task.state = TaskState.DONE
             task.result = {"calibration": "complete"}
             return question
@@ -414,8 +417,11 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
     return question
 
 
-def _batch_underway(question: Question, settings: ConsensusSettings) -> bool:
-    """Whether enough calibration subjects of the question's (kind, concept) are underway for a table."""
+def _table_coming(question: Question, settings: ConsensusSettings) -> bool:
+    """Whether the question's (kind, concept) has no table in use yet but enough calibration subjects underway
+    for one: a table that is sure to come (once they all have their calibration votes)."""
+    if table_in_use(question.kind, question.concept_id, settings.calibration_min) is not None:
+        return False
     underway = calibration_subjects(
         kind=question.kind, concept_id=question.concept_id, dataset_id=question.dataset_id
     )["underway"]
@@ -454,9 +460,7 @@ def question_decide(question: Question) -> Decision:
         settings = ConsensusSettings.for_dataset(question.dataset_id)
         decision, estimate = _decide(question, settings)
         paused = task is not None and task.state == TaskState.DONE
-        if paused and (
-            estimate.p is None or (estimate.table is None and _batch_underway(question, settings))
-        ):
+        if paused and (estimate.p is None or _table_coming(question, settings)):
             return Decision.ASK_MORE  # its batch's table is still to come: a paused question stays paused
         if decision == Decision.ASK_MORE:
             question.p = estimate.p

@@ -126,3 +126,20 @@ def test_a_rare_concept_is_decided_by_the_kind_wide_fallback_instead_of_pausing_
     assert question.state == QuestionState.ACCEPTED
     assert question.decisions.get().estimator == "weighted"
     assert not CalibrationTable.objects.filter(concept=rare).exists()
+
+
+@pytest.mark.parametrize("estimator", ["dynamic", "weighted"])
+def test_no_calibration_question_stays_paused_once_its_batch_is_in(dataset, concept, estimator):
+    small_settings(dataset, estimator=estimator)
+    make_images(dataset, 8)
+    services.verification_queue(dataset=dataset, concept=concept)
+    workers = make_workers(3)
+    for i, question in enumerate(Question.objects.filter(role=QuestionRole.CALIBRATION).order_by("id")):
+        answer_until_closed(question, workers, i % 2 == 0)
+    assert CalibrationTable.objects.get().n_images == 4
+    paused = Question.objects.filter(state=QuestionState.OPEN, task__state=TaskState.DONE)
+    assert not paused.exists(), "a question is open but its task takes no votes"
+    assert not Question.objects.filter(state=QuestionState.WAITING).exists()
+    for question in Question.objects.filter(role=QuestionRole.CALIBRATION):
+        # Decided by the table, or back in the queue for more votes: never open with a closed task.
+        assert question.is_decided or Task.objects.get(pk=question.task_id).state == TaskState.OPEN
