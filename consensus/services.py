@@ -38,7 +38,7 @@ from .models import (
     Vote,
 )
 from .reliability import fit_dawid_skene, posterior_positive
-from .stopping import Decision, ThresholdPolicy, thresholds_for_precision
+from .stopping import DecidedSoFar, Decision, ThresholdPolicy, settle_at_cap, thresholds_for_precision
 
 TASK_KIND = "question"
 # Calibration questions are served before production ones: production of a new concept waits for their table.
@@ -172,8 +172,32 @@ def _decide(question: Question, settings: ConsensusSettings) -> tuple[Decision, 
     estimate = _estimate(question, settings)
     policy = policy_for(settings, question.kind)
     p = float("nan") if estimate.p is None else estimate.p
-    code = int(policy.decide_probability(p, question.n_votes))
-    return Decision.from_code(code), estimate
+    decision = Decision.from_code(int(policy.decide_probability(p, question.n_votes)))
+    if decision == Decision.REVIEW:
+        decision = settle_at_cap(p, decided_so_far(question), policy)
+    return decision, estimate
+
+
+def decided_so_far(question: Question) -> DecidedSoFar:
+    """The accepted and rejected questions of the question's (dataset, kind, concept) and their expected errors."""
+    rows = Question.objects.filter(
+        dataset_id=question.dataset_id,
+        kind=question.kind,
+        concept_id=question.concept_id,
+        state__in=(QuestionState.ACCEPTED, QuestionState.REJECTED),
+        p__isnull=False,
+    ).aggregate(
+        accepted=Count("id", filter=Q(state=QuestionState.ACCEPTED)),
+        accepted_p=Sum("p", filter=Q(state=QuestionState.ACCEPTED)),
+        rejected=Count("id", filter=Q(state=QuestionState.REJECTED)),
+        rejected_p=Sum("p", filter=Q(state=QuestionState.REJECTED)),
+    )
+    return DecidedSoFar(
+        accepted=rows["accepted"],
+        accepted_risk=rows["accepted"] - (rows["accepted_p"] or 0.0),
+        rejected=rows["rejected"],
+        rejected_risk=rows["rejected_p"] or 0.0,
+    )
 
 
 def _finalize(

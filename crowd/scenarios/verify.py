@@ -24,7 +24,7 @@ from crowd.ground_truth import label_precision_recall
 from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
 from crowd.simulated import Crowd, SimulatedWorker, TaskKind, answer_binary, answer_seconds
 
-CONSENSUS_RULES = ("dynamic", "weighted", "majority3", "majority5", "majority7")
+CONSENSUS_RULES = ("dynamic", "weighted", *(f"majority{n}" for n in range(3, 16, 2)))
 
 
 @dataclass

@@ -8,7 +8,7 @@ import pytest
 
 from annotation.models import Task, TaskState
 from consensus import services
-from consensus.calibration import build_table
+from consensus.calibration import build_table, prior_table
 from consensus.models import (
     CalibrationTable,
     ConsensusSettings,
@@ -143,3 +143,30 @@ def test_no_calibration_question_stays_paused_once_its_batch_is_in(dataset, conc
     for question in Question.objects.filter(role=QuestionRole.CALIBRATION):
         # Decided by the table, or back in the queue for more votes: never open with a closed task.
         assert question.is_decided or Task.objects.get(pk=question.task_id).state == TaskState.OPEN
+
+
+def test_a_question_undecided_at_the_cap_is_labelled_when_the_accepted_set_has_precision_to_spare(
+    dataset, concept
+):
+    small_settings(dataset, calibration_min=2, calibration_max=2, vote_cap=4)
+    images = make_images(dataset, 6)
+    table = prior_table(accuracy=0.91)  # P(3 yes, 1 no) = 0.99: below the 0.997 threshold
+    CalibrationTable.objects.create(
+        kind=QuestionKind.IMAGE_VERIFY,
+        concept=concept,
+        table=table.to_dict(),
+        n_images=0,
+        n_votes=0,
+        method=table.method,
+        last_vote_id=0,
+    )
+    decided = [ask_one(dataset, concept, image, QuestionKind.IMAGE_VERIFY) for image in images[:5]]
+    for question in decided:  # accepted far above the threshold: slack for one less sure label
+        Question.objects.filter(pk=question.pk).update(state=QuestionState.ACCEPTED, p=0.999999)
+    capped = ask_one(dataset, concept, images[5], QuestionKind.IMAGE_VERIFY)
+    p_at_cap = table.p_positive(3, 1)
+    assert 0.95 <= p_at_cap < 0.997, "the pattern must be undecided by the threshold alone"
+    for worker, answer in zip(make_workers(4), (True, True, False, True), strict=True):
+        services.vote_record(question=capped, worker=worker, answer=answer)
+        capped.refresh_from_db()
+    assert (capped.yes_count, capped.no_count, capped.state) == (3, 1, QuestionState.ACCEPTED)
