@@ -523,7 +523,7 @@ def calibration_complete(*, kind: str, concept_id: int, dataset_id: int) -> bool
 
 
 def calibration_rebuild(
-    *, kind: str, concept_id: int, dataset_id: int | None = None
+    *, kind: str, concept_id: int, dataset_id: int | None = None, min_images: int | None = None
 ) -> CalibrationTable | None:
     """Build (kind, concept)'s table from every calibration question that has its calibration votes, in any
     dataset, then serve the questions that waited for it and decide the paused calibration questions.
@@ -532,8 +532,10 @@ def calibration_rebuild(
     one) distinct calibration subjects, whatever order the questions arrived in; until then nothing is built.
     Once a table is in use, it is refined when `dataset_id`'s calibration batch is complete (or on an explicit
     call without a dataset). Idempotent: a table built from the same votes is not built twice. Returns the
-    table in use (None while there is none)."""
+    table in use (None while there is none). `min_images` overrides the settings' minimum (repairs)."""
     settings = ConsensusSettings.for_dataset(dataset_id) if dataset_id is not None else ConsensusSettings()
+    if min_images is not None:
+        settings.calibration_min = min_images
     with transaction.atomic():
         Concept.objects.select_for_update().get(pk=concept_id)  # one table writer of a concept at a time
         in_use = table_in_use(kind, concept_id, settings.calibration_min)
