@@ -302,10 +302,11 @@ def questions_create(
     `calibration[i]` says whether target i is a calibration question. While (kind, concept) has no table in use
     (`table_in_use`), a question is a production question that *waits* (no task) only when enough calibration
     questions on distinct subjects are underway to build a table: `calibration_min` of them, counting those
-    complete in any dataset and this dataset's still collecting votes. Any other question becomes a
-    calibration question and is served, whatever `calibration` says and in whatever order questions arrive:
-    hierarchy questions and the box pipeline create them one by one, and they collect into the batch as they
-    come. No question is ever left waiting for a table that its batch cannot build.
+    complete in any dataset and this dataset's still collecting votes. Any other question is served: as a
+    calibration question (whatever `calibration` says, in whatever order questions arrive: hierarchy questions
+    and the box pipeline create them one by one, and they collect into the batch as they come), or, once the
+    kind has calibration data for the fallback estimator, as a production question (`_roles_without_table`).
+    No question is ever left waiting for a table that its batch cannot build.
 
     The concept row is locked (the rebuild's lock) before deciding that a question waits, so a table built
     concurrently either is seen here or sees the waiting question and serves it (no race with a rebuild)."""
@@ -320,28 +321,12 @@ def questions_create(
         if not has_table:
             Concept.objects.select_for_update().get(pk=concept.pk)  # serialize with calibration_rebuild
             has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
-        if has_table:
-            flags = [False] * len(targets) if calibration is None else list(calibration)
-        else:
-            underway = calibration_subjects(kind=kind, concept_id=concept.pk, dataset_id=dataset.pk)[
-                "underway"
-            ]
-            wanted = [False] * len(targets) if calibration is None else list(calibration)
-            for target, is_cal in zip(targets, wanted, strict=True):
-                if is_cal:
-                    underway.add(_subject_key(_pk(target.image), _pk(target.box), None))
-            flags = []
-            for target, is_cal in zip(targets, wanted, strict=True):
-                key = _subject_key(_pk(target.image), _pk(target.box), None)
-                # Too few distinct subjects underway for a table: this question joins the batch.
-                promote = not is_cal and len(underway) < settings.calibration_min
-                if promote:
-                    underway.add(key)
-                flags.append(is_cal or promote)
+        flags = [False] * len(targets) if calibration is None else list(calibration)
+        waits = [False] * len(targets)
+        if not has_table:
+            flags, waits = _roles_without_table(dataset, kind, concept, targets, flags, settings)
         questions = []
-        for target, is_cal in zip(targets, flags, strict=True):
-            role = QuestionRole.CALIBRATION if is_cal else QuestionRole.PRODUCTION
-            waiting = not is_cal and not has_table
+        for target, is_cal, waiting in zip(targets, flags, waits, strict=True):
             questions.append(
                 Question(
                     kind=kind,
@@ -351,7 +336,7 @@ def questions_create(
                     box=target.box,
                     subject=target.subject or {},
                     round=target.round,
-                    role=role,
+                    role=QuestionRole.CALIBRATION if is_cal else QuestionRole.PRODUCTION,
                     state=QuestionState.WAITING if waiting else QuestionState.OPEN,
                     min_votes=settings.calibration_votes if is_cal else 1,
                 )
@@ -360,6 +345,40 @@ def questions_create(
         served = [q for q in questions if q.state == QuestionState.OPEN]
         _serve(served, text, settings, priority)
     return questions
+
+
+def _roles_without_table(
+    dataset: Dataset,
+    kind: str,
+    concept: Concept,
+    targets: Sequence[Target],
+    wanted: list[bool],
+    settings: ConsensusSettings,
+) -> tuple[list[bool], list[bool]]:
+    """(calibration?, waiting?) per target of a (kind, concept) with no table in use.
+
+    A production question waits only when `calibration_min` distinct calibration subjects are underway (its
+    table is sure to come). Otherwise, while the kind has no calibration data, it joins the batch; once the
+    kind has some (the Dawid-Skene fallback of `_estimate` can decide), every `1 / calibration_fraction`-th
+    question of the concept joins the batch and the others are served at once: a rare concept (most hierarchy
+    nodes and leaves) costs calibration votes on a tenth of its questions, as a verification pool does."""
+    underway = calibration_subjects(kind=kind, concept_id=concept.pk, dataset_id=dataset.pk)["underway"]
+    for target, is_cal in zip(targets, wanted, strict=True):
+        if is_cal:
+            underway.add(_subject_key(_pk(target.image), _pk(target.box), None))
+    fallback = _kind_has_calibration_data(kind, settings.calibration_min)
+    every = max(1, round(1.0 / settings.calibration_fraction)) if settings.calibration_fraction > 0 else 0
+    asked = Question.objects.filter(dataset=dataset, kind=kind, concept=concept).count()
+    flags, waits = [], []
+    for i, (target, is_cal) in enumerate(zip(targets, wanted, strict=True)):
+        key = _subject_key(_pk(target.image), _pk(target.box), None)
+        full = len(underway) >= settings.calibration_min
+        promote = not is_cal and not full and (not fallback or (every and (asked + i) % every == 0))
+        if promote:
+            underway.add(key)
+        flags.append(is_cal or promote)
+        waits.append(not is_cal and not promote and full)
+    return flags, waits
 
 
 def _pk(obj) -> int | None:

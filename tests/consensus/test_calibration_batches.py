@@ -170,3 +170,16 @@ def test_a_question_undecided_at_the_cap_is_labelled_when_the_accepted_set_has_p
         services.vote_record(question=capped, worker=worker, answer=answer)
         capped.refresh_from_db()
     assert (capped.yes_count, capped.no_count, capped.state) == (3, 1, QuestionState.ACCEPTED)
+
+
+def test_once_the_kind_has_calibration_data_a_new_concept_calibrates_one_question_in_ten(dataset, concept):
+    small_settings(dataset, calibration_min=4, calibration_fraction=0.1)
+    workers = make_workers(3)
+    images = make_images(dataset, 16)
+    for i, image in enumerate(images[:4]):
+        answer_until_closed(ask_one(dataset, concept, image, QuestionKind.IMAGE_VERIFY), workers, i % 2 == 0)
+    rare = factories.ConceptFactory(wnid="n09999999", name="okapi", gloss="")
+    asked = [ask_one(dataset, rare, image, QuestionKind.IMAGE_VERIFY) for image in images[4:16]]
+    roles = [q.role for q in asked]
+    assert roles == ["calibration"] + ["production"] * 9 + ["calibration", "production"]
+    assert all(q.state == QuestionState.OPEN and q.task_id for q in asked), "all served, none waiting"
