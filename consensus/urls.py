@@ -18,7 +18,7 @@ urlpatterns = [
     ),
     re_path(r"^questions/(?P<pk>[0-9]+)/?$", api.QuestionDetailView.as_view(), name="question-detail"),
     re_path(
-        r"^concepts/(?P<wnid>[A-Za-z0-9_.-]+)/calibration/?$",
+        r"^concepts/(?P<wnid>[A-Za-z0-9_.:-]+)/calibration/?$",
         api.CalibrationTableView.as_view(),
         name="concept-calibration",
     ),

@@ -161,3 +161,19 @@ def test_decided_questions_appear_in_state_filter(api_client, organizer, calibra
     client = api_client(organizer)
     waiting = client.get(f"/api/v1/datasets/{calibrated.pk}/decisions/", {"state": "waiting"}).json()
     assert waiting["count"] == Question.objects.filter(state=QuestionState.WAITING).count() == 0
+
+
+def test_the_calibration_table_of_a_hierarchy_question_node_is_readable(api_client, organizer, dataset):
+    # Question nodes of a hierarchy are concepts named "q:..."; the URL once refused the colon (an HTML 404).
+    from tests import factories
+
+    node = factories.ConceptFactory(wnid="q:vehicle", name="vehicle", gloss="")
+    services.questions_create(
+        dataset=dataset,
+        kind="hierarchy",
+        concept=node,
+        targets=[services.Target(image=make_images(dataset, 1)[0])],
+    )
+    response = api_client(organizer).get("/api/v1/concepts/q:vehicle/calibration/", {"kind": "hierarchy"})
+    assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
+    assert "no hierarchy calibration table for q:vehicle yet" in response.json()["detail"]
