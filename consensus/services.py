@@ -37,7 +37,8 @@ from .models import (
     Verdict,
     Vote,
 )
-from .reliability import fit_dawid_skene, posterior_positive
+from .reliability import posterior_positive
+from .reliability_fits import reliability_for
 from .stopping import DecidedSoFar, Decision, ThresholdPolicy, settle_at_cap, thresholds_for_precision
 
 TASK_KIND = "question"
@@ -119,18 +120,14 @@ class Estimate:
 
 def _weighted_estimate(question: Question, *, concept_wide: bool) -> Estimate:
     """Dawid-Skene over every vote of the question's kind (and concept, when `concept_wide`), in any dataset:
-    a worker's record weighs their vote. Refit per decision; cheap at thousands of votes (docs/consensus.md)."""
-    votes = Vote.objects.filter(question__kind=question.kind, void__isnull=True)
-    if concept_wide:
-        votes = votes.filter(question__concept_id=question.concept_id)
-    rows = list(votes.values_list("question_id", "worker_id", "answer").order_by("id"))
-    if not rows:
+    a worker's record weighs their vote (fits reused while votes grow a little: consensus/reliability_fits.py)."""
+    reliability = reliability_for(question.kind, question.concept_id if concept_wide else None)
+    if reliability is None:
         return Estimate(None, None, Estimator.WEIGHTED)
-    items, workers, answers = (np.asarray(col) for col in zip(*rows, strict=True))
-    fit = fit_dawid_skene(items, workers, answers.astype(bool))
-    mine = items == question.pk
-    p = posterior_positive(fit.reliability, workers[mine], answers[mine].astype(bool))
-    return Estimate(p, None, Estimator.WEIGHTED)
+    mine = list(Vote.objects.filter(question=question, void__isnull=True).values_list("worker_id", "answer"))
+    workers = np.asarray([w for w, _ in mine], dtype=np.int64)
+    answers = np.asarray([a for _, a in mine], dtype=bool)
+    return Estimate(posterior_positive(reliability, workers, answers), None, Estimator.WEIGHTED)
 
 
 def _kind_has_calibration_data(kind: str, min_images: int) -> bool:
