@@ -47,6 +47,10 @@ CALIBRATION_PRIORITY_BOOST = 10
 # Accuracy assumed of every worker when neither a concept table nor the kind's calibration data exists (the box
 # pipeline's prior, consensus/box_questions.py): accept at 3 more yes than no, reject at 2 more no.
 NO_DATA_ACCURACY = 0.9
+# The kinds the weighted estimator decides. Box questions keep their table (the prior, then a calibrated one):
+# they exclude the box's drawers and arrive one box job at a time, which is what that table is built for
+# (docs/boxes.md); under a hostile crowd, their drawers and voters are policed by worker quality (docs/gold.md).
+WEIGHTED_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY)
 
 
 class QuestionClosed(QueueError):
@@ -146,7 +150,7 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     `calibration_min` calibration questions) falls back to Dawid-Skene over every vote of the kind, once the kind
     has that much calibration data: its questions are decided instead of waiting for a table that may never
     come. With neither, P is unknown (None) and nothing is decided."""
-    if settings.estimator == Estimator.WEIGHTED:
+    if settings.estimator == Estimator.WEIGHTED and question.kind in WEIGHTED_KINDS:
         # A concept's own votes tell its workers apart once its calibration batch is in; before that (and for
         # a rare concept whose batch never fills up) the kind's votes do: one item's votes alone cannot.
         complete = calibration_subjects(kind=question.kind, concept_id=question.concept_id)["complete"]

@@ -23,7 +23,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def calibrated(dataset, concept):
     """A dataset whose 4 calibration questions have their votes and whose table exists."""
     ConsensusSettings.objects.create(
-        dataset=dataset, calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8
+        dataset=dataset,
+        calibration_min=4,
+        calibration_max=4,
+        calibration_votes=5,
+        vote_cap=8,
+        estimator="dynamic",
     )
     make_images(dataset, 10)
     services.verification_queue(dataset=dataset, concept=concept)
@@ -65,11 +70,11 @@ def test_verification_refuses_unknown_concepts_and_foreign_images(api_client, or
 
 def test_settings_are_read_and_patched_by_the_organizer(api_client, organizer, dataset):
     client = api_client(organizer)
-    assert client.get(f"/api/v1/datasets/{dataset.pk}/consensus-settings/").json()["estimator"] == "dynamic"
+    assert client.get(f"/api/v1/datasets/{dataset.pk}/consensus-settings/").json()["estimator"] == "weighted"
     r = client.patch(
-        f"/api/v1/datasets/{dataset.pk}/consensus-settings/", {"estimator": "weighted"}, format="json"
+        f"/api/v1/datasets/{dataset.pk}/consensus-settings/", {"estimator": "dynamic"}, format="json"
     )
-    assert r.status_code == 200 and ConsensusSettings.objects.get(dataset=dataset).estimator == "weighted"
+    assert r.status_code == 200 and ConsensusSettings.objects.get(dataset=dataset).estimator == "dynamic"
     bad = client.patch(
         f"/api/v1/datasets/{dataset.pk}/consensus-settings/", {"calibration_votes": 20}, format="json"
     )

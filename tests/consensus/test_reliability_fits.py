@@ -16,7 +16,12 @@ def test_a_fit_is_reused_until_the_votes_grow_by_the_refit_share(dataset, concep
     monkeypatch.setattr(reliability_fits, "CACHE_MIN_VOTES", 1)
     monkeypatch.setattr(reliability_fits, "_fits", {})
     ConsensusSettings.objects.create(
-        dataset=dataset, calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8
+        dataset=dataset,
+        calibration_min=4,
+        calibration_max=4,
+        calibration_votes=5,
+        vote_cap=8,
+        estimator="dynamic",
     )
     make_images(dataset, 4)
     services.verification_queue(dataset=dataset, concept=concept)

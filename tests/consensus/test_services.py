@@ -27,7 +27,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def small_settings(dataset, **kw):
-    defaults = dict(calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8)
+    defaults = dict(
+        calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8, estimator="dynamic"
+    )
     defaults.update(kw)
     return ConsensusSettings.objects.create(dataset=dataset, **defaults)
 

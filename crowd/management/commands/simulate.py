@@ -72,7 +72,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--consensus",
             choices=CONSENSUS_RULES,
-            default="dynamic",
+            default="weighted",
             help="verify: dynamic consensus with per-synset calibration (default), reliability-weighted, or "
             "a fixed majority of N votes.",
         )
