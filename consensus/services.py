@@ -181,17 +181,21 @@ def _decide(question: Question, settings: ConsensusSettings) -> tuple[Decision, 
 
 def decided_so_far(question: Question) -> DecidedSoFar:
     """The accepted and rejected questions of the question's (dataset, kind, concept) and their expected errors."""
-    rows = Question.objects.filter(
-        dataset_id=question.dataset_id,
-        kind=question.kind,
-        concept_id=question.concept_id,
-        state__in=(QuestionState.ACCEPTED, QuestionState.REJECTED),
-        p__isnull=False,
-    ).aggregate(
-        accepted=Count("id", filter=Q(state=QuestionState.ACCEPTED)),
-        accepted_p=Sum("p", filter=Q(state=QuestionState.ACCEPTED)),
-        rejected=Count("id", filter=Q(state=QuestionState.REJECTED)),
-        rejected_p=Sum("p", filter=Q(state=QuestionState.REJECTED)),
+    rows = (
+        Question.objects.filter(
+            dataset_id=question.dataset_id,
+            kind=question.kind,
+            concept_id=question.concept_id,
+            state__in=(QuestionState.ACCEPTED, QuestionState.REJECTED),
+            p__isnull=False,
+        )
+        .exclude(pk=question.pk)
+        .aggregate(
+            accepted=Count("id", filter=Q(state=QuestionState.ACCEPTED)),
+            accepted_p=Sum("p", filter=Q(state=QuestionState.ACCEPTED)),
+            rejected=Count("id", filter=Q(state=QuestionState.REJECTED)),
+            rejected_p=Sum("p", filter=Q(state=QuestionState.REJECTED)),
+        )
     )
     return DecidedSoFar(
         accepted=rows["accepted"],
