@@ -151,10 +151,11 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     has that much calibration data: its questions are decided instead of waiting for a table that may never
     come. With neither, P is unknown (None) and nothing is decided."""
     if settings.estimator == Estimator.WEIGHTED and question.kind in WEIGHTED_KINDS:
-        # A concept's own votes tell its workers apart once its calibration batch is in; before that (and for
-        # a rare concept whose batch never fills up) the kind's votes do: one item's votes alone cannot.
-        complete = calibration_subjects(kind=question.kind, concept_id=question.concept_id)["complete"]
-        return _weighted_estimate(question, concept_wide=len(complete) >= settings.calibration_min)
+        # Worker rates from every vote of the kind: a worker's reliability is mostly theirs, not the concept's
+        # (a spammer spams every class), and one concept's votes alone leave a rare concept's workers unknown.
+        # Measured against per-concept fits (verify, 20% spammers, seeds 1-2): 5.74 and 6.06 votes per image
+        # instead of 5.94 and 6.55, precision 1.0 either way.
+        return _weighted_estimate(question, concept_wide=False)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
     if row is None:
