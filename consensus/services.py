@@ -122,10 +122,10 @@ class Estimate:
     estimator: str = Estimator.DYNAMIC
 
 
-def _weighted_estimate(question: Question, *, concept_wide: bool) -> Estimate:
-    """Dawid-Skene over every vote of the question's kind (and concept, when `concept_wide`), in any dataset:
-    a worker's record weighs their vote (fits reused while votes grow a little: consensus/reliability_fits.py)."""
-    reliability = reliability_for(question.kind, question.concept_id if concept_wide else None)
+def _weighted_estimate(question: Question) -> Estimate:
+    """Dawid-Skene over every vote of the question's kind, in any dataset: a worker's record weighs their vote
+    (fits reused while votes grow a little: consensus/reliability_fits.py)."""
+    reliability = reliability_for(question.kind, None)
     if reliability is None:
         return Estimate(None, None, Estimator.WEIGHTED)
     mine = list(Vote.objects.filter(question=question, void__isnull=True).values_list("worker_id", "answer"))
@@ -149,18 +149,19 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     Dynamic: the (kind, concept) table in use. A concept without one (a rare hierarchy leaf may never collect
     `calibration_min` calibration questions) falls back to Dawid-Skene over every vote of the kind, once the kind
     has that much calibration data: its questions are decided instead of waiting for a table that may never
-    come. With neither, P is unknown (None) and nothing is decided."""
+    come. With neither, the votes are read with an assumed table (every worker right `NO_DATA_ACCURACY` of the
+    time, `calibration.prior_table`)."""
     if settings.estimator == Estimator.WEIGHTED and question.kind in WEIGHTED_KINDS:
         # Worker rates from every vote of the kind: a worker's reliability is mostly theirs, not the concept's
         # (a spammer spams every class), and one concept's votes alone leave a rare concept's workers unknown.
         # Measured against per-concept fits (verify, 20% spammers, seeds 1-2): 5.74 and 6.06 votes per image
         # instead of 5.94 and 6.55, precision 1.0 either way.
-        return _weighted_estimate(question, concept_wide=False)
+        return _weighted_estimate(question)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
     if row is None:
         if _kind_has_calibration_data(question.kind, settings.calibration_min):
-            return _weighted_estimate(question, concept_wide=False)
+            return _weighted_estimate(question)
         # Not even the kind has data (a young or tiny deployment): the assumed table the box pipeline starts
         # from, so a small dataset's questions are decided rather than waiting for data that never comes.
         assumed = prior_table(accuracy=NO_DATA_ACCURACY, cap=max(a + b, DEFAULT_CAP))
