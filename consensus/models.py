@@ -29,7 +29,7 @@ class ConsensusSettings(models.Model):
     dataset = models.OneToOneField(
         "annotation.Dataset", on_delete=models.CASCADE, related_name="consensus_settings"
     )
-    estimator = models.CharField(max_length=16, choices=Estimator.choices, default=Estimator.DYNAMIC)
+    estimator = models.CharField(max_length=16, choices=Estimator.choices, default=Estimator.WEIGHTED)
     target_precision = models.FloatField(
         default=DEFAULT_TARGET_PRECISION, help_text="Accept when P(positive) reaches this."
     )

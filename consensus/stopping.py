@@ -145,6 +145,44 @@ def thresholds_for_precision(
     return ThresholdPolicy(tau_accept=target_precision, tau_reject=tau_reject, cap=cap)
 
 
+# A question still this unsure at the vote cap goes to a person, whatever the budget allows.
+SETTLE_MIN_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class DecidedSoFar:
+    """What a (dataset, kind, concept) has decided so far: counts and the expected errors among them (the sum of
+    1 - P over accepted questions, of P over rejected ones), for a calibrated P."""
+
+    accepted: int = 0
+    accepted_risk: float = 0.0
+    rejected: int = 0
+    rejected_risk: float = 0.0
+
+
+def settle_at_cap(p: float, so_far: DecidedSoFar, policy: ThresholdPolicy) -> Decision:
+    """Accept, reject or review a question that reached the vote cap undecided.
+
+    The thresholds guarantee a property of the *set*: accepting only at P >= tau_accept keeps the expected
+    precision of the accepted labels, the mean of their P, at least tau_accept, and every label accepted above
+    tau leaves slack (ILSVRC §3.1.3 sets the threshold for a desired accuracy of the labels, not of each one).
+    A capped question is settled on the side its P leans to when the set stays within its bound with it
+    included and P is at least SETTLE_MIN_CONFIDENCE sure; otherwise it goes to review. Hard candidates,
+    which honest workers split on, are labelled instead of being lost at the cap; coin flips still reach a
+    person."""
+    if np.isnan(p):
+        return Decision.REVIEW
+    if p >= SETTLE_MIN_CONFIDENCE:
+        expected_fp = (so_far.accepted_risk + (1.0 - p)) / (so_far.accepted + 1)
+        if expected_fp <= 1.0 - policy.tau_accept:
+            return Decision.ACCEPT
+    if p <= 1.0 - SETTLE_MIN_CONFIDENCE:
+        expected_fn = (so_far.rejected_risk + p) / (so_far.rejected + 1)
+        if expected_fn <= policy.tau_reject:
+            return Decision.REJECT
+    return Decision.REVIEW
+
+
 def decide(table: ConfidenceTable | None, a: int, b: int, policy: StoppingPolicy) -> Decision:
     """Decision after ``a`` yes and ``b`` no votes."""
     if a < 0 or b < 0:

@@ -13,6 +13,7 @@ from . import services
     max_retries=5,
 )
 def calibration_rebuild(kind: str, concept_id: int, dataset_id: int | None = None) -> int | None:
-    """Rebuild (kind, concept)'s table once the dataset's calibration batch is complete; idempotent."""
+    """Build (kind, concept)'s table once enough distinct calibration subjects are complete, refine it once
+    the dataset's batch is; serve and decide what waited. Idempotent."""
     table = services.calibration_rebuild(kind=kind, concept_id=concept_id, dataset_id=dataset_id)
     return table.pk if table is not None else None

@@ -119,7 +119,7 @@ class MultilabelScenario:
         ]
         if not match:
             raise RuntimeError(f"hierarchy {self.hierarchy.name!r} {self.hierarchy.version!r} is not loaded")
-        if self.engine == "consensus" and self.consensus != "dynamic":
+        if self.engine == "consensus":  # the estimator is set explicitly, whatever the default
             api.call(
                 "PATCH",
                 f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",

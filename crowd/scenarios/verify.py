@@ -1,8 +1,8 @@
 """The `verify` scenario: candidate (image, synset) pairs, noisy like search-engine results, verified by
 yes/no votes (ImageNet's image verification, ILSVRC §3.1.3).
 
-`consensus` picks the rule: "dynamic" (per-synset calibration tables, the default) or "weighted"
-(Dawid-Skene worker reliability) through the consensus API, or "majorityN" (the plain binary vote kind with a
+`consensus` picks the rule: "weighted" (Dawid-Skene worker reliability, the default) or "dynamic"
+(per-synset calibration tables) through the consensus API, or "majorityN" (the plain binary vote kind with a
 fixed majority of N). Every vote the crowd casts counts in votes_per_image, calibration votes included.
 
 With `gold_rate` > 0 the organizer seeds gold: a share of the images (`gold_image_share`) are ones the organizer
@@ -24,7 +24,7 @@ from crowd.ground_truth import label_precision_recall
 from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
 from crowd.simulated import Crowd, SimulatedWorker, TaskKind, answer_binary, answer_seconds
 
-CONSENSUS_RULES = ("dynamic", "weighted", "majority3", "majority5", "majority7")
+CONSENSUS_RULES = ("dynamic", "weighted", *(f"majority{n}" for n in range(3, 16, 2)))
 
 
 @dataclass
@@ -34,7 +34,7 @@ class VerifyScenario:
     n_images: int
     seed: int
     positive_rate: float = 0.6
-    consensus: str = "dynamic"
+    consensus: str = "weighted"
     # Verification needs no detail: small scenes keep generation and upload fast; None = SceneSpec's sizes.
     image_size: tuple[int, int] | None = None
     name: str = "verify"

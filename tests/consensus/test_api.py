@@ -23,7 +23,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def calibrated(dataset, concept):
     """A dataset whose 4 calibration questions have their votes and whose table exists."""
     ConsensusSettings.objects.create(
-        dataset=dataset, calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8
+        dataset=dataset,
+        calibration_min=4,
+        calibration_max=4,
+        calibration_votes=5,
+        vote_cap=8,
+        estimator="dynamic",
     )
     make_images(dataset, 10)
     services.verification_queue(dataset=dataset, concept=concept)
@@ -65,11 +70,11 @@ def test_verification_refuses_unknown_concepts_and_foreign_images(api_client, or
 
 def test_settings_are_read_and_patched_by_the_organizer(api_client, organizer, dataset):
     client = api_client(organizer)
-    assert client.get(f"/api/v1/datasets/{dataset.pk}/consensus-settings/").json()["estimator"] == "dynamic"
+    assert client.get(f"/api/v1/datasets/{dataset.pk}/consensus-settings/").json()["estimator"] == "weighted"
     r = client.patch(
-        f"/api/v1/datasets/{dataset.pk}/consensus-settings/", {"estimator": "weighted"}, format="json"
+        f"/api/v1/datasets/{dataset.pk}/consensus-settings/", {"estimator": "dynamic"}, format="json"
     )
-    assert r.status_code == 200 and ConsensusSettings.objects.get(dataset=dataset).estimator == "weighted"
+    assert r.status_code == 200 and ConsensusSettings.objects.get(dataset=dataset).estimator == "dynamic"
     bad = client.patch(
         f"/api/v1/datasets/{dataset.pk}/consensus-settings/", {"calibration_votes": 20}, format="json"
     )
@@ -178,3 +183,19 @@ def test_calibration_endpoint_serves_question_node_concepts_and_answers_unknown_
     unknown = client.get("/api/v1/concepts/q:no-such-node/calibration/")
     assert unknown.status_code == 404 and unknown["Content-Type"].startswith("application/json")
     assert "q:no-such-node" in unknown.json()["detail"]
+
+
+def test_the_calibration_table_of_a_hierarchy_question_node_is_readable(api_client, organizer, dataset):
+    # Question nodes of a hierarchy are concepts named "q:..."; the URL once refused the colon (an HTML 404).
+    from tests import factories
+
+    node = factories.ConceptFactory(wnid="q:vehicle", name="vehicle", gloss="")
+    services.questions_create(
+        dataset=dataset,
+        kind="hierarchy",
+        concept=node,
+        targets=[services.Target(image=make_images(dataset, 1)[0])],
+    )
+    response = api_client(organizer).get("/api/v1/concepts/q:vehicle/calibration/", {"kind": "hierarchy"})
+    assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
+    assert "no hierarchy calibration table for q:vehicle yet" in response.json()["detail"]

@@ -64,3 +64,42 @@ def test_calibration_table_prints_the_grid_with_threshold_marks(dataset, concept
     assert len(rows) == 13 and len(rows[0].split()) == 14 and len(rows[12].split()) == 2
     assert rows[10].split()[1].endswith("+"), "ten yes and no no is accepted"
     assert rows[0].split()[10].endswith("-"), "ten no is rejected"
+
+
+def test_calibration_repair_rebuilds_a_table_built_from_too_few_images(dataset, concept):
+    from consensus.calibration import build_table
+    from consensus.models import CalibrationTable, QuestionState
+
+    ConsensusSettings.objects.create(
+        dataset=dataset, calibration_min=4, calibration_max=4, calibration_votes=3, vote_cap=8
+    )
+    make_images(dataset, 6)
+    out = run("verify_candidates", "--dataset", dataset.name, "--concept", concept.wnid)
+    assert "4 calibration" in out
+    for w in make_workers(3):
+        for _ in range(4):
+            a = queue.task_lease_next(worker=w)
+            queue.assignment_submit(
+                assignment=a, answer={"answer": a.task.image_id % 2 == 0}, idempotency_key=f"k{a.pk}"
+            )
+    # The old batching left a newer table built from one image: it must be found and replaced.
+    bad = build_table([[True] * 3])
+    CalibrationTable.objects.create(
+        kind="image_verify",
+        concept=concept,
+        table=bad.to_dict(),
+        n_images=1,
+        n_votes=3,
+        method=bad.method,
+        last_vote_id=10**6,
+    )
+    report = run("calibration_repair", "--min-images", "4", "--dry-run")
+    assert "1 (kind, concept) table(s) built from fewer than 4" in report
+    assert "table of 1 image(s); 4 calibration image(s) complete now" in report
+    assert CalibrationTable.objects.count() == 2
+    report = run("calibration_repair", "--min-images", "4")
+    assert "-> rebuilt from 4 images" in report
+    newest = CalibrationTable.objects.order_by("-id").first()
+    assert (newest.n_images, newest.n_votes) == (4, 12)
+    assert not Question.objects.filter(state=QuestionState.WAITING).exists()
+    assert "0 (kind, concept) table(s)" in run("calibration_repair", "--min-images", "4")

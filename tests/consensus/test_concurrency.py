@@ -67,3 +67,49 @@ def test_simultaneous_duplicate_votes_of_one_worker_store_one(calibration_questi
     assert outcomes == ["refused"] * 5 + ["stored"]
     q = Question.objects.get(pk=calibration_question.pk)
     assert (q.yes_count, q.no_count) == (1, 0) and Vote.objects.count() == 1
+
+
+def test_a_question_created_while_its_table_is_being_built_is_served(dataset, concept, monkeypatch):
+    # Cause 2 of issue 13: a question created while the rebuild's transaction was open stayed waiting forever.
+    ConsensusSettings.objects.create(
+        dataset=dataset, calibration_min=4, calibration_max=4, calibration_votes=3, vote_cap=8
+    )
+    images = make_images(dataset, 5)
+    monkeypatch.setattr(services, "_after_commit_rebuild", lambda *args: None)  # the test runs the rebuild
+    services.verification_queue(dataset=dataset, concept=concept, images=images[:4])
+    for w in make_workers(3):
+        for q in Question.objects.filter(role=QuestionRole.CALIBRATION):
+            services.vote_record(question=q, worker=w, answer=q.image_id % 2 == 0)
+    built = threading.Event()
+    reevaluate = services.questions_reevaluate
+
+    def reevaluate_then_linger(**kwargs):
+        out = reevaluate(**kwargs)
+        built.set()  # the table and the served questions exist, uncommitted
+        threading.Event().wait(1.0)  # the rebuild's transaction stays open a while longer
+        return out
+
+    monkeypatch.setattr(services, "questions_reevaluate", reevaluate_then_linger)
+
+    @in_thread
+    def rebuild() -> None:
+        services.calibration_rebuild(kind="image_verify", concept_id=concept.pk, dataset_id=dataset.pk)
+
+    @in_thread
+    def create() -> int:
+        built.wait(10)
+        (question,) = services.questions_create(
+            dataset=dataset,
+            kind="image_verify",
+            concept=concept,
+            targets=[services.Target(image=images[4])],
+            calibration=[False],
+        )
+        return question.pk
+
+    with ThreadPoolExecutor(2) as pool:
+        done = pool.submit(rebuild)
+        created = pool.submit(create).result()
+        done.result()
+    question = Question.objects.get(pk=created)
+    assert question.state == "open" and question.task_id is not None, "left waiting with no task"

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def small_settings(dataset, **kw):
-    defaults = dict(calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8)
+    defaults = dict(
+        calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8, estimator="dynamic"
+    )
     defaults.update(kw)
     return ConsensusSettings.objects.create(dataset=dataset, **defaults)
 
@@ -96,6 +98,7 @@ def test_a_concept_with_a_table_skips_calibration_in_another_dataset(organizer, 
             vote_through_queue(w, True)
     assert CalibrationTable.objects.count() == 1
     second = factories.DatasetFactory(organizers=[organizer])
+    small_settings(second)  # a table from 4 images is enough only for a dataset that asks for 4
     make_images(second, 30)
     plan = services.verification_queue(dataset=second, concept=concept)
     assert (plan.calibration, plan.waiting, plan.table_reused) == (0, 0, True)

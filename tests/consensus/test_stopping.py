@@ -132,3 +132,20 @@ def test_decision_codes_round_trip_and_undecided_is_zero():
     for d in Decision:
         assert Decision.from_code(d.code) is d
     assert Decision.REVIEW.code == REVIEW and Decision.ACCEPT == "accept"
+
+
+def test_a_capped_question_is_settled_only_while_the_accepted_set_keeps_its_expected_precision():
+    from consensus.stopping import DecidedSoFar, settle_at_cap
+
+    policy = thresholds_for_precision(0.997)
+    # 200 labels accepted at P = 0.9999 leave slack for one at 0.98: mean precision 0.99980 >= 0.997.
+    slack = DecidedSoFar(accepted=200, accepted_risk=200 * 1e-4, rejected=50, rejected_risk=50 * 1e-3)
+    assert settle_at_cap(0.98, slack, policy) == Decision.ACCEPT
+    assert settle_at_cap(0.03, slack, policy) == Decision.REJECT
+    # The first capped question has no slack to spend; a near coin flip never settles.
+    assert settle_at_cap(0.98, DecidedSoFar(), policy) == Decision.REVIEW
+    assert settle_at_cap(0.80, slack, policy) == Decision.REVIEW
+    assert settle_at_cap(float("nan"), slack, policy) == Decision.REVIEW
+    # Slack already spent: the set would drop below the target.
+    spent = DecidedSoFar(accepted=10, accepted_risk=0.029)
+    assert settle_at_cap(0.98, spent, policy) == Decision.REVIEW

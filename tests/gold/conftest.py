@@ -59,7 +59,12 @@ def install_table(concept, accuracy: float = 0.85, seed: int = 0) -> Calibration
 def production_questions(dataset, concept, images, vote_cap: int = 8, target_precision: float = 0.99):
     ConsensusSettings.objects.update_or_create(
         dataset=dataset,
-        defaults={"vote_cap": vote_cap, "calibration_votes": 5, "target_precision": target_precision},
+        defaults={
+            "vote_cap": vote_cap,
+            "calibration_votes": 5,
+            "target_precision": target_precision,
+            "estimator": "dynamic",  # the installed table decides
+        },
     )
     install_table(concept)
     return consensus.questions_create(

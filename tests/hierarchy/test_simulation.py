@@ -40,15 +40,12 @@ def test_multilabel_simulation_over_voc20_is_accurate_and_cheaper_than_flat_ques
     assert summary["tasks_by_kind"] == {"hierarchy_question": summary["tasks_answered"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="questions at the vote cap now wait for a reviewer (issue 13, cause 3): a consensus run finishes "
-    "every image only once `simulate` drives a simulated reviewer (and calibration tables decide more); the "
-    "dead-end check below holds meanwhile",
-)
-def test_multilabel_through_the_consensus_engine_finishes_every_image():
-    summary = run_simulate(hierarchy="fixtures/hierarchies/voc20.json", images=4, workers=12, seed=2)
-    assert summary["engine"] == "consensus/dynamic"
+@pytest.mark.parametrize("estimator", ["dynamic", "weighted"])
+def test_multilabel_through_the_consensus_engine_finishes_every_image(estimator):
+    summary = run_simulate(
+        hierarchy="fixtures/hierarchies/voc20.json", images=4, workers=12, seed=2, consensus=estimator
+    )
+    assert summary["engine"] == f"consensus/{estimator}"
     assert summary["images_done"] == summary["images"] == 4
     assert summary["submit_errors"] == 0
     assert summary["tasks_by_kind"] == {"question": summary["tasks_answered"]}

@@ -27,7 +27,7 @@ DEFAULT_HIERARCHY = {
     "verify": "fixtures/hierarchies/voc20.json",
     "multilabel": "fixtures/hierarchies/ilsvrc_det200.json",
 }
-CONSENSUS_RULES = ("dynamic", "weighted", "majority3", "majority5", "majority7")
+CONSENSUS_RULES = ("dynamic", "weighted", *(f"majority{n}" for n in range(3, 16, 2)))
 
 
 def synthetic_classes(k: int) -> list[dict]:
@@ -72,7 +72,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--consensus",
             choices=CONSENSUS_RULES,
-            default="dynamic",
+            default="weighted",
             help="verify: dynamic consensus with per-synset calibration (default), reliability-weighted, or "
             "a fixed majority of N votes.",
         )

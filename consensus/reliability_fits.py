@@ -1,0 +1,61 @@
+"""The Dawid-Skene fits the weighted estimator reads: one per scope (a question kind, or a (kind, concept)),
+refitted from the stored votes when they have grown, kept in the process between votes.
+
+Refitting at every vote cost O(votes) per vote: fine for one concept's thousands of votes, but the kind-wide fit
+that decides rare hierarchy concepts sees every vote of the kind, and a 500-image multi-label run would spend
+hours refitting. Worker rates move slowly, so a fit is reused until the scope's votes grow by REFIT_GROWTH (or
+any vote is voided); small scopes (under CACHE_MIN_VOTES votes, every test) are refitted at every vote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import connection
+from django.db.models import Max
+
+from .models import Vote, VoteVoid
+from .reliability import WorkerReliability, fit_dawid_skene
+
+CACHE_MIN_VOTES = 1000
+REFIT_GROWTH = 0.05
+
+
+@dataclass(frozen=True)
+class _Fit:
+    vote_clock: int  # the newest vote id in the database when fitted
+    void_clock: int  # the newest void id when fitted
+    n_votes: int
+    reliability: WorkerReliability
+
+
+_fits: dict[tuple[str, str, int | None], _Fit] = {}
+
+
+def reliability_for(kind: str, concept_id: int | None) -> WorkerReliability | None:
+    """Worker rates fitted on every counted vote of `kind` (of `concept_id`'s questions when given), in any
+    dataset; None while the scope has no vote."""
+    key = (connection.alias, kind, concept_id)
+    vote_clock = Vote.objects.aggregate(m=Max("id"))["m"] or 0
+    void_clock = VoteVoid.objects.aggregate(m=Max("id"))["m"] or 0
+    fit = _fits.get(key)
+    if (
+        fit is not None
+        and fit.void_clock == void_clock
+        and fit.vote_clock <= vote_clock <= fit.vote_clock + REFIT_GROWTH * fit.n_votes
+    ):
+        return fit.reliability
+    votes = Vote.objects.filter(question__kind=kind, void__isnull=True)
+    if concept_id is not None:
+        votes = votes.filter(question__concept_id=concept_id)
+    rows = list(votes.values_list("question_id", "worker_id", "answer").order_by("id"))
+    if not rows:
+        return None
+    items, workers, answers = (np.asarray(col) for col in zip(*rows, strict=True))
+    reliability = fit_dawid_skene(items, workers, answers.astype(bool)).reliability
+    if len(rows) >= CACHE_MIN_VOTES:
+        _fits[key] = _Fit(vote_clock, void_clock, len(rows), reliability)
+    else:
+        _fits.pop(key, None)
+    return reliability
