@@ -1,0 +1,60 @@
+"""`simulate --scenario full`: the whole pipeline through the HTTP API, scored on the exported files."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+FULL_KEYS = (
+    "verification_precision",
+    "verification_recall",
+    "votes_per_image",
+    "leaf_precision",
+    "leaf_recall",
+    "box_coverage",
+    "box_coverage_small",
+    "box_precision",
+    "box_tasks_per_image",
+    "worker_seconds_per_image",
+    "questions_waiting",
+    "questions_open_without_task",
+    "categories_missing",
+    "review",
+    "pipeline",
+)
+
+
+def run(**options) -> dict:
+    out = io.StringIO()
+    call_command(
+        "simulate",
+        scenario="full",
+        images=5,
+        workers=12,
+        image_size=(96, 72),
+        synsets=0,
+        seed=4,
+        stdout=out,
+        no_progress=True,
+        **options,
+    )
+    return json.loads(out.getvalue())
+
+
+def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
+    summary = run(crowd="hostile")
+    for key in FULL_KEYS:
+        assert key in summary, key
+    assert summary["crowd"] == "hostile"
+    assert summary["submit_errors"] == 0
+    answers = summary["answers_by_kind"]
+    assert answers["verify"] > 0 and answers["hierarchy"] > 0 and answers.get("box_draw", 0) > 0
+    for key in ("verification_precision", "leaf_recall", "box_coverage", "box_precision"):
+        assert summary[key] is None or 0.0 <= summary[key] <= 1.0
+    assert summary["exported_boxes"] <= summary["answers_by_kind"]["box_draw"]
+    assert summary["true_instances"] > 0
