@@ -254,19 +254,21 @@ def simulate(
     started = time.perf_counter()
     stats = Stats()
 
-    def work() -> Stats:
+    def work(dataset_id: int | None = None) -> Stats:
+        """The crowd works on the scenario's dataset until no task is left; on another `dataset_id` (a side
+        measurement, e.g. a fixed majority beside dynamic consensus) its work is not added to the summary."""
         return run_crowd(
             transport,
             scenario,
             crowd,
             accounts.worker_tokens,
-            dataset_id=api.dataset_id,
+            dataset_id=dataset_id or api.dataset_id,
             seed=seed,
             concurrency=concurrency,
             max_tasks=None if max_tasks is None else max(max_tasks - stats.tasks_answered, 0),
             progress=(lambda n: progress("tasks", stats.tasks_answered + n)) if progress else None,
             pending=(lambda: scenario.work_pending(api)) if hasattr(scenario, "work_pending") else None,
-            stats=stats,
+            stats=None if dataset_id else stats,
         )
 
     if hasattr(scenario, "run"):

@@ -36,7 +36,9 @@ from crowd.scenarios.multilabel import HierarchyFile
 from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
 from crowd.simulated import Crowd, SimulatedWorker, TaskKind, answer_binary, answer_seconds
 
-KINDS = ("question", "box_draw", "box_quality", "box_coverage")
+KINDS = ("question", "box_draw", "box_quality", "box_coverage", "binary_vote")
+# What the crowd's answers are about, by phase (a hierarchy question may still be open during review).
+PHASE_ANSWERS = {"verification": "verify", "multilabel": "hierarchy", "review": "hierarchy"}
 EXPORT_FORMATS = ("coco", "ilsvrc")
 EXPORT_WAIT_SECONDS = 300.0
 REVIEWER_ERROR_RATE = 0.02
@@ -72,6 +74,7 @@ class FullScenario:
         reviewer_error_rate: float = REVIEWER_ERROR_RATE,
         review_rounds: int = REVIEW_ROUNDS,
         background: bool = False,
+        majorities: tuple[int, ...] = (),
         log: Callable[[str], None] | None = None,
         **_ignored: Any,
     ) -> None:
@@ -82,6 +85,10 @@ class FullScenario:
         self.positive_rate, self.order = positive_rate, order
         self.reviewer_error_rate, self.review_rounds = reviewer_error_rate, review_rounds
         self.background = background
+        if any(n < 1 for n in majorities):
+            raise ValueError("--majority takes vote counts of at least 1, e.g. 3,5")
+        self.majorities = tuple(majorities)
+        self.majority_figures: dict[str, dict[str, Any]] = {}
         self.log = log or (lambda message: None)
         self.hierarchy = HierarchyFile.read(hierarchy_path)
         keys = [c.key for c in classes]
@@ -101,6 +108,9 @@ class FullScenario:
         )
         self.scenes: list[Scene] = generate_scenes(classes, spec)
         self.image_scene: dict[int, Scene] = {}
+        self.scene_of: dict[int, Scene] = {}  # every image id the crowd may see, side datasets included
+        self.files: list[tuple[str, bytes]] = []
+        self.image_ids: dict[str, int] = {}
         self.candidates: list[tuple[int, str]] = []  # (image id, class key) to verify
         self.counts: dict[str, int] = {}  # answers by what they were about (verify, hierarchy, box_draw...)
         self.review: dict[str, int] = {"decided": 0, "conflicts": 0, "undecidable": 0, "errors_made": 0}
@@ -118,9 +128,12 @@ class FullScenario:
                 json_body={"vote_cap": max(3, cap), "calibration_votes": max(3, min(10, cap))},
             ).expect(200)
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
+        self.files = files
         ids = api.upload(files)
+        self.image_ids = ids  # file name -> image id
         by_name = {name: scene for (name, _), scene in zip(files, self.scenes, strict=True)}
         self.image_scene = {image_id: by_name[name] for name, image_id in ids.items()}
+        self.scene_of.update(self.image_scene)
         self.candidates = self._choose_candidates()
         by_concept: dict[str, list[int]] = {}
         for image_id, key in self.candidates:
@@ -172,6 +185,46 @@ class FullScenario:
         self.operator.make_splits(api.dataset_name, self.seed)
         self.log("export")
         self.archives = {fmt: self._export(api, fmt) for fmt in EXPORT_FORMATS}
+        for n in self.majorities:
+            self.phase = f"majority{n}"
+            self.log(f"fixed majority of {n}, beside")
+            self.majority_figures[self.phase] = self._majority(api, work, n)
+
+    def _majority(self, api: OrganizerApi, work: Callable[..., Stats], n: int) -> dict[str, Any]:
+        """The same candidates verified by a fixed majority of `n` votes (plain vote tasks) in a dataset of its
+        own, so its labels never mix with the scenario's; the figures the target compares dynamic consensus
+        with."""
+        side = OrganizerApi(api.transport, api.token)
+        side.create_dataset(f"{api.dataset_name}-majority{n}", description="fixed-majority comparison")
+        ids = side.upload(self.files)
+        to_side = {self.image_ids[name]: side_id for name, side_id in ids.items()}
+        self.scene_of.update({side_id: self.image_scene[main] for main, side_id in to_side.items()})
+        by_concept: dict[str, list[int]] = {}
+        for image_id, key in self.candidates:
+            by_concept.setdefault(key, []).append(to_side[image_id])
+        for key in sorted(by_concept):
+            side.call(
+                "POST",
+                f"/api/v1/datasets/{side.dataset_id}/vote-tasks/",
+                json_body={"concept": key, "images": by_concept[key], "answers_wanted": n},
+            ).expect(201)
+        stats = work(side.dataset_id)
+        results = side.paged(f"/api/v1/datasets/{side.dataset_id}/vote-results/")
+        back = {v: k for k, v in to_side.items()}
+        accepted = {
+            (back[r["image"]], r["concept"])
+            for r in results
+            if r["result"] and r["result"].get("answer") is True
+        }
+        truth = {(i, k) for i, k in self.candidates if k in self.image_scene[i].class_keys}
+        score = label_precision_recall(accepted, truth)
+        return {
+            "precision": rounded(score.precision),
+            "recall": rounded(score.recall),
+            "votes_per_image": rounded(stats.tasks_answered / len(self.scenes)),
+            "worker_seconds_per_image": rounded(stats.worker_seconds / len(self.scenes), 2),
+            "undecided": sum(1 for r in results if not r["result"] or r["result"].get("answer") is None),
+        }
 
     def _hierarchy_id(self, api: OrganizerApi) -> int:
         for h in api.paged("/api/v1/hierarchies/"):
@@ -192,7 +245,7 @@ class FullScenario:
 
     def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
         task = assignment["task"]
-        scene = self.image_scene[task["image"]["id"]]
+        scene = self.scene_of[task["image"]["id"]]
         if is_box_task(task):
             answer, seconds = answer_box_task(worker, task, scene)
             what = (
@@ -206,7 +259,7 @@ class FullScenario:
             difficulty = self.crowd.difficulty(worker, node, sorted(scene.class_keys))
             yes = answer_binary(worker, truth, difficulty, question_key=(task["image"]["id"], node))
             answer, seconds = {"answer": yes}, answer_seconds(worker, TaskKind.QUESTION)
-            what = "verify" if self.phase == "verification" else "hierarchy"
+            what = PHASE_ANSWERS.get(self.phase, self.phase)
         if answer is not None:
             self.counts[what] = self.counts.get(what, 0) + 1
         return answer, seconds
@@ -346,6 +399,7 @@ class FullScenario:
                 "status_counts"
             ],
             "pipeline": self._pipeline_figures(api, questions, truth),
+            **({"fixed_majority": self.majority_figures} if self.majority_figures else {}),
             "answers_by_kind": dict(sorted(self.counts.items())),
             "images": n,
             "true_instances": boxes.true_instances,

@@ -8,7 +8,8 @@ import json
 import pytest
 from django.core.management import call_command
 
-pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+# transaction=True: the export job is queued on commit, as in production.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 FULL_KEYS = (
     "verification_precision",
@@ -36,7 +37,7 @@ def run(**options) -> dict:
         scenario="full",
         images=5,
         workers=12,
-        image_size=(96, 72),
+        image_size="96x72",
         synsets=0,
         seed=4,
         stdout=out,
@@ -47,7 +48,7 @@ def run(**options) -> dict:
 
 
 def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
-    summary = run(crowd="hostile")
+    summary = run(crowd="hostile", majority="3")
     for key in FULL_KEYS:
         assert key in summary, key
     assert summary["crowd"] == "hostile"
@@ -58,3 +59,6 @@ def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
         assert summary[key] is None or 0.0 <= summary[key] <= 1.0
     assert summary["exported_boxes"] <= summary["answers_by_kind"]["box_draw"]
     assert summary["true_instances"] > 0
+    majority = summary["fixed_majority"]["majority3"]
+    assert majority["votes_per_image"] > 0
+    assert majority["precision"] is None or 0.0 <= majority["precision"] <= 1.0

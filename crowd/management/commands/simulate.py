@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.test import override_settings
 
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
 from crowd.driver import Accounts, dumps, simulate
@@ -70,10 +71,21 @@ def sibling_groups(path: Path | None, keys: list[str]) -> list[list[str]]:
 
 
 class ShellOperator:
-    """The steps of the full scenario that have no API: what an operator runs from the shell."""
+    """The steps of the full scenario that have no API: what an operator runs from the shell.
+
+    In-process (`settle_now`), every box is committed before the scan starts, so the scan's settle delay (which
+    guards against transactions still committing on a live server) is set to 0: a simulated crowd finishes in
+    seconds what people take hours over, and boxes younger than the delay would otherwise never be scanned."""
+
+    def __init__(self, settle_now: bool) -> None:
+        self.settle_now = settle_now
 
     def scan_overlaps(self, dataset_name: str) -> None:
-        call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
+        if not self.settle_now:
+            call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
+            return
+        with override_settings(CROWDLABEL={**settings.CROWDLABEL, "REVIEW_SCAN_SETTLE_SECONDS": 0}):
+            call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         call_command(
@@ -151,6 +163,12 @@ class Command(BaseCommand):
             "--image-size",
             default=None,
             help="Generated image size as WxH (default: realistic sizes; small is faster).",
+        )
+        parser.add_argument(
+            "--majority",
+            default="",
+            help="full: also verify the same candidates by a fixed majority of N votes in a dataset of its own "
+            "and print its figures beside dynamic consensus (comma-separated, e.g. 3,5,7).",
         )
         parser.add_argument(
             "--hierarchy", type=Path, default=None, help="Hierarchy fixture (JSON) for the classes."
@@ -251,10 +269,11 @@ class Command(BaseCommand):
             }
         if scenario_name == "full":
             extra |= {
-                "operator": ShellOperator(),
+                "operator": ShellOperator(settle_now=not opts["server"]),
                 "reviewer_token": accounts.reviewer_token,
                 "scene_overrides": HOSTILE_SCENES if hostile else None,
                 "background": bool(opts["server"]),
+                "majorities": opts["majority"],
                 "log": None if opts["no_progress"] else self.log,
             }
         scenario = SCENARIOS[scenario_name](
@@ -309,6 +328,13 @@ class Command(BaseCommand):
             problems.append("--gold-rate must be in [0, 1)")
         if opts["gold_rate"] and (opts["scenario"] != "verify" or opts["consensus"].startswith("majority")):
             problems.append("--gold-rate needs the verify scenario with dynamic or weighted consensus")
+        try:
+            opts["majority"] = tuple(int(n) for n in opts["majority"].split(",") if n.strip())
+        except ValueError:
+            problems.append("--majority takes vote counts separated by commas, e.g. 3,5")
+            opts["majority"] = ()
+        if any(n < 1 for n in opts["majority"]):
+            problems.append("--majority vote counts must be at least 1")
         if opts["concurrency"] < 1:
             problems.append("--concurrency must be at least 1")
         if opts["concurrency"] > 1 and not opts["server"]:
