@@ -62,3 +62,22 @@ def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
     majority = summary["fixed_majority"]["majority3"]
     assert majority["votes_per_image"] > 0
     assert majority["precision"] is None or 0.0 <= majority["precision"] <= 1.0
+
+
+def test_compare_crowds_runs_the_hostile_and_the_clean_crowd_on_one_seed():
+    out = io.StringIO()
+    call_command(
+        "simulate",
+        scenario="verify",
+        images=12,
+        workers=8,
+        synsets=3,
+        seed=2,
+        image_size="64x64",
+        compare_crowds=True,
+        stdout=out,
+        no_progress=True,
+    )
+    both = json.loads(out.getvalue())
+    assert [both[name]["crowd"] for name in ("hostile", "clean")] == ["hostile", "clean"]
+    assert both["hostile"]["seed"] == both["clean"]["seed"] == 2

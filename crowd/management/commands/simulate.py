@@ -118,6 +118,13 @@ class Command(BaseCommand):
             "workers, colluders, confusable classes, many small objects) or clean (honest workers only).",
         )
         parser.add_argument(
+            "--scenes",
+            choices=["default", "hostile"],
+            default=None,
+            help="full: the scenes; hostile has 35%% tiny objects and more instances (default: hostile with "
+            "--crowd hostile, else default). Set it to compare crowds on the same scenes.",
+        )
+        parser.add_argument(
             "--compare-crowds",
             action="store_true",
             help="Run the scenario with the hostile and the clean crowd (same seed) and print both summaries "
@@ -271,7 +278,7 @@ class Command(BaseCommand):
             extra |= {
                 "operator": ShellOperator(settle_now=not opts["server"]),
                 "reviewer_token": accounts.reviewer_token,
-                "scene_overrides": HOSTILE_SCENES if hostile else None,
+                "scene_overrides": HOSTILE_SCENES if (opts["scenes"] or crowd_name) == "hostile" else None,
                 "background": bool(opts["server"]),
                 "majorities": opts["majority"],
                 "log": None if opts["no_progress"] else self.log,
