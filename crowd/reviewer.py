@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from annotation.geometry import iou_matrix
-from crowd.ground_truth import ACCURACY_IOU, COVERAGE_IOU, as_boxes
+from crowd.ground_truth import ACCURACY_IOU, COVERAGE_IOU, all_instances_covered, as_boxes
 
 # Decisions by review kind, as the reviewer API lists them. The simulated reviewer picks among these.
 DUPLICATE_DECISIONS = ("distinct", "duplicate_keep_a", "duplicate_keep_b")
@@ -61,6 +61,18 @@ def decide_cross_class(box_a: Mapping, box_b: Mapping, truth_by_class: Mapping[s
 def decide_box(box: Mapping, truth: np.ndarray) -> str:
     """An ambiguous box: accept it when it is tight around an instance of its class (ILSVRC's quality bar)."""
     return "accept" if _best(box, truth)[1] >= ACCURACY_IOU else "reject"
+
+
+def decide_job(boxes: list[Mapping], truth: np.ndarray, choices: tuple[str, ...]) -> str:
+    """A box job sent to review, shown with its accepted boxes: accept it when they cover every instance;
+    otherwise send it back for more drawing when the item offers that, else reject."""
+    shown = np.array([[b["x1"], b["y1"], b["x2"], b["y2"]] for b in boxes], dtype=np.float64).reshape(-1, 4)
+    if all_instances_covered(truth, shown, COVERAGE_IOU):
+        return "accept"
+    for choice in ("redraw", "reopen", "return"):
+        if choice in choices:
+            return choice
+    return "reject"
 
 
 def decide_presence(present: bool) -> str:

@@ -318,6 +318,12 @@ class FullScenario:
             truth = scene.boxes_by_class().get(box_a["concept"]["wnid"], np.zeros((0, 4)))
             return reviewer.decide_box(box_a, truth)
         subject = item.get("subject") or {}
+        concept = _wnid(item.get("concept"))
+        if scene and concept and isinstance(item.get("boxes"), list):
+            # A box job shown with its image, class and accepted boxes (what the page needs to decide it).
+            truth = scene.boxes_by_class().get(concept, np.zeros((0, 4)))
+            choices = tuple(c["value"] for c in item["decisions"])
+            return reviewer.decide_job(item["boxes"], truth, choices)
         if QUESTION_SUBJECT in str(subject.get("type", "")) and subject.get("id") is not None:
             # The reviewer page shows the question and its image; the API item may not carry them, so the
             # simulated reviewer reads them from the organizer API (see docs/simulator.md).
@@ -432,3 +438,10 @@ class FullScenario:
             "leaf_recall": rounded(leaves.recall),
             "images_done": sum(1 for r in rows if r["status"] == "done"),
         }
+
+
+def _wnid(concept: Any) -> str | None:
+    """A concept as the API may show it: a wnid, or an object with one."""
+    if isinstance(concept, dict):
+        return concept.get("wnid")
+    return concept if isinstance(concept, str) else None

@@ -50,3 +50,10 @@ def test_the_reviewer_slips_at_the_error_rate_to_another_offered_choice():
     made = [reviewer.with_error("accept", choices, rng, 0.1) for _ in range(5000)]
     assert abs(made.count("reject") / 5000 - 0.1) < 0.015
     assert reviewer.with_error("accept", ("accept",), rng, 1.0) == "accept"
+
+
+def test_a_box_job_is_accepted_when_its_boxes_cover_every_instance_else_sent_back_or_rejected():
+    both = [box(10, 10, 110, 90), box(200, 50, 260, 110)]
+    assert reviewer.decide_job(both, CAT, ("accept", "reject")) == "accept"
+    assert reviewer.decide_job(both[:1], CAT, ("accept", "reject")) == "reject"
+    assert reviewer.decide_job(both[:1], CAT, ("accept", "redraw", "reject")) == "redraw"
