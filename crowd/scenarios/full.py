@@ -43,6 +43,9 @@ EXPORT_FORMATS = ("coco", "ilsvrc")
 EXPORT_WAIT_SECONDS = 300.0
 REVIEWER_ERROR_RATE = 0.02
 REVIEW_ROUNDS = 3
+# With --gold-rate: the organizer labels this many extra images (a share of --images) itself; they are posted as
+# gold items and never enter production or the scores.
+GOLD_IMAGE_SHARE = 0.2
 QUESTION_SUBJECT = "question"  # an ambiguous item about a consensus question names a type containing this
 
 
@@ -75,6 +78,8 @@ class FullScenario:
         review_rounds: int = REVIEW_ROUNDS,
         background: bool = False,
         majorities: tuple[int, ...] = (),
+        gold_rate: float = 0.0,
+        gold_image_share: float = GOLD_IMAGE_SHARE,
         log: Callable[[str], None] | None = None,
         **_ignored: Any,
     ) -> None:
@@ -88,6 +93,10 @@ class FullScenario:
         if any(n < 1 for n in majorities):
             raise ValueError("--majority takes vote counts of at least 1, e.g. 3,5")
         self.majorities = tuple(majorities)
+        if not 0.0 <= gold_rate < 1.0:
+            raise ValueError("--gold-rate must be in [0, 1)")
+        self.gold_rate = gold_rate
+        n_gold = max(1, round(n_images * gold_image_share)) if gold_rate else 0
         self.majority_figures: dict[str, dict[str, Any]] = {}
         self.log = log or (lambda message: None)
         self.hierarchy = HierarchyFile.read(hierarchy_path)
@@ -100,13 +109,18 @@ class FullScenario:
             w, h = image_size
             sizes = {"width_range": (w, w), "height_range": (h, h)}
         spec = SceneSpec(
-            n_images=n_images,
+            n_images=n_images + n_gold,
             seed=seed,
             groups=self.hierarchy.scene_groups(keys),
             **sizes,
             **(scene_overrides or {}),
         )
-        self.scenes: list[Scene] = generate_scenes(classes, spec)
+        scenes = generate_scenes(classes, spec)
+        self.scenes: list[Scene] = scenes[:n_images]  # production
+        self.gold_scenes: list[Scene] = scenes[n_images:]  # labeled by the organizer: gold, never scored
+        self.gold_images: set[int] = set()
+        self.gold_answers: dict[str, int] = {}  # simulated worker id -> gold tasks answered
+        self.assignment_worker: dict[int, str] = {}  # assignment id -> simulated worker id
         self.image_scene: dict[int, Scene] = {}
         self.scene_of: dict[int, Scene] = {}  # every image id the crowd may see, side datasets included
         self.files: list[tuple[str, bytes]] = []
@@ -128,13 +142,22 @@ class FullScenario:
                 json_body={"vote_cap": max(3, cap), "calibration_votes": max(3, min(10, cap))},
             ).expect(200)
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
+        gold_files = [
+            (f"gold-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.gold_scenes
+        ]
         self.files = files
-        ids = api.upload(files)
-        self.image_ids = ids  # file name -> image id
+        ids = api.upload(files + gold_files)
+        self.image_ids = {name: ids[name] for name, _ in files}  # file name -> image id
         by_name = {name: scene for (name, _), scene in zip(files, self.scenes, strict=True)}
-        self.image_scene = {image_id: by_name[name] for name, image_id in ids.items()}
+        by_name |= {name: scene for (name, _), scene in zip(gold_files, self.gold_scenes, strict=True)}
+        self.image_scene = {ids[name]: by_name[name] for name, _ in files}
+        gold_scene = {ids[name]: by_name[name] for name, _ in gold_files}
+        self.gold_images = set(gold_scene)
         self.scene_of.update(self.image_scene)
+        self.scene_of.update(gold_scene)
         self.candidates = self._choose_candidates()
+        if self.gold_rate:
+            self._seed_gold(api, gold_scene)
         by_concept: dict[str, list[int]] = {}
         for image_id, key in self.candidates:
             by_concept.setdefault(key, []).append(image_id)
@@ -144,6 +167,42 @@ class FullScenario:
                 f"/api/v1/datasets/{api.dataset_id}/verification/",
                 json_body={"concept": key, "images": by_concept[key], "calibrate": True},
             ).expect(201)
+
+    def _seed_gold(self, api: OrganizerApi, gold_scene: dict[int, Scene]) -> None:
+        """The organizer's own labels on the gold images, posted as gold items: a verification candidate and the
+        hierarchy's top-level questions and present leaves (box gold needs boxes drawn first: not seeded), then
+        the dataset's gold rate."""
+        rng = np.random.default_rng([self.seed, 0x601D])
+        keys = [c.key for c in self.classes]
+        roots = sorted(
+            {r for leaf in keys for r in self.hierarchy.roots_above.get(leaf, ()) if r not in keys}
+        )
+        for image_id, scene in sorted(gold_scene.items()):
+            present = sorted(scene.class_keys)
+            absent = [k for k in keys if k not in scene.class_keys]
+            if present and (not absent or rng.random() < self.positive_rate):
+                items = [("image_verify", present[int(rng.integers(len(present)))])]
+            else:
+                items = [("image_verify", absent[int(rng.integers(len(absent)))])]
+            items += [("hierarchy", node) for node in roots + present]
+            for kind, node in items:
+                api.call(
+                    "POST",
+                    f"/api/v1/datasets/{api.dataset_id}/gold/",
+                    json_body={
+                        "kind": kind,
+                        "concept": node,
+                        "image": image_id,
+                        "answer": bool(
+                            self.hierarchy.leaves_under.get(node, frozenset({node})) & scene.class_keys
+                        ),
+                    },
+                ).expect(201)
+        api.call(
+            "PATCH",
+            f"/api/v1/datasets/{api.dataset_id}/gold-settings/",
+            json_body={"rate": self.gold_rate, "seed": self.seed},
+        ).expect(200)
 
     def _choose_candidates(self) -> list[tuple[int, str]]:
         """One candidate per image: a class it shows with probability `positive_rate`, else one it does not."""
@@ -169,7 +228,12 @@ class FullScenario:
         api.call(
             "POST",
             f"/api/v1/datasets/{api.dataset_id}/multilabel/",
-            json_body={"hierarchy": hierarchy, "order": self.order, "engine": "consensus"},
+            json_body={
+                "hierarchy": hierarchy,
+                "images": sorted(self.image_scene),
+                "order": self.order,
+                "engine": "consensus",
+            },
         ).expect(201)
         work()
         self.phase = "review"
@@ -262,6 +326,9 @@ class FullScenario:
             what = PHASE_ANSWERS.get(self.phase, self.phase)
         if answer is not None:
             self.counts[what] = self.counts.get(what, 0) + 1
+            self.assignment_worker[assignment["id"]] = worker.worker_id
+            if task["image"]["id"] in self.gold_images:
+                self.gold_answers[worker.worker_id] = self.gold_answers.get(worker.worker_id, 0) + 1
         return answer, seconds
 
     # --- the reviewer ------------------------------------------------------------------------------------
@@ -406,12 +473,43 @@ class FullScenario:
             ],
             "pipeline": self._pipeline_figures(api, questions, truth),
             **({"fixed_majority": self.majority_figures} if self.majority_figures else {}),
+            **(self._gold_summary(api, stats) if self.gold_rate else {}),
             "answers_by_kind": dict(sorted(self.counts.items())),
             "images": n,
             "true_instances": boxes.true_instances,
             "small_instances": boxes.small_instances,
             "exported_boxes": boxes.exported_boxes,
             "spammers": sum(1 for w in self.crowd if w.profile.is_spammer),
+        }
+
+    def _gold_summary(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
+        """Gold overhead and who got blocked (in any task kind). Platform worker ids come from the payment
+        listing (each row names the assignment and its worker), matched to the assignments each simulated worker
+        answered."""
+        api.call("POST", f"/api/v1/datasets/{api.dataset_id}/payments/decide/").expect(200)
+        platform_to_sim: dict[int, str] = {}
+        for row in api.paged(f"/api/v1/datasets/{api.dataset_id}/payments/"):
+            sim = self.assignment_worker.get(row["assignment"])
+            if sim is not None:
+                platform_to_sim[row["worker"]] = sim
+        blocked: dict[str, set[str]] = {}
+        for row in api.paged(f"/api/v1/datasets/{api.dataset_id}/workers/"):
+            if row["blocked"] and row["worker"] in platform_to_sim:
+                blocked.setdefault(platform_to_sim[row["worker"]], set()).add(row["kind"])
+        spammers = {w.worker_id for w in self.crowd if w.profile.is_spammer}
+        served = sum(self.gold_answers.values())
+        return {
+            "gold_rate": self.gold_rate,
+            "gold_images": len(self.gold_images),
+            "gold_share": rounded(served / stats.tasks_answered) if stats.tasks_answered else None,
+            "blocked_spammers": sum(1 for w in blocked if w in spammers),
+            "blocked_honest": sum(1 for w in blocked if w not in spammers),
+            "blocked_by_kind": {
+                k: sum(1 for kinds in blocked.values() if k in kinds)
+                for k in sorted(set().union(*blocked.values()))
+            }
+            if blocked
+            else {},
         }
 
     def _review_counts(self, api: OrganizerApi) -> Any:

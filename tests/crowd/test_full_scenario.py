@@ -48,7 +48,7 @@ def run(**options) -> dict:
 
 
 def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
-    summary = run(crowd="hostile", majority="3")
+    summary = run(crowd="hostile", majority="3", gold_rate=0.2)
     for key in FULL_KEYS:
         assert key in summary, key
     assert summary["crowd"] == "hostile"
@@ -59,6 +59,9 @@ def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
         assert summary[key] is None or 0.0 <= summary[key] <= 1.0
     assert summary["exported_boxes"] <= summary["answers_by_kind"]["box_draw"]
     assert summary["true_instances"] > 0
+    assert summary["gold_images"] == 1  # a fifth of 5 images, labeled by the organizer, never scored
+    assert 0.0 < summary["gold_share"] < 1.0
+    assert summary["blocked_spammers"] + summary["blocked_honest"] <= 12
     majority = summary["fixed_majority"]["majority3"]
     assert majority["votes_per_image"] > 0
     assert majority["precision"] is None or 0.0 <= majority["precision"] <= 1.0

@@ -163,8 +163,8 @@ class Command(BaseCommand):
             "--gold-rate",
             type=float,
             default=0.0,
-            help="verify: share of tasks that are gold (default 0 = off); the organizer seeds gold from a "
-            "fifth of the images, which it labeled itself.",
+            help="verify, full: share of tasks that are gold (default 0 = off); the organizer seeds gold from a "
+            "fifth of the images (full: a fifth more images), which it labeled itself.",
         )
         parser.add_argument(
             "--image-size",
@@ -281,6 +281,7 @@ class Command(BaseCommand):
                 "scene_overrides": HOSTILE_SCENES if (opts["scenes"] or crowd_name) == "hostile" else None,
                 "background": bool(opts["server"]),
                 "majorities": opts["majority"],
+                "gold_rate": opts["gold_rate"],
                 "log": None if opts["no_progress"] else self.log,
             }
         scenario = SCENARIOS[scenario_name](
@@ -333,8 +334,12 @@ class Command(BaseCommand):
                 problems.append(f"--crowd {name}: {exc}")
         if not 0 <= opts["gold_rate"] < 1:
             problems.append("--gold-rate must be in [0, 1)")
-        if opts["gold_rate"] and (opts["scenario"] != "verify" or opts["consensus"].startswith("majority")):
-            problems.append("--gold-rate needs the verify scenario with dynamic or weighted consensus")
+        if opts["gold_rate"] and (
+            opts["scenario"] not in ("verify", "full") or opts["consensus"].startswith("majority")
+        ):
+            problems.append(
+                "--gold-rate needs the verify or full scenario with dynamic or weighted consensus"
+            )
         try:
             opts["majority"] = tuple(int(n) for n in opts["majority"].split(",") if n.strip())
         except ValueError:
