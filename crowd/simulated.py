@@ -216,19 +216,25 @@ def judge_box_quality(
     true_boxes: BoxArray,
     accepted_boxes: BoxArray = (),
     difficulty: float = 1.0,
+    question_key: object = None,
 ) -> bool:
-    """The worker's answer to "is this box tight around one whole visible instance not boxed already?"."""
+    """The worker's answer to "is this box tight around one whole visible instance not boxed already?".
+    `question_key` names the question, so colluders agree on it (see `answer_binary`)."""
     truth = box_is_good(box, true_boxes, accepted_boxes)
     t = as_boxes(true_boxes)
     if t.shape[0]:
         best_iou = float(iou_matrix(as_boxes(box), t).max())
         if abs(best_iou - 0.7) < BORDERLINE_IOU_BAND:
             difficulty *= 2.0
-    return answer_binary(worker, truth, difficulty)
+    return answer_binary(worker, truth, difficulty, question_key)
 
 
 def judge_coverage(
-    worker: SimulatedWorker, true_boxes: BoxArray, accepted_boxes: BoxArray, difficulty: float = 1.0
+    worker: SimulatedWorker,
+    true_boxes: BoxArray,
+    accepted_boxes: BoxArray,
+    difficulty: float = 1.0,
+    question_key: object = None,
 ) -> bool:
     """The worker's answer to "is every instance boxed?". An unboxed instance that is small may be
     overlooked (small_miss_rate) before the ordinary error rate applies."""
@@ -240,7 +246,7 @@ def judge_coverage(
     if not truth and not p.is_spammer and all(_is_small(truth_boxes[i]) for i in missing):
         if rng.random() < p.small_miss_rate:
             return True
-    return answer_binary(worker, truth, difficulty)
+    return answer_binary(worker, truth, difficulty, question_key)
 
 
 def answer_seconds(worker: SimulatedWorker, task: TaskKind | str) -> float:

@@ -86,10 +86,12 @@ def answer_box_task(worker: SimulatedWorker, task: dict, scene: Scene) -> tuple[
         shown = np.asarray([b["box"] for b in payload["boxes"]], dtype=np.float64).reshape(-1, 4)
         return _draw(worker, truth, shown, scene, float(payload["min_difference"])), seconds
     shown = np.asarray(payload["boxes"], dtype=np.float64).reshape(-1, 4)
+    # What the worker sees names the question, so colluders can agree on it.
+    key = (task["image"]["id"], payload["concept"]["wnid"], kind, payload.get("box"), len(shown))
     if kind == "box_quality":
         box = np.asarray(payload["box"], dtype=np.float64).reshape(1, 4)
-        return {"answer": judge_box_quality(worker, box, truth, shown)}, seconds
-    return {"answer": judge_coverage(worker, truth, shown)}, seconds
+        return {"answer": judge_box_quality(worker, box, truth, shown, question_key=key)}, seconds
+    return {"answer": judge_coverage(worker, truth, shown, question_key=key)}, seconds
 
 
 def _draw(

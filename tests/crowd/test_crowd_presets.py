@@ -133,3 +133,14 @@ def test_a_confusable_class_present_makes_the_absent_one_three_times_harder_to_r
     w = crowd.workers[0]
     alone = crowd.difficulty(w, "lynx", [])
     assert crowd.difficulty(w, "lynx", ["cat"]) == pytest.approx(3.0 * alone)
+
+
+def test_colluders_give_one_answer_to_one_box_question():
+    crowd = Crowd.build(crowd_spec("hostile", n_workers=10, seed=0, colluders=0.3))
+    colluders = of_kind(crowd, WorkerKind.COLLUDER)
+    assert len(colluders) == 3
+    for n in range(50):
+        key = (n, "cat", "box_quality")
+        quality = {judge_box_quality(w, BIG, BIG, question_key=key) for w in colluders}
+        coverage = {judge_coverage(w, np.vstack([BIG, SMALL]), BIG, question_key=key) for w in colluders}
+        assert len(quality) == 1 and len(coverage) == 1
