@@ -48,10 +48,10 @@ def run(**options) -> dict:
 
 
 def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
-    summary = run(crowd="hostile", majority="3", gold_rate=0.2)
+    summary = run(crowd="clean", majority="3", gold_rate=0.2)
     for key in FULL_KEYS:
         assert key in summary, key
-    assert summary["crowd"] == "hostile"
+    assert summary["crowd"] == "clean"
     assert summary["submit_errors"] == 0
     answers = summary["answers_by_kind"]
     assert answers["verify"] > 0 and answers["hierarchy"] > 0 and answers.get("box_draw", 0) > 0
