@@ -39,6 +39,7 @@ WALL_CLOCK_KEYS = ("tasks_per_second", "wall_seconds")
 class Accounts:
     organizer_token: str
     worker_tokens: list[str]
+    reviewer_token: str | None = None
 
 
 @dataclass
@@ -74,6 +75,7 @@ class OrganizerApi:
         self.transport = transport
         self.token = token
         self.dataset_id: int | None = None
+        self.dataset_name: str | None = None
 
     def call(self, method: str, path: str, **kwargs) -> Reply:
         return self.transport.call(method, path, token=self.token, **kwargs)
@@ -82,7 +84,7 @@ class OrganizerApi:
         data = self.call(
             "POST", "/api/v1/datasets/", json_body={"name": name, "description": description}
         ).expect(201)
-        self.dataset_id = data["id"]
+        self.dataset_id, self.dataset_name = data["id"], name
         return self.dataset_id
 
     def upload(
@@ -123,12 +125,15 @@ def run_crowd(
     max_tasks: int | None = None,
     progress: Callable[[int], None] | None = None,
     pending: Callable[[], bool] | None = None,
+    stats: Stats | None = None,
 ) -> Stats:
     """Let the crowd work until no worker gets a task in a whole round (or `max_tasks` is spent).
 
     Single-threaded mode is deterministic: each round the workers come in a seeded random order and each takes
     at most one task. With `concurrency` > 1, that many threads share the crowd (for load against a server).
-    A round without work ends the run unless `pending()` says background work will release more tasks soon."""
+    A round without work ends the run unless `pending()` says background work will release more tasks soon.
+    Counts add to `stats` when given (a scenario in phases), and the returned Stats is this run's alone."""
+    total = stats
     stats = Stats()
     lock = threading.Lock()
     members = list(zip(crowd.workers, tokens, strict=True))
@@ -200,7 +205,7 @@ def run_crowd(
                 idle_since.clear()
             elif not wait_for_pending():
                 break
-        return stats
+        return _added(total, stats)
 
     # Concurrent mode: each thread owns a slice of the crowd and works it round by round.
     def thread_main(slice_members):
@@ -216,7 +221,18 @@ def run_crowd(
         thread.start()
     for thread in threads:
         thread.join()
-    return stats
+    return _added(total, stats)
+
+
+def _added(total: Stats | None, run: Stats) -> Stats:
+    if total is not None:
+        total.tasks_answered += run.tasks_answered
+        total.tasks_skipped += run.tasks_skipped
+        total.worker_seconds += run.worker_seconds
+        for kind, n in run.by_kind.items():
+            total.by_kind[kind] = total.by_kind.get(kind, 0) + n
+        total.errors.extend(run.errors)
+    return run
 
 
 def simulate(
@@ -236,18 +252,29 @@ def simulate(
     api.create_dataset(dataset_name, description=f"simulated {scenario.name} scenario, seed {seed}")
     scenario.setup(api)
     started = time.perf_counter()
-    stats = run_crowd(
-        transport,
-        scenario,
-        crowd,
-        accounts.worker_tokens,
-        dataset_id=api.dataset_id,
-        seed=seed,
-        concurrency=concurrency,
-        max_tasks=max_tasks,
-        progress=(lambda n: progress("tasks", n)) if progress else None,
-        pending=(lambda: scenario.work_pending(api)) if hasattr(scenario, "work_pending") else None,
-    )
+    stats = Stats()
+
+    def work(dataset_id: int | None = None) -> Stats:
+        """The crowd works on the scenario's dataset until no task is left; on another `dataset_id` (a side
+        measurement, e.g. a fixed majority beside dynamic consensus) its work is not added to the summary."""
+        return run_crowd(
+            transport,
+            scenario,
+            crowd,
+            accounts.worker_tokens,
+            dataset_id=dataset_id or api.dataset_id,
+            seed=seed,
+            concurrency=concurrency,
+            max_tasks=None if max_tasks is None else max(max_tasks - stats.tasks_answered, 0),
+            progress=(lambda n: progress("tasks", stats.tasks_answered + n)) if progress else None,
+            pending=(lambda: scenario.work_pending(api)) if hasattr(scenario, "work_pending") else None,
+            stats=None if dataset_id else stats,
+        )
+
+    if hasattr(scenario, "run"):
+        scenario.run(api, work)  # a scenario in phases calls work() between its own steps
+    else:
+        work()
     wall = time.perf_counter() - started
     summary: dict[str, Any] = dict.fromkeys(SUMMARY_KEYS)
     summary.update(scenario.summarize(api, stats))

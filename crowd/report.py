@@ -52,3 +52,15 @@ def write_report(summary: dict[str, Any], directory: Path) -> Path:
     path = directory / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def side_by_side(summaries: dict[str, dict[str, Any]]) -> str:
+    """A Markdown table of the scalar keys of several summaries (e.g. hostile and clean), one column each."""
+    names = list(summaries)
+    keys: list[str] = []
+    for summary in summaries.values():
+        keys += [k for k, v in summary.items() if k not in keys and not isinstance(v, dict | list)]
+    lines = ["| measure | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for key in keys:
+        lines.append(f"| {key} | " + " | ".join(str(summaries[n].get(key)) for n in names) + " |")
+    return "\n".join(lines)

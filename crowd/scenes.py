@@ -118,6 +118,11 @@ class SceneSpec:
             raise ValueError("image_format must be PNG or JPEG")
 
 
+# Scenes for `simulate --crowd hostile` (overrides of SceneSpec): three times as many tiny objects, more
+# instances per class and more classes per image, so lazy drawers and small-object misses show.
+HOSTILE_SCENES: dict[str, float] = {"tiny_rate": 0.35, "mean_instances": 2.3, "mean_classes": 2.4}
+
+
 @dataclass(frozen=True)
 class ClassAppearance:
     shape: str

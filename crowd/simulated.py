@@ -33,12 +33,16 @@ BORDERLINE_IOU_BAND = 0.1
 _CROWD_STREAM = 0xC20D
 _WORKER_STREAM = 0x3017
 _COLLUDER_STREAM = 0xC011
+_CONFUSABLE_STREAM = 0xC0F5
 
 
 class WorkerKind(StrEnum):
     HONEST = "honest"
     SLOPPY = "sloppy"  # honest answers, careless boxes: more jitter, loose boxes, re-boxes boxed instances
     LAZY = "lazy"  # fast, overlooks small objects when drawing and when checking coverage
+    # Tries, but is poor at everything: accuracy around 0.6 on every question, shaky and loose boxes, and
+    # overlooks small objects.
+    WEAK = "weak"
     RANDOM_SPAMMER = "random_spammer"  # answers yes/no at random, draws random boxes
     YES_SPAMMER = "yes_spammer"  # always answers yes, draws random boxes
     # One of a small group that answers identically: they share one random stream per question (seeded by the
@@ -101,6 +105,7 @@ class WorkerProfile:
     speed: float = 1.0  # multiplier on answer times; below 1 is faster
     yes_rate: float = 0.5  # P(yes) of a random spammer
     group_seed: int = 0  # colluders with the same group seed give the same answer to the same question
+    give_up_rate: float = 0.0  # a spammer asked to draw says "nothing left to box" this often (else junk)
 
     @property
     def is_spammer(self) -> bool:
@@ -168,6 +173,9 @@ def draw_box(
     targets = as_boxes(true_boxes_not_yet_boxed)
     existing = as_boxes(existing_boxes)
     if p.is_spammer:
+        # Junk: a random box anywhere, or "nothing left" to be done with the task sooner.
+        if rng.random() < p.give_up_rate:
+            return None
         return _random_box(rng, width, height)
     if existing.shape[0] and rng.random() < p.rebox_rate:
         # Re-drawing an instance that is already boxed: a hand-drawn copy, never pixel-identical.
@@ -208,19 +216,25 @@ def judge_box_quality(
     true_boxes: BoxArray,
     accepted_boxes: BoxArray = (),
     difficulty: float = 1.0,
+    question_key: object = None,
 ) -> bool:
-    """The worker's answer to "is this box tight around one whole visible instance not boxed already?"."""
+    """The worker's answer to "is this box tight around one whole visible instance not boxed already?".
+    `question_key` names the question, so colluders agree on it (see `answer_binary`)."""
     truth = box_is_good(box, true_boxes, accepted_boxes)
     t = as_boxes(true_boxes)
     if t.shape[0]:
         best_iou = float(iou_matrix(as_boxes(box), t).max())
         if abs(best_iou - 0.7) < BORDERLINE_IOU_BAND:
             difficulty *= 2.0
-    return answer_binary(worker, truth, difficulty)
+    return answer_binary(worker, truth, difficulty, question_key)
 
 
 def judge_coverage(
-    worker: SimulatedWorker, true_boxes: BoxArray, accepted_boxes: BoxArray, difficulty: float = 1.0
+    worker: SimulatedWorker,
+    true_boxes: BoxArray,
+    accepted_boxes: BoxArray,
+    difficulty: float = 1.0,
+    question_key: object = None,
 ) -> bool:
     """The worker's answer to "is every instance boxed?". An unboxed instance that is small may be
     overlooked (small_miss_rate) before the ordinary error rate applies."""
@@ -232,7 +246,7 @@ def judge_coverage(
     if not truth and not p.is_spammer and all(_is_small(truth_boxes[i]) for i in missing):
         if rng.random() < p.small_miss_rate:
             return True
-    return answer_binary(worker, truth, difficulty)
+    return answer_binary(worker, truth, difficulty, question_key)
 
 
 def answer_seconds(worker: SimulatedWorker, task: TaskKind | str) -> float:
@@ -299,6 +313,13 @@ class CrowdSpec:
     accuracy_concentration: float = 25.0
     low_quality_fraction: float = 0.1
     low_quality_range: tuple[float, float] = (0.6, 0.75)
+    weak_fraction: float = 0.0  # workers of kind WEAK (weak everywhere, not only on yes/no questions)
+    weak_accuracy: float = 0.6
+    weak_accuracy_spread: float = 0.04
+    weak_jitter_px: float = 4.0
+    weak_loose_box_rate: float = 0.25
+    weak_small_miss_rate: float = 0.4
+    spammer_give_up_rate: float = 0.0  # random spammers only; yes-spammers always draw a junk box
     accuracy_bounds: tuple[float, float] = (0.55, 0.995)
     jitter_px: float = 2.0
     loose_box_rate: float = 0.05
@@ -318,8 +339,18 @@ class CrowdSpec:
             raise ValueError("a crowd needs at least one worker")
         if not 0.0 <= self.colluder_fraction <= 1.0:
             raise ValueError("colluder_fraction must be between 0 and 1")
-        if self.spammer_fraction + self.colluder_fraction + self.sloppy_fraction + self.lazy_fraction > 1:
-            raise ValueError("spammer, colluder, sloppy and lazy fractions add up to more than 1")
+        if self.special_fraction > 1:
+            raise ValueError("spammer, colluder, weak, sloppy and lazy fractions add up to more than 1")
+
+    @property
+    def special_fraction(self) -> float:
+        return (
+            self.spammer_fraction
+            + self.colluder_fraction
+            + self.weak_fraction
+            + self.sloppy_fraction
+            + self.lazy_fraction
+        )
 
 
 class Crowd:
@@ -353,10 +384,12 @@ class Crowd:
         n_sloppy = round(n * spec.sloppy_fraction)
         n_lazy = round(n * spec.lazy_fraction)
         n_coll = round(n * spec.colluder_fraction)
+        n_weak = round(n * spec.weak_fraction)
         kinds = (
             [WorkerKind.YES_SPAMMER] * n_yes
             + [WorkerKind.RANDOM_SPAMMER] * (n_spam - n_yes)
             + [WorkerKind.COLLUDER] * n_coll
+            + [WorkerKind.WEAK] * n_weak
             + [WorkerKind.SLOPPY] * n_sloppy
             + [WorkerKind.LAZY] * n_lazy
         )
@@ -381,6 +414,8 @@ class Crowd:
             else:
                 acc = rng.beta(a_par, b_par)
             acc = float(np.clip(acc, lo, hi))
+            if kind is WorkerKind.WEAK:
+                acc = float(np.clip(rng.normal(spec.weak_accuracy, spec.weak_accuracy_spread), 0.51, 0.75))
             speed = float(rng.lognormal(0.0, WORKER_SPEED_SIGMA))
             own = {
                 k: d * float(rng.lognormal(0.0, spec.worker_class_sigma)) for k, d in class_difficulty.items()
@@ -438,6 +473,86 @@ def _specialise(p: WorkerProfile, spec: CrowdSpec) -> WorkerProfile:
         )
     if p.kind is WorkerKind.LAZY:
         return replace(p, small_miss_rate=spec.lazy_small_miss_rate, speed=p.speed * spec.lazy_speed)
+    if p.kind is WorkerKind.WEAK:
+        return replace(
+            p,
+            jitter_px=spec.weak_jitter_px,
+            loose_box_rate=spec.weak_loose_box_rate,
+            small_miss_rate=spec.weak_small_miss_rate,
+        )
     if p.kind in SPAMMER_KINDS:
-        return replace(p, speed=p.speed * spec.spammer_speed, jitter_px=0.0, loose_box_rate=0.0)
+        give_up = spec.spammer_give_up_rate if p.kind is WorkerKind.RANDOM_SPAMMER else 0.0
+        return replace(
+            p, speed=p.speed * spec.spammer_speed, jitter_px=0.0, loose_box_rate=0.0, give_up_rate=give_up
+        )
     return p
+
+
+# --- named crowds (`simulate --crowd`) ---------------------------------------------------------------------
+
+# The crowd of issue 13, written to hurt: 15% random spammers and 5% always-yes spammers (who also draw junk
+# boxes and answer box checks at random or always yes), 10% weak workers around 0.6 accuracy in every task,
+# 2% colluders, sloppy drawers (loose, shaky boxes, re-boxing) and lazy drawers (miss small objects), and
+# confusable classes three times harder to reject.
+HOSTILE = dict(
+    spammer_fraction=0.20,
+    yes_spammer_share=0.25,
+    colluder_fraction=0.02,
+    weak_fraction=0.10,
+    sloppy_fraction=0.10,
+    lazy_fraction=0.10,
+    low_quality_fraction=0.0,
+    sloppy_jitter_px=6.0,
+    sloppy_loose_box_rate=0.3,
+    sloppy_rebox_rate=0.3,
+    lazy_small_miss_rate=0.7,
+    spammer_give_up_rate=0.3,
+    confusion_factor=3.0,
+)
+# Honest workers only: no spammers, colluders or weak workers; a few sloppy and lazy drawers, as any real crowd.
+CLEAN = dict(
+    spammer_fraction=0.0,
+    colluder_fraction=0.0,
+    weak_fraction=0.0,
+    sloppy_fraction=0.05,
+    lazy_fraction=0.05,
+    low_quality_fraction=0.0,
+)
+CROWD_PRESETS: dict[str, dict[str, float]] = {"default": {}, "hostile": HOSTILE, "clean": CLEAN}
+
+
+def crowd_spec(
+    preset: str,
+    *,
+    n_workers: int,
+    seed: int,
+    spammers: float | None = None,
+    colluders: float | None = None,
+) -> CrowdSpec:
+    """The CrowdSpec of a named crowd; `spammers` and `colluders`, when given, override the preset's shares
+    (a spammer share keeps the preset's split between random and always-yes spammers)."""
+    if preset not in CROWD_PRESETS:
+        raise ValueError(f"unknown crowd {preset!r}; known: {', '.join(CROWD_PRESETS)}")
+    fields: dict = {"n_workers": n_workers, "seed": seed, **CROWD_PRESETS[preset]}
+    if spammers is not None:
+        fields["spammer_fraction"] = spammers
+    if colluders is not None:
+        fields["colluder_fraction"] = colluders
+    return CrowdSpec(**fields)
+
+
+def confusable_pairs(groups: Sequence[Sequence[str]], seed: int, share: float = 0.5) -> list[tuple[str, str]]:
+    """Confusable class pairs: within each group of related classes (siblings in a hierarchy, or a scene
+    group), a seeded `share` of the classes is paired with a neighbour, as "Burmese cat" with "Siamese cat"."""
+    rng = np.random.default_rng([seed, _CONFUSABLE_STREAM])
+    pairs: list[tuple[str, str]] = []
+    for group in groups:
+        keys = sorted(set(group))
+        if len(keys) < 2:
+            continue
+        order = [keys[i] for i in rng.permutation(len(keys))]
+        n_pairs = max(1, round(len(keys) * share / 2))
+        for i in range(0, min(2 * n_pairs, len(order) - 1), 2):
+            a, b = sorted((order[i], order[i + 1]))
+            pairs.append((a, b))
+    return pairs

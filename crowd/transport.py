@@ -34,10 +34,13 @@ class Transport(Protocol):
         json_body: Any = None,
         files: list[tuple[str, bytes]] | None = None,
         headers: dict[str, str] | None = None,
+        binary: bool = False,
     ) -> Reply: ...
 
 
-def _decode(status: int, body: bytes) -> Reply:
+def _decode(status: int, body: bytes, binary: bool = False) -> Reply:
+    if binary and 200 <= status < 300:
+        return Reply(status, body)  # a file download: the bytes as served
     if not body:
         return Reply(status, None)
     try:
@@ -54,7 +57,9 @@ class InProcessTransport:
 
         self.client = Client()
 
-    def call(self, method, path, *, token, params=None, json_body=None, files=None, headers=None) -> Reply:
+    def call(
+        self, method, path, *, token, params=None, json_body=None, files=None, headers=None, binary=False
+    ) -> Reply:
         extra = {"HTTP_AUTHORIZATION": f"Token {token}"}
         for name, value in (headers or {}).items():
             extra["HTTP_" + name.upper().replace("-", "_")] = value
@@ -76,7 +81,9 @@ class InProcessTransport:
                 "application/json",
                 **extra,
             )
-        return _decode(response.status_code, response.content)
+        # A file download (FileResponse) streams its body; everything else has `content`.
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        return _decode(response.status_code, body, binary)
 
 
 class HttpTransport:
@@ -99,7 +106,9 @@ class HttpTransport:
             self.local.conn = conn
         return conn
 
-    def call(self, method, path, *, token, params=None, json_body=None, files=None, headers=None) -> Reply:
+    def call(
+        self, method, path, *, token, params=None, json_body=None, files=None, headers=None, binary=False
+    ) -> Reply:
         url = self.prefix + path + (f"?{urlencode(params)}" if params else "")
         head = {"Authorization": f"Token {token}", "Accept": "application/json", **(headers or {})}
         body: bytes | None = None
@@ -115,7 +124,7 @@ class HttpTransport:
             try:
                 conn.request(method.upper(), url, body=body, headers=head)
                 response = conn.getresponse()
-                return _decode(response.status, response.read())
+                return _decode(response.status, response.read(), binary)
             except (ConnectionError, http.client.HTTPException):
                 conn.close()
                 self.local.conn = None

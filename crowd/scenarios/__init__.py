@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .boxes import BoxesScenario
+from .full import FullScenario
 from .multilabel import MultilabelScenario
 from .verify import VerifyScenario
 
@@ -12,4 +13,5 @@ SCENARIOS: dict[str, Callable[..., object]] = {
     "boxes": BoxesScenario,
     "verify": VerifyScenario,
     "multilabel": MultilabelScenario,
+    "full": FullScenario,
 }

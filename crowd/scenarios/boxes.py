@@ -65,6 +65,50 @@ def _coords(box: dict | list) -> list[float]:
     return [box["x1"], box["y1"], box["x2"], box["y2"]] if isinstance(box, dict) else list(box)
 
 
+def is_box_task(task: dict) -> bool:
+    """A draw task, or a consensus question about boxes (its payload lists the accepted boxes)."""
+    return task["kind"] in KIND_TIMING or "boxes" in task["payload"]
+
+
+def answer_box_task(worker: SimulatedWorker, task: dict, scene: Scene) -> tuple[dict | None, float]:
+    """A worker's answer to a draw, quality or coverage task on `scene`, and the seconds it took; None when
+    the draw page keeps refusing what the worker draws (the worker hands the task back)."""
+    kind = task["kind"]
+    payload = task["payload"]
+    truth = scene.boxes_by_class().get(payload["concept"]["wnid"], np.zeros((0, 4)))
+    if kind == QUESTION_KIND:
+        kind = "box_quality" if payload.get("box") else "box_coverage"
+        payload = {**payload, "boxes": [_coords(b) for b in payload.get("boxes", ())]}
+        if payload.get("box"):
+            payload["box"] = _coords(payload["box"])
+    seconds = answer_seconds(worker, KIND_TIMING[kind])
+    if kind == "box_draw":
+        shown = np.asarray([b["box"] for b in payload["boxes"]], dtype=np.float64).reshape(-1, 4)
+        return _draw(worker, truth, shown, scene, float(payload["min_difference"])), seconds
+    shown = np.asarray(payload["boxes"], dtype=np.float64).reshape(-1, 4)
+    # What the worker sees names the question, so colluders can agree on it.
+    key = (task["image"]["id"], payload["concept"]["wnid"], kind, payload.get("box"), len(shown))
+    if kind == "box_quality":
+        box = np.asarray(payload["box"], dtype=np.float64).reshape(1, 4)
+        return {"answer": judge_box_quality(worker, box, truth, shown, question_key=key)}, seconds
+    return {"answer": judge_coverage(worker, truth, shown, question_key=key)}, seconds
+
+
+def _draw(
+    worker: SimulatedWorker, truth: np.ndarray, shown: np.ndarray, scene: Scene, min_difference: float
+) -> dict | None:
+    matched = match_boxes(truth, shown, COVERAGE_IOU)
+    unboxed = np.delete(truth, matched[matched >= 0], axis=0)
+    for _ in range(REDRAW_ATTEMPTS):
+        box = draw_box(worker, unboxed, shown, (scene.width, scene.height))
+        if box is None:
+            return {"none_left": True}
+        box = grow_to_min_side(box, scene.width, scene.height)
+        if page_rules_hold(box, shown, min_difference):
+            return {"box": list(box)}
+    return None  # the page kept refusing: the worker skips the task and someone else takes it
+
+
 @dataclass
 class BoxesScenario:
     classes: list[SceneClass]
@@ -122,43 +166,7 @@ class BoxesScenario:
 
     def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
         task = assignment["task"]
-        kind = task["kind"]
-        payload = task["payload"]
-        scene = self.image_scene[task["image"]["id"]]
-        truth = scene.boxes_by_class().get(payload["concept"]["wnid"], np.zeros((0, 4)))
-        if kind == QUESTION_KIND:
-            kind = "box_quality" if payload.get("box") else "box_coverage"
-            payload = {**payload, "boxes": [_coords(b) for b in payload.get("boxes", ())]}
-            if payload.get("box"):
-                payload["box"] = _coords(payload["box"])
-        seconds = answer_seconds(worker, KIND_TIMING[kind])
-        if kind == "box_draw":
-            shown = np.asarray([b["box"] for b in payload["boxes"]], dtype=np.float64).reshape(-1, 4)
-            return self._draw(worker, truth, shown, scene, float(payload["min_difference"])), seconds
-        shown = np.asarray(payload["boxes"], dtype=np.float64).reshape(-1, 4)
-        if kind == "box_quality":
-            box = np.asarray(payload["box"], dtype=np.float64).reshape(1, 4)
-            return {"answer": judge_box_quality(worker, box, truth, shown)}, seconds
-        return {"answer": judge_coverage(worker, truth, shown)}, seconds
-
-    def _draw(
-        self,
-        worker: SimulatedWorker,
-        truth: np.ndarray,
-        shown: np.ndarray,
-        scene: Scene,
-        min_difference: float,
-    ) -> dict | None:
-        matched = match_boxes(truth, shown, COVERAGE_IOU)
-        unboxed = np.delete(truth, matched[matched >= 0], axis=0)
-        for _ in range(REDRAW_ATTEMPTS):
-            box = draw_box(worker, unboxed, shown, (scene.width, scene.height))
-            if box is None:
-                return {"none_left": True}
-            box = grow_to_min_side(box, scene.width, scene.height)
-            if page_rules_hold(box, shown, min_difference):
-                return {"box": list(box)}
-        return None  # the page kept refusing: the worker skips the task and someone else takes it
+        return answer_box_task(worker, task, self.image_scene[task["image"]["id"]])
 
     def summarize(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
         rows = api.paged(f"/api/v1/datasets/{api.dataset_id}/boxes/", {"state": "accepted"})

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import uuid
 from pathlib import Path
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.test import override_settings
 
-from config.roles import ORGANIZERS, WORKERS
+from config.roles import ORGANIZERS, REVIEWERS, WORKERS
 from crowd.driver import Accounts, dumps, simulate
 from crowd.models import WorkerSource
+from crowd.report import side_by_side
 from crowd.scenarios import SCENARIOS
-from crowd.scenes import SceneClass
+from crowd.scenes import HOSTILE_SCENES, SceneClass
 from crowd.services import token_for, user_create
-from crowd.simulated import Crowd, CrowdSpec
+from crowd.simulated import CROWD_PRESETS, Crowd, confusable_pairs, crowd_spec
 from crowd.transport import HttpTransport, InProcessTransport
 from hierarchy.algorithm import DagError
 from hierarchy.fixture import FixtureError, load_fixture
@@ -26,7 +30,12 @@ from hierarchy.services import HierarchyConflict, concepts_upsert, hierarchy_loa
 DEFAULT_HIERARCHY = {
     "verify": "fixtures/hierarchies/voc20.json",
     "multilabel": "fixtures/hierarchies/ilsvrc_det200.json",
+    "full": "fixtures/hierarchies/voc20.json",
 }
+# Scenarios that load the hierarchy's questions into the platform.
+HIERARCHY_SCENARIOS = ("multilabel", "full")
+# Splits of the full scenario: no test split, so the export API returns every label (test labels are withheld).
+FULL_SPLITS = {"train": 0.8, "val": 0.2, "test": 0.0}
 CONSENSUS_RULES = ("dynamic", "weighted", *(f"majority{n}" for n in range(3, 16, 2)))
 
 
@@ -48,6 +57,48 @@ def leaf_classes(path: Path) -> list[dict]:
     return [{"wnid": n["id"], "name": n["name"], "gloss": n.get("gloss", ""), "parents": []} for n in leaves]
 
 
+def sibling_groups(path: Path | None, keys: list[str]) -> list[list[str]]:
+    """Classes that share a parent in the hierarchy (the classes people confuse), or seeded-order chunks of
+    four when there is no hierarchy file."""
+    parents: dict[str, list[str]] = {}
+    if path is not None and path.exists():
+        parents = {n["id"]: n.get("parents", []) for n in json.loads(path.read_text()).get("nodes", [])}
+    groups: dict[str, list[str]] = {}
+    for i, key in enumerate(keys):
+        first = (parents.get(key) or [f"chunk-{i // 4}"])[0]
+        groups.setdefault(first, []).append(key)
+    return list(groups.values())
+
+
+class ShellOperator:
+    """The steps of the full scenario that have no API: what an operator runs from the shell.
+
+    In-process (`settle_now`), every box is committed before the scan starts, so the scan's settle delay (which
+    guards against transactions still committing on a live server) is set to 0: a simulated crowd finishes in
+    seconds what people take hours over, and boxes younger than the delay would otherwise never be scanned."""
+
+    def __init__(self, settle_now: bool) -> None:
+        self.settle_now = settle_now
+
+    def scan_overlaps(self, dataset_name: str) -> None:
+        if not self.settle_now:
+            call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
+            return
+        with override_settings(CROWDLABEL={**settings.CROWDLABEL, "REVIEW_SCAN_SETTLE_SECONDS": 0}):
+            call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
+
+    def make_splits(self, dataset_name: str, seed: int) -> None:
+        call_command(
+            "make_splits",
+            dataset=dataset_name,
+            seed=seed,
+            freeze=True,
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+            **FULL_SPLITS,
+        )
+
+
 class Command(BaseCommand):
     help = (
         "Run a simulated crowd against the platform through its HTTP API (in-process, or a server with --server) "
@@ -59,7 +110,33 @@ class Command(BaseCommand):
         parser.add_argument("--images", type=int, default=200, help="Generated images (default 200).")
         parser.add_argument("--workers", type=int, default=30, help="Simulated workers (default 30).")
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--spammers", type=float, default=0.1, help="Share of spammers (default 0.1).")
+        parser.add_argument(
+            "--crowd",
+            choices=sorted(CROWD_PRESETS),
+            default="default",
+            help="The crowd: default (10%% spammers), hostile (issue 13: 20%% spammers, weak, sloppy and lazy "
+            "workers, colluders, confusable classes, many small objects) or clean (honest workers only).",
+        )
+        parser.add_argument(
+            "--scenes",
+            choices=["default", "hostile"],
+            default=None,
+            help="full: the scenes; hostile has 35%% tiny objects and more instances (default: hostile with "
+            "--crowd hostile, else default). Set it to compare crowds on the same scenes.",
+        )
+        parser.add_argument(
+            "--compare-crowds",
+            action="store_true",
+            help="Run the scenario with the hostile and the clean crowd (same seed) and print both summaries "
+            "side by side (a table on stderr). Calibration tables are shared in one database: see "
+            "docs/simulator.md.",
+        )
+        parser.add_argument(
+            "--spammers",
+            type=float,
+            default=None,
+            help="Share of spammers (overrides the crowd's; default crowd 0.1).",
+        )
         parser.add_argument(
             "--synsets",
             type=int,
@@ -77,19 +154,28 @@ class Command(BaseCommand):
             "a fixed majority of N votes.",
         )
         parser.add_argument(
-            "--colluders", type=float, default=0.0, help="Share of colluding workers (default 0)."
+            "--colluders",
+            type=float,
+            default=None,
+            help="Share of colluding workers (overrides the crowd's; default 0, hostile 0.02).",
         )
         parser.add_argument(
             "--gold-rate",
             type=float,
             default=0.0,
-            help="verify: share of tasks that are gold (default 0 = off); the organizer seeds gold from a "
-            "fifth of the images, which it labeled itself.",
+            help="verify, full: share of tasks that are gold (default 0 = off); the organizer seeds gold from a "
+            "fifth of the images (full: a fifth more images), which it labeled itself.",
         )
         parser.add_argument(
             "--image-size",
             default=None,
-            help="verify: generated image size as WxH (default: realistic sizes; small is faster).",
+            help="Generated image size as WxH (default: realistic sizes; small is faster).",
+        )
+        parser.add_argument(
+            "--majority",
+            default="",
+            help="full: also verify the same candidates by a fixed majority of N votes in a dataset of its own "
+            "and print its figures beside dynamic consensus (comma-separated, e.g. 3,5,7).",
         )
         parser.add_argument(
             "--hierarchy", type=Path, default=None, help="Hierarchy fixture (JSON) for the classes."
@@ -126,8 +212,18 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         scenario_name = opts["scenario"]
         if opts["synsets"] is None:
-            opts["synsets"] = 0 if scenario_name == "multilabel" else 10
+            opts["synsets"] = 0 if scenario_name in HIERARCHY_SCENARIOS else 10
         self.validate(opts)
+        if not opts["compare_crowds"]:
+            summary = self.run_one(opts, opts["crowd"])
+            self.stdout.write(dumps(summary))
+            return
+        summaries = {name: self.run_one(opts, name) for name in ("hostile", "clean")}
+        sys.stderr.write(side_by_side(summaries) + "\n")
+        self.stdout.write(dumps(summaries))
+
+    def run_one(self, opts, crowd_name: str) -> dict:
+        scenario_name = opts["scenario"]
         hierarchy = Path(
             opts["hierarchy"]
             or Path(settings.BASE_DIR)
@@ -144,17 +240,23 @@ class Command(BaseCommand):
                 )
             nodes = nodes[: opts["synsets"]]
         classes = [SceneClass(n["wnid"], n["name"]) for n in nodes]
+        keys = [c.key for c in classes]
+        hostile = crowd_name == "hostile"
 
         run_id = uuid.uuid4().hex[:8]
         accounts = self.make_accounts(run_id, opts["workers"], nodes)
         crowd = Crowd.build(
-            CrowdSpec(
+            crowd_spec(
+                crowd_name,
                 n_workers=opts["workers"],
                 seed=opts["seed"],
-                spammer_fraction=opts["spammers"],
-                colluder_fraction=opts["colluders"],
+                spammers=opts["spammers"],
+                colluders=opts["colluders"],
             ),
-            class_keys=[c.key for c in classes],
+            class_keys=keys,
+            confusable_pairs=confusable_pairs(sibling_groups(hierarchy, keys), opts["seed"])
+            if hostile
+            else (),
         )
         extra = {}
         if scenario_name == "verify":
@@ -163,7 +265,7 @@ class Command(BaseCommand):
                 "image_size": opts["image_size"],
                 "gold_rate": opts["gold_rate"],
             }
-        if scenario_name == "multilabel":
+        if scenario_name in HIERARCHY_SCENARIOS:
             self.load_hierarchy(hierarchy)
             extra = {
                 "hierarchy_path": hierarchy,
@@ -171,6 +273,16 @@ class Command(BaseCommand):
                 "engine": opts["engine"],
                 "consensus": opts["consensus"],
                 "image_size": opts["image_size"],
+            }
+        if scenario_name == "full":
+            extra |= {
+                "operator": ShellOperator(settle_now=not opts["server"]),
+                "reviewer_token": accounts.reviewer_token,
+                "scene_overrides": HOSTILE_SCENES if (opts["scenes"] or crowd_name) == "hostile" else None,
+                "background": bool(opts["server"]),
+                "majorities": opts["majority"],
+                "gold_rate": opts["gold_rate"],
+                "log": None if opts["no_progress"] else self.log,
             }
         scenario = SCENARIOS[scenario_name](
             classes=classes,
@@ -192,14 +304,16 @@ class Command(BaseCommand):
             max_tasks=opts["max_tasks"],
             progress=None if opts["no_progress"] else self.progress,
         )
+        summary["crowd"] = crowd_name
         if not opts["no_progress"]:
             sys.stderr.write("\n")
         if opts["report"]:
             from crowd.report import write_report
 
-            path = write_report(summary, opts["report"])
+            directory = opts["report"] / crowd_name if opts["compare_crowds"] else opts["report"]
+            path = write_report(summary, directory)
             sys.stderr.write(f"report written to {path}\n")
-        self.stdout.write(dumps(summary))
+        return summary
 
     def validate(self, opts) -> None:
         problems = []
@@ -207,14 +321,32 @@ class Command(BaseCommand):
             problems.append("--images must be at least 1")
         if opts["workers"] < 2:
             problems.append("--workers must be at least 2")
-        if not 0 <= opts["spammers"] < 1:
+        spammers, colluders = opts["spammers"] or 0.0, opts["colluders"] or 0.0
+        if not 0 <= spammers < 1:
             problems.append("--spammers must be in [0, 1)")
-        if not 0 <= opts["colluders"] < 1 or opts["spammers"] + opts["colluders"] >= 1:
+        if not 0 <= colluders < 1 or spammers + colluders >= 1:
             problems.append("--colluders must be in [0, 1) and leave room for honest workers")
+        crowds = ("hostile", "clean") if opts["compare_crowds"] else (opts["crowd"],)
+        for name in crowds:
+            try:
+                crowd_spec(name, n_workers=2, seed=0, spammers=opts["spammers"], colluders=opts["colluders"])
+            except ValueError as exc:
+                problems.append(f"--crowd {name}: {exc}")
         if not 0 <= opts["gold_rate"] < 1:
             problems.append("--gold-rate must be in [0, 1)")
-        if opts["gold_rate"] and (opts["scenario"] != "verify" or opts["consensus"].startswith("majority")):
-            problems.append("--gold-rate needs the verify scenario with dynamic or weighted consensus")
+        if opts["gold_rate"] and (
+            opts["scenario"] not in ("verify", "full") or opts["consensus"].startswith("majority")
+        ):
+            problems.append(
+                "--gold-rate needs the verify or full scenario with dynamic or weighted consensus"
+            )
+        try:
+            opts["majority"] = tuple(int(n) for n in opts["majority"].split(",") if n.strip())
+        except ValueError:
+            problems.append("--majority takes vote counts separated by commas, e.g. 3,5")
+            opts["majority"] = ()
+        if any(n < 1 for n in opts["majority"]):
+            problems.append("--majority vote counts must be at least 1")
         if opts["concurrency"] < 1:
             problems.append("--concurrency must be at least 1")
         if opts["concurrency"] > 1 and not opts["server"]:
@@ -247,6 +379,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             concepts_upsert(nodes)
             organizer = user_create(username=f"sim-{run_id}-organizer", password=None, roles=(ORGANIZERS,))
+            reviewer = user_create(username=f"sim-{run_id}-reviewer", password=None, roles=(REVIEWERS,))
             tokens = [
                 token_for(
                     user_create(
@@ -259,7 +392,13 @@ class Command(BaseCommand):
                 )
                 for i in range(n_workers)
             ]
-            return Accounts(organizer_token=token_for(organizer), worker_tokens=tokens)
+            return Accounts(
+                organizer_token=token_for(organizer), worker_tokens=tokens, reviewer_token=token_for(reviewer)
+            )
+
+    def log(self, message: str) -> None:
+        sys.stderr.write(f"\n{message}\n")
+        sys.stderr.flush()
 
     def progress(self, what: str, count: int) -> None:
         if count % 50 == 0:

@@ -1,0 +1,545 @@
+"""The `full` scenario: the whole platform end to end through its HTTP API, scored on the exported files.
+
+1. verification: one candidate synset per image (noisy like search results), dynamic consensus;
+2. multi-label: Algorithm 1 over a hierarchy (ILSVRC §3.3.3); the platform starts a box job for every class it
+   finds present (hierarchy.events -> annotation.boxes), and the crowd draws and checks boxes (ILSVRC §3.2.1);
+3. review: the operator runs the overlap scan, a simulated reviewer leases and decides every review item from
+   the ground truth (small error rate); the crowd then finishes whatever review sent back, a few rounds;
+4. splits (train/val, frozen) and exports (COCO for boxes, ILSVRC for image-level labels) through the export
+   API; the downloaded archives are scored against the ground truth (`crowd.export_score`).
+
+Steps with no API (the overlap scan, making splits) are run by the `operator` the command passes in, as an
+operator would from the shell. Nothing here imports the platform.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from crowd import reviewer
+from crowd.driver import OrganizerApi, Stats, rounded
+from crowd.export_score import (
+    missing_categories,
+    read_coco,
+    read_ilsvrc,
+    score_instances,
+    truth_boxes,
+)
+from crowd.ground_truth import label_precision_recall
+from crowd.scenarios.boxes import DEFAULT_VOTE_CAP, answer_box_task, is_box_task
+from crowd.scenarios.multilabel import HierarchyFile
+from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
+from crowd.simulated import Crowd, SimulatedWorker, TaskKind, answer_binary, answer_seconds
+
+KINDS = ("question", "box_draw", "box_quality", "box_coverage", "binary_vote")
+# What the crowd's answers are about, by phase (a hierarchy question may still be open during review).
+PHASE_ANSWERS = {"verification": "verify", "multilabel": "hierarchy", "review": "hierarchy"}
+EXPORT_FORMATS = ("coco", "ilsvrc")
+EXPORT_WAIT_SECONDS = 300.0
+REVIEWER_ERROR_RATE = 0.02
+REVIEW_ROUNDS = 3
+# With --gold-rate: the organizer labels this many extra images (a share of --images) itself; they are posted as
+# gold items and never enter production or the scores.
+GOLD_IMAGE_SHARE = 0.2
+QUESTION_SUBJECT = "question"  # an ambiguous item about a consensus question names a type containing this
+
+
+class Operator(Protocol):
+    """What an operator does from the shell where the platform has no API."""
+
+    def scan_overlaps(self, dataset_name: str) -> None: ...
+
+    def make_splits(self, dataset_name: str, seed: int) -> None: ...
+
+
+class FullScenario:
+    name = "full"
+    kinds = KINDS
+
+    def __init__(
+        self,
+        classes: list[SceneClass],
+        crowd: Crowd,
+        n_images: int,
+        seed: int,
+        hierarchy_path: Path,
+        operator: Operator,
+        reviewer_token: str,
+        positive_rate: float = 0.6,
+        image_size: tuple[int, int] | None = None,
+        order: str = "breadth_first",
+        scene_overrides: dict[str, Any] | None = None,
+        reviewer_error_rate: float = REVIEWER_ERROR_RATE,
+        review_rounds: int = REVIEW_ROUNDS,
+        background: bool = False,
+        majorities: tuple[int, ...] = (),
+        gold_rate: float = 0.0,
+        gold_image_share: float = GOLD_IMAGE_SHARE,
+        log: Callable[[str], None] | None = None,
+        **_ignored: Any,
+    ) -> None:
+        if not 0.0 <= positive_rate <= 1.0:
+            raise ValueError("--positive-rate must be between 0 and 1")
+        self.classes, self.crowd, self.n_images, self.seed = classes, crowd, n_images, seed
+        self.operator, self.reviewer_token = operator, reviewer_token
+        self.positive_rate, self.order = positive_rate, order
+        self.reviewer_error_rate, self.review_rounds = reviewer_error_rate, review_rounds
+        self.background = background
+        if any(n < 1 for n in majorities):
+            raise ValueError("--majority takes vote counts of at least 1, e.g. 3,5")
+        self.majorities = tuple(majorities)
+        if not 0.0 <= gold_rate < 1.0:
+            raise ValueError("--gold-rate must be in [0, 1)")
+        self.gold_rate = gold_rate
+        n_gold = max(1, round(n_images * gold_image_share)) if gold_rate else 0
+        self.majority_figures: dict[str, dict[str, Any]] = {}
+        self.log = log or (lambda message: None)
+        self.hierarchy = HierarchyFile.read(hierarchy_path)
+        keys = [c.key for c in classes]
+        unknown = sorted(set(keys) - set(self.hierarchy.leaves))
+        if unknown:
+            raise ValueError(f"classes that are not leaves of the hierarchy: {unknown[:5]}")
+        sizes: dict[str, Any] = {}
+        if image_size is not None:
+            w, h = image_size
+            sizes = {"width_range": (w, w), "height_range": (h, h)}
+        spec = SceneSpec(
+            n_images=n_images + n_gold,
+            seed=seed,
+            groups=self.hierarchy.scene_groups(keys),
+            **sizes,
+            **(scene_overrides or {}),
+        )
+        scenes = generate_scenes(classes, spec)
+        self.scenes: list[Scene] = scenes[:n_images]  # production
+        self.gold_scenes: list[Scene] = scenes[n_images:]  # labeled by the organizer: gold, never scored
+        self.gold_images: set[int] = set()
+        self.gold_answers: dict[str, int] = {}  # simulated worker id -> gold tasks answered
+        self.assignment_worker: dict[int, str] = {}  # assignment id -> simulated worker id
+        self.image_scene: dict[int, Scene] = {}
+        self.scene_of: dict[int, Scene] = {}  # every image id the crowd may see, side datasets included
+        self.files: list[tuple[str, bytes]] = []
+        self.image_ids: dict[str, int] = {}
+        self.candidates: list[tuple[int, str]] = []  # (image id, class key) to verify
+        self.counts: dict[str, int] = {}  # answers by what they were about (verify, hierarchy, box_draw...)
+        self.review: dict[str, int] = {"decided": 0, "conflicts": 0, "undecidable": 0, "errors_made": 0}
+        self.phase = "verification"
+        self.rng = np.random.default_rng([seed, 0x4E71])
+
+    # --- setup and phases ----------------------------------------------------------------------------------
+
+    def setup(self, api: OrganizerApi) -> None:
+        cap = min(DEFAULT_VOTE_CAP, len(self.crowd.workers) - 2)
+        if cap < DEFAULT_VOTE_CAP:  # a small crowd cannot give the engine's default cap of distinct votes
+            api.call(
+                "PATCH",
+                f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
+                json_body={"vote_cap": max(3, cap), "calibration_votes": max(3, min(10, cap))},
+            ).expect(200)
+        files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
+        gold_files = [
+            (f"gold-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.gold_scenes
+        ]
+        self.files = files
+        ids = api.upload(files + gold_files)
+        self.image_ids = {name: ids[name] for name, _ in files}  # file name -> image id
+        by_name = {name: scene for (name, _), scene in zip(files, self.scenes, strict=True)}
+        by_name |= {name: scene for (name, _), scene in zip(gold_files, self.gold_scenes, strict=True)}
+        self.image_scene = {ids[name]: by_name[name] for name, _ in files}
+        gold_scene = {ids[name]: by_name[name] for name, _ in gold_files}
+        self.gold_images = set(gold_scene)
+        self.scene_of.update(self.image_scene)
+        self.scene_of.update(gold_scene)
+        self.candidates = self._choose_candidates()
+        if self.gold_rate:
+            self._seed_gold(api, gold_scene)
+        by_concept: dict[str, list[int]] = {}
+        for image_id, key in self.candidates:
+            by_concept.setdefault(key, []).append(image_id)
+        for key in sorted(by_concept):
+            api.call(
+                "POST",
+                f"/api/v1/datasets/{api.dataset_id}/verification/",
+                json_body={"concept": key, "images": by_concept[key], "calibrate": True},
+            ).expect(201)
+
+    def _seed_gold(self, api: OrganizerApi, gold_scene: dict[int, Scene]) -> None:
+        """The organizer's own labels on the gold images, posted as gold items: a verification candidate and the
+        hierarchy's top-level questions and present leaves (box gold needs boxes drawn first: not seeded), then
+        the dataset's gold rate."""
+        rng = np.random.default_rng([self.seed, 0x601D])
+        keys = [c.key for c in self.classes]
+        roots = sorted(
+            {r for leaf in keys for r in self.hierarchy.roots_above.get(leaf, ()) if r not in keys}
+        )
+        for image_id, scene in sorted(gold_scene.items()):
+            present = sorted(scene.class_keys)
+            absent = [k for k in keys if k not in scene.class_keys]
+            if present and (not absent or rng.random() < self.positive_rate):
+                items = [("image_verify", present[int(rng.integers(len(present)))])]
+            else:
+                items = [("image_verify", absent[int(rng.integers(len(absent)))])]
+            items += [("hierarchy", node) for node in roots + present]
+            for kind, node in items:
+                api.call(
+                    "POST",
+                    f"/api/v1/datasets/{api.dataset_id}/gold/",
+                    json_body={
+                        "kind": kind,
+                        "concept": node,
+                        "image": image_id,
+                        "answer": bool(
+                            self.hierarchy.leaves_under.get(node, frozenset({node})) & scene.class_keys
+                        ),
+                    },
+                ).expect(201)
+        api.call(
+            "PATCH",
+            f"/api/v1/datasets/{api.dataset_id}/gold-settings/",
+            json_body={"rate": self.gold_rate, "seed": self.seed},
+        ).expect(200)
+
+    def _choose_candidates(self) -> list[tuple[int, str]]:
+        """One candidate per image: a class it shows with probability `positive_rate`, else one it does not."""
+        rng = np.random.default_rng([self.seed, 0x7E5])
+        keys = [c.key for c in self.classes]
+        chosen = []
+        for image_id, scene in sorted(self.image_scene.items()):
+            present = sorted(scene.class_keys)
+            absent = [k for k in keys if k not in scene.class_keys]
+            if present and (not absent or rng.random() < self.positive_rate):
+                chosen.append((image_id, present[int(rng.integers(len(present)))]))
+            elif absent:
+                chosen.append((image_id, absent[int(rng.integers(len(absent)))]))
+        return chosen
+
+    def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
+        """The phases after setup; `work()` lets the crowd work until no task is left."""
+        self.log("verification")
+        work()
+        self.phase = "multilabel"
+        self.log("multi-label and boxes")
+        hierarchy = self._hierarchy_id(api)
+        api.call(
+            "POST",
+            f"/api/v1/datasets/{api.dataset_id}/multilabel/",
+            json_body={
+                "hierarchy": hierarchy,
+                "images": sorted(self.image_scene),
+                "order": self.order,
+                "engine": "consensus",
+            },
+        ).expect(201)
+        work()
+        self.phase = "review"
+        for round_no in range(1, self.review_rounds + 1):
+            self.operator.scan_overlaps(api.dataset_name)
+            decided = self._review_all(api)
+            self.log(f"review round {round_no}: {decided} decisions")
+            if not decided:
+                break
+            if not work().tasks_answered:
+                break
+        self.phase = "export"
+        self.operator.make_splits(api.dataset_name, self.seed)
+        self.log("export")
+        self.archives = {fmt: self._export(api, fmt) for fmt in EXPORT_FORMATS}
+        for n in self.majorities:
+            self.phase = f"majority{n}"
+            self.log(f"fixed majority of {n}, beside")
+            self.majority_figures[self.phase] = self._majority(api, work, n)
+
+    def _majority(self, api: OrganizerApi, work: Callable[..., Stats], n: int) -> dict[str, Any]:
+        """The same candidates verified by a fixed majority of `n` votes (plain vote tasks) in a dataset of its
+        own, so its labels never mix with the scenario's; the figures the target compares dynamic consensus
+        with."""
+        side = OrganizerApi(api.transport, api.token)
+        side.create_dataset(f"{api.dataset_name}-majority{n}", description="fixed-majority comparison")
+        ids = side.upload(self.files)
+        to_side = {self.image_ids[name]: side_id for name, side_id in ids.items()}
+        self.scene_of.update({side_id: self.image_scene[main] for main, side_id in to_side.items()})
+        by_concept: dict[str, list[int]] = {}
+        for image_id, key in self.candidates:
+            by_concept.setdefault(key, []).append(to_side[image_id])
+        for key in sorted(by_concept):
+            side.call(
+                "POST",
+                f"/api/v1/datasets/{side.dataset_id}/vote-tasks/",
+                json_body={"concept": key, "images": by_concept[key], "answers_wanted": n},
+            ).expect(201)
+        stats = work(side.dataset_id)
+        results = side.paged(f"/api/v1/datasets/{side.dataset_id}/vote-results/")
+        back = {v: k for k, v in to_side.items()}
+        accepted = {
+            (back[r["image"]], r["concept"])
+            for r in results
+            if r["result"] and r["result"].get("answer") is True
+        }
+        truth = {(i, k) for i, k in self.candidates if k in self.image_scene[i].class_keys}
+        score = label_precision_recall(accepted, truth)
+        return {
+            "precision": rounded(score.precision),
+            "recall": rounded(score.recall),
+            "votes_per_image": rounded(stats.tasks_answered / len(self.scenes)),
+            "worker_seconds_per_image": rounded(stats.worker_seconds / len(self.scenes), 2),
+            "undecided": sum(1 for r in results if not r["result"] or r["result"].get("answer") is None),
+        }
+
+    def _hierarchy_id(self, api: OrganizerApi) -> int:
+        for h in api.paged("/api/v1/hierarchies/"):
+            if (h["name"], h["version"]) == (self.hierarchy.name, self.hierarchy.version):
+                return h["id"]
+        raise RuntimeError(f"hierarchy {self.hierarchy.name!r} {self.hierarchy.version!r} is not loaded")
+
+    def work_pending(self, api: OrganizerApi) -> bool:
+        """With a server and Celery workers, questions waiting for a calibration table may still get one."""
+        if not self.background:
+            return False
+        data = api.call(
+            "GET", f"/api/v1/datasets/{api.dataset_id}/decisions/", params={"state": "waiting"}
+        ).expect(200)
+        return bool(data["count"])
+
+    # --- the crowd ---------------------------------------------------------------------------------------
+
+    def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
+        task = assignment["task"]
+        scene = self.scene_of[task["image"]["id"]]
+        if is_box_task(task):
+            answer, seconds = answer_box_task(worker, task, scene)
+            what = (
+                task["kind"]
+                if task["kind"] != "question"
+                else ("box_quality" if task["payload"].get("box") else "box_coverage")
+            )
+        else:
+            node = task["payload"]["concept"]["wnid"]
+            truth = bool(self.hierarchy.leaves_under.get(node, frozenset({node})) & scene.class_keys)
+            difficulty = self.crowd.difficulty(worker, node, sorted(scene.class_keys))
+            yes = answer_binary(worker, truth, difficulty, question_key=(task["image"]["id"], node))
+            answer, seconds = {"answer": yes}, answer_seconds(worker, TaskKind.QUESTION)
+            what = PHASE_ANSWERS.get(self.phase, self.phase)
+        if answer is not None:
+            self.counts[what] = self.counts.get(what, 0) + 1
+            self.assignment_worker[assignment["id"]] = worker.worker_id
+            if task["image"]["id"] in self.gold_images:
+                self.gold_answers[worker.worker_id] = self.gold_answers.get(worker.worker_id, 0) + 1
+        return answer, seconds
+
+    # --- the reviewer ------------------------------------------------------------------------------------
+
+    def _review_all(self, api: OrganizerApi) -> int:
+        """Lease and decide review items of the dataset until the queue is empty; returns the decisions."""
+        decided, skip = 0, []
+        while True:
+            params = {"dataset": api.dataset_id}
+            if skip:
+                params["skip"] = ",".join(map(str, skip))
+            reply = api.transport.call("GET", "/api/v1/review/next", token=self.reviewer_token, params=params)
+            if reply.status == 204:
+                return decided
+            item = reply.expect(200)
+            decision = self._decide(api, item)
+            if decision is None:
+                self.review["undecidable"] += 1
+                api.transport.call(
+                    "POST", f"/api/v1/review/items/{item['id']}/release", token=self.reviewer_token
+                ).expect(200)
+                skip.append(item["id"])
+                continue
+            choices = tuple(c["value"] for c in item["decisions"])
+            final = reviewer.with_error(decision, choices, self.rng, self.reviewer_error_rate)
+            self.review["errors_made"] += final != decision
+            result = api.transport.call(
+                "POST",
+                f"/api/v1/review/items/{item['id']}/decide",
+                token=self.reviewer_token,
+                json_body={"decision": final},
+            )
+            if result.status == 201:
+                decided += 1
+                self.review["decided"] += 1
+            else:
+                self.review["conflicts"] += 1
+                skip.append(item["id"])
+
+    def _decide(self, api: OrganizerApi, item: dict) -> str | None:
+        """The right decision for the item, from what it shows and the ground truth; None when it shows too
+        little to decide (no image, or a subject the reviewer cannot see)."""
+        image = item.get("image")
+        scene = self.image_scene.get(image["id"]) if image else None
+        box_a, box_b = item.get("box_a"), item.get("box_b")
+        if item["kind"] == "duplicate" and scene and box_a and box_b:
+            truth = scene.boxes_by_class().get(box_a["concept"]["wnid"], np.zeros((0, 4)))
+            return reviewer.decide_duplicate(box_a, box_b, truth)
+        if item["kind"] == "cross_class" and scene and box_a and box_b:
+            return reviewer.decide_cross_class(box_a, box_b, scene.boxes_by_class())
+        if item["kind"] != "ambiguous":
+            return None
+        if scene and box_a:
+            truth = scene.boxes_by_class().get(box_a["concept"]["wnid"], np.zeros((0, 4)))
+            return reviewer.decide_box(box_a, truth)
+        subject = item.get("subject") or {}
+        concept = _wnid(item.get("concept"))
+        if scene and concept and isinstance(item.get("boxes"), list):
+            # A box job shown with its image, class and accepted boxes (what the page needs to decide it).
+            truth = scene.boxes_by_class().get(concept, np.zeros((0, 4)))
+            choices = tuple(c["value"] for c in item["decisions"])
+            return reviewer.decide_job(item["boxes"], truth, choices)
+        if QUESTION_SUBJECT in str(subject.get("type", "")) and subject.get("id") is not None:
+            # The reviewer page shows the question and its image; the API item may not carry them, so the
+            # simulated reviewer reads them from the organizer API (see docs/simulator.md).
+            question = api.call("GET", f"/api/v1/questions/{subject['id']}/").expect(200)
+            scene = self.image_scene.get(question["image"])
+            if scene is None or question["kind"] not in ("image_verify", "hierarchy"):
+                return None
+            node = question["concept"]
+            present = bool(self.hierarchy.leaves_under.get(node, frozenset({node})) & scene.class_keys)
+            return reviewer.decide_presence(present)
+        return None
+
+    # --- exports -----------------------------------------------------------------------------------------
+
+    def _export(self, api: OrganizerApi, fmt: str) -> bytes:
+        job = api.call(
+            "POST",
+            f"/api/v1/datasets/{api.dataset_id}/exports/",
+            json_body={"format": fmt, "split": "all", "include_images": False},
+        ).expect(200, 201)
+        deadline = time.monotonic() + EXPORT_WAIT_SECONDS
+        while job["state"] not in ("done", "failed"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the {fmt} export did not finish in {EXPORT_WAIT_SECONDS:.0f} s")
+            time.sleep(0.5)
+            job = api.call("GET", f"/api/v1/exports/{job['id']}/").expect(200)
+        if job["state"] != "done":
+            raise RuntimeError(f"the {fmt} export failed: {job}")
+        return api.call("GET", f"/api/v1/exports/{job['id']}/file", binary=True).expect(200)
+
+    # --- scoring -----------------------------------------------------------------------------------------
+
+    def summarize(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
+        coco = read_coco(self.archives["coco"])
+        ilsvrc = read_ilsvrc(self.archives["ilsvrc"])
+        positives = coco.positives | ilsvrc.positives
+        truth = {(image_id, key) for image_id, scene in self.image_scene.items() for key in scene.class_keys}
+        verify = label_precision_recall(
+            [c for c in self.candidates if c in positives], [c for c in self.candidates if c in truth]
+        )
+        leaves = label_precision_recall(positives, truth)
+        boxes = score_instances(
+            truth_boxes({i: s.boxes_by_class() for i, s in self.image_scene.items()}), coco.boxes
+        )
+        n = len(self.scenes)
+        questions = api.paged(f"/api/v1/datasets/{api.dataset_id}/decisions/")
+        box_tasks = sum(self.counts.get(k, 0) for k in ("box_draw", "box_quality", "box_coverage"))
+        return {
+            "precision": rounded(verify.precision),
+            "recall": rounded(verify.recall),
+            "votes_per_image": rounded(self.counts.get("verify", 0) / n),
+            "questions_per_image": rounded(
+                sum(1 for q in questions if q["kind"] in ("image_verify", "hierarchy")) / n
+            ),
+            "box_coverage": rounded(boxes.coverage),
+            "box_accuracy": None,
+            "worker_seconds_per_image": rounded(stats.worker_seconds / n, 2),
+            "verification_precision": rounded(verify.precision),
+            "verification_recall": rounded(verify.recall),
+            "verification_labelled": rounded(
+                sum(1 for c in self.candidates if c in positives or c in ilsvrc.negatives)
+                / max(len(self.candidates), 1)
+            ),
+            "leaf_precision": rounded(leaves.precision),
+            "leaf_recall": rounded(leaves.recall),
+            "exported_negatives": len(ilsvrc.negatives),
+            "box_coverage_small": rounded(boxes.small_coverage),
+            "box_precision": rounded(boxes.precision),
+            "hierarchy_votes_per_image": rounded(self.counts.get("hierarchy", 0) / n),
+            "box_tasks_per_image": rounded(box_tasks / n),
+            "questions_waiting": sum(1 for q in questions if q["state"] == "waiting"),
+            "questions_open_without_task": sum(
+                1 for q in questions if q["state"] in ("waiting", "open") and q["task"] is None
+            ),
+            "questions_in_review": sum(1 for q in questions if q["state"] == "review"),
+            "categories_missing": len(missing_categories([c.key for c in self.classes], coco)),
+            "review": {**self.review, "queue": self._review_counts(api)},
+            "box_jobs": api.call("GET", f"/api/v1/datasets/{api.dataset_id}/box-jobs/").expect(200)[
+                "status_counts"
+            ],
+            "pipeline": self._pipeline_figures(api, questions, truth),
+            **({"fixed_majority": self.majority_figures} if self.majority_figures else {}),
+            **(self._gold_summary(api, stats) if self.gold_rate else {}),
+            "answers_by_kind": dict(sorted(self.counts.items())),
+            "images": n,
+            "true_instances": boxes.true_instances,
+            "small_instances": boxes.small_instances,
+            "exported_boxes": boxes.exported_boxes,
+            "spammers": sum(1 for w in self.crowd if w.profile.is_spammer),
+        }
+
+    def _gold_summary(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
+        """Gold overhead and who got blocked (in any task kind). Platform worker ids come from the payment
+        listing (each row names the assignment and its worker), matched to the assignments each simulated worker
+        answered."""
+        api.call("POST", f"/api/v1/datasets/{api.dataset_id}/payments/decide/").expect(200)
+        platform_to_sim: dict[int, str] = {}
+        for row in api.paged(f"/api/v1/datasets/{api.dataset_id}/payments/"):
+            sim = self.assignment_worker.get(row["assignment"])
+            if sim is not None:
+                platform_to_sim[row["worker"]] = sim
+        blocked: dict[str, set[str]] = {}
+        for row in api.paged(f"/api/v1/datasets/{api.dataset_id}/workers/"):
+            if row["blocked"] and row["worker"] in platform_to_sim:
+                blocked.setdefault(platform_to_sim[row["worker"]], set()).add(row["kind"])
+        spammers = {w.worker_id for w in self.crowd if w.profile.is_spammer}
+        served = sum(self.gold_answers.values())
+        return {
+            "gold_rate": self.gold_rate,
+            "gold_images": len(self.gold_images),
+            "gold_share": rounded(served / stats.tasks_answered) if stats.tasks_answered else None,
+            "blocked_spammers": sum(1 for w in blocked if w in spammers),
+            "blocked_honest": sum(1 for w in blocked if w not in spammers),
+            "blocked_by_kind": {
+                k: sum(1 for kinds in blocked.values() if k in kinds)
+                for k in sorted(set().union(*blocked.values()))
+            }
+            if blocked
+            else {},
+        }
+
+    def _review_counts(self, api: OrganizerApi) -> Any:
+        return api.call("GET", "/api/v1/review/summary", params={"dataset": api.dataset_id}).expect(200)[
+            "counts"
+        ]
+
+    def _pipeline_figures(self, api: OrganizerApi, questions: list[dict], truth: set) -> dict[str, Any]:
+        """What the platform's own read APIs say, beside what the export says: a gap between the two is a
+        label that never reached the final labels."""
+        accepted = {
+            (q["image"], q["concept"])
+            for q in questions
+            if q["kind"] == "image_verify" and q["state"] == "accepted"
+        } & set(self.candidates)
+        verify = label_precision_recall(accepted, [c for c in self.candidates if c in truth])
+        rows = api.paged(f"/api/v1/datasets/{api.dataset_id}/multilabel/")
+        present = {(r["image"], p["wnid"]) for r in rows for p in r["present"]}
+        leaves = label_precision_recall(present, truth)
+        return {
+            "verification_precision": rounded(verify.precision),
+            "verification_recall": rounded(verify.recall),
+            "leaf_precision": rounded(leaves.precision),
+            "leaf_recall": rounded(leaves.recall),
+            "images_done": sum(1 for r in rows if r["status"] == "done"),
+        }
+
+
+def _wnid(concept: Any) -> str | None:
+    """A concept as the API may show it: a wnid, or an object with one."""
+    if isinstance(concept, dict):
+        return concept.get("wnid")
+    return concept if isinstance(concept, str) else None

@@ -1,0 +1,86 @@
+"""`simulate --scenario full`: the whole pipeline through the HTTP API, scored on the exported files."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+# transaction=True: the export job is queued on commit, as in production.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+FULL_KEYS = (
+    "verification_precision",
+    "verification_recall",
+    "votes_per_image",
+    "leaf_precision",
+    "leaf_recall",
+    "box_coverage",
+    "box_coverage_small",
+    "box_precision",
+    "box_tasks_per_image",
+    "worker_seconds_per_image",
+    "questions_waiting",
+    "questions_open_without_task",
+    "categories_missing",
+    "review",
+    "pipeline",
+)
+
+
+def run(**options) -> dict:
+    out = io.StringIO()
+    call_command(
+        "simulate",
+        scenario="full",
+        images=5,
+        workers=12,
+        image_size="96x72",
+        synsets=0,
+        seed=4,
+        stdout=out,
+        no_progress=True,
+        **options,
+    )
+    return json.loads(out.getvalue())
+
+
+def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
+    summary = run(crowd="clean", majority="3", gold_rate=0.2)
+    for key in FULL_KEYS:
+        assert key in summary, key
+    assert summary["crowd"] == "clean"
+    assert summary["submit_errors"] == 0
+    answers = summary["answers_by_kind"]
+    assert answers["verify"] > 0 and answers["hierarchy"] > 0 and answers.get("box_draw", 0) > 0
+    for key in ("verification_precision", "leaf_recall", "box_coverage", "box_precision"):
+        assert summary[key] is None or 0.0 <= summary[key] <= 1.0
+    assert summary["exported_boxes"] <= summary["answers_by_kind"]["box_draw"]
+    assert summary["true_instances"] > 0
+    assert summary["gold_images"] == 1  # a fifth of 5 images, labeled by the organizer, never scored
+    assert 0.0 < summary["gold_share"] < 1.0
+    assert summary["blocked_spammers"] + summary["blocked_honest"] <= 12
+    majority = summary["fixed_majority"]["majority3"]
+    assert majority["votes_per_image"] > 0
+    assert majority["precision"] is None or 0.0 <= majority["precision"] <= 1.0
+
+
+def test_compare_crowds_runs_the_hostile_and_the_clean_crowd_on_one_seed():
+    out = io.StringIO()
+    call_command(
+        "simulate",
+        scenario="verify",
+        images=12,
+        workers=8,
+        synsets=3,
+        seed=2,
+        image_size="64x64",
+        compare_crowds=True,
+        stdout=out,
+        no_progress=True,
+    )
+    both = json.loads(out.getvalue())
+    assert [both[name]["crowd"] for name in ("hostile", "clean")] == ["hostile", "clean"]
+    assert both["hostile"]["seed"] == both["clean"]["seed"] == 2
