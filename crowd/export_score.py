@@ -57,8 +57,11 @@ def read_coco(archive: bytes) -> ExportedLabels:
 
 def read_ilsvrc(archive: bytes) -> ExportedLabels:
     """Image-level labels of an ILSVRC export: `ImageSets/DET/{split}_{wnid}.txt` lines `stem label` with 1
-    (positive with boxes) or 0 (partial positive) as positives and -1 as verified negatives; stems are mapped
-    to image ids through `ImageSets/{split}.txt`; categories from `classes.txt`."""
+    (positive with boxes) as positives, -1 as verified negatives and 0 as not scored for the class; a 0 that
+    the blacklist `ImageSets/DET/{split}_blacklist.txt` names (`image_id wnid`: a partial positive, verified
+    present but not fully boxed) is a positive too, while a 0 it does not name is a pair nobody decided (an
+    image held out as gold, say) and no label at all. Stems are mapped to image ids through
+    `ImageSets/{split}.txt`; categories from `classes.txt`."""
     out = ExportedLabels()
     with zipfile.ZipFile(io.BytesIO(archive)) as zf:
         names = set(zf.namelist())
@@ -74,6 +77,12 @@ def read_ilsvrc(archive: bytes) -> ExportedLabels:
                     stem, image_id = line.split()[:2]
                     stem_to_id[stem] = int(image_id)
         out.images = set(stem_to_id.values())
+        partial: set[tuple[int, str]] = set()
+        for name in sorted(names):
+            if re.fullmatch(r"ImageSets/DET/[^/_]+_blacklist\.txt", name):
+                for line in zf.read(name).decode().splitlines():
+                    image_id, wnid = line.split()[:2]
+                    partial.add((int(image_id), wnid))
         for name in sorted(names):
             match = re.fullmatch(r"ImageSets/DET/([^/_]+)_([^/]+)\.txt", name)
             if not match or match.group(2) == "blacklist":
@@ -82,7 +91,10 @@ def read_ilsvrc(archive: bytes) -> ExportedLabels:
             for line in zf.read(name).decode().splitlines():
                 stem, label = line.split()[:2]
                 key = (stem_to_id[stem], wnid)
-                (out.negatives if int(label) < 0 else out.positives).add(key)
+                if int(label) > 0 or (int(label) == 0 and key in partial):
+                    out.positives.add(key)
+                elif int(label) < 0:
+                    out.negatives.add(key)
     return out
 
 

@@ -90,3 +90,18 @@ def test_ilsvrc_reader_maps_stems_to_image_ids_and_reads_positives_partials_and_
     assert labels.negatives == {(8, "cat")}
     assert labels.categories == {"cat", "dog"}
     assert labels.images == {7, 8}
+
+
+def test_ilsvrc_reader_counts_an_undecided_pair_as_no_label():
+    # A 0 the blacklist does not name is a pair nobody decided (an image held out as gold): no label at all.
+    archive = zip_of(
+        {
+            "classes.txt": "3 cat cat\n",
+            "ImageSets/train.txt": "00000007 7\n00000009 9\n",
+            "ImageSets/DET/train_cat.txt": "00000007 1\n00000009 0\n",
+            "ImageSets/DET/train_blacklist.txt": "",
+        }
+    )
+    labels = read_ilsvrc(archive)
+    assert labels.positives == {(7, "cat")}
+    assert labels.negatives == set()
