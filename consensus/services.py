@@ -165,10 +165,9 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     come. With neither, the votes are read with an assumed table (every worker right `NO_DATA_ACCURACY` of the
     time, `calibration.prior_table`)."""
     if settings.estimator == Estimator.WEIGHTED and question.kind in WEIGHTED_KINDS:
-        # A concept's own votes (its rates and its base rate) once its calibration batch is in; the kind's
-        # before that: one rare concept's few votes cannot tell its workers apart. A fit over the whole kind
-        # for every concept was measured too: 3-7% fewer votes on verification, but multi-label leaf precision
-        # fell from 0.992 to 0.976 (hierarchy nodes differ too much in how often they are present).
+        # Worker rates from the whole kind (a spammer spams every class; a rare concept's few votes cannot tell
+        # its workers apart), base rate from the concept (hierarchy nodes differ too much in how often they
+        # are present to share one). Alternatives measured in docs/consensus.md, *Estimators*.
         return _weighted_estimate(question)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
