@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import Max
 
 from .models import Vote, VoteVoid
-from .reliability import WorkerReliability, fit_dawid_skene
+from .reliability import DawidSkeneResult, WorkerReliability, fit_dawid_skene
 
 CACHE_MIN_VOTES = 1000
 REFIT_GROWTH = 0.05
@@ -27,7 +27,7 @@ class _Fit:
     vote_clock: int  # the newest vote id in the database when fitted
     void_clock: int  # the newest void id when fitted
     n_votes: int
-    reliability: WorkerReliability
+    result: DawidSkeneResult
 
 
 _fits: dict[tuple[str, str, int | None], _Fit] = {}
@@ -36,6 +36,12 @@ _fits: dict[tuple[str, str, int | None], _Fit] = {}
 def reliability_for(kind: str, concept_id: int | None) -> WorkerReliability | None:
     """Worker rates fitted on every counted vote of `kind` (of `concept_id`'s questions when given), in any
     dataset; None while the scope has no vote."""
+    result = fit_for(kind, concept_id)
+    return None if result is None else result.reliability
+
+
+def fit_for(kind: str, concept_id: int | None) -> DawidSkeneResult | None:
+    """The Dawid-Skene fit of the scope (worker rates and each question's posterior); None without votes."""
     key = (connection.alias, kind, concept_id)
     vote_clock = Vote.objects.aggregate(m=Max("id"))["m"] or 0
     void_clock = VoteVoid.objects.aggregate(m=Max("id"))["m"] or 0
@@ -45,7 +51,7 @@ def reliability_for(kind: str, concept_id: int | None) -> WorkerReliability | No
         and fit.void_clock == void_clock
         and fit.vote_clock <= vote_clock <= fit.vote_clock + REFIT_GROWTH * fit.n_votes
     ):
-        return fit.reliability
+        return fit.result
     votes = Vote.objects.filter(question__kind=kind, void__isnull=True)
     if concept_id is not None:
         votes = votes.filter(question__concept_id=concept_id)
@@ -53,9 +59,9 @@ def reliability_for(kind: str, concept_id: int | None) -> WorkerReliability | No
     if not rows:
         return None
     items, workers, answers = (np.asarray(col) for col in zip(*rows, strict=True))
-    reliability = fit_dawid_skene(items, workers, answers.astype(bool)).reliability
+    result = fit_dawid_skene(items, workers, answers.astype(bool))
     if len(rows) >= CACHE_MIN_VOTES:
-        _fits[key] = _Fit(vote_clock, void_clock, len(rows), reliability)
+        _fits[key] = _Fit(vote_clock, void_clock, len(rows), result)
     else:
         _fits.pop(key, None)
-    return reliability
+    return result

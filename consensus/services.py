@@ -9,7 +9,7 @@ serializes rebuilds of one concept; the vote path never takes that lock.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from .models import (
     Vote,
 )
 from .reliability import posterior_positive
-from .reliability_fits import reliability_for
+from .reliability_fits import fit_for
 from .stopping import DecidedSoFar, Decision, ThresholdPolicy, settle_at_cap, thresholds_for_precision
 
 TASK_KIND = "question"
@@ -116,14 +116,27 @@ class Estimate:
 
 
 def _weighted_estimate(question: Question) -> Estimate:
-    """Dawid-Skene over every vote of the question's kind, in any dataset: a worker's record weighs their vote
-    (fits reused while votes grow a little: consensus/reliability_fits.py)."""
-    reliability = reliability_for(question.kind, None)
-    if reliability is None:
+    """Dawid-Skene over every vote of the question's kind, in any dataset (fits reused while votes grow a
+    little: consensus/reliability_fits.py): a worker's record weighs their vote. The base rate is the
+    concept's own, the mean posterior of its questions in the fit (two pseudo-questions at the kind's rate)."""
+    fit = fit_for(question.kind, None)
+    if fit is None:
         return Estimate(None, None, Estimator.WEIGHTED)
+    ids = np.asarray(
+        Question.objects.filter(kind=question.kind, concept_id=question.concept_id).values_list(
+            "pk", flat=True
+        ),
+        dtype=np.int64,
+    )
+    at = np.minimum(np.searchsorted(fit.item_ids, ids), max(fit.item_ids.size - 1, 0))
+    seen = fit.item_ids[at] == ids if fit.item_ids.size else np.zeros(ids.shape, dtype=bool)
+    kind_rate = fit.reliability.prior
+    rate = (float(fit.posterior[at[seen]].sum()) + 2.0 * kind_rate) / (int(seen.sum()) + 2.0)
+    rate = min(max(rate, 1e-3), 1.0 - 1e-3)
     mine = list(Vote.objects.filter(question=question, void__isnull=True).values_list("worker_id", "answer"))
     workers = np.asarray([w for w, _ in mine], dtype=np.int64)
     answers = np.asarray([a for _, a in mine], dtype=bool)
+    reliability = replace(fit.reliability, prior=rate)
     return Estimate(posterior_positive(reliability, workers, answers), None, Estimator.WEIGHTED)
 
 
@@ -145,10 +158,9 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     come. With neither, the votes are read with an assumed table (every worker right `NO_DATA_ACCURACY` of the
     time, `calibration.prior_table`)."""
     if settings.estimator == Estimator.WEIGHTED and question.kind in WEIGHTED_KINDS:
-        # Worker rates from every vote of the kind: a worker's reliability is mostly theirs, not the concept's
-        # (a spammer spams every class), and one concept's votes alone leave a rare concept's workers unknown.
-        # Measured against per-concept fits (verify, 20% spammers, seeds 1-2): 5.74 and 6.06 votes per image
-        # instead of 5.94 and 6.55, precision 1.0 either way.
+        # Worker rates from the whole kind (a spammer spams every class; a rare concept's few votes cannot tell
+        # its workers apart), base rate from the concept (hierarchy nodes differ too much in how often they
+        # are present to share one). Alternatives measured in docs/consensus.md, *Estimators*.
         return _weighted_estimate(question)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
