@@ -58,21 +58,46 @@ def decide_cross_class(box_a: Mapping, box_b: Mapping, truth_by_class: Mapping[s
     return "relabel_b" if _best(box_b, truth_by_class.get(ka, empty))[1] >= COVERAGE_IOU else "remove_b"
 
 
-def decide_box(box: Mapping, truth: np.ndarray) -> str:
-    """An ambiguous box: accept it when it is tight around an instance of its class (ILSVRC's quality bar)."""
-    return "accept" if _best(box, truth)[1] >= ACCURACY_IOU else "reject"
+def decide_box(box: Mapping, truth: np.ndarray, others: list[Mapping] = ()) -> str:
+    """A box judged for quality ("tight around one whole visible X, not boxed already?"): accept it when it is
+    tight around an instance of its class (ILSVRC's quality bar) that none of the other accepted boxes shown
+    already covers."""
+    index, iou = _best(box, truth)
+    if iou < ACCURACY_IOU:
+        return "reject"
+    return "reject" if index in _covered(others, truth) else "accept"
 
 
-def decide_job(boxes: list[Mapping], truth: np.ndarray, choices: tuple[str, ...]) -> str:
-    """A box job sent to review, shown with its accepted boxes: accept it when they cover every instance;
-    otherwise send it back for more drawing when the item offers that, else reject."""
+def _covered(boxes: list[Mapping], truth: np.ndarray) -> set[int]:
+    """The true instances some of `boxes` cover (IoU >= COVERAGE_IOU)."""
+    t = as_boxes(truth)
+    if t.shape[0] == 0 or not boxes:
+        return set()
+    shown = np.array([[b["x1"], b["y1"], b["x2"], b["y2"]] for b in boxes], dtype=np.float64)
+    iou = iou_matrix(shown, t)
+    return {int(j) for j in np.nonzero((iou >= COVERAGE_IOU).any(axis=0))[0]}
+
+
+def decide_coverage(boxes: list[Mapping], truth: np.ndarray) -> str:
+    """A coverage question ("is every X in this image inside a box?") with the accepted boxes it showed:
+    accept = yes, every instance is covered."""
     shown = np.array([[b["x1"], b["y1"], b["x2"], b["y2"]] for b in boxes], dtype=np.float64).reshape(-1, 4)
-    if all_instances_covered(truth, shown, COVERAGE_IOU):
-        return "accept"
-    for choice in ("redraw", "reopen", "return"):
-        if choice in choices:
-            return choice
-    return "reject"
+    return "accept" if all_instances_covered(truth, shown, COVERAGE_IOU) else "reject"
+
+
+def decide_job(pending: Mapping | None, accepted: list[Mapping], truth: np.ndarray) -> str:
+    """A box job in review, shown with its pending box (if any) and its accepted boxes (decisions accept,
+    redraw, close). Accept when the pending box is right (tight around an instance not boxed yet) and with it
+    every instance is covered; close when the accepted boxes already cover every instance (the pending box, if
+    any, is discarded); otherwise redraw: something is still missing, the crowd draws again."""
+    t = as_boxes(truth)
+    covered = _covered(accepted, truth)
+    if len(covered) == t.shape[0]:
+        return "close"
+    if pending is not None and decide_box(pending, truth, accepted) == "accept":
+        if len(covered | {_best(pending, truth)[0]}) == t.shape[0]:
+            return "accept"
+    return "redraw"
 
 
 def decide_presence(present: bool) -> str:

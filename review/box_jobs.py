@@ -82,11 +82,12 @@ def _revert(item, row) -> None:
 def _describe(item) -> dict[str, Any]:
     job = BoxJob.objects.select_related("concept").filter(pk=item.subject.get("id")).first()
     if job is None:
-        return {"question": "", "concept": None, "votes": None, "boxes": []}
+        return {"kind": SUBJECT_TYPE, "question": "", "concept": None, "votes": None, "boxes": []}
     state = boxes.job_state(job)
     shown = [*state.accepted_ids, *([state.pending_box_id] if state.pending_box_id is not None else [])]
     name = job.concept.name
     return {
+        "kind": SUBJECT_TYPE,
         "question": f"Is every {name} in this image inside exactly one right box? ({state.rounds} draw rounds "
         f"used, {len(state.accepted)} boxes accepted, {state.boxes_rejected} rejected)",
         "concept": job.concept,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from consensus import events as consensus_events
 from consensus import verdicts
 from consensus.box_questions import shown_box_ids
@@ -39,8 +41,20 @@ def question_enqueue(question: Question):
 
 
 def question_sent_to_review(event: consensus_events.QuestionDecided) -> None:
+    """A question sent to review is queued; one that got a verdict without a reviewer (a blocked worker's
+    votes voided, the remaining ones decide it) no longer needs its open item, which is dismissed before a
+    reviewer is handed it (a lease holder learns it on deciding: `subject_gone`)."""
     if event.decision.decision == Verdict.REVIEW:
         question_enqueue(event.question)
+    elif event.decision.reviewer_id is None:
+        from .models import ItemState, ReviewItem, ReviewKind
+
+        ReviewItem.objects.filter(
+            kind=ReviewKind.AMBIGUOUS,
+            state=ItemState.OPEN,
+            subject__type=SUBJECT_TYPE,
+            subject__id=event.question.pk,
+        ).update(state=ItemState.DISMISSED, updated_at=timezone.now())
 
 
 def _apply(item, row) -> None:
@@ -66,12 +80,13 @@ def _revert(item, row) -> None:
 def _describe(item) -> dict[str, Any]:
     question = Question.objects.select_related("concept", "task").filter(pk=item.subject.get("id")).first()
     if question is None:
-        return {"question": "", "concept": None, "votes": None, "boxes": []}
+        return {"kind": "", "question": "", "concept": None, "votes": None, "boxes": []}
     from annotation.models import Box
 
     text = (question.task.payload or {}).get("question") if question.task else None
     shown = shown_box_ids(question.subject)
     return {
+        "kind": question.kind,
         "question": text or question_text(question.kind, question.concept),
         "concept": question.concept,
         "votes": {"yes": question.yes_count, "no": question.no_count, "p": question.p},

@@ -20,7 +20,7 @@ class Resolver:
     revert: Callable[[Any, Any], None] | None = None
     # The decisions a reviewer may take on these items (default: the item kind's, accept / reject).
     decisions: tuple[str, ...] | None = None
-    # describe(item) -> what the reviewer needs to decide: {"question": str, "concept": Concept | None,
+    # describe(item) -> what the reviewer needs to decide: {"kind": str, "question": str, "concept": Concept | None,
     # "votes": {"yes", "no", "p"} | None, "boxes": [Box, ...]} (see serializers.ReviewContextSerializer).
     describe: Callable[[Any], dict[str, Any]] | None = None
     # The pipeline sets the state of the item's box itself (through its own transitions); otherwise accept /

@@ -50,6 +50,10 @@ class ReviewVotesSerializer(serializers.Serializer):
 class ReviewContextSerializer(serializers.Serializer):
     """What the reviewer needs to decide an ambiguous item, as the pipeline that sent it describes it."""
 
+    kind = serializers.CharField(
+        help_text="What is asked: the question's kind (image_verify, hierarchy, box_quality, box_coverage) or "
+        "box_job."
+    )
     question = serializers.CharField(help_text="What the reviewer answers.")
     concept = ConceptBriefSerializer(allow_null=True)
     votes = ReviewVotesSerializer(allow_null=True, help_text="The crowd's votes, for a question at its cap.")

@@ -128,6 +128,7 @@ class FullScenario:
         self.candidates: list[tuple[int, str]] = []  # (image id, class key) to verify
         self.counts: dict[str, int] = {}  # answers by what they were about (verify, hierarchy, box_draw...)
         self.review: dict[str, int] = {"decided": 0, "conflicts": 0, "undecidable": 0, "errors_made": 0}
+        self.conflicts: dict[str, int] = {}  # refused decisions by the error code the API gave
         self.phase = "verification"
         self.rng = np.random.default_rng([seed, 0x4E71])
 
@@ -344,7 +345,7 @@ class FullScenario:
             if reply.status == 204:
                 return decided
             item = reply.expect(200)
-            decision = self._decide(api, item)
+            decision = self._decide(item)
             if decision is None:
                 self.review["undecidable"] += 1
                 api.transport.call(
@@ -365,41 +366,46 @@ class FullScenario:
                 decided += 1
                 self.review["decided"] += 1
             else:
+                code = _error_code(result)
                 self.review["conflicts"] += 1
+                self.conflicts[code] = self.conflicts.get(code, 0) + 1
+                self.log(f"review item {item['id']} ({item['kind']}, {item.get('reason', '')}): {code}")
                 skip.append(item["id"])
 
-    def _decide(self, api: OrganizerApi, item: dict) -> str | None:
-        """The right decision for the item, from what it shows and the ground truth; None when it shows too
-        little to decide (no image, or a subject the reviewer cannot see)."""
+    def _decide(self, item: dict) -> str | None:
+        """The right decision for the item, from what it shows (its image, boxes, and for an ambiguous item the
+        context: what is asked, the concept, the other boxes) and the ground truth of that image; None when it
+        shows too little to decide (no image, no concept, an unknown kind of question)."""
         image = item.get("image")
         scene = self.image_scene.get(image["id"]) if image else None
-        box_a, box_b = item.get("box_a"), item.get("box_b")
-        if item["kind"] == "duplicate" and scene and box_a and box_b:
-            truth = scene.boxes_by_class().get(box_a["concept"]["wnid"], np.zeros((0, 4)))
-            return reviewer.decide_duplicate(box_a, box_b, truth)
-        if item["kind"] == "cross_class" and scene and box_a and box_b:
-            return reviewer.decide_cross_class(box_a, box_b, scene.boxes_by_class())
-        if item["kind"] != "ambiguous":
+        if scene is None:
             return None
-        if scene and box_a:
-            truth = scene.boxes_by_class().get(box_a["concept"]["wnid"], np.zeros((0, 4)))
-            return reviewer.decide_box(box_a, truth)
-        subject = item.get("subject") or {}
-        concept = _wnid(item.get("concept"))
-        if scene and concept and isinstance(item.get("boxes"), list):
-            # A box job shown with its image, class and accepted boxes (what the page needs to decide it).
-            truth = scene.boxes_by_class().get(concept, np.zeros((0, 4)))
-            choices = tuple(c["value"] for c in item["decisions"])
-            return reviewer.decide_job(item["boxes"], truth, choices)
-        if QUESTION_SUBJECT in str(subject.get("type", "")) and subject.get("id") is not None:
-            # The reviewer page shows the question and its image; the API item may not carry them, so the
-            # simulated reviewer reads them from the organizer API (see docs/simulator.md).
-            question = api.call("GET", f"/api/v1/questions/{subject['id']}/").expect(200)
-            scene = self.image_scene.get(question["image"])
-            if scene is None or question["kind"] not in ("image_verify", "hierarchy"):
-                return None
-            node = question["concept"]
-            present = bool(self.hierarchy.leaves_under.get(node, frozenset({node})) & scene.class_keys)
+        by_class = scene.boxes_by_class()
+        empty = np.zeros((0, 4))
+        box_a, box_b = item.get("box_a"), item.get("box_b")
+        if item["kind"] == "duplicate" and box_a and box_b:
+            return reviewer.decide_duplicate(box_a, box_b, by_class.get(box_a["concept"]["wnid"], empty))
+        if item["kind"] == "cross_class" and box_a and box_b:
+            return reviewer.decide_cross_class(box_a, box_b, by_class)
+        context = item.get("context") or {}
+        if item["kind"] != "ambiguous" or not context:
+            return None
+        concept = _wnid(context.get("concept")) or (_wnid(box_a["concept"]) if box_a else None)
+        if concept is None:
+            return None
+        truth = by_class.get(concept, empty)
+        judged = box_a["id"] if box_a else None
+        others = [b for b in context.get("boxes") or [] if b["id"] != judged]
+        asks = context.get("kind")
+        if asks == "box_job":
+            accepted = [b for b in others if b.get("state") == "accepted"]
+            return reviewer.decide_job(box_a, accepted, truth)
+        if asks == "box_quality" and box_a:
+            return reviewer.decide_box(box_a, truth, others)
+        if asks == "box_coverage":
+            return reviewer.decide_coverage(others, truth)
+        if asks in ("image_verify", "hierarchy"):
+            present = bool(self.hierarchy.leaves_under.get(concept, frozenset({concept})) & scene.class_keys)
             return reviewer.decide_presence(present)
         return None
 
@@ -426,14 +432,18 @@ class FullScenario:
     def summarize(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
         coco = read_coco(self.archives["coco"])
         ilsvrc = read_ilsvrc(self.archives["ilsvrc"])
-        positives = coco.positives | ilsvrc.positives
+        # Only production images are scored: the gold images are in the dataset too (the organizer labeled
+        # them), and the export may carry their labels; they are counted apart, never as errors or hits.
+        exported = coco.positives | ilsvrc.positives
+        positives = {(i, k) for i, k in exported if i in self.image_scene}
         truth = {(image_id, key) for image_id, scene in self.image_scene.items() for key in scene.class_keys}
         verify = label_precision_recall(
             [c for c in self.candidates if c in positives], [c for c in self.candidates if c in truth]
         )
         leaves = label_precision_recall(positives, truth)
         boxes = score_instances(
-            truth_boxes({i: s.boxes_by_class() for i, s in self.image_scene.items()}), coco.boxes
+            truth_boxes({i: s.boxes_by_class() for i, s in self.image_scene.items()}),
+            {key: b for key, b in coco.boxes.items() if key[0] in self.image_scene},
         )
         n = len(self.scenes)
         questions = api.paged(f"/api/v1/datasets/{api.dataset_id}/decisions/")
@@ -457,6 +467,7 @@ class FullScenario:
             "leaf_precision": rounded(leaves.precision),
             "leaf_recall": rounded(leaves.recall),
             "exported_negatives": len(ilsvrc.negatives),
+            "exported_labels_outside_production": len(exported - positives),
             "box_coverage_small": rounded(boxes.small_coverage),
             "box_precision": rounded(boxes.precision),
             "hierarchy_votes_per_image": rounded(self.counts.get("hierarchy", 0) / n),
@@ -467,7 +478,7 @@ class FullScenario:
             ),
             "questions_in_review": sum(1 for q in questions if q["state"] == "review"),
             "categories_missing": len(missing_categories([c.key for c in self.classes], coco)),
-            "review": {**self.review, "queue": self._review_counts(api)},
+            "review": {**self.review, "conflict_codes": self.conflicts, "queue": self._review_counts(api)},
             "box_jobs": api.call("GET", f"/api/v1/datasets/{api.dataset_id}/box-jobs/").expect(200)[
                 "status_counts"
             ],
@@ -543,3 +554,10 @@ def _wnid(concept: Any) -> str | None:
     if isinstance(concept, dict):
         return concept.get("wnid")
     return concept if isinstance(concept, str) else None
+
+
+def _error_code(reply: Any) -> str:
+    """A refused request, as the API explains it: its status and the start of its message."""
+    body = reply.data
+    detail = body.get("detail", body) if isinstance(body, dict) else body
+    return f"{reply.status} {str(detail)[:70]}"

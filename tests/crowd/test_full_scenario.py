@@ -84,3 +84,25 @@ def test_compare_crowds_runs_the_hostile_and_the_clean_crowd_on_one_seed():
     both = json.loads(out.getvalue())
     assert [both[name]["crowd"] for name in ("hostile", "clean")] == ["hostile", "clean"]
     assert both["hostile"]["seed"] == both["clean"]["seed"] == 2
+
+
+def test_compare_crowds_runs_each_crowd_on_a_fresh_database_and_prints_the_worker_seconds_ratio():
+    from annotation.models import Dataset
+
+    out = io.StringIO()
+    call_command(
+        "simulate",
+        scenario="verify",
+        images=8,
+        workers=6,
+        synsets=2,
+        seed=3,
+        image_size="64x64",
+        compare_crowds=True,
+        stdout=out,
+        no_progress=True,
+    )
+    both = json.loads(out.getvalue())
+    assert not Dataset.objects.exists(), "both crowds ran in databases of their own, not this one"
+    hostile, clean = (both[n]["worker_seconds_per_image"] for n in ("hostile", "clean"))
+    assert both["worker_seconds_ratio"] == round(hostile / clean, 3)

@@ -52,8 +52,26 @@ def test_the_reviewer_slips_at_the_error_rate_to_another_offered_choice():
     assert reviewer.with_error("accept", ("accept",), rng, 1.0) == "accept"
 
 
-def test_a_box_job_is_accepted_when_its_boxes_cover_every_instance_else_sent_back_or_rejected():
+def test_a_quality_box_on_an_instance_another_accepted_box_already_covers_is_rejected():
+    tight = box(11, 10, 110, 91)
+    assert reviewer.decide_box(tight, CAT, [box(10, 10, 110, 90)]) == "reject"
+    assert reviewer.decide_box(tight, CAT, [box(200, 50, 260, 110)]) == "accept"
+
+
+def test_a_coverage_question_is_accepted_only_when_the_shown_boxes_cover_every_instance():
     both = [box(10, 10, 110, 90), box(200, 50, 260, 110)]
-    assert reviewer.decide_job(both, CAT, ("accept", "reject")) == "accept"
-    assert reviewer.decide_job(both[:1], CAT, ("accept", "reject")) == "reject"
-    assert reviewer.decide_job(both[:1], CAT, ("accept", "redraw", "reject")) == "redraw"
+    assert reviewer.decide_coverage(both, CAT) == "accept"
+    assert reviewer.decide_coverage(both[:1], CAT) == "reject"
+    assert reviewer.decide_coverage([], np.zeros((0, 4))) == "accept"
+
+
+def test_a_box_job_takes_only_the_decisions_box_jobs_offer_accept_close_or_redraw():
+    # Adapted: the old reviewer answered "reject", which box-job items do not offer (the API refused it).
+    first, second = box(10, 10, 110, 90), box(200, 50, 260, 110)
+    assert reviewer.decide_job(second, [first], CAT) == "accept"  # the pending box completes the job
+    assert reviewer.decide_job(None, [first, second], CAT) == "close"  # already complete
+    assert reviewer.decide_job(box(0, 0, 300, 200), [first, second], CAT) == "close"  # junk pending box
+    assert reviewer.decide_job(box(0, 0, 300, 200), [first], CAT) == "redraw"  # junk, an instance missing
+    assert reviewer.decide_job(None, [first], CAT) == "redraw"
+    assert reviewer.decide_job(box(11, 10, 110, 91), [first], CAT) == "redraw"  # a second box on one instance
+    assert reviewer.decide_job(None, [], np.zeros((0, 4))) == "close"

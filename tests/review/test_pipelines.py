@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.db import transaction
 
 from annotation import boxes
 from annotation.models import Box, BoxJob, BoxState, Task, TaskState
 from consensus import box_questions
 from consensus import events as consensus_events
+from consensus import services as consensus_services
 from consensus.calibration import build_table
 from consensus.models import (
     CalibrationTable,
@@ -27,6 +29,7 @@ from consensus.models import (
     QuestionState,
 )
 from consensus.services import Target, questions_create, vote_record
+from consensus.stopping import Decision as Decision_
 from review import services, stuck, tasks
 from review.models import Decision, ItemState, ReviewItem, ReviewKind, ScanState
 from tests import factories
@@ -227,6 +230,19 @@ def test_a_box_job_item_shows_its_image_and_boxes_even_without_a_pending_box(
     assert refused.status_code == 400 and "accept, redraw, close" in refused.json()["decision"]
 
 
+def test_a_review_item_says_what_is_asked_so_a_reviewer_can_tell_a_question_from_a_box_job(
+    restore_backend, capped, dataset, concept, reviewer, api_client
+):
+    question = verify_question_at_cap(dataset, concept)
+    client = api_client(reviewer)
+    shown = client.get("/api/v1/review/next").json()
+    assert shown["context"]["kind"] == question.kind == "image_verify"
+    client.post(f"/api/v1/review/items/{shown['id']}/decide", {"decision": "accept"})
+    job_at_round_cap(dataset, concept)
+    shown = client.get("/api/v1/review/next").json()
+    assert shown["subject"]["type"] == "box_job" and shown["context"]["kind"] == "box_job"
+
+
 def test_redraw_returns_a_box_job_to_drawing_with_room_for_more_rounds(
     restore_backend, dataset, concept, reviewer
 ):
@@ -341,6 +357,24 @@ def test_deciding_an_item_whose_question_left_review_dismisses_it(capped, datase
         services.review_decide(item=item, reviewer=reviewer, decision=Decision.ACCEPT)
     assert ReviewItem.objects.get(pk=item.pk).state == ItemState.DISMISSED
     assert services.review_lease_next(reviewer=reviewer) is None, "the reviewer is not handed it again"
+
+
+def test_an_item_whose_question_got_a_verdict_without_a_reviewer_is_dismissed_before_a_reviewer_sees_it(
+    capped, dataset, concept, reviewer
+):
+    # What `consensus.voiding` does when a blocked worker's votes are voided and the remaining votes decide a
+    # question in review: the engine finalizes it (no reviewer), announcing the verdict.
+    question = verify_question_at_cap(dataset, concept)
+    assert ReviewItem.objects.get().state == ItemState.OPEN
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=question.task_id)
+        question = Question.objects.select_for_update().get(pk=question.pk)
+        settings_ = ConsensusSettings.for_dataset(dataset.pk)
+        _decision, estimate = consensus_services._decide(question, settings_)
+        consensus_services._finalize(question, task, Decision_.ACCEPT, estimate, settings_)
+        task.save()
+    assert ReviewItem.objects.get().state == ItemState.DISMISSED
+    assert services.review_lease_next(reviewer=reviewer) is None, "no reviewer is handed a settled question"
 
 
 def test_an_item_a_pipeline_waits_on_is_reviewed_before_any_overlapping_pair(

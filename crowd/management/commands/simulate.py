@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -37,6 +40,28 @@ HIERARCHY_SCENARIOS = ("multilabel", "full")
 # Splits of the full scenario: no test split, so the export API returns every label (test labels are withheld).
 FULL_SPLITS = {"train": 0.8, "val": 0.2, "test": 0.0}
 CONSENSUS_RULES = ("dynamic", "weighted", *(f"majority{n}" for n in range(3, 16, 2)))
+# The full scenario runs as a careful organizer would: with gold seeded at this rate unless --gold-rate says
+# otherwise (the platform's gold policing and qualification are part of its design; docs/gold.md).
+FULL_GOLD_RATE = 0.1
+# Options a --compare-crowds run hands on to each crowd's own run (option name -> flag).
+FORWARDED = (
+    "scenario",
+    "images",
+    "workers",
+    "seed",
+    "scenes",
+    "spammers",
+    "synsets",
+    "positive_rate",
+    "consensus",
+    "colluders",
+    "gold_rate",
+    "majority",
+    "hierarchy",
+    "order",
+    "engine",
+    "max_tasks",
+)
 
 
 def synthetic_classes(k: int) -> list[dict]:
@@ -127,9 +152,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--compare-crowds",
             action="store_true",
-            help="Run the scenario with the hostile and the clean crowd (same seed) and print both summaries "
-            "side by side (a table on stderr). Calibration tables are shared in one database: see "
-            "docs/simulator.md.",
+            help="Run the scenario with the hostile and the clean crowd on the same seed and scenes (hostile "
+            "scenes unless --scenes says otherwise), each on a fresh SQLite database of its own, and print both "
+            "summaries side by side (a table on stderr) with the worker-seconds ratio.",
         )
         parser.add_argument(
             "--spammers",
@@ -162,9 +187,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--gold-rate",
             type=float,
-            default=0.0,
-            help="verify, full: share of tasks that are gold (default 0 = off); the organizer seeds gold from a "
-            "fifth of the images (full: a fifth more images), which it labeled itself.",
+            default=None,
+            help=f"verify, full: share of tasks that are gold (0 = off; default {FULL_GOLD_RATE} for full, 0 for "
+            "verify); the organizer seeds gold from a fifth of the images (full: a fifth more images), which it "
+            "labeled itself.",
         )
         parser.add_argument(
             "--image-size",
@@ -218,9 +244,50 @@ class Command(BaseCommand):
             summary = self.run_one(opts, opts["crowd"])
             self.stdout.write(dumps(summary))
             return
-        summaries = {name: self.run_one(opts, name) for name in ("hostile", "clean")}
+        summaries = self.compare_crowds(opts)
+        clean = summaries["clean"].get("worker_seconds_per_image")
+        hostile = summaries["hostile"].get("worker_seconds_per_image")
+        ratio = round(hostile / clean, 3) if hostile is not None and clean else None
         sys.stderr.write(side_by_side(summaries) + "\n")
-        self.stdout.write(dumps(summaries))
+        sys.stderr.write(f"worker-seconds per image, hostile / clean: {ratio}\n")
+        self.stdout.write(dumps({**summaries, "worker_seconds_ratio": ratio}))
+
+    def compare_crowds(self, opts) -> dict[str, dict]:
+        """Each crowd in a run of its own on a fresh, migrated SQLite database and media folder (calibration
+        tables are shared by every dataset of a database, so a second run in the same one would start from
+        the first run's tables); same seed, same scenes."""
+        args: list[str] = []
+        for name in FORWARDED:
+            value = opts[name]
+            if value is None or value == () or value is False:
+                continue
+            if name == "majority":
+                value = ",".join(map(str, value))
+            args += [f"--{name.replace('_', '-')}", str(value)]
+        if opts["image_size"] is not None:
+            args += ["--image-size", "x".join(map(str, opts["image_size"]))]
+        args += ["--no-progress"] if opts["no_progress"] else []
+        manage = str(Path(settings.BASE_DIR) / "manage.py")
+        summaries = {}
+        with tempfile.TemporaryDirectory(prefix="crowdlabel-compare-") as tmp:
+            for name in ("hostile", "clean"):
+                env = {
+                    **os.environ,
+                    "DATABASE_URL": f"sqlite:///{tmp}/{name}.sqlite3",
+                    "CROWDLABEL_MEDIA_ROOT": f"{tmp}/media-{name}",
+                }
+                report = ["--report", str(opts["report"] / name)] if opts["report"] else []
+                for command in (
+                    ["migrate", "-v", "0"],
+                    ["simulate", *args, "--crowd", name, *report],
+                ):
+                    run = subprocess.run(
+                        [sys.executable, manage, *command], env=env, stdout=subprocess.PIPE, text=True
+                    )
+                    if run.returncode:
+                        raise CommandError(f"the {name} crowd's run failed ({' '.join(command[:1])})")
+                summaries[name] = json.loads(run.stdout)
+        return summaries
 
     def run_one(self, opts, crowd_name: str) -> dict:
         scenario_name = opts["scenario"]
@@ -263,7 +330,7 @@ class Command(BaseCommand):
             extra = {
                 "consensus": opts["consensus"],
                 "image_size": opts["image_size"],
-                "gold_rate": opts["gold_rate"],
+                "gold_rate": opts["gold_rate"] or 0.0,
             }
         if scenario_name in HIERARCHY_SCENARIOS:
             self.load_hierarchy(hierarchy)
@@ -281,7 +348,7 @@ class Command(BaseCommand):
                 "scene_overrides": HOSTILE_SCENES if (opts["scenes"] or crowd_name) == "hostile" else None,
                 "background": bool(opts["server"]),
                 "majorities": opts["majority"],
-                "gold_rate": opts["gold_rate"],
+                "gold_rate": FULL_GOLD_RATE if opts["gold_rate"] is None else opts["gold_rate"],
                 "log": None if opts["no_progress"] else self.log,
             }
         scenario = SCENARIOS[scenario_name](
@@ -332,7 +399,13 @@ class Command(BaseCommand):
                 crowd_spec(name, n_workers=2, seed=0, spammers=opts["spammers"], colluders=opts["colluders"])
             except ValueError as exc:
                 problems.append(f"--crowd {name}: {exc}")
-        if not 0 <= opts["gold_rate"] < 1:
+        if opts["compare_crowds"] and opts["server"]:
+            problems.append(
+                "--compare-crowds runs each crowd on a fresh database of its own: not with --server"
+            )
+        if opts["compare_crowds"] and opts["scenes"] is None:
+            opts["scenes"] = "hostile"  # the same scenes for both crowds
+        if opts["gold_rate"] is not None and not 0 <= opts["gold_rate"] < 1:
             problems.append("--gold-rate must be in [0, 1)")
         if opts["gold_rate"] and (
             opts["scenario"] not in ("verify", "full") or opts["consensus"].startswith("majority")
