@@ -36,7 +36,7 @@ from .models import (
     Verdict,
     Vote,
 )
-from .reliability import posterior_positive
+from .reliability import WorkerReliability, posterior_positive
 from .reliability_fits import reliability_for
 from .stopping import DecidedSoFar, Decision, ThresholdPolicy, settle_at_cap, thresholds_for_precision
 
@@ -50,6 +50,12 @@ NO_DATA_ACCURACY = 0.9
 # they exclude the box's drawers and arrive one box job at a time, which is what that table is built for
 # (docs/boxes.md); under a hostile crowd, their drawers and voters are policed by worker quality (docs/gold.md).
 WEIGHTED_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY)
+# Box questions are read with the weighted estimator too, once their kind has this many counted votes in all: a
+# record long enough that an always-yes voter's "yes" is known to carry nothing (under a hostile crowd the prior
+# table's "3 more yes than no" let three spammers finish a job with instances unboxed). Before that, the table
+# (the prior) decides, so a young deployment's first box jobs move on.
+BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
+BOX_WEIGHTED_MIN_VOTES = 200
 
 
 class QuestionClosed(QueueError):
@@ -115,10 +121,10 @@ class Estimate:
     estimator: str = Estimator.DYNAMIC
 
 
-def _weighted_estimate(question: Question) -> Estimate:
+def _weighted_estimate(question: Question, reliability: WorkerReliability | None = None) -> Estimate:
     """Dawid-Skene over every vote of the question's kind, in any dataset: a worker's record weighs their vote
     (fits reused while votes grow a little: consensus/reliability_fits.py)."""
-    reliability = reliability_for(question.kind, None)
+    reliability = reliability or reliability_for(question.kind, None)
     if reliability is None:
         return Estimate(None, None, Estimator.WEIGHTED)
     mine = list(Vote.objects.filter(question=question, void__isnull=True).values_list("worker_id", "answer"))
@@ -150,6 +156,10 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
         # Measured against per-concept fits (verify, 20% spammers, seeds 1-2): 5.74 and 6.06 votes per image
         # instead of 5.94 and 6.55, precision 1.0 either way.
         return _weighted_estimate(question)
+    if settings.estimator == Estimator.WEIGHTED and question.kind in BOX_KINDS:
+        reliability = reliability_for(question.kind, None)
+        if reliability is not None and int(reliability.n_votes.sum()) >= BOX_WEIGHTED_MIN_VOTES:
+            return _weighted_estimate(question, reliability)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
     if row is None:

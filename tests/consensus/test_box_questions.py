@@ -241,3 +241,42 @@ def test_a_revised_verdict_of_a_superseded_coverage_round_does_not_move_the_job(
     assert round_1.state == QuestionState.ACCEPTED  # revised
     assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
     assert Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=2).state == QuestionState.OPEN
+
+
+def _coverage_record(dataset, concept, always_yes, honest, n_questions=30):
+    """Decided coverage questions of other images: the always-yes voters said "yes" to every one, the honest
+    voters told the truth (every other one had an instance left unboxed)."""
+    from consensus.models import Vote
+
+    for i in range(n_questions):
+        covered = i % 2 == 0
+        question = Question.objects.create(
+            kind=QuestionKind.BOX_COVERAGE,
+            dataset=dataset,
+            concept=concept,
+            image=image(dataset),
+            round=1,
+            state=QuestionState.ACCEPTED if covered else QuestionState.REJECTED,
+        )
+        votes = [(w, True) for w in always_yes] + [(w, covered) for w in honest]
+        Vote.objects.bulk_create(Vote(question=question, worker=w, answer=a) for w, a in votes)
+        Question.objects.filter(pk=question.pk).update(
+            yes_count=sum(a for _, a in votes), no_count=sum(not a for _, a in votes)
+        )
+
+
+def test_always_yes_voters_with_a_record_cannot_finish_a_job_on_their_own(connected, dataset, concept):
+    """Three voters who said "yes" to every coverage question, right or wrong, answer "yes": under the prior
+    table that was enough to finish the job with instances unboxed; weighed by their record it says nothing,
+    and the honest voters' "no" queues another draw."""
+    drawer, *voters = workers(11)
+    always_yes, honest = voters[:3], voters[3:]
+    _coverage_record(dataset, concept, always_yes, honest)
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(honest, True)  # quality: accepted
+    for voter in always_yes:
+        answer(voter, "question", {"answer": True})
+    assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
+    vote_until_decided(honest, False)
+    assert BoxJob.objects.get(pk=job.pk).status == "needs_draw"
