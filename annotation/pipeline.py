@@ -18,7 +18,9 @@ from typing import Any, ClassVar
 # Every draw attempt (a box or a "nothing left" skip) is one round. Before a new DRAW is queued the caps are
 # checked: max_boxes accepted boxes or max_rounds rounds send the job to review instead of looping forever.
 # Each round yields at most one QUALITY and one COVERAGE question, so a job costs at most 3 * max_rounds
-# micro-tasks. A consensus that hits its own vote cap ("undecidable") also sends the job to review.
+# micro-tasks. A consensus that hits its own vote cap ("undecidable") also sends the job to review. A job a
+# coverage "yes" finished goes back to drawing (or to review) when consensus revises that "yes" to "no" (or to
+# undecidable) after voiding an unreliable worker's votes.
 #
 # A job in review comes back through a reviewer (ILSVRC Appendix E): the verdict on the undecidable QUALITY or
 # COVERAGE question arrives as that question's decision (`quality_decided` / `coverage_decided` accept a job in
