@@ -46,9 +46,8 @@ CALIBRATION_PRIORITY_BOOST = 10
 # Accuracy assumed of every worker when neither a concept table nor the kind's calibration data exists (the box
 # pipeline's prior, consensus/box_questions.py): accept at 3 more yes than no, reject at 2 more no.
 NO_DATA_ACCURACY = 0.9
-# The kinds the weighted estimator decides. Box questions keep their table (the prior, then a calibrated one):
-# they exclude the box's drawers and arrive one box job at a time, which is what that table is built for
-# (docs/boxes.md); under a hostile crowd, their drawers and voters are policed by worker quality (docs/gold.md).
+# The kinds the weighted estimator always decides. Box questions start from their table (the prior, then a
+# calibrated one): they exclude the box's drawers and arrive one box job at a time (docs/boxes.md).
 WEIGHTED_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY)
 # Box questions are read with the weighted estimator too, once their kind has this many counted votes in all: a
 # record long enough that an always-yes voter's "yes" is known to carry nothing (under a hostile crowd the prior
