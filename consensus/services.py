@@ -49,11 +49,12 @@ NO_DATA_ACCURACY = 0.9
 # The kinds the weighted estimator always decides. Box questions start from their table (the prior, then a
 # calibrated one): they exclude the box's drawers and arrive one box job at a time (docs/boxes.md).
 WEIGHTED_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY)
-# Box questions are read with the weighted estimator too, once their kind has this many counted votes in all: a
-# record long enough that an always-yes voter's "yes" is known to carry nothing (under a hostile crowd the prior
-# table's "3 more yes than no" let three spammers finish a job with instances unboxed). Before that, the table
-# (the prior) decides, so a young deployment's first box jobs move on.
-BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
+# Coverage questions are read with the weighted estimator too, once their kind has this many counted votes in
+# all: a record long enough that an always-yes voter's "yes" is known to carry nothing (under a hostile crowd the
+# prior table's "3 more yes than no" let three spammers finish a job with instances unboxed). Before that, the
+# table (the prior) decides, so a young deployment's first box jobs move on. Quality questions keep their table:
+# read with the kind-wide fit, 15 of 61 box jobs of a clean 30-image run went to review, quality undecidable.
+WEIGHTED_BOX_KINDS = (QuestionKind.BOX_COVERAGE,)
 BOX_WEIGHTED_MIN_VOTES = 200
 # A coverage question says "not every instance is boxed" once P(every instance is boxed) <= this: one honest "no"
 # is enough (the prior table: P 0.1 after one "no"), where the default 0.02 asked for two more "no" than "yes".
@@ -163,7 +164,7 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
         # Measured against per-concept fits (verify, 20% spammers, seeds 1-2): 5.74 and 6.06 votes per image
         # instead of 5.94 and 6.55, precision 1.0 either way.
         return _weighted_estimate(question)
-    if settings.estimator == Estimator.WEIGHTED and question.kind in BOX_KINDS:
+    if settings.estimator == Estimator.WEIGHTED and question.kind in WEIGHTED_BOX_KINDS:
         reliability = reliability_for(question.kind, None)
         if reliability is not None and int(reliability.n_votes.sum()) >= BOX_WEIGHTED_MIN_VOTES:
             return _weighted_estimate(question, reliability)
