@@ -56,9 +56,6 @@ WEIGHTED_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY)
 # read with the kind-wide fit, 15 of 61 box jobs of a clean 30-image run went to review, quality undecidable.
 WEIGHTED_BOX_KINDS = (QuestionKind.BOX_COVERAGE,)
 BOX_WEIGHTED_MIN_VOTES = 200
-# A coverage question says "not every instance is boxed" once P(every instance is boxed) <= this: one honest "no"
-# is enough (the prior table: P 0.1 after one "no"), where the default 0.02 asked for two more "no" than "yes".
-COVERAGE_REJECT_ERROR = 0.2
 
 
 class QuestionClosed(QueueError):
@@ -83,14 +80,9 @@ def question_text(kind: str, concept: Concept) -> str:
 
 def policy_for(settings: ConsensusSettings, kind: str) -> ThresholdPolicy:
     # Hierarchy questions favour "yes": a false "no" prunes a whole subtree (ILSVRC §3.3.3).
-    # Coverage questions favour "no": a false "every instance is boxed" loses an instance for good, a false "no"
-    # costs one more DRAW, whose drawer can answer "nothing left" (the fixed rule's 3 yes or 1 no).
-    reject_error = settings.reject_error
-    if kind == QuestionKind.BOX_COVERAGE:
-        reject_error = max(reject_error, COVERAGE_REJECT_ERROR)
     return thresholds_for_precision(
         settings.target_precision,
-        reject_error=reject_error,
+        reject_error=settings.reject_error,
         favour_yes=settings.favour_yes or kind == QuestionKind.HIERARCHY,
         cap=settings.vote_cap,
     )

@@ -280,14 +280,3 @@ def test_always_yes_voters_with_a_record_cannot_finish_a_job_on_their_own(connec
     assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
     vote_until_decided(honest, False)
     assert BoxJob.objects.get(pk=job.pk).status == "needs_draw"
-
-
-def test_a_single_no_on_coverage_queues_another_draw_while_yes_needs_three_more(connected, dataset, concept):
-    """Asymmetric: a wrong "every instance is boxed" loses an instance, a wrong "no" costs one draw."""
-    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
-    drawer, *voters = workers(8)
-    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
-    vote_until_decided(voters, True)  # quality: accepted
-    assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
-    assert answer(voters[-1], "question", {"answer": False}).state == "done"
-    assert BoxJob.objects.get(pk=job.pk).status == "needs_draw"
