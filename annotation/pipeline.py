@@ -18,7 +18,9 @@ from typing import Any, ClassVar
 # Every draw attempt (a box or a "nothing left" skip) is one round. Before a new DRAW is queued the caps are
 # checked: max_boxes accepted boxes or max_rounds rounds send the job to review instead of looping forever.
 # Each round yields at most one QUALITY and one COVERAGE question, so a job costs at most 3 * max_rounds
-# micro-tasks. A consensus that hits its own vote cap ("undecidable") also sends the job to review.
+# micro-tasks. A consensus that hits its own vote cap ("undecidable") also sends the job to review. A job a
+# coverage "yes" finished goes back to drawing (or to review) when consensus revises that "yes" to "no" (or to
+# undecidable) after voiding an unreliable worker's votes.
 #
 # A job in review comes back through a reviewer (ILSVRC Appendix E): the verdict on the undecidable QUALITY or
 # COVERAGE question arrives as that question's decision (`quality_decided` / `coverage_decided` accept a job in
@@ -406,12 +408,27 @@ def quality_undecidable(job: BoxJob, box_id: int) -> Result:
     ]
 
 
+def _finished_by_coverage(job: BoxJob) -> tuple[JobStatus, ...]:
+    """(DONE,) when a COVERAGE "yes" finished the job, else ().
+
+    Consensus may revise that verdict: when a voter turns out unreliable (gold, drawer scores) their votes are
+    voided and the question is decided again from the rest. A "yes" carried by spammers' votes that becomes
+    "no" (or undecidable) means an instance is still unboxed, so the finished job takes the revised verdict
+    and goes back to drawing (or to review) instead of losing the instance for good."""
+    last = job.history[-1].event if job.history else None
+    if job.status == JobStatus.DONE and isinstance(last, CoverageDecided) and last.all_covered:
+        return (JobStatus.DONE,)
+    return ()
+
+
 def coverage_decided(job: BoxJob, all_covered: bool) -> Result:
     """Consensus decided the COVERAGE question: finish, or queue another DRAW (caps permitting).
 
-    Also taken by a job in review because its COVERAGE was undecidable (the reviewer's verdict)."""
+    Also taken by a job in review because its COVERAGE was undecidable (the reviewer's verdict), and, as a
+    "no", by a job a COVERAGE "yes" finished when consensus revises that verdict (`_finished_by_coverage`)."""
     event = CoverageDecided(all_covered)
-    _require(job, event, JobStatus.AWAITING_COVERAGE, *_in_review_for(job, CoverageUndecidable))
+    revisable = _finished_by_coverage(job) if not all_covered else ()
+    _require(job, event, JobStatus.AWAITING_COVERAGE, *_in_review_for(job, CoverageUndecidable), *revisable)
     if not all_covered:
         return _next_draw_or_review(job, event, [])
     if not job.accepted:
@@ -426,9 +443,10 @@ def coverage_decided(job: BoxJob, all_covered: bool) -> Result:
 
 
 def coverage_undecidable(job: BoxJob) -> Result:
-    """The COVERAGE consensus reached its vote cap: a person decides."""
+    """The COVERAGE consensus reached its vote cap: a person decides. Also taken by a job a COVERAGE "yes"
+    finished when consensus revises that verdict to undecidable (`_finished_by_coverage`)."""
     event = CoverageUndecidable()
-    _require(job, event, JobStatus.AWAITING_COVERAGE)
+    _require(job, event, JobStatus.AWAITING_COVERAGE, *_finished_by_coverage(job))
     new = _move(job, event, status=JobStatus.REVIEW, coverage_exclude=())
     return new, [
         SendToReview(ReviewReason.COVERAGE_UNDECIDABLE, "no consensus on whether every instance is boxed")

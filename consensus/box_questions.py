@@ -95,8 +95,26 @@ def on_decided(event: events.QuestionDecided) -> None:
     asked = (event.question.subject or {}).get(SUBJECT_KEY)
     if asked is None:
         return  # a box question some other pipeline asked
+    if _superseded(event.question):
+        # Voided votes revised a coverage round the job has moved past (a later round exists): its verdict is
+        # about boxes since added to, and must not decide the job's current round.
+        return
     outcome = _OUTCOME[Verdict(event.decision.decision)]
     boxes.on_question_decided(questions.BinaryQuestion.from_dict(asked), outcome)
+
+
+def _superseded(question: Question) -> bool:
+    """Whether a later coverage round of the question's (dataset, concept, image) exists."""
+    if question.kind != QuestionKind.BOX_COVERAGE or question.round == 0:
+        return False
+    return Question.objects.filter(
+        dataset_id=question.dataset_id,
+        kind=QuestionKind.BOX_COVERAGE,
+        concept_id=question.concept_id,
+        image_id=question.image_id,
+        box__isnull=True,
+        round__gt=question.round,
+    ).exists()
 
 
 def shown_box_ids(subject: dict | None) -> list[int]:

@@ -46,10 +46,16 @@ CALIBRATION_PRIORITY_BOOST = 10
 # Accuracy assumed of every worker when neither a concept table nor the kind's calibration data exists (the box
 # pipeline's prior, consensus/box_questions.py): accept at 3 more yes than no, reject at 2 more no.
 NO_DATA_ACCURACY = 0.9
-# The kinds the weighted estimator decides. Box questions keep their table (the prior, then a calibrated one):
-# they exclude the box's drawers and arrive one box job at a time, which is what that table is built for
-# (docs/boxes.md); under a hostile crowd, their drawers and voters are policed by worker quality (docs/gold.md).
+# The kinds the weighted estimator always decides. Box questions start from their table (the prior, then a
+# calibrated one): they exclude the box's drawers and arrive one box job at a time (docs/boxes.md).
 WEIGHTED_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY)
+# Coverage questions are read with the weighted estimator too, once their kind has this many counted votes in
+# all: a record long enough that an always-yes voter's "yes" is known to carry nothing (under a hostile crowd the
+# prior table's "3 more yes than no" let three spammers finish a job with instances unboxed). Before that, the
+# table (the prior) decides, so a young deployment's first box jobs move on. Quality questions keep their table:
+# read with the kind-wide fit, 15 of 61 box jobs of a clean 30-image run went to review, quality undecidable.
+WEIGHTED_BOX_KINDS = (QuestionKind.BOX_COVERAGE,)
+BOX_WEIGHTED_MIN_VOTES = 200
 
 
 class QuestionClosed(QueueError):
@@ -162,6 +168,10 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
         # its workers apart), base rate from the concept (hierarchy nodes differ too much in how often they
         # are present to share one). Alternatives measured in docs/consensus.md, *Estimators*.
         return _weighted_estimate(question)
+    if settings.estimator == Estimator.WEIGHTED and question.kind in WEIGHTED_BOX_KINDS:
+        fit = fit_for(question.kind, None)
+        if fit is not None and int(fit.reliability.n_votes.sum()) >= BOX_WEIGHTED_MIN_VOTES:
+            return _weighted_estimate(question)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
     if row is None:

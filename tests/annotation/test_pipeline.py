@@ -121,6 +121,32 @@ def test_coverage_no_after_a_skip_without_boxes_asks_for_another_draw():
     assert job.status == S.NEEDS_DRAW and effects == [QueueDraw(round=2, shown_box_ids=())]
 
 
+def test_done_job_revised_to_not_covered_goes_back_to_drawing_keeping_its_boxes():
+    # Voided spammer votes turned the finishing "every instance is boxed" into "no": an instance is unboxed.
+    done = coverage_decided(accepted(box_id=7, worker=42), True)[0]
+    job, effects = coverage_decided(done, False)
+    assert job.status == S.NEEDS_DRAW and job.accepted_ids == (7,)
+    assert effects == [QueueDraw(round=2, shown_box_ids=(7,))]
+    assert replay([t.event for t in job.history]) == job
+
+
+def test_done_job_revised_to_undecidable_goes_to_review():
+    done = coverage_decided(accepted(box_id=7), True)[0]
+    job, effects = coverage_undecidable(done)
+    assert job.status == S.REVIEW and job.accepted_ids == (7,)
+    assert [e.reason for e in effects if isinstance(e, SendToReview)] == [ReviewReason.COVERAGE_UNDECIDABLE]
+
+
+def test_job_done_by_a_reviewer_does_not_take_a_revised_coverage_verdict():
+    in_review = quality_decided(drawn(new_job(max_rounds=1)[0], box_id=1), 1, False)[0]
+    done = review_decided(in_review, "close")[0]
+    assert done.status == S.DONE
+    with pytest.raises(TransitionError, match="in status done"):
+        coverage_decided(done, False)
+    with pytest.raises(TransitionError, match="in status done"):
+        coverage_undecidable(done)
+
+
 def test_quality_undecidable_sends_to_review_keeping_the_pending_box():
     job, effects = quality_undecidable(drawn(box_id=7, worker=42), 7)
     assert job.status == S.REVIEW

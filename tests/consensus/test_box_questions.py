@@ -183,3 +183,100 @@ def test_voiding_a_vote_of_a_superseded_coverage_round_does_not_reopen_it(connec
     round_1.refresh_from_db()
     assert round_1.state == QuestionState.REJECTED
     assert Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=2).state == QuestionState.OPEN
+
+
+def test_a_finished_job_whose_coverage_yes_is_voided_away_and_becomes_no_draws_again(
+    connected, dataset, concept
+):
+    """Three unreliable voters finish the job with "every instance is boxed"; their votes are voided, the
+    question reopens and honest voters say "no": the job takes the revised verdict and queues a draw."""
+    from consensus.models import Vote
+    from consensus.voiding import votes_void
+
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, *voters = workers(10)
+    spammers, honest = voters[:3], voters[3:]
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(honest, True)  # quality: accepted
+    vote_until_decided(spammers, True)  # coverage round 1: a wrong "yes"
+    assert BoxJob.objects.get(pk=job.pk).status == "done"
+    coverage = Question.objects.get(kind=QuestionKind.BOX_COVERAGE)
+    spam = Vote.objects.filter(question=coverage, worker__in=spammers).values_list("pk", flat=True)
+    votes_void(votes=list(spam), reason="blocked")
+    vote_until_decided(honest, False)
+    coverage.refresh_from_db()
+    assert coverage.state == QuestionState.REJECTED
+    assert BoxJob.objects.get(pk=job.pk).status == "needs_draw"
+    assert Task.objects.filter(kind=boxes.DRAW_KIND, state="open").count() == 1
+
+
+def test_a_revised_verdict_of_a_superseded_coverage_round_does_not_move_the_job(connected, dataset, concept):
+    """Round 1 said "no" and round 2 is open; voiding round 1's "no" votes turns it into a "yes". That verdict is
+    about boxes the job has moved past, so round 2 stays the job's open question."""
+    from consensus.models import Vote
+    from consensus.voiding import votes_void
+
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    first, second, *voters = workers(14)
+    answer(first, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(voters, True)  # quality: accepted
+    yes_voters, no_voters = voters[:2], voters[2:]
+    for voter in yes_voters:  # round 1: 2 yes, then "no" until rejected
+        assert answer(voter, "question", {"answer": True}).state == "open"
+    vote_until_decided(no_voters, False)
+    round_1 = Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=1)
+    assert round_1.state == QuestionState.REJECTED
+    answer(second, boxes.DRAW_KIND, {"box": [200, 200, 300, 300]})
+    vote_until_decided(voters, True)  # quality of the second box: round 2 opens
+    answer(voters[-1], "question", {"answer": True})  # one yes for round 2
+    extra_yes = next(v for v in voters if not Vote.objects.filter(question=round_1, worker=v).exists())
+    with transaction.atomic():
+        Vote.objects.create(question=round_1, worker=extra_yes, answer=True)
+        Question.objects.filter(pk=round_1.pk).update(yes_count=3)
+    votes_void(
+        votes=list(Vote.objects.filter(question=round_1, answer=False).values_list("pk", flat=True)),
+        reason="blocked",
+    )
+    round_1.refresh_from_db()
+    assert round_1.state == QuestionState.ACCEPTED  # revised
+    assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
+    assert Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=2).state == QuestionState.OPEN
+
+
+def _coverage_record(dataset, concept, always_yes, honest, n_questions=30):
+    """Decided coverage questions of other images: the always-yes voters said "yes" to every one, the honest
+    voters told the truth (every other one had an instance left unboxed)."""
+    from consensus.models import Vote
+
+    for i in range(n_questions):
+        covered = i % 2 == 0
+        question = Question.objects.create(
+            kind=QuestionKind.BOX_COVERAGE,
+            dataset=dataset,
+            concept=concept,
+            image=image(dataset),
+            round=1,
+            state=QuestionState.ACCEPTED if covered else QuestionState.REJECTED,
+        )
+        votes = [(w, True) for w in always_yes] + [(w, covered) for w in honest]
+        Vote.objects.bulk_create(Vote(question=question, worker=w, answer=a) for w, a in votes)
+        Question.objects.filter(pk=question.pk).update(
+            yes_count=sum(a for _, a in votes), no_count=sum(not a for _, a in votes)
+        )
+
+
+def test_always_yes_voters_with_a_record_cannot_finish_a_job_on_their_own(connected, dataset, concept):
+    """Three voters who said "yes" to every coverage question, right or wrong, answer "yes": under the prior
+    table that was enough to finish the job with instances unboxed; weighed by their record it says nothing,
+    and the honest voters' "no" queues another draw."""
+    drawer, *voters = workers(11)
+    always_yes, honest = voters[:3], voters[3:]
+    _coverage_record(dataset, concept, always_yes, honest)
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(honest, True)  # quality: accepted
+    for voter in always_yes:
+        answer(voter, "question", {"answer": True})
+    assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
+    vote_until_decided(honest, False)
+    assert BoxJob.objects.get(pk=job.pk).status == "needs_draw"
