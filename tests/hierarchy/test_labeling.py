@@ -351,3 +351,34 @@ def test_a_verdict_changed_after_the_labeling_moved_on_reanswers_the_labeling(
     decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
     labeling.refresh_from_db()
     assert labeling.pending_node == PERSON
+
+
+@pytest.mark.django_db
+def test_a_leaf_yes_from_algorithm_1_needs_more_evidence_than_a_plain_verification_yes(
+    dataset, tiny_hierarchy, images
+):
+    """Sibling leaves (cat / dog) are confused by honest workers on the same image, so their errors are not
+    independent and the posterior of a leaf "yes" overstates it: a leaf of Algorithm 1 is accepted only at
+    LEAF_TARGET_PRECISION, while the same votes accept a plain verification question."""
+    from consensus.models import ConsensusSettings, Estimator, Question, QuestionState
+    from consensus.services import _decide
+    from consensus.stopping import Decision
+    from hierarchy.asking import LEAF_TARGET_PRECISION
+
+    settings = ConsensusSettings.for_dataset(dataset.pk)
+    settings.estimator = Estimator.DYNAMIC  # no table, no data: every vote read at the assumed accuracy
+    settings.save()
+    assert LEAF_TARGET_PRECISION > settings.target_precision
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    decide(Question.objects.get(concept__wnid="q:animal"), "reject")
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
+    leaf = Question.objects.get(concept__wnid=PERSON)
+    plain = Question.objects.create(
+        kind="image_verify", dataset=dataset, concept=leaf.concept, image=images[1], state=QuestionState.OPEN
+    )
+    for question in (leaf, plain):
+        question.yes_count, question.no_count = 3, 0
+    assert _decide(plain, settings)[0] == Decision.ACCEPT
+    assert _decide(leaf, settings)[0] == Decision.ASK_MORE
+    leaf.yes_count = 4
+    assert _decide(leaf, settings)[0] == Decision.ACCEPT
