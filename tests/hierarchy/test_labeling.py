@@ -382,3 +382,31 @@ def test_a_leaf_yes_from_algorithm_1_needs_more_evidence_than_a_plain_verificati
     assert _decide(leaf, settings)[0] == Decision.ASK_MORE
     leaf.yes_count = 4
     assert _decide(leaf, settings)[0] == Decision.ACCEPT
+
+
+@pytest.mark.django_db
+def test_a_no_on_a_high_level_question_needs_more_evidence_than_its_favour_yes_default(
+    dataset, tiny_hierarchy, images
+):
+    """A wrong "no" on a high-level question loses every present leaf below it, unasked (the costliest error of
+    Algorithm 1): its reject threshold is HIGH_LEVEL_REJECT_ERROR, stricter than the favour-yes 1 - target."""
+    from consensus.models import ConsensusSettings, Estimator, Question, QuestionState
+    from consensus.services import _decide
+    from consensus.stopping import Decision
+    from hierarchy.asking import HIGH_LEVEL_REJECT_ERROR
+
+    settings = ConsensusSettings.for_dataset(dataset.pk)
+    settings.estimator = Estimator.DYNAMIC  # no table, no data: every vote read at the assumed accuracy
+    settings.save()
+    assert HIGH_LEVEL_REJECT_ERROR < 1 - settings.target_precision
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    upper = Question.objects.get(concept__wnid="q:animal")
+    plain = Question.objects.create(
+        kind="hierarchy", dataset=dataset, concept=upper.concept, image=images[1], state=QuestionState.OPEN
+    )
+    for question in (upper, plain):
+        question.yes_count, question.no_count = 0, 3
+    assert _decide(plain, settings)[0] == Decision.REJECT
+    assert _decide(upper, settings)[0] == Decision.ASK_MORE
+    upper.no_count = 4
+    assert _decide(upper, settings)[0] == Decision.REJECT
