@@ -410,3 +410,33 @@ def test_a_no_on_a_high_level_question_needs_more_evidence_than_its_favour_yes_d
     assert _decide(upper, settings)[0] == Decision.ASK_MORE
     upper.no_count = 4
     assert _decide(upper, settings)[0] == Decision.REJECT
+
+
+@pytest.mark.django_db
+def test_a_leaf_no_from_algorithm_1_needs_more_evidence_than_a_plain_verification_no(
+    dataset, tiny_hierarchy, images
+):
+    """A leaf "no" is the image's final absence: verification's reject error (2% of rejects may be positives)
+    over ~4 rejected leaves per image would cost ~3% recall alone, so a leaf rejects at LEAF_REJECT_ERROR."""
+    from consensus.models import ConsensusSettings, Estimator, Question, QuestionState
+    from consensus.services import _decide
+    from consensus.stopping import Decision
+    from hierarchy.asking import LEAF_REJECT_ERROR
+
+    settings = ConsensusSettings.for_dataset(dataset.pk)
+    settings.estimator = Estimator.DYNAMIC  # no table, no data: every vote read at the assumed accuracy
+    settings.save()
+    assert LEAF_REJECT_ERROR < settings.reject_error
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    decide(Question.objects.get(concept__wnid="q:animal"), "reject")
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
+    leaf = Question.objects.get(concept__wnid=PERSON)
+    plain = Question.objects.create(
+        kind="image_verify", dataset=dataset, concept=leaf.concept, image=images[1], state=QuestionState.OPEN
+    )
+    for question in (leaf, plain):
+        question.yes_count, question.no_count = 0, 2
+    assert _decide(plain, settings)[0] == Decision.REJECT
+    assert _decide(leaf, settings)[0] == Decision.ASK_MORE
+    leaf.no_count = 3
+    assert _decide(leaf, settings)[0] == Decision.REJECT
