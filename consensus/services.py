@@ -72,24 +72,20 @@ def question_text(kind: str, concept: Concept) -> str:
 # --- policy and estimators ---------------------------------------------------------------------------------
 
 
-# A pipeline may ask for stricter thresholds on its own questions through these subject keys (never looser than
-# the dataset's): Algorithm 1 does, for leaves (a "yes" confused with a sibling's) and for high-level questions
-# (a "no" loses every leaf below).
+# A pipeline may ask for a stricter accept threshold on its own questions through this subject key (never a
+# looser one than the dataset's): Algorithm 1 does for leaves, whose "yes" is confused with a sibling's.
 TARGET_PRECISION_KEY = "target_precision"
-REJECT_ERROR_KEY = "reject_error"
 
 
 def policy_for(settings: ConsensusSettings, kind: str, subject: dict | None = None) -> ThresholdPolicy:
-    subject = subject or {}
-    target, reject_error = settings.target_precision, settings.reject_error
-    if subject.get(TARGET_PRECISION_KEY) is not None:
-        target = max(target, float(subject[TARGET_PRECISION_KEY]))
-    if subject.get(REJECT_ERROR_KEY) is not None:
-        reject_error = min(reject_error, float(subject[REJECT_ERROR_KEY]))
+    target = settings.target_precision
+    wanted = (subject or {}).get(TARGET_PRECISION_KEY)
+    if wanted is not None:
+        target = max(target, float(wanted))
     # Hierarchy questions favour "yes": a false "no" prunes a whole subtree (ILSVRC §3.3.3).
     return thresholds_for_precision(
         target,
-        reject_error=reject_error,
+        reject_error=settings.reject_error,
         favour_yes=settings.favour_yes or kind == QuestionKind.HIERARCHY,
         cap=settings.vote_cap,
     )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from annotation.models import Dataset, Image, Task
 from consensus import events as consensus_events
 from consensus.models import Question, QuestionKind, QuestionState
-from consensus.services import REJECT_ERROR_KEY, TARGET_PRECISION_KEY, Target, questions_create
+from consensus.services import TARGET_PRECISION_KEY, Target, questions_create
 
 from .graph import HierarchyGraph, graph_for
 from .models import ImageLabeling, LabelingStatus, QuestionEngine
@@ -31,15 +31,6 @@ ANSWERED = (QuestionState.ACCEPTED, QuestionState.REJECTED)
 # "yes" overstates it. In the hostile seed-1 run every wrong leaf "yes" was such a sibling, accepted at
 # P 0.995-0.9985 on 4 to 11 votes; asking one more vote of a leaf about to be accepted costs ~1.6 votes per image.
 LEAF_TARGET_PRECISION = 0.9995
-# The reject threshold of a high-level question, stricter than favour-yes's 1 - target (0.003): a wrong "no" there
-# loses every present leaf below it unasked. In the seed-1 runs the leaves lost to an upper "no" came from
-# q:pet at 0 yes / 4 no (P 0.0028, hostile) and q:furniture at 1 / 3 (P 0.0022, clean); ~2.4 rejects per image
-# each need about one more vote.
-HIGH_LEVEL_REJECT_ERROR = 0.0005
-# The reject threshold of a leaf question. A leaf "no" is the image's final absence of the class, and
-# verification's reject error (0.02: up to 2% of rejects may be positives) over ~4 rejected leaves per image
-# costs ~3% recall on its own: the hostile seed-2 run lost 6 leaves to leaf rejects, 4 of them at P 0.016-0.027.
-LEAF_REJECT_ERROR = 0.005
 
 
 def questions_open(
@@ -65,9 +56,6 @@ def _subject(graph: HierarchyGraph, labeling: ImageLabeling, node_id: str) -> di
     }
     if graph.nodes[node_id].leaf:
         subject[TARGET_PRECISION_KEY] = LEAF_TARGET_PRECISION
-        subject[REJECT_ERROR_KEY] = LEAF_REJECT_ERROR
-    else:
-        subject[REJECT_ERROR_KEY] = HIGH_LEVEL_REJECT_ERROR
     return subject
 
 
