@@ -179,7 +179,9 @@ def _decide(question: Question, settings: ConsensusSettings) -> tuple[Decision, 
     p = float("nan") if estimate.p is None else estimate.p
     decision = Decision.from_code(int(policy.decide_probability(p, question.n_votes)))
     if decision == Decision.REVIEW:
-        decision = settle_at_cap(p, decided_so_far(question), policy)
+        # A stricter bar a pipeline asked for (subject) buys more votes; at the cap none can come, so the
+        # question is settled against the dataset's own guarantee.
+        decision = settle_at_cap(p, decided_so_far(question), policy_for(settings, question.kind))
     return decision, estimate
 
 

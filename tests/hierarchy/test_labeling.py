@@ -382,3 +382,25 @@ def test_a_leaf_yes_from_algorithm_1_needs_more_evidence_than_a_plain_verificati
     assert _decide(leaf, settings)[0] == Decision.ASK_MORE
     leaf.yes_count = 4
     assert _decide(leaf, settings)[0] == Decision.ACCEPT
+
+
+@pytest.mark.django_db
+def test_a_leaf_at_the_vote_cap_settles_against_the_datasets_target_not_the_stricter_leaf_bar(
+    dataset, tiny_hierarchy, images
+):
+    """The leaf bar asks for more votes; at the cap none can come, so a leaf as sure as the dataset's target is
+    settled rather than left in review (where its image waits for a reviewer: hostile seed 3, 8 yes / 4 no)."""
+    from consensus.models import ConsensusSettings, Estimator, Question
+    from consensus.services import _decide
+    from consensus.stopping import Decision
+
+    settings = ConsensusSettings.for_dataset(dataset.pk)
+    settings.estimator = Estimator.DYNAMIC
+    settings.vote_cap = settings.calibration_votes = 3
+    settings.save()
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    decide(Question.objects.get(concept__wnid="q:animal"), "reject")
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
+    leaf = Question.objects.get(concept__wnid=PERSON)
+    leaf.yes_count, leaf.no_count = 3, 0  # P 0.9986 under the assumed accuracy: past 0.997, short of 0.9995
+    assert _decide(leaf, settings)[0] == Decision.ACCEPT
