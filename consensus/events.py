@@ -46,3 +46,28 @@ def unsubscribe(kind: str, handler: Handler) -> None:
 def announce(event: QuestionDecided) -> None:
     for handler in [*_handlers.get(event.question.kind, ()), *_handlers.get(ANY_KIND, ())]:
         handler(event)
+
+
+@dataclass(frozen=True)
+class QuestionReopened:
+    """A decided question is collecting votes again: voided votes (a worker found unreliable) no longer decide
+    it. Whoever acted on its verdict must stop resting on it; its next decision is announced as usual."""
+
+    question: Question
+
+
+ReopenHandler = Callable[[QuestionReopened], None]
+_reopen_handlers: dict[str, list[ReopenHandler]] = {}
+
+
+def subscribe_reopened(kind: str, handler: ReopenHandler) -> ReopenHandler:
+    """Call `handler` whenever a question of `kind` is reopened (idempotent, like `subscribe`)."""
+    handlers = _reopen_handlers.setdefault(kind, [])
+    if handler not in handlers:
+        handlers.append(handler)
+    return handler
+
+
+def announce_reopened(event: QuestionReopened) -> None:
+    for handler in [*_reopen_handlers.get(event.question.kind, ()), *_reopen_handlers.get(ANY_KIND, ())]:
+        handler(event)

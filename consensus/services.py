@@ -78,10 +78,19 @@ def question_text(kind: str, concept: Concept) -> str:
 # --- policy and estimators ---------------------------------------------------------------------------------
 
 
-def policy_for(settings: ConsensusSettings, kind: str) -> ThresholdPolicy:
+# A pipeline may ask for a stricter accept threshold on its own questions through this subject key (never a
+# looser one than the dataset's): Algorithm 1 does for leaves, whose "yes" is confused with a sibling's.
+TARGET_PRECISION_KEY = "target_precision"
+
+
+def policy_for(settings: ConsensusSettings, kind: str, subject: dict | None = None) -> ThresholdPolicy:
+    target = settings.target_precision
+    wanted = (subject or {}).get(TARGET_PRECISION_KEY)
+    if wanted is not None:
+        target = max(target, float(wanted))
     # Hierarchy questions favour "yes": a false "no" prunes a whole subtree (ILSVRC §3.3.3).
     return thresholds_for_precision(
-        settings.target_precision,
+        target,
         reject_error=settings.reject_error,
         favour_yes=settings.favour_yes or kind == QuestionKind.HIERARCHY,
         cap=settings.vote_cap,
@@ -188,11 +197,13 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
 
 def _decide(question: Question, settings: ConsensusSettings) -> tuple[Decision, Estimate]:
     estimate = _estimate(question, settings)
-    policy = policy_for(settings, question.kind)
+    policy = policy_for(settings, question.kind, question.subject)
     p = float("nan") if estimate.p is None else estimate.p
     decision = Decision.from_code(int(policy.decide_probability(p, question.n_votes)))
     if decision == Decision.REVIEW:
-        decision = settle_at_cap(p, decided_so_far(question), policy)
+        # A stricter bar a pipeline asked for (subject) buys more votes; at the cap none can come, so the
+        # question is settled against the dataset's own guarantee.
+        decision = settle_at_cap(p, decided_so_far(question), policy_for(settings, question.kind))
     return decision, estimate
 
 

@@ -15,6 +15,7 @@ from django.db.models import Count, Q
 
 from annotation.models import Task, TaskState
 
+from . import events
 from .final_labels import question_final_label
 from .models import (
     DECIDED_STATES,
@@ -131,6 +132,7 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
     if task is not None:
         task.state, task.result, task.lease_expires_at = TaskState.OPEN, None, None
     question_final_label(question)  # a reopened question no longer decides its image's label
+    events.announce_reopened(events.QuestionReopened(question=question))  # e.g. Algorithm 1 rewinds
     report.reopened.append(question.pk)
 
 

@@ -206,6 +206,71 @@ def labeling_answer(
         return labeling
 
 
+def labeling_rewind(
+    *,
+    labeling_id: int,
+    node_id: str,
+    present: bool | None,
+    yes_votes: int = 0,
+    no_votes: int = 0,
+    task=None,
+) -> ImageLabeling:
+    """The question of `node_id`, whose answer this labeling already used, no longer stands: votes were voided
+    (a worker found unreliable) and it was reopened (`present` None) or re-decided (`present`). Algorithm 1 is
+    rewound to that question: its answer and every answer after it are dropped, a finished image is running
+    again and its leaf labels and multi-label verdicts are withdrawn, and the question is pending again; a
+    re-decided question is answered at once. The questions dropped after it keep their decisions and answer at
+    once when asked again. Nothing happens when the labeling never used the node or already holds `present`.
+
+    Called by the question engine inside its transaction, like `labeling_answer`."""
+    with transaction.atomic():
+        labeling = ImageLabeling.objects.select_for_update().get(pk=labeling_id)
+        asked = [(str(item["node"]), bool(item["present"])) for item in labeling.state.get("answers", [])]
+        index = next((i for i, (node, _) in enumerate(asked) if node == node_id), None)
+        if index is None or asked[index][1] == present:
+            return labeling
+        graph = graph_for(labeling.hierarchy_id, labeling.state.get("dag"))
+        state = start(graph.dag)
+        for node, answered in asked[:index]:
+            state = algorithm_answer(state, node, answered)
+        LabelingAnswer.objects.filter(
+            labeling=labeling, node__node_id__in=[node for node, _ in asked[index:]]
+        ).delete()
+        if labeling.status == LabelingStatus.DONE:
+            _withdraw(labeling, graph)
+        labeling.state = state.to_dict()
+        labeling.questions_asked = index
+        labeling.pending_node = node_id
+        labeling.status = LabelingStatus.RUNNING
+        labeling.finished_at = None
+        labeling.save(update_fields=["state", "questions_asked", "pending_node", "status", "finished_at"])
+        if present is None:
+            return labeling  # the reopened question's next decision answers it (hierarchy/asking.py)
+        return labeling_answer(
+            labeling_id=labeling.pk,
+            node_id=node_id,
+            present=present,
+            yes_votes=yes_votes,
+            no_votes=no_votes,
+            task=task,
+        )
+
+
+def _withdraw(labeling: ImageLabeling, graph: HierarchyGraph) -> None:
+    """Take back what a finished labeling stored: its leaf labels and its multi-label verdicts. Box jobs it
+    started stay; the finish after the rewind announces the present leaves again (idempotently)."""
+    leaves = list(labeling.leaf_labels.values_list("concept_id", flat=True))
+    labeling.leaf_labels.all().delete()
+    final_labels_record(
+        dataset_id=labeling.dataset_id,
+        source=MULTILABEL,
+        verdicts=[
+            LabelVerdict(image_id=labeling.image_id, concept_id=concept_id, present=None)
+            for concept_id in leaves
+        ],
+    )
+
+
 def _finish(labeling: ImageLabeling, graph: HierarchyGraph, state: LabelingState) -> None:
     labels = leaf_labels(state)
     LeafLabel.objects.bulk_create(

@@ -275,3 +275,132 @@ def test_a_question_in_review_answers_a_new_labeling_only_once_the_reviewer_deci
     review_verdict(earlier, accept=True)
     labeling.refresh_from_db()
     assert dict(labeling.answers.values_list("node__node_id", "present")) == {"q:animal": True}
+
+
+def no_votes_on(question, n: int) -> list[int]:
+    """`n` workers' "no" on the question, counted on it (what the queue records before the rule decides)."""
+    from consensus.models import Vote
+
+    workers = [factories.user_with_roles(f"voter-{question.pk}-{i}", ("workers",)).worker for i in range(n)]
+    votes = [Vote.objects.create(question=question, worker=w, answer=False) for w in workers]
+    question.no_count = n
+    question.save(update_fields=["no_count"])
+    return [v.pk for v in votes]
+
+
+@pytest.mark.django_db
+def test_a_no_reopened_by_voided_votes_rewinds_the_finished_image_and_its_new_yes_finds_the_leaf(
+    dataset, tiny_hierarchy, images
+):
+    """A spammer's "no" on a high-level question pruned the dog; once gold finds the spammer and their votes are
+    voided the question is open again: the image must wait for it again, not keep the pruned labels."""
+    from annotation.models import FinalLabel
+    from consensus.models import Question, QuestionState
+    from consensus.voiding import votes_void
+
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    animal = Question.objects.get(concept__wnid="q:animal")
+    spam = no_votes_on(animal, 3)
+    decide(animal, "reject")
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
+    decide(Question.objects.get(concept__wnid=PERSON), "reject")
+    labeling.refresh_from_db()
+    assert labeling.status == LabelingStatus.DONE
+    assert not labeling.leaf_labels.filter(present=True).exists()
+    dog = Concept.objects.get(wnid=DOG)
+    assert FinalLabel.objects.get(image=images[0], concept=dog).present is False
+
+    report = votes_void(votes=spam, reason="failed gold")
+    assert report.reopened == [animal.pk]
+    labeling.refresh_from_db()
+    assert labeling.status == LabelingStatus.RUNNING and labeling.pending_node == "q:animal"
+    assert not labeling.leaf_labels.exists(), "labels resting on the voided answer are withdrawn"
+    assert not FinalLabel.objects.filter(image=images[0], concept=dog, present=False).exists()
+
+    animal.refresh_from_db()
+    assert animal.state == QuestionState.OPEN
+    decide(animal, "accept")  # honest votes come in
+    decide(Question.objects.get(concept__wnid="q:pet"), "accept")
+    decide(Question.objects.get(concept__wnid=DOG), "accept")
+    decide(Question.objects.get(concept__wnid=CAT), "reject")
+    labeling.refresh_from_db()
+    assert labeling.status == LabelingStatus.DONE
+    assert {ll.concept.wnid for ll in labeling.leaf_labels.filter(present=True)} == {DOG}
+    assert FinalLabel.objects.get(image=images[0], concept=dog).present is True
+    # The questions decided after the reopened one were reused, not asked again.
+    assert Question.objects.filter(concept__wnid="q:vehicle").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_verdict_changed_after_the_labeling_moved_on_reanswers_the_labeling(
+    dataset, tiny_hierarchy, images
+):
+    from consensus.models import Question
+
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    labeling = ImageLabeling.objects.get()
+    animal = Question.objects.get(concept__wnid="q:animal")
+    decide(animal, "reject")
+    labeling.refresh_from_db()
+    assert labeling.pending_node == "q:vehicle"
+    decide(animal, "accept")  # re-decided once a voter's votes were voided
+    labeling.refresh_from_db()
+    assert dict(labeling.answers.values_list("node__node_id", "present")) == {"q:animal": True}
+    assert labeling.pending_node == "q:vehicle"
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
+    labeling.refresh_from_db()
+    assert labeling.pending_node == PERSON
+
+
+@pytest.mark.django_db
+def test_a_leaf_yes_from_algorithm_1_needs_more_evidence_than_a_plain_verification_yes(
+    dataset, tiny_hierarchy, images
+):
+    """Sibling leaves (cat / dog) are confused by honest workers on the same image, so their errors are not
+    independent and the posterior of a leaf "yes" overstates it: a leaf of Algorithm 1 is accepted only at
+    LEAF_TARGET_PRECISION, while the same votes accept a plain verification question."""
+    from consensus.models import ConsensusSettings, Estimator, Question, QuestionState
+    from consensus.services import _decide
+    from consensus.stopping import Decision
+    from hierarchy.asking import LEAF_TARGET_PRECISION
+
+    settings = ConsensusSettings.for_dataset(dataset.pk)
+    settings.estimator = Estimator.DYNAMIC  # no table, no data: every vote read at the assumed accuracy
+    settings.save()
+    assert LEAF_TARGET_PRECISION > settings.target_precision
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    decide(Question.objects.get(concept__wnid="q:animal"), "reject")
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
+    leaf = Question.objects.get(concept__wnid=PERSON)
+    plain = Question.objects.create(
+        kind="image_verify", dataset=dataset, concept=leaf.concept, image=images[1], state=QuestionState.OPEN
+    )
+    for question in (leaf, plain):
+        question.yes_count, question.no_count = 3, 0
+    assert _decide(plain, settings)[0] == Decision.ACCEPT
+    assert _decide(leaf, settings)[0] == Decision.ASK_MORE
+    leaf.yes_count = 4
+    assert _decide(leaf, settings)[0] == Decision.ACCEPT
+
+
+@pytest.mark.django_db
+def test_a_leaf_at_the_vote_cap_settles_against_the_datasets_target_not_the_stricter_leaf_bar(
+    dataset, tiny_hierarchy, images
+):
+    """The leaf bar asks for more votes; at the cap none can come, so a leaf as sure as the dataset's target is
+    settled rather than left in review (where its image waits for a reviewer: hostile seed 3, 8 yes / 4 no)."""
+    from consensus.models import ConsensusSettings, Estimator, Question
+    from consensus.services import _decide
+    from consensus.stopping import Decision
+
+    settings = ConsensusSettings.for_dataset(dataset.pk)
+    settings.estimator = Estimator.DYNAMIC
+    settings.vote_cap = settings.calibration_votes = 3
+    settings.save()
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    decide(Question.objects.get(concept__wnid="q:animal"), "reject")
+    decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
+    leaf = Question.objects.get(concept__wnid=PERSON)
+    leaf.yes_count, leaf.no_count = 3, 0  # P 0.9986 under the assumed accuracy: past 0.997, short of 0.9995
+    assert _decide(leaf, settings)[0] == Decision.ACCEPT
