@@ -32,49 +32,32 @@ logger = logging.getLogger(__name__)
 
 DRAW_KIND = "box_draw"
 
-# Subscribers told about a job sent to review: fn(job, reason, detail). A review app registers one at ready();
-# until then the job simply rests in status "review" for an organizer to find.
-_review_hooks: list[Callable[[BoxJob, str, str], None]] = []
+
+class Hooks(list):
+    """Subscribers of one box-pipeline event, called in list order inside the transaction that caused it."""
+
+    def register(self, hook: Callable) -> None:
+        if hook not in self:
+            self.append(hook)
+
+    def unregister(self, hook: Callable) -> None:
+        if hook in self:
+            self.remove(hook)
 
 
-def review_hook_register(hook: Callable[[BoxJob, str, str], None]) -> None:
-    if hook not in _review_hooks:
-        _review_hooks.append(hook)
+# A job sent to review: fn(job, reason, detail). A review app registers one at ready(); until then the job simply
+# rests in status "review" for an organizer to find.
+_review_hooks = Hooks()
+review_hook_register, review_hook_unregister = _review_hooks.register, _review_hooks.unregister
 
+# Boxes of a job were accepted: fn(job, box_ids) (the review app schedules its overlap scan with it).
+_accepted_hooks = Hooks()
+accepted_hook_register, accepted_hook_unregister = _accepted_hooks.register, _accepted_hooks.unregister
 
-def review_hook_unregister(hook: Callable[[BoxJob, str, str], None]) -> None:
-    if hook in _review_hooks:
-        _review_hooks.remove(hook)
-
-
-# Subscribers told that boxes of a job were accepted: fn(job, box_ids), in the accepting transaction (the review
-# app schedules its overlap scan with it).
-_accepted_hooks: list[Callable[[BoxJob, list[int]], None]] = []
-
-
-def accepted_hook_register(hook: Callable[[BoxJob, list[int]], None]) -> None:
-    if hook not in _accepted_hooks:
-        _accepted_hooks.append(hook)
-
-
-def accepted_hook_unregister(hook: Callable[[BoxJob, list[int]], None]) -> None:
-    if hook in _accepted_hooks:
-        _accepted_hooks.remove(hook)
-
-
-# Subscribers told the quality question's verdict on a drawn box: fn(box_id, accepted), in the transaction that
-# applied it. Gold registers one to score drawers (a rejected box counts against its drawer).
-_verdict_hooks: list[Callable[[int, bool], None]] = []
-
-
-def verdict_hook_register(hook: Callable[[int, bool], None]) -> None:
-    if hook not in _verdict_hooks:
-        _verdict_hooks.append(hook)
-
-
-def verdict_hook_unregister(hook: Callable[[int, bool], None]) -> None:
-    if hook in _verdict_hooks:
-        _verdict_hooks.remove(hook)
+# The quality question's verdict on a drawn box: fn(box_id, accepted). Gold registers one to score drawers (a
+# rejected box counts against its drawer).
+_verdict_hooks = Hooks()
+verdict_hook_register, verdict_hook_unregister = _verdict_hooks.register, _verdict_hooks.unregister
 
 
 # --- starting jobs ------------------------------------------------------------------------------------------
