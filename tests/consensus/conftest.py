@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Image
+from consensus.models import ConsensusSettings
 from tests import factories
 
 
@@ -29,3 +30,16 @@ def make_images(dataset, n: int) -> list[Image]:
 
 def make_workers(n: int, prefix: str = "w"):
     return [factories.user_with_roles(f"{prefix}{i}", ("workers",)).worker for i in range(n)]
+
+
+def small_settings(dataset, calibration_votes: int = 5, **kw) -> ConsensusSettings:
+    """Consensus settings small enough for a test crowd: batches of 4 calibration questions, cap 8, dynamic."""
+    defaults = dict(
+        calibration_min=4,
+        calibration_max=4,
+        calibration_votes=calibration_votes,
+        vote_cap=8,
+        estimator="dynamic",
+    )
+    defaults.update(kw)
+    return ConsensusSettings.objects.create(dataset=dataset, **defaults)

@@ -11,7 +11,6 @@ from consensus import services
 from consensus.calibration import build_table, prior_table
 from consensus.models import (
     CalibrationTable,
-    ConsensusSettings,
     Question,
     QuestionKind,
     QuestionRole,
@@ -20,16 +19,13 @@ from consensus.models import (
 from tests import factories
 
 from .conftest import make_images, make_workers
+from .conftest import small_settings as _small_settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def small_settings(dataset, **kw):
-    defaults = dict(
-        calibration_min=4, calibration_max=4, calibration_votes=3, vote_cap=8, estimator="dynamic"
-    )
-    defaults.update(kw)
-    return ConsensusSettings.objects.create(dataset=dataset, **defaults)
+    return _small_settings(dataset, **{"calibration_votes": 3, **kw})
 
 
 def answer_until_closed(question: Question, workers, answer: bool) -> Question:

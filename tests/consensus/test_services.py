@@ -10,7 +10,6 @@ from annotation.models import Box, Task, TaskState
 from consensus import events, services
 from consensus.models import (
     CalibrationTable,
-    ConsensusSettings,
     Question,
     QuestionDecision,
     QuestionKind,
@@ -20,18 +19,10 @@ from consensus.models import (
 )
 from tests import factories
 
-from .conftest import make_images, make_workers
+from .conftest import make_images, make_workers, small_settings
 
 # on_commit callbacks (the calibration rebuild) only run when the test's transactions really commit.
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def small_settings(dataset, **kw):
-    defaults = dict(
-        calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8, estimator="dynamic"
-    )
-    defaults.update(kw)
-    return ConsensusSettings.objects.create(dataset=dataset, **defaults)
 
 
 def vote_through_queue(worker, answer: bool):

@@ -67,26 +67,7 @@ def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
     assert majority["precision"] is None or 0.0 <= majority["precision"] <= 1.0
 
 
-def test_compare_crowds_runs_the_hostile_and_the_clean_crowd_on_one_seed():
-    out = io.StringIO()
-    call_command(
-        "simulate",
-        scenario="verify",
-        images=12,
-        workers=8,
-        synsets=3,
-        seed=2,
-        image_size="64x64",
-        compare_crowds=True,
-        stdout=out,
-        no_progress=True,
-    )
-    both = json.loads(out.getvalue())
-    assert [both[name]["crowd"] for name in ("hostile", "clean")] == ["hostile", "clean"]
-    assert both["hostile"]["seed"] == both["clean"]["seed"] == 2
-
-
-def test_compare_crowds_runs_each_crowd_on_a_fresh_database_and_prints_the_worker_seconds_ratio():
+def test_compare_crowds_runs_both_crowds_on_one_seed_each_on_a_fresh_database_and_prints_the_ratio():
     from annotation.models import Dataset
 
     out = io.StringIO()
@@ -103,6 +84,8 @@ def test_compare_crowds_runs_each_crowd_on_a_fresh_database_and_prints_the_worke
         no_progress=True,
     )
     both = json.loads(out.getvalue())
+    assert [both[name]["crowd"] for name in ("hostile", "clean")] == ["hostile", "clean"]
+    assert both["hostile"]["seed"] == both["clean"]["seed"] == 3
     assert not Dataset.objects.exists(), "both crowds ran in databases of their own, not this one"
     hostile, clean = (both[n]["worker_seconds_per_image"] for n in ("hostile", "clean"))
     assert both["worker_seconds_ratio"] == round(hostile / clean, 3)
