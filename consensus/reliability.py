@@ -5,12 +5,23 @@ P(no | negative); items are latent positives or negatives. Gold answers are anch
 Each worker's rates get a Beta prior centred on the crowd's pooled rates (empirical Bayes), so a newcomer counts
 like an average voter and a proven worker's vote moves P more. Everything is vectorized with bincount so a
 million votes fit in about a second.
+
+Hard items. Dawid-Skene assumes a worker errs as often on every item. Crowds do not: on some items honest
+workers split (a Burmese cat that looks Siamese, a seal beside a sea otter, an object a few pixels wide), and
+their errors there are shared, not independent, so a 6-yes / 4-no split among good workers reads as near
+certainty (P 0.998) where it is closer to a coin. `fit_item_difficulty` adds a second kind of item to the
+model: with probability `hard_share` an item is hard, and on it every worker's rates are pulled towards 0.5
+(`hard_strength`: the share of a worker's edge over chance left on a hard item). Both are fitted by maximum
+likelihood over the kind's votes (EM for the share, a grid for the strength). The posterior of an item then
+mixes both kinds: unanimous votes still come out near certain (the hard kind explains them badly), a split
+among good workers comes out unsure and asks for more votes or a person. This is the item-difficulty idea of
+Whitehill et al. (2009, GLAD) in the smallest form that keeps the fit closed-form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -38,6 +49,8 @@ class WorkerReliability:
     prior: float  # P(positive) of an item of this concept
     default_sensitivity: float
     default_specificity: float
+    hard_share: float = 0.0  # share of items on which every worker's edge over chance shrinks
+    hard_strength: float = 1.0  # on a hard item a rate r becomes 0.5 + hard_strength * (r - 0.5)
 
     @property
     def accuracy(self) -> NDArray[np.float64]:
@@ -55,6 +68,17 @@ class WorkerReliability:
             sens = np.where(known, self.sensitivity[pos], sens)
             spec = np.where(known, self.specificity[pos], spec)
         return sens, spec
+
+    def vote_log_likelihoods(
+        self, workers: ArrayLike, answers: ArrayLike, *, hard: bool = False
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(log P(vote | positive), log P(vote | negative)) for each vote, on an ordinary item or a hard one."""
+        sens, spec = self.rates_for(workers)
+        if hard:
+            sens = 0.5 + self.hard_strength * (sens - 0.5)
+            spec = 0.5 + self.hard_strength * (spec - 0.5)
+        yes = np.asarray(answers, dtype=bool)
+        return np.log(np.where(yes, sens, 1.0 - sens)), np.log(np.where(yes, 1.0 - spec, spec))
 
     def vote_log_likelihood_ratios(self, workers: ArrayLike, answers: ArrayLike) -> NDArray[np.float64]:
         """log P(vote | positive) - log P(vote | negative) for each vote."""
@@ -192,10 +216,69 @@ def fit_dawid_skene(
 def posterior_positive(
     reliability: WorkerReliability, workers: Sequence[int] | ArrayLike, answers: Sequence[bool] | ArrayLike
 ) -> float:
-    """P(positive | these votes) for one item, each vote weighted by its worker's proven rates."""
-    llr = reliability.vote_log_likelihood_ratios(workers, answers)
-    log_odds = np.log(reliability.prior / (1.0 - reliability.prior)) + float(np.sum(llr))
-    return float(_expit(np.asarray(log_odds)))
+    """P(positive | these votes) for one item, each vote weighted by its worker's proven rates; with a fitted
+    hard-item share, mixed over the item being ordinary or hard (module docstring)."""
+    prior_log_odds = np.log(reliability.prior / (1.0 - reliability.prior))
+    h = reliability.hard_share
+    if h <= 0.0:
+        llr = reliability.vote_log_likelihood_ratios(workers, answers)
+        return float(_expit(np.asarray(prior_log_odds + float(np.sum(llr)))))
+    pos_e, neg_e = (float(np.sum(x)) for x in reliability.vote_log_likelihoods(workers, answers))
+    pos_h, neg_h = (float(np.sum(x)) for x in reliability.vote_log_likelihoods(workers, answers, hard=True))
+    log_easy, log_hard = np.log1p(-h), np.log(h)
+    pos = np.logaddexp(log_easy + pos_e, log_hard + pos_h)
+    neg = np.logaddexp(log_easy + neg_e, log_hard + neg_h)
+    return float(_expit(np.asarray(prior_log_odds + pos - neg)))
+
+
+# The strengths tried for hard items (share of a worker's edge over chance kept on one) and the largest share
+# of hard items the fit may report: past it "hard" stops meaning the exception.
+HARD_STRENGTHS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+HARD_SHARE_MAX = 0.5
+# A fitted share below this is no evidence of hard items: the plain model is kept.
+HARD_SHARE_MIN = 0.005
+
+
+def fit_item_difficulty(
+    result: DawidSkeneResult,
+    items: ArrayLike,
+    workers: ArrayLike,
+    answers: ArrayLike,
+    *,
+    iterations: int = 60,
+) -> DawidSkeneResult:
+    """The fit with a hard-item share and strength added to its reliability (module docstring): for each
+    strength of HARD_STRENGTHS, EM over the share with the worker rates held, keeping the pair of highest
+    likelihood of the votes. Split votes among good workers are what the share is learned from."""
+    rel = result.reliability
+    item_arr = np.asarray(items, dtype=np.int64)
+    if item_arr.size == 0:
+        return result
+    _, item_idx = np.unique(item_arr, return_inverse=True)
+    n_items = int(item_idx.max()) + 1
+
+    def per_item(logs: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.bincount(item_idx, weights=logs, minlength=n_items)
+
+    pos_e, neg_e = (per_item(x) for x in rel.vote_log_likelihoods(workers, answers))
+    log_pi, log_not_pi = np.log(rel.prior), np.log1p(-rel.prior)
+    easy = np.logaddexp(log_pi + pos_e, log_not_pi + neg_e)  # log P(votes | ordinary item)
+    best = (float(np.sum(easy)), 0.0, 1.0)  # log-likelihood, share, strength
+    for strength in HARD_STRENGTHS:
+        probe = replace(rel, hard_share=0.0, hard_strength=strength)
+        pos_h, neg_h = (per_item(x) for x in probe.vote_log_likelihoods(workers, answers, hard=True))
+        hard = np.logaddexp(log_pi + pos_h, log_not_pi + neg_h)
+        share = 0.05
+        for _ in range(iterations):
+            a, b = np.log(share) + hard, np.log1p(-share) + easy
+            share = float(np.clip(np.mean(_expit(a - b)), 1e-6, HARD_SHARE_MAX))
+        log_lik = float(np.sum(np.logaddexp(np.log(share) + hard, np.log1p(-share) + easy)))
+        if log_lik > best[0]:
+            best = (log_lik, share, strength)
+    _, share, strength = best
+    if share < HARD_SHARE_MIN:
+        return result
+    return replace(result, reliability=replace(rel, hard_share=share, hard_strength=strength))
 
 
 def decide_weighted(
@@ -255,6 +338,7 @@ __all__ = [
     "decide_stream",
     "decide_weighted",
     "fit_dawid_skene",
+    "fit_item_difficulty",
     "posterior_positive",
     "running_posteriors",
 ]

@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import Max
 
 from .models import Vote, VoteVoid
-from .reliability import DawidSkeneResult, WorkerReliability, fit_dawid_skene
+from .reliability import DawidSkeneResult, WorkerReliability, fit_dawid_skene, fit_item_difficulty
 
 CACHE_MIN_VOTES = 1000
 REFIT_GROWTH = 0.05
@@ -59,7 +59,9 @@ def fit_for(kind: str, concept_id: int | None) -> DawidSkeneResult | None:
     if not rows:
         return None
     items, workers, answers = (np.asarray(col) for col in zip(*rows, strict=True))
-    result = fit_dawid_skene(items, workers, answers.astype(bool))
+    yes = answers.astype(bool)
+    # Worker rates, then the share of hard items the kind shows (consensus/reliability.py, *Hard items*).
+    result = fit_item_difficulty(fit_dawid_skene(items, workers, yes), items, workers, yes)
     if len(rows) >= CACHE_MIN_VOTES:
         _fits[key] = _Fit(vote_clock, void_clock, len(rows), result)
     else:

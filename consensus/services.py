@@ -81,17 +81,23 @@ def question_text(kind: str, concept: Concept) -> str:
 # A pipeline may ask for a stricter accept threshold on its own questions through this subject key (never a
 # looser one than the dataset's): Algorithm 1 does for leaves, whose "yes" is confused with a sibling's.
 TARGET_PRECISION_KEY = "target_precision"
+# Likewise a stricter reject error (never a looser one): Algorithm 1 asks it of leaves, whose rejects outnumber
+# the present classes, so the dataset's per-question reject error would cost most of the recall.
+REJECT_ERROR_KEY = "reject_error"
 
 
 def policy_for(settings: ConsensusSettings, kind: str, subject: dict | None = None) -> ThresholdPolicy:
-    target = settings.target_precision
+    target, reject_error = settings.target_precision, settings.reject_error
     wanted = (subject or {}).get(TARGET_PRECISION_KEY)
     if wanted is not None:
         target = max(target, float(wanted))
+    wanted = (subject or {}).get(REJECT_ERROR_KEY)
+    if wanted is not None:
+        reject_error = min(reject_error, float(wanted))
     # Hierarchy questions favour "yes": a false "no" prunes a whole subtree (ILSVRC §3.3.3).
     return thresholds_for_precision(
         target,
-        reject_error=settings.reject_error,
+        reject_error=reject_error,
         favour_yes=settings.favour_yes or kind == QuestionKind.HIERARCHY,
         cap=settings.vote_cap,
     )

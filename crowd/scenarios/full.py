@@ -491,6 +491,7 @@ class FullScenario:
             "small_instances": boxes.small_instances,
             "exported_boxes": boxes.exported_boxes,
             "spammers": sum(1 for w in self.crowd if w.profile.is_spammer),
+            "errors": _errors(positives, truth),
         }
 
     def _gold_summary(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
@@ -547,6 +548,19 @@ class FullScenario:
             "leaf_recall": rounded(leaves.recall),
             "images_done": sum(1 for r in rows if r["status"] == "done"),
         }
+
+
+# How many wrong labels of each sort the summary lists (image id, class), for reading a run's database after it.
+ERRORS_LISTED = 40
+
+
+def _errors(predicted: set, truth: set) -> dict[str, list]:
+    """The exported labels that are wrong (false positives) and the true ones missing (false negatives), as
+    [image id, class] pairs, sorted, at most ERRORS_LISTED of each: where to look in the run's database."""
+    return {
+        "false_positives": sorted([list(pair) for pair in predicted - truth])[:ERRORS_LISTED],
+        "false_negatives": sorted([list(pair) for pair in truth - predicted])[:ERRORS_LISTED],
+    }
 
 
 def _wnid(concept: Any) -> str | None:

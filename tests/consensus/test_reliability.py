@@ -8,6 +8,7 @@ from consensus.reliability import (
     decide_stream,
     decide_weighted,
     fit_dawid_skene,
+    fit_item_difficulty,
     posterior_positive,
     running_posteriors,
 )
@@ -100,3 +101,57 @@ def test_running_posteriors_match_the_posterior_of_each_prefix():
 def test_fit_refuses_misaligned_inputs():
     with pytest.raises(ValueError):
         fit_dawid_skene([1, 2], [1], [True, False])
+
+
+def hard_item_votes(hard_share, n_items=3000, n_workers=40, votes_per_item=8, seed=7):
+    """Good workers (accuracy 0.9) whose errors are independent on ordinary items; on a `hard_share` of the
+    items (a confusable class beside the asked one) every worker is right only 60% of the time."""
+    rng = np.random.default_rng(seed)
+    truth = rng.random(n_items) < 0.4
+    hard = rng.random(n_items) < hard_share
+    items = np.repeat(np.arange(n_items), votes_per_item)
+    workers = np.argsort(rng.random((n_items, n_workers)), axis=1)[:, :votes_per_item].ravel()
+    right = rng.random(items.size) < np.where(hard[items], 0.6, 0.9)
+    answers = np.where(right, truth[items], ~truth[items])
+    return truth, hard, items, workers, answers
+
+
+def test_hard_items_are_found_and_a_split_among_good_workers_is_no_longer_near_certain():
+    truth, hard, items, workers, answers = hard_item_votes(hard_share=0.1)
+    plain = fit_dawid_skene(items, workers, answers)
+    rel = fit_item_difficulty(plain, items, workers, answers).reliability
+    assert 0.02 < rel.hard_share < 0.2 and rel.hard_strength < 0.5
+    good = [int(w) for w in rel.worker_ids[:10]]
+    split = [True] * 8 + [False] * 4  # 8 yes, 4 no: on hard items this is what a negative looks like
+    assert posterior_positive(plain.reliability, good + good[:2], split) > 0.99
+    assert posterior_positive(rel, good + good[:2], split) < 0.95
+    # Agreement still settles a question, with a vote or two more than the plain model asks.
+    assert posterior_positive(rel, good[:6], [True] * 6) > 0.997
+    assert posterior_positive(rel, good[:3], [False] * 3) < 0.02
+
+
+def test_sequential_decisions_keep_their_promise_only_with_hard_items_in_the_model():
+    # Votes arrive one at a time until P >= 0.997 or P <= 0.02 (the platform's stopping rule). With hard items
+    # the plain model stops on lucky runs of agreement and errs several times more often than it promises.
+    truth, hard, items, workers, answers = hard_item_votes(hard_share=0.1, votes_per_item=12, seed=11)
+    plain = fit_dawid_skene(items, workers, answers)
+    mixed = fit_item_difficulty(plain, items, workers, answers)
+
+    def errors(reliability):
+        wrong = 0
+        for i in range(800):
+            mine = items == i
+            for n in range(1, 13):
+                p = posterior_positive(reliability, workers[mine][:n], answers[mine][:n])
+                if p >= 0.997 or p <= 0.02:
+                    wrong += (p >= 0.5) != truth[i]
+                    break
+        return wrong
+
+    assert errors(plain.reliability) >= 3 * max(errors(mixed.reliability), 1)
+
+
+def test_without_hard_items_the_plain_model_is_kept():
+    _, _, items, workers, answers = hard_item_votes(hard_share=0.0)
+    plain = fit_dawid_skene(items, workers, answers)
+    assert fit_item_difficulty(plain, items, workers, answers).reliability.hard_share == 0.0
