@@ -15,6 +15,8 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
 
+from outbox import services as outbox
+
 from .metrics import PROTOCOLS
 from .metrics.files import Truth, evaluate_files, load_ground_truth, load_predictions
 from .models import Challenge, Submission, SubmissionState, Team
@@ -124,9 +126,9 @@ def submission_create(*, challenge: Challenge, user, name: str, data: bytes) -> 
         submission.file.save(Path(name).name or "submission.txt", ContentFile(data), save=False)
         submission.save()
         if len(data) > SYNC_SCORE_BYTES:
-            from .tasks import submission_score_task
-
-            transaction.on_commit(lambda: submission_score_task.delay(submission.pk))
+            outbox.message_enqueue(
+                "benchmark.tasks.submission_score", (submission.pk,), dataset_id=challenge.dataset_id
+            )
     if len(data) <= SYNC_SCORE_BYTES:
         submission = submission_score(submission.pk)
     return submission

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "storages",
     "hierarchy",
     "annotation",
+    "outbox",
     "consensus",
     "gold",
     "review",
@@ -232,7 +233,17 @@ CROWDLABEL = {
     # The scheduled scan of every dataset with unscanned boxes, and the sweep that queues questions and box
     # jobs left in review without a review item.
     "REVIEW_SCAN_EVERY_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS", 300),
+    # Background work (outbox/): a task that failed, or whose worker died, this many times is parked for the
+    # organizer instead of being tried again.
+    "OUTBOX_MAX_ATTEMPTS": env_int("CROWDLABEL_OUTBOX_MAX_ATTEMPTS", 3),
+    # How often the relay sends work the broker could not take on commit and sweeps work whose worker died.
+    "OUTBOX_RELAY_SECONDS": env_int("CROWDLABEL_OUTBOX_RELAY_SECONDS", 30),
+    # Celery's hard time limit for any task (the longest is an export with images); the broker's visibility
+    # timeout is sized from it.
+    "TASK_TIME_LIMIT_SECONDS": env_int("CROWDLABEL_TASK_TIME_LIMIT_SECONDS", 1800),
 }
+if CROWDLABEL["OUTBOX_MAX_ATTEMPTS"] < 1:
+    raise ImproperlyConfigured("CROWDLABEL_OUTBOX_MAX_ATTEMPTS must be at least 1")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -267,17 +278,31 @@ SPECTACULAR_SETTINGS = {
 CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")
 # Eager mode never talks to a broker; the in-memory transport only keeps kombu from guessing a host.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
+# Redis redelivers an unacknowledged message (its worker's main process died) after the visibility timeout:
+# longer than the longest task, so a running task is never handed to a second worker, and no longer.
 # A key prefix lets several deployments (or test runs) share one Redis database without taking each other's
 # messages.
-CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"global_keyprefix": os.environ["CELERY_BROKER_KEY_PREFIX"]}
-    if os.environ.get("CELERY_BROKER_KEY_PREFIX")
-    else {}
-)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CROWDLABEL["TASK_TIME_LIMIT_SECONDS"] + 300}
+if os.environ.get("CELERY_BROKER_KEY_PREFIX"):
+    CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = os.environ["CELERY_BROKER_KEY_PREFIX"]
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "") or None
+# A message is acknowledged when its task has finished, and handed back when the pool process running it died
+# (kill -9, out of memory): tasks are idempotent, and the outbox counts the attempts (outbox/services.py).
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_TASK_TIME_LIMIT = CROWDLABEL["TASK_TIME_LIMIT_SECONDS"]
+CELERY_TASK_SOFT_TIME_LIMIT = max(1, CROWDLABEL["TASK_TIME_LIMIT_SECONDS"] - 60)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A request hands work to the broker after its commit: with the broker down it must give up quickly (the
+# outbox relay delivers later), not hang the request.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 0.5,
+}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "consensus.*": {"queue": "consensus"},
@@ -285,6 +310,10 @@ CELERY_TASK_ROUTES = {
     "crowd.mturk.*": {"queue": "mturk"},
 }
 CELERY_BEAT_SCHEDULE = {
+    "outbox-relay": {
+        "task": "outbox.tasks.relay",
+        "schedule": timedelta(seconds=CROWDLABEL["OUTBOX_RELAY_SECONDS"]),
+    },
     "expire-leases": {"task": "annotation.tasks.leases_expire", "schedule": timedelta(seconds=60)},
     "review-scan-overlaps": {
         "task": "review.tasks.overlaps_scan_due",
