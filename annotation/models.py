@@ -11,6 +11,8 @@ class Dataset(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
     organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="datasets", blank=True)
+    # Image formats (Pillow names: JPEG, PNG, ...) uploads may use; empty accepts every format ingestion knows.
+    image_formats = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -198,13 +198,21 @@ STORAGES = {
 
 # Uploads: Django spools big files to disk; our own per-file limits live in CROWDLABEL_*.
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("CROWDLABEL_MAX_FILES_PER_UPLOAD", 500)
-FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Small, so a request of many files holds little in memory: each file beyond it waits in a temporary file.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 CROWDLABEL = {
     # Largest accepted image file, in bytes.
     "MAX_IMAGE_BYTES": env_int("CROWDLABEL_MAX_IMAGE_BYTES", 25 * 1024 * 1024),
     # Largest accepted image, in pixels (width x height): anything above is a decompression bomb to us.
     "MAX_IMAGE_PIXELS": env_int("CROWDLABEL_MAX_IMAGE_PIXELS", 40_000_000),
+    # Animations and multi-page files: at most this many frames, and width x height x frames within the
+    # budget, read from the header before anything is decoded (only the first frame is kept).
+    "MAX_IMAGE_FRAMES": env_int("CROWDLABEL_MAX_IMAGE_FRAMES", 300),
+    "MAX_FRAME_PIXELS": env_int("CROWDLABEL_MAX_FRAME_PIXELS", 160_000_000),
+    # Pixels one upload request may decode in all; files beyond are refused and go in another request, so no
+    # request holds a web process for long (the management command has no such budget).
+    "MAX_PIXELS_PER_REQUEST": env_int("CROWDLABEL_MAX_PIXELS_PER_REQUEST", 250_000_000),
     # Hamming distance (of 64 bits) under which two images' perceptual hashes count as near-duplicates.
     "NEAR_DUPLICATE_DISTANCE": env_int("CROWDLABEL_NEAR_DUPLICATE_DISTANCE", 6),
     # Who decides the box pipeline's quality and coverage questions: "consensus" (calibrated, sequential; the
