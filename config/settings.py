@@ -99,6 +99,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.dbconnection.ConnectionLossMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -125,7 +126,13 @@ TEMPLATES = [
 VAR_DIR = Path(os.environ.get("CROWDLABEL_VAR_DIR", BASE_DIR / "var"))
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    # Health checks: a persistent connection that died between requests (a killed backend, a restarted
+    # server) is replaced before the request uses it; one lost during a request is config.dbconnection's.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+        )
+    }
     if env_bool("DB_ASYNC_COMMIT") and DATABASES["default"]["ENGINE"].endswith("postgresql"):
         # For throwaway test databases only: commits stop waiting for the disk flush.
         DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
