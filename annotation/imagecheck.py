@@ -75,6 +75,7 @@ def read_header(
     allowed = ACCEPTED_FORMATS.keys() if formats is None else set(formats) & ACCEPTED_FORMATS.keys()
     try:
         with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # Pillow's notes on corrupt tags: refused or fine
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data)) as image:
                 fmt = image.format or ""
@@ -143,6 +144,7 @@ def check_image(
     fmt = header.format
     try:
         with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # Pillow's notes on corrupt tags: refused or fine
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image: Image.Image = Image.open(io.BytesIO(data))
             if image.size != (header.width, header.height):
