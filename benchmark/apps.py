@@ -5,4 +5,4 @@ class BenchmarkConfig(AppConfig):
     name = "benchmark"
 
     def ready(self) -> None:
-        from . import services  # noqa: F401  registers what happens when an export job is parked
+        from . import challenges, services  # noqa: F401  register what happens when their work is parked

@@ -184,3 +184,12 @@ def leaderboard(challenge: Challenge) -> list[dict[str, Any]]:
         }
         for rank, sub in enumerate(ordered, start=1)
     ]
+
+
+@outbox.on_park("benchmark.tasks.submission_score")
+def _submission_score_parked(message) -> None:
+    """A submission whose scoring failed every attempt ends failed with the reason, not pending for good."""
+    Submission.objects.filter(pk=message.args[0], state=SubmissionState.PENDING).update(
+        state=SubmissionState.FAILED,
+        errors=[f"scoring failed {message.attempts} times: {message.last_error.strip().splitlines()[-1:]}"],
+    )

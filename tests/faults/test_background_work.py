@@ -233,3 +233,25 @@ def test_celery_acknowledges_late_hands_back_lost_work_and_outwaits_the_longest_
     assert conf.task_acks_late and conf.task_reject_on_worker_lost
     assert conf.broker_transport_options["visibility_timeout"] > conf.task_time_limit
     assert "outbox.tasks.relay" in {entry["task"] for entry in conf.beat_schedule.values()}
+
+
+@pytest.mark.django_db
+def test_scoring_that_fails_every_attempt_fails_its_submission_with_the_reason(
+    organizer, django_capture_on_commit_callbacks, monkeypatch
+):
+    from benchmark.models import Challenge, SplitVersion, Submission, SubmissionState, Team
+
+    dataset = factories.DatasetFactory(organizers=[organizer])
+    version = SplitVersion.objects.create(dataset=dataset, number=1, seed=0, ratios={}, manifest={})
+    challenge = Challenge.objects.create(name="det", dataset=dataset, split_version=version, protocol="coco")
+    submission = Submission.objects.create(team=Team.objects.create(challenge=challenge, name="t"))
+
+    def broken(submission_id):
+        raise OSError("scratch disk gone")
+
+    monkeypatch.setattr("benchmark.challenges.submission_score", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        outbox.message_enqueue("benchmark.tasks.submission_score", (submission.pk,), dataset_id=dataset.pk)
+    submission.refresh_from_db()
+    assert submission.state == SubmissionState.FAILED and "scratch disk gone" in submission.errors[0]
+    assert Message.objects.get().state == MessageState.PARKED
