@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.files.storage import FileSystemStorage
 from django.db.models import Count
 from django.http import FileResponse, HttpResponseRedirect
@@ -88,7 +89,9 @@ class DatasetViewSet(
             item_read(f.name or "upload", f, size=f.size, source=form.validated_data["source"])
             for f in form.validated_data["files"]
         )
-        report = images_ingest(dataset=dataset, items=items)
+        report = images_ingest(
+            dataset=dataset, items=items, pixel_budget=settings.CROWDLABEL["MAX_PIXELS_PER_REQUEST"]
+        )
         code = status.HTTP_201_CREATED if report.stored else status.HTTP_400_BAD_REQUEST
         return Response(report.as_dict(), status=code)
 

@@ -6,6 +6,7 @@ file is either stored completely (bytes in storage and its row) or not at all.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -14,7 +15,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
-from .imagecheck import CheckedImage, ImageRejected, check_image, hamming_distances
+from .imagecheck import CheckedImage, Header, ImageRejected, check_image, hamming_distances
 from .models import Dataset, Image
 
 
@@ -79,17 +80,27 @@ class _HashIndex:
         self.hashes.append(phash)
 
 
-def images_ingest(*, dataset: Dataset, items: Iterable[IngestItem], progress=None) -> IngestReport:
+def images_ingest(
+    *, dataset: Dataset, items: Iterable[IngestItem], progress=None, pixel_budget: int | None = None
+) -> IngestReport:
+    """Check and store each item. `pixel_budget` bounds the pixels decoded in this call (an upload request):
+    files past it are refused by name, to be sent again in another request."""
     limits = settings.CROWDLABEL
     report = IngestReport()
     index = _HashIndex(dataset)
+    budget = _PixelBudget(pixel_budget)
     for item in items:
         try:
+            _refuse_known_bytes(dataset, item)  # before any decoding: a repeat upload costs one hash
             checked = check_image(
                 item.data,
                 max_bytes=limits["MAX_IMAGE_BYTES"],
                 max_pixels=limits["MAX_IMAGE_PIXELS"],
                 size=item.size,
+                max_frames=limits["MAX_IMAGE_FRAMES"],
+                max_frame_pixels=limits["MAX_FRAME_PIXELS"],
+                formats=dataset.image_formats or None,
+                before_decode=budget.admit,
             )
             image = _store(dataset, item, checked, index, limits["NEAR_DUPLICATE_DISTANCE"])
         except ImageRejected as exc:
@@ -104,12 +115,38 @@ def images_ingest(*, dataset: Dataset, items: Iterable[IngestItem], progress=Non
     return report
 
 
+class _PixelBudget:
+    """Pixels one call may still decode; None is unbounded."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.used = 0
+
+    def admit(self, header: Header) -> None:
+        if self.limit is not None and self.used + header.pixels > self.limit:
+            raise ImageRejected(
+                f"this request has decoded {self.used:,} pixels already, and this file's {header.pixels:,} "
+                f"would pass the limit of {self.limit:,} per request: upload it in another request"
+            )
+        self.used += header.pixels
+
+
+def _within_size(item: IngestItem, max_bytes: int) -> bool:
+    return 0 < len(item.data) <= max_bytes and (item.size is None or item.size <= max_bytes)
+
+
+def _refuse_known_bytes(dataset: Dataset, item: IngestItem) -> None:
+    if not _within_size(item, settings.CROWDLABEL["MAX_IMAGE_BYTES"]):
+        return  # check_image names the size problem
+    sha256 = hashlib.sha256(item.data).hexdigest()
+    existing = dataset.images.filter(sha256=sha256).values_list("pk", flat=True).first()
+    if existing is not None:
+        raise DuplicateImage(f"exact duplicate of image {existing} already in dataset {dataset.name!r}")
+
+
 def _store(
     dataset: Dataset, item: IngestItem, checked: CheckedImage, index: _HashIndex, max_distance: int
 ) -> Image:
-    existing = dataset.images.filter(sha256=checked.sha256).values_list("pk", flat=True).first()
-    if existing is not None:
-        raise DuplicateImage(f"exact duplicate of image {existing} already in dataset {dataset.name!r}")
     image = Image(
         dataset=dataset,
         original_name=item.name[:255],

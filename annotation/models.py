@@ -5,12 +5,15 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Dataset(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
     organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="datasets", blank=True)
+    # Image formats (Pillow names: JPEG, PNG, ...) uploads may use; empty accepts every format ingestion knows.
+    image_formats = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -167,7 +170,9 @@ class Assignment(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="assignments")
     worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="assignments")
     state = models.CharField(max_length=16, choices=AssignmentState.choices, default=AssignmentState.LEASED)
-    leased_at = models.DateTimeField(auto_now_add=True)
+    # Stamped by the lease with the same `now` its expiry is computed from, on every path (issue 18: a gold
+    # lease stamped at insert instead was told apart by expires_at - leased_at).
+    leased_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     submitted_at = models.DateTimeField(null=True, blank=True)
     answer = models.JSONField(null=True, blank=True)

@@ -192,9 +192,20 @@ def _lease_portable(connection, *, worker, where: str, params: list, now: dateti
         state=TaskState.LEASED, lease_expires_at=expires_at, updated_at=now
     )
     assignment = Assignment.objects.create(
-        task_id=task_id, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
+        task_id=task_id, worker=worker, state=AssignmentState.LEASED, leased_at=now, expires_at=expires_at
     )
     return _assignment_read(connection, assignment.pk)
+
+
+def task_lease(*, task_id: int, worker, now: datetime) -> Assignment | None:
+    """Lease one given open task to `worker` by the very statement `task_lease_next` runs (same stamps, same
+    columns read back), for a higher app that made the task for this worker (gold). None if it is not open.
+    Call it inside the transaction that created the task."""
+    connection = connections[Task.objects.db]
+    where, params = f"t.id = %s AND t.state = '{TaskState.OPEN}'", [task_id]
+    if connection.features.has_select_for_update_skip_locked:
+        return _lease_postgresql(connection, worker=worker, where=where, params=params, now=now)
+    return _lease_portable(connection, worker=worker, where=where, params=params, now=now)
 
 
 def task_lease_next(

@@ -7,15 +7,22 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from . import kinds
+from .imagecheck import ACCEPTED_FORMATS
 from .models import Assignment, Dataset, Image
 
 
 class DatasetSerializer(serializers.ModelSerializer):
     image_count = serializers.IntegerField(read_only=True)
+    image_formats = serializers.ListField(
+        child=serializers.ChoiceField(choices=sorted(ACCEPTED_FORMATS)),
+        required=False,
+        max_length=len(ACCEPTED_FORMATS),
+        help_text="Formats uploads may use; empty (the default) accepts every format.",
+    )
 
     class Meta:
         model = Dataset
-        fields = ["id", "name", "description", "created_at", "image_count"]
+        fields = ["id", "name", "description", "image_formats", "created_at", "image_count"]
         read_only_fields = ["id", "created_at", "image_count"]
 
 

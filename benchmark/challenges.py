@@ -15,6 +15,8 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils import timezone
 
+from outbox import services as outbox
+
 from .metrics import PROTOCOLS
 from .metrics.files import Truth, evaluate_files, load_ground_truth, load_predictions
 from .models import Challenge, Submission, SubmissionState, Team
@@ -124,9 +126,9 @@ def submission_create(*, challenge: Challenge, user, name: str, data: bytes) -> 
         submission.file.save(Path(name).name or "submission.txt", ContentFile(data), save=False)
         submission.save()
         if len(data) > SYNC_SCORE_BYTES:
-            from .tasks import submission_score_task
-
-            transaction.on_commit(lambda: submission_score_task.delay(submission.pk))
+            outbox.message_enqueue(
+                "benchmark.tasks.submission_score", (submission.pk,), dataset_id=challenge.dataset_id
+            )
     if len(data) <= SYNC_SCORE_BYTES:
         submission = submission_score(submission.pk)
     return submission
@@ -182,3 +184,12 @@ def leaderboard(challenge: Challenge) -> list[dict[str, Any]]:
         }
         for rank, sub in enumerate(ordered, start=1)
     ]
+
+
+@outbox.on_park("benchmark.tasks.submission_score")
+def _submission_score_parked(message) -> None:
+    """A submission whose scoring failed every attempt ends failed with the reason, not pending for good."""
+    Submission.objects.filter(pk=message.args[0], state=SubmissionState.PENDING).update(
+        state=SubmissionState.FAILED,
+        errors=[f"scoring failed {message.attempts} times: {message.last_error.strip().splitlines()[-1:]}"],
+    )

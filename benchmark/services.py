@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Dataset, Image
+from outbox import services as outbox
 
 from . import selectors
 from .exporters import FORMATS, ExportOptions, export, export_dataset
@@ -164,9 +165,7 @@ def export_job_request(
         total = Image.objects.filter(dataset=dataset).count()
         ExportJob.objects.filter(pk=job.pk).update(total=total)
         job.total = total
-        from .tasks import export_job_run_task
-
-        transaction.on_commit(lambda: export_job_run_task.delay(job.pk))
+        outbox.message_enqueue("benchmark.tasks.export_job_run", (job.pk,), dataset_id=dataset.pk)
     return job, True
 
 
@@ -219,3 +218,14 @@ def export_job_run(job_id: int) -> ExportJob:
             job.finished_at = timezone.now()
             job.save()
     return job
+
+
+@outbox.on_park("benchmark.tasks.export_job_run")
+def _export_job_parked(message) -> None:
+    """An export whose runs all failed or lost their worker ends failed, not queued or running for good: the
+    organizer sees why, and a new request starts a fresh job."""
+    ExportJob.objects.filter(pk=message.args[0], state__in=[JobState.QUEUED, JobState.RUNNING]).update(
+        state=JobState.FAILED,
+        error=f"the export failed {message.attempts} times: {message.last_error.strip().splitlines()[-1:]}",
+        finished_at=timezone.now(),
+    )

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "storages",
     "hierarchy",
     "annotation",
+    "outbox",
     "consensus",
     "gold",
     "review",
@@ -98,6 +99,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.dbconnection.ConnectionLossMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -124,7 +126,13 @@ TEMPLATES = [
 VAR_DIR = Path(os.environ.get("CROWDLABEL_VAR_DIR", BASE_DIR / "var"))
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+    # Health checks: a persistent connection that died between requests (a killed backend, a restarted
+    # server) is replaced before the request uses it; one lost during a request is config.dbconnection's.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+        )
+    }
     if env_bool("DB_ASYNC_COMMIT") and DATABASES["default"]["ENGINE"].endswith("postgresql"):
         # For throwaway test databases only: commits stop waiting for the disk flush.
         DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
@@ -197,13 +205,21 @@ STORAGES = {
 
 # Uploads: Django spools big files to disk; our own per-file limits live in CROWDLABEL_*.
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("CROWDLABEL_MAX_FILES_PER_UPLOAD", 500)
-FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Small, so a request of many files holds little in memory: each file beyond it waits in a temporary file.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 CROWDLABEL = {
     # Largest accepted image file, in bytes.
     "MAX_IMAGE_BYTES": env_int("CROWDLABEL_MAX_IMAGE_BYTES", 25 * 1024 * 1024),
     # Largest accepted image, in pixels (width x height): anything above is a decompression bomb to us.
     "MAX_IMAGE_PIXELS": env_int("CROWDLABEL_MAX_IMAGE_PIXELS", 40_000_000),
+    # Animations and multi-page files: at most this many frames, and width x height x frames within the
+    # budget, read from the header before anything is decoded (only the first frame is kept).
+    "MAX_IMAGE_FRAMES": env_int("CROWDLABEL_MAX_IMAGE_FRAMES", 300),
+    "MAX_FRAME_PIXELS": env_int("CROWDLABEL_MAX_FRAME_PIXELS", 160_000_000),
+    # Pixels one upload request may decode in all; files beyond are refused and go in another request, so no
+    # request holds a web process for long (the management command has no such budget).
+    "MAX_PIXELS_PER_REQUEST": env_int("CROWDLABEL_MAX_PIXELS_PER_REQUEST", 250_000_000),
     # Hamming distance (of 64 bits) under which two images' perceptual hashes count as near-duplicates.
     "NEAR_DUPLICATE_DISTANCE": env_int("CROWDLABEL_NEAR_DUPLICATE_DISTANCE", 6),
     # Who decides the box pipeline's quality and coverage questions: "consensus" (calibrated, sequential; the
@@ -232,7 +248,17 @@ CROWDLABEL = {
     # The scheduled scan of every dataset with unscanned boxes, and the sweep that queues questions and box
     # jobs left in review without a review item.
     "REVIEW_SCAN_EVERY_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS", 300),
+    # Background work (outbox/): a task that failed, or whose worker died, this many times is parked for the
+    # organizer instead of being tried again.
+    "OUTBOX_MAX_ATTEMPTS": env_int("CROWDLABEL_OUTBOX_MAX_ATTEMPTS", 3),
+    # How often the relay sends work the broker could not take on commit and sweeps work whose worker died.
+    "OUTBOX_RELAY_SECONDS": env_int("CROWDLABEL_OUTBOX_RELAY_SECONDS", 30),
+    # Celery's hard time limit for any task (the longest is an export with images); the broker's visibility
+    # timeout is sized from it.
+    "TASK_TIME_LIMIT_SECONDS": env_int("CROWDLABEL_TASK_TIME_LIMIT_SECONDS", 1800),
 }
+if CROWDLABEL["OUTBOX_MAX_ATTEMPTS"] < 1:
+    raise ImproperlyConfigured("CROWDLABEL_OUTBOX_MAX_ATTEMPTS must be at least 1")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -267,17 +293,31 @@ SPECTACULAR_SETTINGS = {
 CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")
 # Eager mode never talks to a broker; the in-memory transport only keeps kombu from guessing a host.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
+# Redis redelivers an unacknowledged message (its worker's main process died) after the visibility timeout:
+# longer than the longest task, so a running task is never handed to a second worker, and no longer.
 # A key prefix lets several deployments (or test runs) share one Redis database without taking each other's
 # messages.
-CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"global_keyprefix": os.environ["CELERY_BROKER_KEY_PREFIX"]}
-    if os.environ.get("CELERY_BROKER_KEY_PREFIX")
-    else {}
-)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CROWDLABEL["TASK_TIME_LIMIT_SECONDS"] + 300}
+if os.environ.get("CELERY_BROKER_KEY_PREFIX"):
+    CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = os.environ["CELERY_BROKER_KEY_PREFIX"]
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "") or None
+# A message is acknowledged when its task has finished, and handed back when the pool process running it died
+# (kill -9, out of memory): tasks are idempotent, and the outbox counts the attempts (outbox/services.py).
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_TASK_TIME_LIMIT = CROWDLABEL["TASK_TIME_LIMIT_SECONDS"]
+CELERY_TASK_SOFT_TIME_LIMIT = max(1, CROWDLABEL["TASK_TIME_LIMIT_SECONDS"] - 60)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A request hands work to the broker after its commit: with the broker down it must give up quickly (the
+# outbox relay delivers later), not hang the request.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 0.5,
+}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "consensus.*": {"queue": "consensus"},
@@ -285,6 +325,10 @@ CELERY_TASK_ROUTES = {
     "crowd.mturk.*": {"queue": "mturk"},
 }
 CELERY_BEAT_SCHEDULE = {
+    "outbox-relay": {
+        "task": "outbox.tasks.relay",
+        "schedule": timedelta(seconds=CROWDLABEL["OUTBOX_RELAY_SECONDS"]),
+    },
     "expire-leases": {"task": "annotation.tasks.leases_expire", "schedule": timedelta(seconds=60)},
     "review-scan-overlaps": {
         "task": "review.tasks.overlaps_scan_due",

@@ -20,6 +20,7 @@ from django.utils import timezone
 from annotation.models import Box, Dataset, Image, Task, TaskExclusion, TaskState
 from annotation.queue import QueueError
 from hierarchy.models import Concept
+from outbox import services as outbox
 
 from . import events, wording
 from .calibration import DEFAULT_CAP, ConfidenceTable, build_table, calibration_sample_size, prior_table
@@ -564,9 +565,11 @@ def question_decide(question: Question) -> Decision:
 
 
 def _after_commit_rebuild(kind: str, concept_id: int, dataset_id: int) -> None:
-    from .tasks import calibration_rebuild as rebuild_task
-
-    transaction.on_commit(lambda: rebuild_task.delay(kind, concept_id, dataset_id))
+    """Record the rebuild in the outbox with the vote that completed the batch: it reaches a worker even when
+    the broker is down at commit."""
+    outbox.message_enqueue(
+        "consensus.tasks.calibration_rebuild", (kind, concept_id, dataset_id), dataset_id=dataset_id
+    )
 
 
 def calibration_complete(*, kind: str, concept_id: int, dataset_id: int) -> bool:

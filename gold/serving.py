@@ -18,15 +18,16 @@ from django.utils import timezone
 
 from annotation import queue
 from annotation.boxes import accepted_boxes
-from annotation.models import Assignment, AssignmentState, Task, TaskState
+from annotation.models import Assignment, Task, TaskState
 from config import sqlrows
-from consensus.models import Question, QuestionKind
+from consensus.models import Question, QuestionKind, QuestionState
 from consensus.question_kind import BOX_KINDS, SHOWN_BOXES_KEY
 from consensus.services import TASK_KIND, question_text
 
 from .models import Block, GoldAnswer, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
 
 _GOLD_STREAM = 0x601D
+LIVE_QUESTION_STATES = (QuestionState.WAITING, QuestionState.OPEN)
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,18 @@ def _serve(
         # A balanced set, so answering "yes" to everything scores half; any unseen item when one side ran out.
         if unseen.filter(answer=wanted).exists():
             unseen = unseen.filter(answer=wanted)
-    candidates = list(unseen.order_by("id").values_list("pk", flat=True))
+    # Where possible, an item on an image with no question of its kind at all, else with no live one: a worker
+    # who met the same image and question twice would know one of them is gold.
+    asked = Question.objects.filter(dataset_id=dataset_id, kind=kind, image_id=OuterRef("image_id"))
+    candidates: list[int] = []
+    for tier in (
+        unseen.exclude(Exists(asked)),
+        unseen.exclude(Exists(asked.filter(state__in=LIVE_QUESTION_STATES))),
+        unseen,
+    ):
+        candidates = list(tier.order_by("id").values_list("pk", flat=True))
+        if candidates:
+            break
     if not candidates:
         return None
     n_served = GoldServing.objects.filter(worker=worker).count()
@@ -188,7 +200,6 @@ def _serve(
     item = GoldItem.objects.select_related("concept", "image", "box").get(
         pk=candidates[int(rng.integers(len(candidates)))]
     )
-    expires_at = now + queue.lease_duration()
     with transaction.atomic():  # the task, its serving record and the lease exist together or not at all
         task = Task.objects.create(
             kind=TASK_KIND,
@@ -198,16 +209,12 @@ def _serve(
             box=item.box,
             payload=_payload(kind, item),
             priority=priority,
-            state=TaskState.LEASED,
-            lease_expires_at=expires_at,
             answers_wanted=1,
         )
         GoldServing.objects.create(item=item, worker=worker, task=task, purpose=purpose, attempt=attempt)
-        assignment = Assignment.objects.create(
-            task=task, worker=worker, state=AssignmentState.LEASED, expires_at=expires_at
-        )
-    assignment.task = task
-    return assignment
+        # Leased by the queue's own statement: the same stamps (leased_at = now, expiry = now + lease) and the
+        # same columns read back as any lease.
+        return queue.task_lease(task_id=task.pk, worker=worker, now=now)
 
 
 def _qualification_slot(worker, pair, settings: GoldSettings) -> tuple[int, bool]:

@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import Box, BoxState, Dataset, Image
+from outbox import services as outbox
 
 from . import resolvers
 from .final_boxes import final_boxes_sync
@@ -347,22 +348,23 @@ def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None) -> bo
     """Queue a scan of the dataset unless one is queued and not started, or one finished within the debounce
     period; True when this call queued it. Runs outside the caller's transaction (on commit): one guarded
     UPDATE, no lock held."""
-    from .tasks import overlaps_scan as scan_task  # the task module imports this one
-
     now = now or timezone.now()
     debounce = settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"]
     # A request older than a few debounce periods belongs to a scan that was lost (a worker died): ask again.
     stale = now - timedelta(seconds=max(60, 10 * debounce))
     recent = now - timedelta(seconds=debounce)
     ScanState.objects.get_or_create(dataset_id=dataset_id)
-    queued = (
-        ScanState.objects.filter(dataset_id=dataset_id)
-        .filter(Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale))
-        .filter(Q(last_finished_at__isnull=True) | Q(last_finished_at__lt=recent))
-        .update(scan_requested_at=now)
-    )
-    if queued:
-        scan_task.apply_async((dataset_id,), countdown=debounce)
+    with transaction.atomic():  # the request and its outbox row commit together
+        queued = (
+            ScanState.objects.filter(dataset_id=dataset_id)
+            .filter(Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale))
+            .filter(Q(last_finished_at__isnull=True) | Q(last_finished_at__lt=recent))
+            .update(scan_requested_at=now)
+        )
+        if queued:
+            outbox.message_enqueue(
+                "review.tasks.overlaps_scan", (dataset_id,), dataset_id=dataset_id, countdown=debounce
+            )
     return bool(queued)
 
 

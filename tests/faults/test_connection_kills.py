@@ -1,0 +1,230 @@
+"""Killed database connections (issue 18, item 7): PostgreSQL backends terminated under load by
+pg_terminate_backend give no 5xx once the kills stop (health checks replace dead persistent connections; a read
+that loses its connection is run again), writes that lost theirs answer 503 and kept nothing, and every task's
+counters agree with its stored answers afterwards."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+from django.db import connection
+
+from annotation import binary_vote
+from annotation.models import Assignment, AssignmentState, Dataset, Image, Task, TaskState
+from config.roles import WORKERS
+from crowd.services import token_for, user_create
+from hierarchy.models import Concept
+from tests import factories
+from tests.conftest import client_for
+from tests.faults.conftest import closed_port
+
+from .conftest import REPO_ROOT, database_url_of_the_test_database
+
+HOST = "127.0.0.1"
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def terminate(application_name: str) -> int:
+    """pg_terminate_backend on every backend of that application (never this test's own connections)."""
+    with psycopg.connect(database_url_of_the_test_database(), autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (application_name,),
+        ).fetchall()
+    return sum(1 for (killed,) in rows if killed)
+
+
+def own_backend_killed() -> None:
+    """Terminate the test's own Django connection from another one, as a server restart would."""
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    with psycopg.connect(database_url_of_the_test_database(), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    time.sleep(0.05)
+
+
+def test_a_read_whose_connection_was_killed_is_answered_on_a_fresh_one(organizer):
+    factories.DatasetFactory(organizers=[organizer])
+    client = client_for(organizer)
+    assert client.get("/api/v1/datasets/").status_code == 200
+    own_backend_killed()
+    response = client.get("/api/v1/datasets/")
+    assert response.status_code == 200 and response.json()["count"] == 1
+
+
+def test_a_write_whose_connection_was_killed_answers_503_and_keeps_nothing(organizer):
+    client = client_for(organizer)
+    assert client.get("/api/v1/datasets/").status_code == 200
+    own_backend_killed()
+    response = client.post("/api/v1/datasets/", {"name": "after-the-kill"}, format="json")
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert not Dataset.objects.filter(name="after-the-kill").exists()
+    again = client.post("/api/v1/datasets/", {"name": "after-the-kill"}, format="json")
+    assert again.status_code == 201, "the client's retry goes through"
+
+
+# --- under load, through gunicorn ---------------------------------------------------------------------------
+
+
+def queue_tasks(n: int) -> None:
+    dataset = Dataset.objects.create(name="kills")
+    concept = Concept.objects.create(wnid="n02084071", name="dog")
+    images = Image.objects.bulk_create(
+        Image(
+            dataset=dataset,
+            file=f"k/{i}.jpg",
+            original_name=f"{i}.jpg",
+            width=50,
+            height=40,
+            sha256=f"{i:064x}",
+            phash="0" * 16,
+        )
+        for i in range(n)
+    )
+    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=images, answers_wanted=2)
+
+
+def gunicorn(port: int, application_name: str, log) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url_of_the_test_database(),
+        "DB_CONN_MAX_AGE": "600",  # persistent connections: the ones a kill leaves dead in each process
+        "PGAPPNAME": application_name,
+        "CELERY_BROKER_URL": f"redis://{HOST}:{closed_port()}/0",  # no broker either: nothing may need it
+    }
+    env.pop("CELERY_BROKER_KEY_PREFIX", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"{HOST}:{port}", "--workers", "2"]
+        + ["--log-level", "warning", "--timeout", "60"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "gunicorn exited before serving"
+        try:
+            probe = http.client.HTTPConnection(HOST, port, timeout=2)
+            probe.request("GET", "/healthz")
+            if probe.getresponse().status == 200:
+                return process
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail("gunicorn did not serve within 60 s")
+
+
+class Load:
+    """Worker cycles (next task, submit) in threads; every response is kept with when its request started."""
+
+    def __init__(self, port: int, tokens: list[str]):
+        self.port = port
+        self.tokens = tokens
+        self.results: list[tuple[float, str, int]] = []
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(token,)) for token in tokens]
+
+    def request(self, conn, method, path, token, body=None, key=None):
+        headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+        if key:
+            headers["Idempotency-Key"] = key
+        started = time.monotonic()
+        conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        self.results.append((started, f"{method} {path.split('/')[3]}", response.status))
+        return response.status, data
+
+    def run(self, token: str) -> None:
+        conn = http.client.HTTPConnection(HOST, self.port, timeout=30)
+        while not self.stop.is_set():
+            try:
+                status, data = self.request(conn, "GET", "/api/v1/tasks/next", token)
+                if status == 200:
+                    assignment = json.loads(data)["id"]
+                    body = {"answer": {"answer": True}}
+                    key = uuid.uuid4().hex
+                    path = f"/api/v1/assignments/{assignment}/submit"
+                    status, _ = self.request(conn, "POST", path, token, body, key)
+                    if status == 503:  # the connection was lost: the same key again, as a client should
+                        self.request(conn, "POST", path, token, body, key)
+                elif status == 204:
+                    time.sleep(0.05)
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conn = http.client.HTTPConnection(HOST, self.port, timeout=30)
+
+    def __enter__(self):
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=60)
+
+
+def test_backends_killed_under_load_give_no_5xx_after_recovery_and_nothing_half_written(tmp_path, capsys):
+    queue_tasks(300)
+    tokens = [token_for(user_create(username=f"k{i}", password=None, roles=(WORKERS,))) for i in range(4)]
+    application = f"crowdlabel-kills-{uuid.uuid4().hex[:8]}"
+    port = closed_port()
+    with (tmp_path / "gunicorn.log").open("wb") as log:  # read on failure
+        server = gunicorn(port, application, log)
+    try:
+        with Load(port, tokens) as load:
+            time.sleep(1.0)  # warm: every process holds a persistent connection
+            kills, last_kill = 0, time.monotonic()
+            for _ in range(30):
+                kills += terminate(application)
+                last_kill = time.monotonic()
+                time.sleep(0.1)
+            time.sleep(3.0)  # recovery, under the same load
+        # Idle persistent connections killed between requests: the next request of each process.
+        kills += terminate(application)
+        probes = []
+        for token in tokens * 3:
+            probe = http.client.HTTPConnection(HOST, port, timeout=30)
+            probe.request("GET", "/api/v1/tasks/next", headers={"Authorization": f"Token {token}"})
+            probes.append(probe.getresponse().status)
+            probe.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    during = [status for started, _, status in load.results if started <= last_kill]
+    after = [(what, status) for started, what, status in load.results if started > last_kill + 0.05]
+    with capsys.disabled():
+        print(
+            f"\n{kills} backends killed; {len(during)} requests during the kills, "
+            f"{sum(s >= 500 for s in during)} answered 5xx ({sum(s == 503 for s in during)} of them 503); "
+            f"{len(after)} requests after, {sum(s >= 500 for _, s in after)} 5xx"
+        )
+    assert kills >= 10, "the kills must have hit live backends"
+    assert len(after) > 20, "the load went on after the kills"
+    assert [a for a in after if a[1] >= 500] == []
+    assert all(status < 500 for status in during if status != 503), (
+        "a lost connection is 503, never 500:\n" + (tmp_path / "gunicorn.log").read_text()[-4000:]
+    )
+    assert all(status in (200, 204) for status in probes), probes
+
+    # Nothing half-written: each task's counter is the number of its submitted answers, and no more than it
+    # wanted; every submitted assignment has its answer; a task open for votes has no lease.
+    for task in Task.objects.all():
+        submitted = Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED)
+        assert task.answers_count == submitted.count() <= task.answers_wanted, task.pk
+        assert (task.state == TaskState.DONE) == (task.answers_count == task.answers_wanted), task.pk
+    assert not Assignment.objects.filter(state=AssignmentState.SUBMITTED, answer__isnull=True).exists()
+    assert Assignment.objects.filter(state=AssignmentState.SUBMITTED).count() > 50
