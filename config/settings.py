@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "review",
     "benchmark",
     "crowd",
+    "organize",
     "frontend",
 ]
 

@@ -1,0 +1,93 @@
+// A dataset's home: per-stage progress bars (polled), pipeline starts with confirmation, the audit trail.
+import { api, duration, el, formData } from "./common.js";
+
+const app = document.getElementById("dataset-app");
+const base = app.dataset.api;
+const id = app.dataset.dataset;
+const POLL_MS = 3000;
+
+function stageRow(stage) {
+  const share = stage.total ? Math.min(100, (100 * stage.done) / stage.total) : 0;
+  const bar = el("div", { class: "bar", role: "progressbar", "aria-valuemin": "0",
+    "aria-valuemax": String(stage.total), "aria-valuenow": String(stage.done), "aria-label": stage.label });
+  const fill = el("span");
+  fill.style.width = `${share}%`;
+  bar.append(fill);
+  const review = stage.in_review ? `, ${stage.in_review} in review` : "";
+  const eta = stage.total ? ` · ${duration(stage.eta_seconds)}` : "";
+  return el("div", { class: "stage-row", "data-stage": stage.key },
+    el("span", { text: stage.label }), bar,
+    el("span", { class: "counts", text: `${stage.done} / ${stage.total}${review}${eta}` }));
+}
+
+async function refreshProgress() {
+  const status = document.getElementById("progress-status");
+  try {
+    const progress = await api(base, `datasets/${id}/progress`);
+    document.getElementById("stages").replaceChildren(...progress.stages.map(stageRow));
+    status.textContent = `${progress.images} images · ${progress.review_open} review items open · ` +
+      `rates over the last ${Math.round(progress.window_seconds / 60)} min`;
+  } catch (err) {
+    status.textContent = `Progress unavailable: ${err.message}`;
+  }
+}
+
+async function refreshAudit() {
+  const page = await api(base, `datasets/${id}/audit`);
+  const rows = page.results.map((entry) => el("tr", { "data-action": entry.action },
+    el("td", { text: new Date(entry.created_at).toLocaleString() }),
+    el("td", { text: entry.actor }),
+    el("td", { text: entry.action }),
+    el("td", {}, el("code", { text: JSON.stringify(entry.parameters) })),
+    el("td", {}, el("code", { text: JSON.stringify(entry.result) }))));
+  document.querySelector("#audit tbody").replaceChildren(...rows);
+}
+
+async function loadHierarchies() {
+  const select = document.querySelector("#start-multilabel select[name=hierarchy]");
+  const page = await api(base, "hierarchies/");
+  const items = page.results ?? page;
+  select.replaceChildren(...items.map((h) => el("option", { value: h.id, text: `${h.name} ${h.version}` })));
+}
+
+const STARTS = {
+  verification: (data) => ({ path: `datasets/${id}/verification`, text: `Verify candidate images of ${data.concept}?`,
+    body: { concept: data.concept, calibrate: data.calibrate === "on" } }),
+  multilabel: (data) => ({ path: `datasets/${id}/multilabel`, text: "Start multi-label questioning of every image?",
+    body: { hierarchy: Number(data.hierarchy) } }),
+  boxes: (data) => ({ path: `datasets/${id}/box-jobs`, text: `Start boxing ${data.concept} on images that show it?`,
+    body: { concept: data.concept, max_boxes: Number(data.max_boxes) } }),
+};
+
+function confirmStart(text, body) {
+  const dialog = document.getElementById("confirm");
+  document.getElementById("confirm-text").textContent = text;
+  document.getElementById("confirm-params").textContent = JSON.stringify(body, null, 2);
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.showModal();
+  });
+}
+
+for (const form of document.querySelectorAll("form.pipeline")) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const error = document.getElementById("start-error");
+    const status = document.getElementById("start-status");
+    error.textContent = "";
+    const start = STARTS[form.dataset.action](formData(form));
+    if (!(await confirmStart(start.text, start.body))) return;
+    try {
+      const result = await api(base, start.path, { method: "POST", body: start.body });
+      status.textContent = `Started: ${JSON.stringify(result)}`;
+      await Promise.all([refreshAudit(), refreshProgress()]);
+    } catch (err) {
+      error.textContent = err.message;
+    }
+  });
+}
+
+refreshProgress();
+refreshAudit();
+loadHierarchies().catch((err) => { document.getElementById("start-error").textContent = err.message; });
+setInterval(refreshProgress, POLL_MS);

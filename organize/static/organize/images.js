@@ -1,0 +1,137 @@
+// Images of a dataset: drag-and-drop upload of files and folders, one request per file (so each has its own
+// progress bar and its own refusal reason), and a paginated, filtered grid of the stored images.
+import { api, el, formData } from "./common.js";
+
+const app = document.getElementById("images-app");
+const base = app.dataset.api;
+const id = app.dataset.dataset;
+const PARALLEL = 3;
+
+function cookie(name) {
+  const match = document.cookie.match(new RegExp("(?:^|; )" + name + "=([^;]*)"));
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+// fetch() has no upload progress: XMLHttpRequest does.
+function uploadOne(file, row) {
+  const bar = row.querySelector("progress");
+  const note = row.querySelector(".note");
+  return new Promise((resolve) => {
+    const body = new FormData();
+    body.append("files", file, file.relativePath || file.name);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", `${base}datasets/${id}/images`);
+    xhr.setRequestHeader("X-CSRFToken", cookie("csrftoken"));
+    xhr.setRequestHeader("Accept", "application/json");
+    xhr.upload.addEventListener("progress", (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; });
+    xhr.addEventListener("load", () => {
+      let report = null;
+      try { report = JSON.parse(xhr.responseText); } catch { report = null; }
+      bar.value = 1;
+      if (report && report.stored && report.stored.length) {
+        const dup = report.near_duplicates && report.near_duplicates.length ? " (near-duplicate flagged)" : "";
+        row.className = "stored";
+        note.textContent = `stored${dup}`;
+        resolve(true);
+        return;
+      }
+      const reason = report && report.rejected && report.rejected.length
+        ? report.rejected.map((r) => r.reason).join("; ")
+        : (report && report.detail) || `the server answered ${xhr.status}`;
+      row.className = "refused";
+      note.textContent = `refused: ${reason}`;
+      resolve(false);
+    });
+    xhr.addEventListener("error", () => {
+      row.className = "refused";
+      note.textContent = "refused: the upload failed (network)";
+      resolve(false);
+    });
+    xhr.send(body);
+  });
+}
+
+async function uploadAll(files) {
+  const list = document.getElementById("uploads");
+  const summary = document.getElementById("upload-summary");
+  const jobs = files.map((file) => {
+    const row = el("li", {}, el("span", { class: "name", text: file.relativePath || file.name }),
+      el("span", {}, el("progress", { max: "1", value: "0" }), el("span", { class: "note" })));
+    list.append(row);
+    return { file, row };
+  });
+  let stored = 0;
+  let refused = 0;
+  const queue = jobs.slice();
+  async function lane() {
+    while (queue.length) {
+      const { file, row } = queue.shift();
+      if (await uploadOne(file, row)) stored++;
+      else refused++;
+      summary.textContent = `${stored} stored, ${refused} refused, ${queue.length} waiting`;
+    }
+  }
+  await Promise.all(Array.from({ length: PARALLEL }, lane));
+  loadPage(1);
+}
+
+// Folders arrive as directory entries: walk them for their files.
+async function entryFiles(entry, prefix = "") {
+  if (entry.isFile) {
+    const file = await new Promise((resolve, reject) => entry.file(resolve, reject));
+    file.relativePath = prefix + file.name;
+    return [file];
+  }
+  const reader = entry.createReader();
+  const files = [];
+  for (;;) {
+    const batch = await new Promise((resolve, reject) => reader.readEntries(resolve, reject));
+    if (!batch.length) break;
+    for (const child of batch) files.push(...(await entryFiles(child, `${prefix}${entry.name}/`)));
+  }
+  return files;
+}
+
+const zone = document.getElementById("dropzone");
+zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("over"); });
+zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+zone.addEventListener("drop", async (e) => {
+  e.preventDefault();
+  zone.classList.remove("over");
+  const entries = Array.from(e.dataTransfer.items || []).map((item) => item.webkitGetAsEntry && item.webkitGetAsEntry());
+  let files;
+  if (entries.length && entries.every(Boolean)) files = (await Promise.all(entries.map((x) => entryFiles(x)))).flat();
+  else files = Array.from(e.dataTransfer.files);
+  uploadAll(files);
+});
+for (const inputId of ["file-input", "folder-input"]) {
+  document.getElementById(inputId).addEventListener("change", (e) => {
+    const files = Array.from(e.target.files);
+    for (const f of files) f.relativePath = f.webkitRelativePath || f.name;
+    uploadAll(files);
+    e.target.value = "";
+  });
+}
+
+let currentPage = 1;
+async function loadPage(number) {
+  const params = new URLSearchParams({ page: String(number), ...formData(document.getElementById("filters")) });
+  const status = document.getElementById("grid-status");
+  try {
+    const page = await api(base, `datasets/${id}/images?${params}`);
+    currentPage = number;
+    document.getElementById("grid").replaceChildren(...page.results.map((img) => el("figure", { "data-image": img.id },
+      el("img", { src: img.url, alt: img.original_name, loading: "lazy" }),
+      el("figcaption", { text: `${img.original_name} · ${img.width}×${img.height}${img.near_duplicate_of ? " · near-duplicate" : ""}` }))));
+    status.textContent = `${page.count} images`;
+    document.getElementById("page-label").textContent = `page ${number} of ${Math.max(1, Math.ceil(page.count / 100))}`;
+    document.getElementById("prev").disabled = !page.previous;
+    document.getElementById("next").disabled = !page.next;
+  } catch (err) {
+    status.textContent = err.message;
+  }
+}
+document.getElementById("prev").addEventListener("click", () => loadPage(currentPage - 1));
+document.getElementById("next").addEventListener("click", () => loadPage(currentPage + 1));
+document.getElementById("filters").addEventListener("submit", (e) => { e.preventDefault(); loadPage(1); });
+loadPage(1);

@@ -1,0 +1,22 @@
+"""Organizer workspace endpoints under /api/v1/ (progress, audit, people)."""
+
+from django.urls import re_path
+
+from . import api, people_api
+
+urlpatterns = [
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/progress/?$",
+        api.DatasetProgressView.as_view(),
+        name="dataset-progress",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/audit/?$", api.DatasetAuditView.as_view(), name="dataset-audit"
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/invitations/?$",
+        people_api.DatasetInvitationsView.as_view(),
+        name="dataset-invitations",
+    ),
+    re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),
+]
