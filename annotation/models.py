@@ -11,6 +11,12 @@ class Dataset(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
     organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="datasets", blank=True)
+    concepts = models.ManyToManyField(
+        "hierarchy.Concept",
+        related_name="datasets",
+        blank=True,
+        help_text="The classes the organizer picked for this dataset.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

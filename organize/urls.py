@@ -2,7 +2,7 @@
 
 from django.urls import re_path
 
-from . import api, people_api
+from . import api, classes_api, people_api
 
 urlpatterns = [
     re_path(
@@ -18,5 +18,11 @@ urlpatterns = [
         people_api.DatasetInvitationsView.as_view(),
         name="dataset-invitations",
     ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/concepts/?$",
+        classes_api.DatasetConceptsView.as_view(),
+        name="dataset-concepts",
+    ),
+    re_path(r"^hierarchy-uploads/?$", classes_api.HierarchyUploadView.as_view(), name="hierarchy-upload"),
     re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),
 ]

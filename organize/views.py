@@ -56,6 +56,13 @@ def dataset_images(request, dataset_id: int):
 
 @require_GET
 @organizer_page
+def dataset_classes(request, dataset_id: int):
+    dataset = organizer_dataset(request.user, dataset_id)
+    return render(request, "organize/classes.html", {"dataset": dataset, "tab": "classes"})
+
+
+@require_GET
+@organizer_page
 def dataset_people(request, dataset_id: int):
     dataset = organizer_dataset(request.user, dataset_id)
     return render(request, "organize/people.html", {"dataset": dataset, "tab": "people"})

@@ -1,5 +1,6 @@
 """The organizer workspace in real headless Chromium: a new, non-staff organizer signs in from the home page,
-creates a dataset, uploads a folder with one bad file (its refusal shown), starts multi-label questioning with
+creates a dataset, uploads a folder with one bad file (its refusal shown), uploads voc20.json and picks
+classes, starts multi-label questioning with
 confirmation (the audit trail shows it), watches the progress bars move, and invites a worker who accepts."""
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ from playwright.sync_api import expect
 
 from annotation.models import AuditEntry, Dataset, Image
 from config.roles import WORKERS, has_role
-from hierarchy.fixture import load_fixture
-from hierarchy.models import ImageLabeling, LabelingStatus
-from hierarchy.services import hierarchy_load
+from hierarchy.models import Hierarchy, ImageLabeling, LabelingStatus
 from tests import factories
 from tests.conftest import png_bytes
 
@@ -31,7 +30,6 @@ def sign_in(page, base_url: str, username: str) -> None:
 
 def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium, live_server, tmp_path):
     factories.user_with_roles("olga", ("organizers",))
-    hierarchy = hierarchy_load(load_fixture("fixtures/hierarchies/voc20.json")).hierarchy
     base = live_server.url
     sign_in(page, base, "olga")
     page.goto(f"{base}/")
@@ -62,6 +60,25 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     expect(page.locator("#grid-status")).to_have_text("2 images")
     assert Image.objects.filter(dataset=dataset).count() == 2
 
+    # Classes: a broken file is refused with its problems listed; voc20.json loads; three classes picked.
+    page.get_by_role("link", name="Classes").click()
+    broken = tmp_path / "broken.json"
+    broken.write_text(
+        '{"format": "crowdlabel-hierarchy/1", "name": "x", "version": "1", "nodes": [{"id": "bad"}]}'
+    )
+    page.locator("#hierarchy-file").set_input_files(str(broken))
+    expect(page.locator("#upload-errors li")).to_contain_text(["'bad' is neither a WordNet id"])
+    page.locator("#hierarchy-file").set_input_files("fixtures/hierarchies/voc20.json")
+    expect(page.locator("#upload-status")).to_contain_text("Loaded: PASCAL VOC 20")
+    expect(page.locator("#upload-errors li")).to_have_count(0)
+    expect(page.locator("#choices input")).to_have_count(20)
+    for name in ("cat", "dog", "person"):
+        page.locator("#choices label", has_text=name).first.locator("input").check()
+    page.get_by_role("button", name="Save the selection").click()
+    expect(page.locator("#pick-status")).to_have_text("3 classes selected")
+    assert dataset.concepts.count() == 3
+    hierarchy = Hierarchy.objects.get()
+
     # Start multi-label questioning: a confirmation first, then an audit row.
     page.get_by_role("link", name="Progress & pipelines").click()
     expect(page.locator("#start-multilabel select option")).to_have_count(1)
@@ -69,7 +86,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     expect(page.locator("#confirm")).to_be_visible()
     page.locator("#confirm-ok").click()
     expect(page.locator("#audit tbody tr[data-action='multilabel.start']")).to_have_count(1)
-    entry = AuditEntry.objects.get(dataset=dataset)
+    entry = AuditEntry.objects.get(dataset=dataset, action="multilabel.start")
     assert entry.parameters["hierarchy"] == hierarchy.pk and entry.actor.username == "olga"
 
     bar = page.locator("[data-stage='multilabel'] .bar")
@@ -88,7 +105,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     assert "/invite/" in url
     expect(page.locator("#invitations tbody tr")).to_have_count(1)
     # The browser logs the refused upload's 400 as a failed resource; nothing else may go wrong.
-    assert [e for e in page.console_errors if "status of 400" not in e] == []
+    assert [e for e in page.console_errors if "status of 400" not in e] == []  # the two refusals above
 
     other = chromium.new_context()
     invitee = other.new_page()

@@ -5,17 +5,17 @@ import { api, el, formData } from "./common.js";
 const app = document.getElementById("images-app");
 const base = app.dataset.api;
 const id = app.dataset.dataset;
-const PARALLEL = 3;
+// One upload at a time: ingestion is bound by the server, and SQLite (the embedded default) answers concurrent
+// writers with "database is locked".
+const PARALLEL = 1;
 
 function cookie(name) {
   const match = document.cookie.match(new RegExp("(?:^|; )" + name + "=([^;]*)"));
   return match ? decodeURIComponent(match[1]) : "";
 }
 
-// fetch() has no upload progress: XMLHttpRequest does.
-function uploadOne(file, row) {
-  const bar = row.querySelector("progress");
-  const note = row.querySelector(".note");
+// fetch() has no upload progress: XMLHttpRequest does. Resolves with {status, report}; status 0 = network.
+function send(file, bar) {
   return new Promise((resolve) => {
     const body = new FormData();
     body.append("files", file, file.relativePath || file.name);
@@ -27,28 +27,48 @@ function uploadOne(file, row) {
     xhr.addEventListener("load", () => {
       let report = null;
       try { report = JSON.parse(xhr.responseText); } catch { report = null; }
-      bar.value = 1;
-      if (report && report.stored && report.stored.length) {
-        const dup = report.near_duplicates && report.near_duplicates.length ? " (near-duplicate flagged)" : "";
-        row.className = "stored";
-        note.textContent = `stored${dup}`;
-        resolve(true);
-        return;
-      }
-      const reason = report && report.rejected && report.rejected.length
-        ? report.rejected.map((r) => r.reason).join("; ")
-        : (report && report.detail) || `the server answered ${xhr.status}`;
-      row.className = "refused";
-      note.textContent = `refused: ${reason}`;
-      resolve(false);
+      resolve({ status: xhr.status, report });
     });
-    xhr.addEventListener("error", () => {
-      row.className = "refused";
-      note.textContent = "refused: the upload failed (network)";
-      resolve(false);
-    });
+    xhr.addEventListener("error", () => resolve({ status: 0, report: null }));
     xhr.send(body);
   });
+}
+
+const ATTEMPTS = 3;
+
+// A server error or a lost connection is retried; a refusal (4xx) is final. Storage is content-addressed, so a
+// retry of a file whose first attempt was stored after all answers "exact duplicate": that file is stored.
+async function uploadOne(file, row) {
+  const bar = row.querySelector("progress");
+  const note = row.querySelector(".note");
+  let answer;
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+    answer = await send(file, bar);
+    const report = answer.report;
+    if (report && report.stored && report.stored.length) {
+      const dup = report.near_duplicates && report.near_duplicates.length ? " (near-duplicate flagged)" : "";
+      row.className = "stored";
+      note.textContent = `stored${dup}`;
+      bar.value = 1;
+      return true;
+    }
+    const rejected = (report && report.rejected) || [];
+    if (attempt > 1 && rejected.length && rejected.every((r) => r.reason.startsWith("exact duplicate"))) {
+      row.className = "stored";
+      note.textContent = "stored";
+      return true;
+    }
+    if (answer.status >= 400 && answer.status < 500) break;
+    await new Promise((resolve) => setTimeout(resolve, 400 * attempt));
+  }
+  const report = answer.report;
+  const reason = report && report.rejected && report.rejected.length
+    ? report.rejected.map((r) => r.reason).join("; ")
+    : (report && report.detail) || (answer.status ? `the server answered ${answer.status}` : "the upload failed (network)");
+  bar.value = 1;
+  row.className = "refused";
+  note.textContent = `refused: ${reason}`;
+  return false;
 }
 
 async function uploadAll(files) {
