@@ -13,6 +13,12 @@ urlpatterns = [
     re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/audit/?$", api.DatasetAuditView.as_view(), name="dataset-audit"
     ),
+    re_path(r"^datasets/(?P<dataset_id>[0-9]+)/cost/?$", api.DatasetCostView.as_view(), name="dataset-cost"),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/cost-settings/?$",
+        api.CostSettingsView.as_view(),
+        name="cost-settings",
+    ),
     re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/invitations/?$",
         people_api.DatasetInvitationsView.as_view(),

@@ -96,6 +96,8 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     labeling = ImageLabeling.objects.filter(dataset=dataset).first()
     ImageLabeling.objects.filter(pk=labeling.pk).update(status=LabelingStatus.DONE)
     expect(bar).to_have_attribute("aria-valuenow", "1")
+    expect(page.locator("#cost-summary")).to_contain_text("USD including a 20% provider fee")
+    expect(page.locator("#cost-alternatives tbody tr")).to_have_count(4)
 
     # Invite a worker; the link works in a browser with nobody signed in.
     page.get_by_role("link", name="People").click()

@@ -20,6 +20,9 @@ PAGES = [
 ENDPOINTS = [
     ("get", "/api/v1/datasets/{id}/progress"),
     ("get", "/api/v1/datasets/{id}/audit"),
+    ("get", "/api/v1/datasets/{id}/cost"),
+    ("get", "/api/v1/datasets/{id}/cost-settings"),
+    ("patch", "/api/v1/datasets/{id}/cost-settings"),
     ("get", "/api/v1/datasets/{id}/invitations"),
     ("post", "/api/v1/datasets/{id}/invitations"),
     ("get", "/api/v1/datasets/{id}/images"),
@@ -117,6 +120,7 @@ def test_endpoints_take_a_fixed_number_of_queries(
     for url, most in [
         ("/api/v1/datasets/{id}/progress", 8),
         ("/api/v1/datasets/{id}/audit", 4),
+        ("/api/v1/datasets/{id}/cost", 8),
         ("/api/v1/datasets/{id}/invitations", 3),
         ("/api/v1/datasets/{id}/images", 4),
     ]:

@@ -1,4 +1,5 @@
-// A dataset's home: per-stage progress bars (polled), pipeline starts with confirmation, the audit trail.
+// A dataset's home: per-stage progress bars (polled), pipeline starts with confirmation, the cost ledger and
+// the audit trail.
 import { api, duration, el, formData } from "./common.js";
 
 const app = document.getElementById("dataset-app");
@@ -41,6 +42,28 @@ async function refreshAudit() {
     el("td", {}, el("code", { text: JSON.stringify(entry.parameters) })),
     el("td", {}, el("code", { text: JSON.stringify(entry.result) }))));
   document.querySelector("#audit tbody").replaceChildren(...rows);
+}
+
+async function refreshCost() {
+  const ledger = await api(base, `datasets/${id}/cost`);
+  const money = (x) => `${x.toFixed(2)} ${ledger.currency}`;
+  const num = (x) => el("td", { class: "num", text: String(x) });
+  document.querySelector("#cost tbody").replaceChildren(...ledger.rows.map((r) => el("tr", {},
+    el("td", { text: r.stage }), el("td", { text: r.wnid }), num(r.tasks), num(r.answers),
+    num(Math.round(r.worker_seconds)), el("td", { class: "num", text: money(r.cost) }))));
+  const t = ledger.totals;
+  document.getElementById("cost-summary").textContent = `${t.answers} answers to ${t.tasks} tasks, ` +
+    `${Math.round(t.worker_seconds / 60)} worker-minutes, ${money(t.cost)} including a ` +
+    `${Math.round(ledger.fee_fraction * 100)}% provider fee`;
+  const a = ledger.alternatives;
+  const rows = [
+    ["This dataset (adaptive consensus)", t.cost],
+    ["Fixed majority-5 voting", a.fixed_majority_5],
+    ["Multi-label: hierarchical questions", a.multilabel_hierarchical],
+    [`Multi-label: flat per-class questions (${a.flat_votes_per_question} answers each)`, a.multilabel_flat_per_class],
+  ];
+  document.querySelector("#cost-alternatives tbody").replaceChildren(...rows.map(([name, cost]) =>
+    el("tr", {}, el("td", { text: name }), el("td", { class: "num", text: money(cost) }))));
 }
 
 async function loadHierarchies() {
@@ -89,5 +112,7 @@ for (const form of document.querySelectorAll("form.pipeline")) {
 
 refreshProgress();
 refreshAudit();
+refreshCost().catch((err) => { document.getElementById("cost-summary").textContent = err.message; });
 loadHierarchies().catch((err) => { document.getElementById("start-error").textContent = err.message; });
 setInterval(refreshProgress, POLL_MS);
+setInterval(() => refreshCost().catch(() => {}), 10 * POLL_MS);
