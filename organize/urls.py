@@ -2,7 +2,7 @@
 
 from django.urls import re_path
 
-from . import api, classes_api, people_api
+from . import api, classes_api, people_api, workers_api
 
 urlpatterns = [
     re_path(
@@ -28,6 +28,21 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/concepts/?$",
         classes_api.DatasetConceptsView.as_view(),
         name="dataset-concepts",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/people/?$",
+        workers_api.DatasetWorkersView.as_view(),
+        name="dataset-people",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/block/?$",
+        workers_api.WorkerBlockView.as_view(),
+        name="worker-block",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/unblock/?$",
+        workers_api.WorkerUnblockView.as_view(),
+        name="worker-unblock",
     ),
     re_path(r"^hierarchy-uploads/?$", classes_api.HierarchyUploadView.as_view(), name="hierarchy-upload"),
     re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),

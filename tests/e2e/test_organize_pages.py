@@ -123,3 +123,12 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     from django.contrib.auth import get_user_model
 
     assert has_role(get_user_model().objects.get(username="walt"), WORKERS)
+
+    # The invited worker is listed under People; the organizer blocks them with a reason.
+    page.reload()
+    row = page.locator("#workers tbody tr", has_text="walt")
+    expect(row.locator(".standing")).to_have_text("active")
+    page.once("dialog", lambda dialog: dialog.accept("spam answers"))
+    row.get_by_role("button", name="Block…").click()
+    expect(row.locator(".standing")).to_have_text("blocked (by an organizer)")
+    expect(row).to_contain_text("spam answers")

@@ -24,6 +24,9 @@ ENDPOINTS = [
     ("get", "/api/v1/datasets/{id}/cost-settings"),
     ("patch", "/api/v1/datasets/{id}/cost-settings"),
     ("get", "/api/v1/datasets/{id}/invitations"),
+    ("get", "/api/v1/datasets/{id}/people"),
+    ("post", "/api/v1/datasets/{id}/people/1/block"),
+    ("post", "/api/v1/datasets/{id}/people/1/unblock"),
     ("post", "/api/v1/datasets/{id}/invitations"),
     ("get", "/api/v1/datasets/{id}/images"),
     ("get", "/api/v1/datasets/{id}/concepts"),
@@ -122,6 +125,7 @@ def test_endpoints_take_a_fixed_number_of_queries(
         ("/api/v1/datasets/{id}/audit", 4),
         ("/api/v1/datasets/{id}/cost", 8),
         ("/api/v1/datasets/{id}/invitations", 3),
+        ("/api/v1/datasets/{id}/people", 6),
         ("/api/v1/datasets/{id}/images", 4),
     ]:
         with django_assert_max_num_queries(most):
