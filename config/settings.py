@@ -261,6 +261,8 @@ SPECTACULAR_SETTINGS = {
         "QuestionStateEnum": "consensus.models.QuestionState",
         "QuestionKindEnum": "consensus.models.QuestionKind",
         "ReviewKindEnum": "review.models.ReviewKind",
+        "QuestionRoleEnum": "consensus.models.QuestionRole",
+        "InvitationRoleEnum": "crowd.models.InvitationRole",
     },
 }
 

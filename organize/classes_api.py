@@ -91,15 +91,15 @@ class HierarchyUploadView(APIView):
         return Response(UploadResultSerializer(body).data, status=code)
 
 
-class ConceptBriefSerializer(serializers.ModelSerializer):
+class ClassChoiceSerializer(serializers.ModelSerializer):
     class Meta:
         model = Concept
         fields = ["wnid", "name", "gloss"]
 
 
 class DatasetConceptsSerializer(serializers.Serializer):
-    selected = ConceptBriefSerializer(many=True)
-    choices = ConceptBriefSerializer(many=True, help_text="The leaves of `hierarchy`, in its class order.")
+    selected = ClassChoiceSerializer(many=True)
+    choices = ClassChoiceSerializer(many=True, help_text="The leaves of `hierarchy`, in its class order.")
 
 
 class ConceptSelectionSerializer(serializers.Serializer):
