@@ -2,7 +2,7 @@
 
 from django.urls import re_path
 
-from . import api, classes_api, people_api, workers_api
+from . import api, classes_api, people_api, review_api, splits_api, workers_api
 
 urlpatterns = [
     re_path(
@@ -43,6 +43,21 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/unblock/?$",
         workers_api.WorkerUnblockView.as_view(),
         name="worker-unblock",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/split-versions/?$",
+        splits_api.SplitVersionsView.as_view(),
+        name="split-versions",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/split-versions/(?P<number>[0-9]+)/freeze/?$",
+        splits_api.SplitFreezeView.as_view(),
+        name="split-version-freeze",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/review/?$",
+        review_api.DatasetReviewView.as_view(),
+        name="dataset-review",
     ),
     re_path(r"^hierarchy-uploads/?$", classes_api.HierarchyUploadView.as_view(), name="hierarchy-upload"),
     re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),

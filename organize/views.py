@@ -40,32 +40,31 @@ def datasets(request):
     return render(request, "organize/datasets.html", {"datasets": rows})
 
 
-@require_GET
-@organizer_page
-def dataset_home(request, dataset_id: int):
-    dataset = organizer_dataset(request.user, dataset_id)
-    return render(request, "organize/dataset.html", {"dataset": dataset, "tab": "home"})
+def dataset_page(tab: str, **extra):
+    """A page of one of the organizer's datasets: `organize/{tab}.html` with the dataset and its tab."""
+
+    @require_GET
+    @organizer_page
+    def view(request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        context = {"dataset": dataset, "tab": tab, **{k: v() for k, v in extra.items()}}
+        return render(request, f"organize/{tab}.html", context)
+
+    view.__name__ = f"dataset_{tab}"
+    return view
 
 
-@require_GET
-@organizer_page
-def dataset_images(request, dataset_id: int):
-    dataset = organizer_dataset(request.user, dataset_id)
-    return render(request, "organize/images.html", {"dataset": dataset, "tab": "images"})
+def _formats() -> list[str]:
+    from benchmark.exporters import FORMATS
+
+    return sorted(FORMATS)
 
 
-@require_GET
-@organizer_page
-def dataset_classes(request, dataset_id: int):
-    dataset = organizer_dataset(request.user, dataset_id)
-    return render(request, "organize/classes.html", {"dataset": dataset, "tab": "classes"})
-
-
-@require_GET
-@organizer_page
-def dataset_people(request, dataset_id: int):
-    dataset = organizer_dataset(request.user, dataset_id)
-    return render(request, "organize/people.html", {"dataset": dataset, "tab": "people"})
+dataset_home = dataset_page("dataset")
+dataset_images = dataset_page("images")
+dataset_classes = dataset_page("classes")
+dataset_benchmark = dataset_page("benchmark", formats=_formats)
+dataset_people = dataset_page("people")
 
 
 @never_cache

@@ -98,6 +98,11 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     expect(bar).to_have_attribute("aria-valuenow", "1")
     expect(page.locator("#cost-summary")).to_contain_text("USD including a 20% provider fee")
     expect(page.locator("#cost-alternatives tbody tr")).to_have_count(4)
+    expect(page.locator("#review tbody tr[data-kind='duplicate'] td").nth(1)).to_have_text("0")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Start the overlap scan").click()
+    expect(page.locator("#review-status")).to_have_text("Scan started.")
+    expect(page.locator("#audit tbody tr[data-action='review.overlap_scan']")).to_have_count(1)
 
     # Invite a worker; the link works in a browser with nobody signed in.
     page.get_by_role("link", name="People").click()

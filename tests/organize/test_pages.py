@@ -15,6 +15,8 @@ PAGES = [
     "/organize/",
     "/organize/datasets/{id}/",
     "/organize/datasets/{id}/images/",
+    "/organize/datasets/{id}/classes/",
+    "/organize/datasets/{id}/benchmark/",
     "/organize/datasets/{id}/people/",
 ]
 ENDPOINTS = [
@@ -25,6 +27,11 @@ ENDPOINTS = [
     ("patch", "/api/v1/datasets/{id}/cost-settings"),
     ("get", "/api/v1/datasets/{id}/invitations"),
     ("get", "/api/v1/datasets/{id}/people"),
+    ("get", "/api/v1/datasets/{id}/split-versions"),
+    ("post", "/api/v1/datasets/{id}/split-versions"),
+    ("post", "/api/v1/datasets/{id}/split-versions/1/freeze"),
+    ("get", "/api/v1/datasets/{id}/review"),
+    ("post", "/api/v1/datasets/{id}/review"),
     ("post", "/api/v1/datasets/{id}/people/1/block"),
     ("post", "/api/v1/datasets/{id}/people/1/unblock"),
     ("post", "/api/v1/datasets/{id}/invitations"),
@@ -126,6 +133,8 @@ def test_endpoints_take_a_fixed_number_of_queries(
         ("/api/v1/datasets/{id}/cost", 8),
         ("/api/v1/datasets/{id}/invitations", 3),
         ("/api/v1/datasets/{id}/people", 6),
+        ("/api/v1/datasets/{id}/split-versions", 3),
+        ("/api/v1/datasets/{id}/review", 3),
         ("/api/v1/datasets/{id}/images", 4),
     ]:
         with django_assert_max_num_queries(most):

@@ -1,5 +1,5 @@
 // Shared helpers of the organizer pages: the API client, element building and durations.
-export { api, ApiError } from "../frontend/api.js";
+export { api, ApiError, cookie } from "../frontend/api.js";
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);

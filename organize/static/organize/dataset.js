@@ -66,6 +66,29 @@ async function refreshCost() {
     el("tr", {}, el("td", { text: name }), el("td", { class: "num", text: money(cost) }))));
 }
 
+function showReview(data) {
+  const num = (x) => el("td", { class: "num", text: String(x) });
+  document.querySelector("#review tbody").replaceChildren(...Object.entries(data.counts).map(([kind, c]) =>
+    el("tr", { "data-kind": kind }, el("td", { text: kind }), num(c.open), num(c.leased), num(c.decided), num(c.dismissed))));
+}
+
+async function refreshReview() {
+  showReview(await api(base, `datasets/${id}/review`));
+}
+
+document.getElementById("overlap-scan").addEventListener("click", async () => {
+  const status = document.getElementById("review-status");
+  if (!window.confirm("Scan the dataset's new and changed boxes for duplicates and cross-class overlaps?")) return;
+  try {
+    const data = await api(base, `datasets/${id}/review`, { method: "POST" });
+    showReview(data);
+    status.textContent = data.scan_queued ? "Scan started." : "A scan is queued or has just run.";
+    await refreshAudit();
+  } catch (err) {
+    status.textContent = err.message;
+  }
+});
+
 async function loadHierarchies() {
   const select = document.querySelector("#start-multilabel select[name=hierarchy]");
   const page = await api(base, "hierarchies/");
@@ -112,6 +135,7 @@ for (const form of document.querySelectorAll("form.pipeline")) {
 
 refreshProgress();
 refreshAudit();
+refreshReview().catch((err) => { document.getElementById("review-status").textContent = err.message; });
 refreshCost().catch((err) => { document.getElementById("cost-summary").textContent = err.message; });
 loadHierarchies().catch((err) => { document.getElementById("start-error").textContent = err.message; });
 setInterval(refreshProgress, POLL_MS);

@@ -1,6 +1,6 @@
 // Images of a dataset: drag-and-drop upload of files and folders, one request per file (so each has its own
 // progress bar and its own refusal reason), and a paginated, filtered grid of the stored images.
-import { api, el, formData } from "./common.js";
+import { api, cookie, el, formData } from "./common.js";
 
 const app = document.getElementById("images-app");
 const base = app.dataset.api;
@@ -8,11 +8,6 @@ const id = app.dataset.dataset;
 // One upload at a time: ingestion is bound by the server, and SQLite (the embedded default) answers concurrent
 // writers with "database is locked".
 const PARALLEL = 1;
-
-function cookie(name) {
-  const match = document.cookie.match(new RegExp("(?:^|; )" + name + "=([^;]*)"));
-  return match ? decodeURIComponent(match[1]) : "";
-}
 
 // fetch() has no upload progress: XMLHttpRequest does. Resolves with {status, report}; status 0 = network.
 function send(file, bar) {
