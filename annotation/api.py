@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.files.storage import FileSystemStorage
+from django.db import transaction
 from django.db.models import Count
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -20,6 +21,7 @@ from rest_framework.views import APIView
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
 from . import binary_vote, boxes, hooks, kinds, queue
+from .audit import audit_record, request_parameters
 from .ingest import images_ingest, item_read
 from .models import Assignment, Box, BoxJob, BoxState, Dataset, Image, Task
 from .serializers import (
@@ -67,11 +69,33 @@ class DatasetViewSet(
         dataset = serializer.save()
         dataset.organizers.add(self.request.user)
 
-    @extend_schema(responses=ImageSerializer(many=True))
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("name", str, description="Only images whose file name contains this text."),
+            OpenApiParameter(
+                "near_duplicate", bool, description="true: only images flagged as near-duplicates."
+            ),
+            OpenApiParameter(
+                "concept", str, description="Only images with a present final label of this wnid."
+            ),
+        ],
+        responses=ImageSerializer(many=True),
+    )
     @action(detail=True, methods=["get"], url_path="images")
     def images(self, request, pk=None):
         dataset = self.get_object()
-        page = self.paginate_queryset(dataset.images.order_by("id"))
+        params = request.query_params
+        qs = dataset.images.order_by("id")
+        if params.get("name"):
+            qs = qs.filter(original_name__icontains=params["name"])
+        if params.get("near_duplicate") not in (None, ""):
+            if params["near_duplicate"] not in ("true", "false"):
+                raise ValidationError({"near_duplicate": "must be true or false"})
+            qs = qs.filter(near_duplicate_of__isnull=params["near_duplicate"] == "false")
+        if params.get("concept"):
+            concept = concept_by_wnid(params["concept"])
+            qs = qs.filter(final_labels__concept=concept, final_labels__present=True)
+        page = self.paginate_queryset(qs)
         return self.get_paginated_response(ImageSerializer(page, many=True).data)
 
     @extend_schema(
@@ -118,13 +142,21 @@ class DatasetViewSet(
         data = form.validated_data
         concept = concept_by_wnid(data["concept"])
         images = dataset_images(dataset, data)
-        tasks = binary_vote.vote_tasks_create(
-            dataset=dataset,
-            concept=concept,
-            images=images,
-            answers_wanted=data["answers_wanted"],
-            priority=data["priority"],
-        )
+        with transaction.atomic():
+            tasks = binary_vote.vote_tasks_create(
+                dataset=dataset,
+                concept=concept,
+                images=images,
+                answers_wanted=data["answers_wanted"],
+                priority=data["priority"],
+            )
+            audit_record(
+                dataset=dataset,
+                actor=request.user,
+                action="vote_tasks.start",
+                parameters=request_parameters(data),
+                result={"created": len(tasks)},
+            )
         return Response({"created": len(tasks)}, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -156,13 +188,21 @@ class DatasetViewSet(
         data = form.validated_data
         concept = concept_by_wnid(data["concept"])
         images = dataset_images(dataset, data)
-        report = boxes.box_jobs_start(
-            dataset=dataset,
-            concept=concept,
-            images=images,
-            max_boxes=data["max_boxes"],
-            max_rounds=data["max_rounds"],
-        )
+        with transaction.atomic():
+            report = boxes.box_jobs_start(
+                dataset=dataset,
+                concept=concept,
+                images=images,
+                max_boxes=data["max_boxes"],
+                max_rounds=data["max_rounds"],
+            )
+            audit_record(
+                dataset=dataset,
+                actor=request.user,
+                action="boxes.start",
+                parameters=request_parameters(data),
+                result={"created": report.created, "existing": report.existing},
+            )
         body = BoxJobsStartedSerializer({"created": report.created, "existing": report.existing}).data
         return Response(body, status=status.HTTP_201_CREATED)
 

@@ -14,6 +14,12 @@ class Dataset(models.Model):
     organizers = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="datasets", blank=True)
     # Image formats (Pillow names: JPEG, PNG, ...) uploads may use; empty accepts every format ingestion knows.
     image_formats = models.JSONField(default=list, blank=True)
+    concepts = models.ManyToManyField(
+        "hierarchy.Concept",
+        related_name="datasets",
+        blank=True,
+        help_text="The classes the organizer picked for this dataset.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -314,3 +320,22 @@ class FinalBox(models.Model):
 
     def __str__(self) -> str:
         return f"final box {self.box_id} on image {self.image_id}"
+
+
+class AuditEntry(models.Model):
+    """Who started what on a dataset, when, with which parameters (a pipeline start, a settings change).
+    Append-only: written by `annotation.audit.audit_record` in the transaction of the action it records."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="audit_entries")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    action = models.CharField(max_length=64)
+    parameters = models.JSONField(default=dict)
+    result = models.JSONField(default=dict, help_text="What the action did (e.g. how many tasks it created).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["dataset", "-id"], name="audit_entry_dataset_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action} on dataset {self.dataset_id} by user {self.actor_id}"

@@ -14,6 +14,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.audit import audit_record
 from annotation.models import Dataset
 from config.roles import IsOrganizer
 
@@ -72,6 +73,17 @@ class DatasetExportsView(APIView):
         except services.BenchmarkError as exc:
             raise ValidationError({"split": str(exc)}) from None
         job.refresh_from_db()
+        if created:
+            audit_record(
+                dataset=dataset,
+                actor=request.user,
+                action="export.start",
+                parameters=dict(data),
+                result={
+                    "job": job.pk,
+                    "split_version": job.split_version.number if job.split_version else None,
+                },
+            )
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(ExportJobSerializer(job, context={"request": request}).data, status=code)
 

@@ -214,7 +214,9 @@ def export_job_run(job_id: int) -> ExportJob:
                 job.file.save(archive.name, File(data), save=False)
             job.state = JobState.DONE
             job.manifest = manifest
-            job.progress = sum(manifest["counts"]["images"].values())
+            # The images written are the job's real size: `total` was counted over the whole dataset before the
+            # run, while a split (or unlabelled images left out) writes fewer, and a finished job must read 100%.
+            job.progress = job.total = sum(manifest["counts"]["images"].values())
             job.finished_at = timezone.now()
             job.save()
     return job

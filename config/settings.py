@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "review",
     "benchmark",
     "crowd",
+    "organize",
     "frontend",
 ]
 
@@ -286,6 +287,8 @@ SPECTACULAR_SETTINGS = {
         "QuestionStateEnum": "consensus.models.QuestionState",
         "QuestionKindEnum": "consensus.models.QuestionKind",
         "ReviewKindEnum": "review.models.ReviewKind",
+        "QuestionRoleEnum": "consensus.models.QuestionRole",
+        "InvitationRoleEnum": "crowd.models.InvitationRole",
     },
 }
 

@@ -20,8 +20,10 @@ urlpatterns = [
     path("api/v1/", include("benchmark.urls")),
     path("api/v1/", include("gold.urls")),
     path("api/v1/", include("outbox.urls")),
+    path("api/v1/", include("organize.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("review.urls")),
+    path("", include("organize.page_urls")),
     path("", include("frontend.urls")),
 ]

@@ -3,6 +3,7 @@ history and a concept's calibration table. Workers reach questions only through 
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -12,6 +13,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.audit import audit_record, request_parameters
 from annotation.models import Dataset
 from annotation.serializers import concept_by_wnid, dataset_images
 from config.roles import IsOrganizer
@@ -73,10 +75,19 @@ class VerificationView(APIView):
         data = form.validated_data
         concept = concept_by_wnid(data["concept"])
         images = dataset_images(dataset, data)
-        plan = services.verification_queue(
-            dataset=dataset, concept=concept, images=images, calibrate=data["calibrate"]
-        )
-        return Response(VerificationPlanSerializer(plan).data, status=status.HTTP_201_CREATED)
+        with transaction.atomic():
+            plan = services.verification_queue(
+                dataset=dataset, concept=concept, images=images, calibrate=data["calibrate"]
+            )
+            body = VerificationPlanSerializer(plan).data
+            audit_record(
+                dataset=dataset,
+                actor=request.user,
+                action="verification.start",
+                parameters=request_parameters(data),
+                result=body,
+            )
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class DecisionListView(generics.ListAPIView):

@@ -277,3 +277,24 @@ class PaymentDecision(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.assignment_id}: {self.recommendation}"
+
+
+class BlockAction(models.Model):
+    """An organizer blocking (or unblocking) a worker in a dataset, with a reason. Append-only: the latest row of
+    a (worker, dataset) says whether the organizer's block stands. Independent of the gold `Block`, which the
+    evidence adds and nobody removes."""
+
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="block_actions")
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
+    blocked = models.BooleanField()
+    reason = models.CharField(max_length=500)
+    actor = models.ForeignKey(django_settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["worker", "dataset", "-id"], name="block_action_latest_idx")]
+
+    def __str__(self) -> str:
+        verb = "blocked" if self.blocked else "unblocked"
+        return f"worker {self.worker_id} {verb} in dataset {self.dataset_id} by user {self.actor_id}"

@@ -20,6 +20,7 @@ from consensus.voiding import votes_void
 from . import scoring
 from .models import (
     Block,
+    BlockAction,
     DrawVerdict,
     GoldAnswer,
     GoldServing,
@@ -193,6 +194,24 @@ def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) ->
             queue.assignment_release(assignment=lease)
         payments_decide(dataset_id=dataset_id, worker=worker)
         return block
+
+
+def worker_block_set(*, worker, dataset_id: int, blocked: bool, reason: str, actor) -> BlockAction:
+    """An organizer blocks or unblocks a worker in a dataset, with a reason. A block ends the leases they hold
+    there (like the evidence's block) but keeps their votes: it says nothing about their answers' quality.
+    Unblocking lifts only an organizer's block, never the gold evidence's."""
+    if not reason.strip():
+        raise ValueError("give a reason")
+    with transaction.atomic():
+        action = BlockAction.objects.create(
+            worker=worker, dataset_id=dataset_id, blocked=blocked, reason=reason.strip(), actor=actor
+        )
+        if blocked:
+            for lease in Assignment.objects.filter(
+                worker=worker, task__dataset_id=dataset_id, state=AssignmentState.LEASED
+            ).order_by("task_id"):
+                queue.assignment_release(assignment=lease)
+        return action
 
 
 def _recommend(

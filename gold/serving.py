@@ -24,7 +24,7 @@ from consensus.models import Question, QuestionKind, QuestionState
 from consensus.question_kind import BOX_KINDS, SHOWN_BOXES_KEY
 from consensus.services import TASK_KIND, question_text
 
-from .models import Block, GoldAnswer, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
+from .models import Block, BlockAction, GoldAnswer, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
 
 _GOLD_STREAM = 0x601D
 LIVE_QUESTION_STATES = (QuestionState.WAITING, QuestionState.OPEN)
@@ -57,8 +57,13 @@ def gold_context(worker, now: datetime | None = None) -> GoldContext:
             f"SELECT 'item', dataset_id, kind, COUNT(*) FROM {qn(GoldItem._meta.db_table)} "
             "GROUP BY dataset_id, kind "
             f"UNION ALL SELECT DISTINCT 'block', dataset_id, '', 0 FROM {qn(Block._meta.db_table)} "
-            "WHERE worker_id = %s",
-            [worker.pk],
+            "WHERE worker_id = %s "
+            # An organizer's block stands while it is the latest action on the (worker, dataset).
+            f"UNION ALL SELECT 'block', a.dataset_id, '', 0 FROM {qn(BlockAction._meta.db_table)} a "
+            "WHERE a.worker_id = %s AND a.blocked = %s AND a.id = "
+            f"(SELECT MAX(b.id) FROM {qn(BlockAction._meta.db_table)} b "
+            "WHERE b.worker_id = a.worker_id AND b.dataset_id = a.dataset_id)",
+            [worker.pk, worker.pk, True],
         )
         rows = cursor.fetchall()
     counts = [(d, k, n) for what, d, k, n in rows if what == "item"]

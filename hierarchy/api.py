@@ -1,5 +1,6 @@
 """Thin DRF views: concepts (read-only), loaded hierarchies, and multi-label annotation of a dataset."""
 
+from django.db import transaction
 from django.db.models import Count, Prefetch, Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -10,6 +11,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.audit import audit_record, request_parameters
 from annotation.models import Dataset
 from annotation.serializers import dataset_images
 from config.roles import IsOrganizer
@@ -81,22 +83,30 @@ class MultilabelView(APIView):
             raise ValidationError({"hierarchy": f"no hierarchy with id {data['hierarchy']}"})
         images = dataset_images(dataset, data)
         try:
-            result = labeling_start(
-                dataset=dataset,
-                hierarchy=hierarchy,
-                images=images,
-                order=data["order"],
-                engine=data["engine"],
-                priority=data["priority"],
-            )
+            with transaction.atomic():
+                result = labeling_start(
+                    dataset=dataset,
+                    hierarchy=hierarchy,
+                    images=images,
+                    order=data["order"],
+                    engine=data["engine"],
+                    priority=data["priority"],
+                )
+                body = {
+                    "created": result.created,
+                    "already": result.already,
+                    "order": result.order,
+                    "engine": result.engine,
+                }
+                audit_record(
+                    dataset=dataset,
+                    actor=request.user,
+                    action="multilabel.start",
+                    parameters=request_parameters(data),
+                    result=body,
+                )
         except LabelingError as exc:
             raise ValidationError({"order": str(exc)}) from None
-        body = {
-            "created": result.created,
-            "already": result.already,
-            "order": result.order,
-            "engine": result.engine,
-        }
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -40,6 +40,43 @@ class HierarchyConflict(ValueError):
     """A hierarchy with this name and version is stored with a different question DAG."""
 
 
+class ConceptConflict(ValueError):
+    """The file would rewrite the gloss or the parents of concepts datasets use; `errors` names each one."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+def concept_conflicts(fixture: HierarchyFixture, in_use: Mapping[str, Iterable[str]]) -> list[str]:
+    """What loading `fixture` would change about concepts in use (wnid -> names of the datasets using it):
+    another gloss, or another is-a parent. Concepts are shared by every dataset, so such a change would
+    silently alter the meaning of their labels; each conflict names the stored and the uploaded value."""
+    wanted = {node.wnid: node for node in fixture.nodes if node.wnid and node.wnid in in_use}
+    if not wanted:
+        return []
+    stored = {c.wnid: c for c in Concept.objects.filter(wnid__in=wanted).prefetch_related("parents")}
+    errors = []
+    for wnid, node in wanted.items():
+        concept = stored.get(wnid)
+        if concept is None:
+            continue
+        users = ", ".join(sorted(in_use[wnid]))
+        if node.gloss and concept.gloss and node.gloss.strip() != concept.gloss.strip():
+            errors.append(
+                f"{wnid} ({concept.name}): gloss {node.gloss!r} in this file conflicts with the stored gloss "
+                f"{concept.gloss!r} used by dataset(s) {users}"
+            )
+        old_parents = {p.wnid for p in concept.parents.all()}
+        new_parents = {p for p in node.parents if WNID_RE.match(p)} - old_parents
+        if new_parents:
+            errors.append(
+                f"{wnid} ({concept.name}): parent(s) {', '.join(sorted(new_parents))} in this file conflict with "
+                f"the stored parent(s) {', '.join(sorted(old_parents)) or '(none)'} used by dataset(s) {users}"
+            )
+    return errors
+
+
 @dataclass(frozen=True)
 class LoadResult:
     hierarchy: Hierarchy
@@ -48,13 +85,17 @@ class LoadResult:
     leaves: int
 
 
-def hierarchy_load(fixture: HierarchyFixture) -> LoadResult:
+def hierarchy_load(
+    fixture: HierarchyFixture, in_use: Mapping[str, Iterable[str]] | None = None
+) -> LoadResult:
     """Store a validated fixture (see hierarchy.fixture) as a Hierarchy with its QuestionNodes, in one transaction.
 
     Every node gets a concept: its synset when its id is a wnid (with is-a edges between synset nodes), else a
     local concept named by its question id, so the consensus engine has a subject for every question. Loading
     the same name and version again is a no-op when the DAG is the same and refused when it differs (bump the
-    version: stored labeling states refer to the DAG they were recorded on)."""
+    version: stored labeling states refer to the DAG they were recorded on). With `in_use` (wnid -> names of
+    the datasets using it), a file that would change such a concept's gloss or parents is refused
+    (ConceptConflict) and nothing is stored."""
     dag = fixture.to_dag()  # raises DagError on a structural problem the fixture parser did not catch
     with transaction.atomic():
         existing = (
@@ -69,6 +110,9 @@ def hierarchy_load(fixture: HierarchyFixture) -> LoadResult:
             return LoadResult(
                 existing, False, existing.nodes.count(), existing.nodes.filter(leaf=True).count()
             )
+        conflicts = concept_conflicts(fixture, in_use or {})
+        if conflicts:
+            raise ConceptConflict(conflicts)
         concepts = concepts_upsert(
             {
                 "wnid": node.id,

@@ -32,6 +32,8 @@ PURE_CORES = [
     "crowd/reviewer.py",
     "gold/scoring.py",
     "gold/simulation.py",
+    "organize/eta.py",
+    "organize/ledger.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 

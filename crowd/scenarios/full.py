@@ -34,7 +34,7 @@ from crowd.ground_truth import label_precision_recall
 from crowd.scenarios.boxes import DEFAULT_VOTE_CAP, answer_box_task, is_box_task
 from crowd.scenarios.multilabel import HierarchyFile
 from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
-from crowd.simulated import Crowd, SimulatedWorker, TaskKind, answer_binary, answer_seconds
+from crowd.simulated import Crowd, SimulatedWorker, TaskKind, WorkerKind, answer_binary, answer_seconds
 
 KINDS = ("question", "box_draw", "box_quality", "box_coverage", "binary_vote")
 # What the crowd's answers are about, by phase (a hierarchy question may still be open during review).
@@ -509,13 +509,17 @@ class FullScenario:
             if row["blocked"] and row["worker"] in platform_to_sim:
                 blocked.setdefault(platform_to_sim[row["worker"]], set()).add(row["kind"])
         spammers = {w.worker_id for w in self.crowd if w.profile.is_spammer}
+        # Weak workers (about 0.6 right everywhere) and colluders are meant to be blocked: counted apart from the
+        # honest ones, whose blocking is the gold's false alarm.
+        poor = {w.worker_id for w in self.crowd if w.profile.kind in (WorkerKind.WEAK, WorkerKind.COLLUDER)}
         served = sum(self.gold_answers.values())
         return {
             "gold_rate": self.gold_rate,
             "gold_images": len(self.gold_images),
             "gold_share": rounded(served / stats.tasks_answered) if stats.tasks_answered else None,
             "blocked_spammers": sum(1 for w in blocked if w in spammers),
-            "blocked_honest": sum(1 for w in blocked if w not in spammers),
+            "blocked_poor": sum(1 for w in blocked if w in poor),
+            "blocked_honest": sum(1 for w in blocked if w not in spammers and w not in poor),
             "blocked_by_kind": {
                 k: sum(1 for kinds in blocked.values() if k in kinds)
                 for k in sorted(set().union(*blocked.values()))

@@ -54,6 +54,17 @@ def test_export_job_runs_end_to_end_and_offers_the_archive(
     assert "annotations" not in test_info and len(test_info["images"]) == frozen.manifest["counts"]["test"]
 
 
+def test_a_finished_export_of_one_split_reports_its_progress_complete(
+    organizer, labelled, frozen, django_capture_on_commit_callbacks
+):
+    client = client_for(organizer)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = start_export(client, labelled["dataset"], split="train", include_images=False)
+    job = client.get(f"/api/v1/exports/{response.json()['id']}/").json()
+    assert job["state"] == "done"
+    assert 0 < job["progress"] == job["total"] < labelled["dataset"].images.count()
+
+
 def test_a_repeated_export_request_joins_the_job_in_flight(
     organizer, labelled, frozen, django_capture_on_commit_callbacks
 ):

@@ -1,6 +1,6 @@
 // A small client for the Crowdlabel REST API, shared by the browser pages.
 
-function cookie(name) {
+export function cookie(name) {
   const match = document.cookie.match(new RegExp("(?:^|; )" + name + "=([^;]*)"));
   return match ? decodeURIComponent(match[1]) : "";
 }

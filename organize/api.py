@@ -1,0 +1,152 @@
+"""The organizer workspace's own endpoints: a dataset's live progress, its audit trail, its cost ledger and prices."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.audit import audit_record
+from annotation.models import AuditEntry
+from config.roles import IsOrganizer
+
+from .cost import dataset_ledger
+from .models import CostSettings
+from .progress import dataset_progress
+from .scoping import organizer_dataset
+
+
+class StageSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    eta_seconds = serializers.IntegerField(allow_null=True, help_text="Null: no recent progress to go by.")
+    rate_per_hour = serializers.FloatField(help_text="Units finished per hour over the recent window.")
+    in_review = serializers.IntegerField(required=False)
+
+
+class ProgressSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField()
+    images = serializers.IntegerField()
+    boxes_drawn = serializers.IntegerField()
+    box_jobs_in_review = serializers.IntegerField()
+    review_open = serializers.IntegerField()
+    window_seconds = serializers.IntegerField(help_text="The window the rates and ETAs are measured over.")
+    stages = StageSerializer(many=True)
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = AuditEntry
+        fields = ["id", "actor", "action", "parameters", "result", "created_at"]
+
+
+class DatasetProgressView(APIView):
+    """Per-stage counts with a rate and an ETA; the dashboard polls this."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=ProgressSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(ProgressSerializer(dataset_progress(dataset)).data)
+
+
+class DatasetAuditView(APIView):
+    """Who started what on the dataset, newest first (paginated)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=AuditEntrySerializer(many=True))
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        paginator = PageNumberPagination()
+        qs = AuditEntry.objects.filter(dataset=dataset).select_related("actor").order_by("-id")
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(AuditEntrySerializer(page, many=True).data)
+
+
+class CostRowSerializer(serializers.Serializer):
+    stage = serializers.CharField(help_text="Question kind (image_verify, hierarchy, ...) or task kind.")
+    wnid = serializers.CharField(allow_blank=True)
+    tasks = serializers.IntegerField()
+    answers = serializers.IntegerField()
+    worker_seconds = serializers.FloatField()
+    decided_questions = serializers.IntegerField()
+    cost = serializers.FloatField()
+
+
+class CostTotalsSerializer(serializers.Serializer):
+    tasks = serializers.IntegerField()
+    answers = serializers.IntegerField()
+    worker_seconds = serializers.FloatField()
+    cost = serializers.FloatField()
+
+
+class CostAlternativesSerializer(serializers.Serializer):
+    fixed_majority_5 = serializers.FloatField(help_text="Every decided question at exactly five answers.")
+    multilabel_hierarchical = serializers.FloatField(help_text="What Algorithm 1's questions cost.")
+    multilabel_flat_per_class = serializers.FloatField(
+        help_text="Every multi-labelled image asked about every class, at the observed answers per question."
+    )
+    flat_votes_per_question = serializers.FloatField()
+
+
+class LedgerSerializer(serializers.Serializer):
+    currency = serializers.CharField()
+    fee_fraction = serializers.FloatField()
+    rows = CostRowSerializer(many=True)
+    totals = CostTotalsSerializer()
+    alternatives = CostAlternativesSerializer()
+
+
+class CostSettingsSerializer(serializers.ModelSerializer):
+    rewards = serializers.DictField(child=serializers.FloatField(min_value=0, max_value=100), required=False)
+    fee_fraction = serializers.FloatField(min_value=0, max_value=5, required=False)
+
+    class Meta:
+        model = CostSettings
+        fields = ["currency", "default_reward", "rewards", "fee_fraction"]
+        extra_kwargs = {"default_reward": {"min_value": 0}}
+
+
+class DatasetCostView(APIView):
+    """The cost ledger: tasks, answers and worker-seconds per stage and synset, priced at the dataset's rewards
+    plus the provider's fee, beside what fixed majority-5 voting and flat per-class questions would have cost."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=LedgerSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(LedgerSerializer(dataset_ledger(dataset)).data)
+
+
+class CostSettingsView(APIView):
+    """The prices the ledger uses: reward per answer by stage, a default reward, the provider's fee."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=CostSettingsSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(CostSettingsSerializer(CostSettings.for_dataset(dataset.pk)).data)
+
+    @extend_schema(request=CostSettingsSerializer, responses=CostSettingsSerializer)
+    def patch(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        form = CostSettingsSerializer(CostSettings.for_dataset(dataset.pk), data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        with transaction.atomic():
+            form.save(dataset=dataset)
+            audit_record(
+                dataset=dataset, actor=request.user, action="cost_settings.change", parameters=request.data
+            )
+        return Response(form.data)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OrganizeConfig(AppConfig):
+    name = "organize"
+    verbose_name = "Organizer workspace"

@@ -1,0 +1,152 @@
+"""Classes: upload a question hierarchy (the validation of `load_hierarchy`, plus a refusal to rewrite a
+concept a dataset uses), and pick the dataset's concepts from a hierarchy's leaves."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.audit import audit_record
+from annotation.models import Dataset, Task
+from config.roles import IsOrganizer
+from hierarchy.algorithm import DagError
+from hierarchy.fixture import FixtureError, parse_fixture
+from hierarchy.models import Concept, Hierarchy, QuestionNode
+from hierarchy.services import ConceptConflict, HierarchyConflict, hierarchy_load
+
+from .scoping import organizer_dataset
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+def concepts_in_use(wnids) -> dict[str, list[str]]:
+    """wnid -> names of the datasets that picked the concept or hold tasks about it (only the given wnids)."""
+    users: dict[str, set[str]] = defaultdict(set)
+    picked = Dataset.concepts.through.objects.filter(concept__wnid__in=wnids)
+    for wnid, name in picked.values_list("concept__wnid", "dataset__name"):
+        users[wnid].add(name)
+    tasked = (
+        Task.objects.filter(concept__wnid__in=wnids).values_list("concept__wnid", "dataset__name").distinct()
+    )
+    for wnid, name in tasked:
+        users[wnid].add(name)
+    return {wnid: sorted(names) for wnid, names in users.items()}
+
+
+class UploadResultSerializer(serializers.Serializer):
+    hierarchy = serializers.IntegerField()
+    name = serializers.CharField()
+    version = serializers.CharField()
+    created = serializers.BooleanField(help_text="False: the same name, version and DAG was stored already.")
+    nodes = serializers.IntegerField()
+    leaves = serializers.IntegerField()
+
+
+class HierarchyUploadView(APIView):
+    """Upload a hierarchy (the crowdlabel-hierarchy/1 JSON of `load_hierarchy`, see docs/hierarchy.md) as the
+    request body. Refused with 400 and every bad entry in `errors`; with 409 when the name and version are
+    stored with another DAG, or when the file would change the gloss or parents of a concept a dataset uses
+    (each conflict names the stored and the uploaded value and the datasets)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(
+        request=OpenApiTypes.OBJECT, responses={201: UploadResultSerializer, 200: UploadResultSerializer}
+    )
+    def post(self, request):
+        try:
+            fixture = parse_fixture(request.data, source="uploaded hierarchy")
+        except FixtureError as exc:
+            raise ValidationError({"errors": exc.errors}) from None
+        in_use = concepts_in_use([node.wnid for node in fixture.nodes if node.wnid])
+        try:
+            result = hierarchy_load(fixture, in_use=in_use)
+        except DagError as exc:
+            raise ValidationError({"errors": exc.problems}) from None
+        except ConceptConflict as exc:
+            raise Conflict({"errors": exc.errors}) from None
+        except HierarchyConflict as exc:
+            raise Conflict({"errors": [str(exc)]}) from None
+        h = result.hierarchy
+        body = {
+            "hierarchy": h.pk,
+            "name": h.name,
+            "version": h.version,
+            "created": result.created,
+            "nodes": result.nodes,
+            "leaves": result.leaves,
+        }
+        code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        return Response(UploadResultSerializer(body).data, status=code)
+
+
+class ClassChoiceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Concept
+        fields = ["wnid", "name", "gloss"]
+
+
+class DatasetConceptsSerializer(serializers.Serializer):
+    selected = ClassChoiceSerializer(many=True)
+    choices = ClassChoiceSerializer(many=True, help_text="The leaves of `hierarchy`, in its class order.")
+
+
+class ConceptSelectionSerializer(serializers.Serializer):
+    concepts = serializers.ListField(child=serializers.CharField(max_length=32), max_length=5000)
+
+
+class DatasetConceptsView(APIView):
+    """The dataset's classes: read them (with a hierarchy's leaves to choose from), or set them."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("hierarchy", int, description="List this hierarchy's leaves as choices.")
+        ],
+        responses=DatasetConceptsSerializer,
+    )
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        choices = []
+        hierarchy = request.query_params.get("hierarchy")
+        if hierarchy:
+            if not hierarchy.isdigit() or not Hierarchy.objects.filter(pk=hierarchy).exists():
+                raise ValidationError({"hierarchy": f"no hierarchy with id {hierarchy!r}"})
+            leaves = QuestionNode.objects.filter(hierarchy_id=hierarchy, leaf=True).order_by("position")
+            choices = [n.concept for n in leaves.select_related("concept")]
+        body = {"selected": dataset.concepts.order_by("wnid"), "choices": choices}
+        return Response(DatasetConceptsSerializer(body).data)
+
+    @extend_schema(request=ConceptSelectionSerializer, responses=DatasetConceptsSerializer)
+    def put(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        form = ConceptSelectionSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        wnids = sorted(set(form.validated_data["concepts"]))
+        concepts = list(Concept.objects.filter(wnid__in=wnids))
+        unknown = sorted(set(wnids) - {c.wnid for c in concepts})
+        if unknown:
+            raise ValidationError({"concepts": f"unknown concepts: {', '.join(unknown)}"})
+        with transaction.atomic():
+            dataset.concepts.set(concepts)
+            audit_record(
+                dataset=dataset,
+                actor=request.user,
+                action="concepts.set",
+                parameters={"concepts": wnids},
+                result={"count": len(wnids)},
+            )
+        body = {"selected": sorted(concepts, key=lambda c: c.wnid), "choices": []}
+        return Response(DatasetConceptsSerializer(body).data)

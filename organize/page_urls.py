@@ -1,0 +1,13 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("organize/", views.datasets, name="organize"),
+    path("organize/datasets/<int:dataset_id>/", views.dataset_home, name="organize-dataset"),
+    path("organize/datasets/<int:dataset_id>/images/", views.dataset_images, name="organize-images"),
+    path("organize/datasets/<int:dataset_id>/classes/", views.dataset_classes, name="organize-classes"),
+    path("organize/datasets/<int:dataset_id>/benchmark/", views.dataset_benchmark, name="organize-benchmark"),
+    path("organize/datasets/<int:dataset_id>/people/", views.dataset_people, name="organize-people"),
+    path("invite/<str:token>/", views.invitation_accept, name="invitation-accept-page"),
+]

@@ -1,0 +1,78 @@
+// Benchmark of a dataset: preview then freeze split versions; start an export, follow its progress, download.
+import { api, el, formData } from "./common.js";
+
+const app = document.getElementById("benchmark-app");
+const base = app.dataset.api;
+const id = app.dataset.dataset;
+
+async function refreshVersions() {
+  const versions = await api(base, `datasets/${id}/split-versions`);
+  document.querySelector("#versions tbody").replaceChildren(...versions.map((v) => {
+    const counts = v.manifest.counts || {};
+    let state = el("span", { text: "frozen" });
+    if (!v.frozen) {
+      state = el("button", { type: "button", text: `Freeze version ${v.number}` });
+      state.addEventListener("click", async () => {
+        if (!window.confirm(`Freeze split version ${v.number}? It never changes after this.`)) return;
+        await api(base, `datasets/${id}/split-versions/${v.number}/freeze`, { method: "POST" });
+        await refreshVersions();
+      });
+    }
+    return el("tr", { "data-version": v.number }, el("td", { text: String(v.number) }), el("td", { text: String(v.seed) }),
+      el("td", { text: `${v.ratios.train} / ${v.ratios.val} / ${v.ratios.test}` }),
+      el("td", { class: "counts", text: Object.entries(counts).map(([k, n]) => `${k} ${n}`).join(", ") }),
+      el("td", {}, state));
+  }));
+}
+
+document.getElementById("split-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const error = document.getElementById("split-error");
+  error.textContent = "";
+  const data = formData(event.target);
+  const body = { train: Number(data.train), val: Number(data.val), test: Number(data.test), seed: Number(data.seed) };
+  try {
+    await api(base, `datasets/${id}/split-versions`, { method: "POST", body });
+    await refreshVersions();
+  } catch (err) {
+    error.textContent = err.message;
+  }
+});
+
+async function follow(job) {
+  const bar = document.getElementById("export-bar");
+  const status = document.getElementById("export-status");
+  const link = document.getElementById("export-download");
+  document.getElementById("export-job").hidden = false;
+  for (;;) {
+    const share = job.total ? (100 * job.progress) / job.total : 0;
+    bar.querySelector("span").style.width = `${job.state === "done" ? 100 : share}%`;
+    bar.setAttribute("aria-valuenow", String(job.progress));
+    bar.setAttribute("aria-valuemax", String(job.total));
+    status.textContent = `${job.format} ${job.split}: ${job.state}, ${job.progress} / ${job.total} images` +
+      (job.error ? ` (${job.error})` : "");
+    if (job.state === "done" || job.state === "failed") break;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    job = await api(base, `exports/${job.id}`);
+  }
+  if (job.state === "done" && job.download_url) {
+    link.href = job.download_url;
+    link.hidden = false;
+  }
+}
+
+document.getElementById("export-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const error = document.getElementById("export-error");
+  error.textContent = "";
+  const data = formData(event.target);
+  try {
+    const job = await api(base, `datasets/${id}/exports`, { method: "POST",
+      body: { format: data.format, split: data.split, include_images: data.include_images === "on" } });
+    await follow(job);
+  } catch (err) {
+    error.textContent = err.message;
+  }
+});
+
+refreshVersions().catch((err) => { document.getElementById("split-error").textContent = err.message; });

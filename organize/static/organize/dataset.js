@@ -1,0 +1,142 @@
+// A dataset's home: per-stage progress bars (polled), pipeline starts with confirmation, the cost ledger and
+// the audit trail.
+import { api, duration, el, formData } from "./common.js";
+
+const app = document.getElementById("dataset-app");
+const base = app.dataset.api;
+const id = app.dataset.dataset;
+const POLL_MS = 3000;
+
+function stageRow(stage) {
+  const share = stage.total ? Math.min(100, (100 * stage.done) / stage.total) : 0;
+  const bar = el("div", { class: "bar", role: "progressbar", "aria-valuemin": "0",
+    "aria-valuemax": String(stage.total), "aria-valuenow": String(stage.done), "aria-label": stage.label });
+  const fill = el("span");
+  fill.style.width = `${share}%`;
+  bar.append(fill);
+  const review = stage.in_review ? `, ${stage.in_review} in review` : "";
+  const eta = stage.total ? ` · ${duration(stage.eta_seconds)}` : "";
+  return el("div", { class: "stage-row", "data-stage": stage.key },
+    el("span", { text: stage.label }), bar,
+    el("span", { class: "counts", text: `${stage.done} / ${stage.total}${review}${eta}` }));
+}
+
+async function refreshProgress() {
+  const status = document.getElementById("progress-status");
+  try {
+    const progress = await api(base, `datasets/${id}/progress`);
+    document.getElementById("stages").replaceChildren(...progress.stages.map(stageRow));
+    status.textContent = `${progress.images} images · ${progress.review_open} review items open · ` +
+      `rates over the last ${Math.round(progress.window_seconds / 60)} min`;
+  } catch (err) {
+    status.textContent = `Progress unavailable: ${err.message}`;
+  }
+}
+
+async function refreshAudit() {
+  const page = await api(base, `datasets/${id}/audit`);
+  const rows = page.results.map((entry) => el("tr", { "data-action": entry.action },
+    el("td", { text: new Date(entry.created_at).toLocaleString() }),
+    el("td", { text: entry.actor }),
+    el("td", { text: entry.action }),
+    el("td", {}, el("code", { text: JSON.stringify(entry.parameters) })),
+    el("td", {}, el("code", { text: JSON.stringify(entry.result) }))));
+  document.querySelector("#audit tbody").replaceChildren(...rows);
+}
+
+async function refreshCost() {
+  const ledger = await api(base, `datasets/${id}/cost`);
+  const money = (x) => `${x.toFixed(2)} ${ledger.currency}`;
+  const num = (x) => el("td", { class: "num", text: String(x) });
+  document.querySelector("#cost tbody").replaceChildren(...ledger.rows.map((r) => el("tr", {},
+    el("td", { text: r.stage }), el("td", { text: r.wnid }), num(r.tasks), num(r.answers),
+    num(Math.round(r.worker_seconds)), el("td", { class: "num", text: money(r.cost) }))));
+  const t = ledger.totals;
+  document.getElementById("cost-summary").textContent = `${t.answers} answers to ${t.tasks} tasks, ` +
+    `${Math.round(t.worker_seconds / 60)} worker-minutes, ${money(t.cost)} including a ` +
+    `${Math.round(ledger.fee_fraction * 100)}% provider fee`;
+  const a = ledger.alternatives;
+  const rows = [
+    ["This dataset (adaptive consensus)", t.cost],
+    ["Fixed majority-5 voting", a.fixed_majority_5],
+    ["Multi-label: hierarchical questions", a.multilabel_hierarchical],
+    [`Multi-label: flat per-class questions (${a.flat_votes_per_question} answers each)`, a.multilabel_flat_per_class],
+  ];
+  document.querySelector("#cost-alternatives tbody").replaceChildren(...rows.map(([name, cost]) =>
+    el("tr", {}, el("td", { text: name }), el("td", { class: "num", text: money(cost) }))));
+}
+
+function showReview(data) {
+  const num = (x) => el("td", { class: "num", text: String(x) });
+  document.querySelector("#review tbody").replaceChildren(...Object.entries(data.counts).map(([kind, c]) =>
+    el("tr", { "data-kind": kind }, el("td", { text: kind }), num(c.open), num(c.leased), num(c.decided), num(c.dismissed))));
+}
+
+async function refreshReview() {
+  showReview(await api(base, `datasets/${id}/review`));
+}
+
+document.getElementById("overlap-scan").addEventListener("click", async () => {
+  const status = document.getElementById("review-status");
+  if (!window.confirm("Scan the dataset's new and changed boxes for duplicates and cross-class overlaps?")) return;
+  try {
+    const data = await api(base, `datasets/${id}/review`, { method: "POST" });
+    showReview(data);
+    status.textContent = data.scan_queued ? "Scan started." : "A scan is queued or has just run.";
+    await refreshAudit();
+  } catch (err) {
+    status.textContent = err.message;
+  }
+});
+
+async function loadHierarchies() {
+  const select = document.querySelector("#start-multilabel select[name=hierarchy]");
+  const page = await api(base, "hierarchies/");
+  const items = page.results ?? page;
+  select.replaceChildren(...items.map((h) => el("option", { value: h.id, text: `${h.name} ${h.version}` })));
+}
+
+const STARTS = {
+  verification: (data) => ({ path: `datasets/${id}/verification`, text: `Verify candidate images of ${data.concept}?`,
+    body: { concept: data.concept, calibrate: data.calibrate === "on" } }),
+  multilabel: (data) => ({ path: `datasets/${id}/multilabel`, text: "Start multi-label questioning of every image?",
+    body: { hierarchy: Number(data.hierarchy) } }),
+  boxes: (data) => ({ path: `datasets/${id}/box-jobs`, text: `Start boxing ${data.concept} on images that show it?`,
+    body: { concept: data.concept, max_boxes: Number(data.max_boxes) } }),
+};
+
+function confirmStart(text, body) {
+  const dialog = document.getElementById("confirm");
+  document.getElementById("confirm-text").textContent = text;
+  document.getElementById("confirm-params").textContent = JSON.stringify(body, null, 2);
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.showModal();
+  });
+}
+
+for (const form of document.querySelectorAll("form.pipeline")) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const error = document.getElementById("start-error");
+    const status = document.getElementById("start-status");
+    error.textContent = "";
+    const start = STARTS[form.dataset.action](formData(form));
+    if (!(await confirmStart(start.text, start.body))) return;
+    try {
+      const result = await api(base, start.path, { method: "POST", body: start.body });
+      status.textContent = `Started: ${JSON.stringify(result)}`;
+      await Promise.all([refreshAudit(), refreshProgress()]);
+    } catch (err) {
+      error.textContent = err.message;
+    }
+  });
+}
+
+refreshProgress();
+refreshAudit();
+refreshReview().catch((err) => { document.getElementById("review-status").textContent = err.message; });
+refreshCost().catch((err) => { document.getElementById("cost-summary").textContent = err.message; });
+loadHierarchies().catch((err) => { document.getElementById("start-error").textContent = err.message; });
+setInterval(refreshProgress, POLL_MS);
+setInterval(() => refreshCost().catch(() => {}), 10 * POLL_MS);

@@ -1,0 +1,62 @@
+// People of a dataset: its workers (block or unblock with a reason), one-time invitation links (a token is
+// shown once, never listed).
+import { api, el, formData } from "./common.js";
+
+const app = document.getElementById("people-app");
+const base = app.dataset.api;
+const id = app.dataset.dataset;
+
+async function refreshWorkers() {
+  const rows = await api(base, `datasets/${id}/people`);
+  document.querySelector("#workers tbody").replaceChildren(...rows.map((w) => {
+    const verb = w.blocked_by === "organizer" ? "unblock" : "block";
+    const button = el("button", { type: "button", "data-worker": w.worker, text: verb === "block" ? "Block…" : "Unblock…" });
+    button.disabled = w.blocked_by === "gold";
+    button.addEventListener("click", () => changeStanding(w, verb));
+    const standing = w.blocked ? `blocked (${w.blocked_by === "gold" ? "by gold answers" : "by an organizer"})` : "active";
+    return el("tr", { "data-worker": w.worker }, el("td", { text: w.username }), el("td", { text: w.source }),
+      el("td", { class: "num", text: String(w.answers) }), el("td", { class: "standing", text: standing }),
+      el("td", { text: w.reason }), el("td", {}, button));
+  }));
+}
+
+async function changeStanding(w, verb) {
+  const error = document.getElementById("workers-error");
+  error.textContent = "";
+  const reason = window.prompt(`Reason to ${verb} ${w.username}:`);
+  if (reason === null) return;
+  try {
+    await api(base, `datasets/${id}/people/${w.worker}/${verb}`, { method: "POST", body: { reason } });
+    await refreshWorkers();
+  } catch (err) {
+    error.textContent = err.message;
+  }
+}
+
+async function refresh() {
+  const rows = await api(base, `datasets/${id}/invitations`);
+  document.querySelector("#invitations tbody").replaceChildren(...rows.map((inv) => el("tr", {},
+    el("td", { text: inv.role }), el("td", { text: inv.status }), el("td", { text: inv.created_by }),
+    el("td", { text: new Date(inv.expires_at).toLocaleString() }), el("td", { text: inv.accepted_by ?? "" }))));
+}
+
+document.getElementById("invite").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const error = document.getElementById("invite-error");
+  error.textContent = "";
+  const data = formData(event.target);
+  try {
+    const issued = await api(base, `datasets/${id}/invitations`, {
+      method: "POST", body: { role: data.role, expires_in_hours: Number(data.expires_in_hours) } });
+    document.getElementById("issued").hidden = false;
+    document.getElementById("issued-url").value = issued.accept_url;
+    document.getElementById("issued-expires").textContent = new Date(issued.expires_at).toLocaleString();
+    await refresh();
+refreshWorkers().catch((err) => { document.getElementById("workers-error").textContent = err.message; });
+  } catch (err) {
+    error.textContent = err.message;
+  }
+});
+
+refresh();
+refreshWorkers().catch((err) => { document.getElementById("workers-error").textContent = err.message; });

@@ -1,0 +1,108 @@
+"""Server-rendered shells of the organizer workspace (/organize/) and the invitation-accept page. The pages'
+dynamic parts call the same REST API as any client."""
+
+from __future__ import annotations
+
+import functools
+
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_GET, require_http_methods
+
+from config.roles import ORGANIZERS, REVIEWERS, has_role
+from crowd import invitations
+
+from .scoping import organizer_dataset, organizer_datasets
+
+
+def organizer_page(view):
+    """Signed in (else the login page), and an organizer (else a 403 page saying so)."""
+
+    @functools.wraps(view)
+    @login_required
+    @ensure_csrf_cookie
+    def wrapped(request, *args, **kwargs):
+        if not has_role(request.user, ORGANIZERS):
+            return render(request, "organize/forbidden.html", status=403)
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+@require_GET
+@organizer_page
+def datasets(request):
+    rows = organizer_datasets(request.user).annotate(image_count=Count("images")).order_by("-id")
+    return render(request, "organize/datasets.html", {"datasets": rows})
+
+
+def dataset_page(tab: str, **extra):
+    """A page of one of the organizer's datasets: `organize/{tab}.html` with the dataset and its tab."""
+
+    @require_GET
+    @organizer_page
+    def view(request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        context = {"dataset": dataset, "tab": tab, **{k: v() for k, v in extra.items()}}
+        return render(request, f"organize/{tab}.html", context)
+
+    view.__name__ = f"dataset_{tab}"
+    return view
+
+
+def _formats() -> list[str]:
+    from benchmark.exporters import FORMATS
+
+    return sorted(FORMATS)
+
+
+dataset_home = dataset_page("dataset")
+dataset_images = dataset_page("images")
+dataset_classes = dataset_page("classes")
+dataset_benchmark = dataset_page("benchmark", formats=_formats)
+dataset_people = dataset_page("people")
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def invitation_accept(request, token: str):
+    """The invitee picks a username and password; the account is created with the invitation's role, signed
+    in, and shown its API token once."""
+    from .people_api import AcceptSerializer
+
+    try:
+        invitation = invitations.invitation_check(token)
+    except invitations.InvitationInvalid as exc:
+        return render(request, "organize/invite.html", {"invalid": str(exc)}, status=404)
+    context = {"invitation": invitation, "errors": {}}
+    if request.method == "POST":
+        form = AcceptSerializer(data={**request.POST.dict(), "token": token})
+        if form.is_valid():
+            try:
+                accepted = invitations.invitation_accept(
+                    token=token,
+                    username=form.validated_data["username"],
+                    password=form.validated_data["password"],
+                )
+            except invitations.InvitationInvalid as exc:
+                return render(request, "organize/invite.html", {"invalid": str(exc)}, status=404)
+            except invitations.UsernameTaken as exc:
+                context["errors"] = {"username": [str(exc)]}
+            else:
+                login(request, accepted.user, backend="django.contrib.auth.backends.ModelBackend")
+                next_url = "/review/" if has_role(accepted.user, REVIEWERS) else "/worker/"
+                return render(
+                    request,
+                    "organize/invite_done.html",
+                    {"accepted": accepted, "next_url": next_url},
+                    status=201,
+                )
+        else:
+            context["errors"] = form.errors
+        context["username"] = request.POST.get("username", "")
+    response = render(request, "organize/invite.html", context, status=400 if context["errors"] else 200)
+    return response

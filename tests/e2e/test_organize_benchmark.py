@@ -1,0 +1,70 @@
+"""The Benchmark page in real headless Chromium: preview a split version and freeze it, export COCO with a
+progress bar that reaches 100%, download the archive, and load it with pycocotools."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+from playwright.sync_api import expect
+
+from annotation.models import AuditEntry, Box, BoxState
+from benchmark.models import SplitVersion
+from tests import factories
+from tests.benchmark.conftest import finalize
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "pass-for-tests-123"
+
+
+def test_an_organizer_freezes_a_split_exports_coco_and_downloads_it(page, live_server, tmp_path):
+    coco = pytest.importorskip("pycocotools.coco")
+    organizer = factories.user_with_roles("olga", ("organizers",))
+    dataset = factories.DatasetFactory(organizers=[organizer], name="boxes")
+    dog = factories.ConceptFactory(wnid="n02084071", name="dog")
+    for k in range(12):
+        image = factories.ImageFactory(dataset=dataset, width=200, height=100)
+        Box.objects.create(
+            image=image, concept=dog, x1=10 + k, y1=5, x2=60 + k, y2=70, state=BoxState.ACCEPTED
+        )
+    finalize(dataset)
+
+    page.goto(f"{live_server.url}/accounts/login/?next=/organize/datasets/{dataset.pk}/benchmark/")
+    page.get_by_label("Username").fill("olga")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+
+    page.get_by_label("Seed").fill("7")
+    page.get_by_role("button", name="Preview split").click()
+    row = page.locator("#versions tbody tr[data-version='1']")
+    expect(row.locator(".counts")).to_contain_text("train")
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Freeze version 1").click()
+    expect(row).to_contain_text("frozen")
+    version = SplitVersion.objects.get(dataset=dataset)
+    assert version.frozen and version.seed == 7
+
+    page.get_by_label("Format").select_option("coco")
+    page.get_by_role("button", name="Start export").click()
+    bar = page.locator("#export-bar")
+    expect(page.locator("#export-status")).to_contain_text("done")
+    total = bar.get_attribute("aria-valuemax")
+    assert int(total) > 0 and bar.get_attribute("aria-valuenow") == total  # 100% when done
+    with page.expect_download() as download_info:
+        page.locator("#export-download").click()
+    path = tmp_path / "export.zip"
+    download_info.value.save_as(path)
+    archive = zipfile.ZipFile(io.BytesIO(path.read_bytes()))
+    train = archive.read("annotations/instances_train.json")
+    (tmp_path / "train.json").write_bytes(train)
+    api = coco.COCO(str(tmp_path / "train.json"))
+    assert len(api.getImgIds()) == version.manifest["counts"]["train"]
+    assert api.loadCats(api.getCatIds())[0]["name"] == "dog"
+    assert len(api.getAnnIds()) == len(api.getImgIds())  # one box per image
+    assert json.loads(archive.read("manifest.json"))["format"] == "coco"
+    actions = set(AuditEntry.objects.filter(dataset=dataset).values_list("action", flat=True))
+    assert actions == {"splits.compute", "splits.freeze", "export.start"}
+    assert page.console_errors == []

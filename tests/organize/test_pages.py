@@ -1,0 +1,141 @@
+"""The organizer workspace pages and endpoints: only organizers, only their own datasets, a fixed number of
+queries whatever the dataset's size."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from annotation.models import AuditEntry
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+PAGES = [
+    "/organize/",
+    "/organize/datasets/{id}/",
+    "/organize/datasets/{id}/images/",
+    "/organize/datasets/{id}/classes/",
+    "/organize/datasets/{id}/benchmark/",
+    "/organize/datasets/{id}/people/",
+]
+ENDPOINTS = [
+    ("get", "/api/v1/datasets/{id}/progress"),
+    ("get", "/api/v1/datasets/{id}/audit"),
+    ("get", "/api/v1/datasets/{id}/cost"),
+    ("get", "/api/v1/datasets/{id}/cost-settings"),
+    ("patch", "/api/v1/datasets/{id}/cost-settings"),
+    ("get", "/api/v1/datasets/{id}/invitations"),
+    ("get", "/api/v1/datasets/{id}/people"),
+    ("get", "/api/v1/datasets/{id}/split-versions"),
+    ("post", "/api/v1/datasets/{id}/split-versions"),
+    ("post", "/api/v1/datasets/{id}/split-versions/1/freeze"),
+    ("get", "/api/v1/datasets/{id}/review"),
+    ("post", "/api/v1/datasets/{id}/review"),
+    ("post", "/api/v1/datasets/{id}/people/1/block"),
+    ("post", "/api/v1/datasets/{id}/people/1/unblock"),
+    ("post", "/api/v1/datasets/{id}/invitations"),
+    ("get", "/api/v1/datasets/{id}/images"),
+    ("get", "/api/v1/datasets/{id}/concepts"),
+    ("put", "/api/v1/datasets/{id}/concepts"),
+    ("post", "/api/v1/hierarchy-uploads"),
+    ("get", "/api/v1/datasets/"),
+    ("post", "/api/v1/datasets/"),
+    ("post", "/api/v1/datasets/{id}/verification"),
+    ("post", "/api/v1/datasets/{id}/multilabel"),
+    ("post", "/api/v1/datasets/{id}/box-jobs"),
+]
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("role", ["worker", "reviewer"])
+def test_workers_and_reviewers_are_refused_every_organizer_page(request, role, dataset):
+    client = signed_in(request.getfixturevalue(role))
+    for page in PAGES:
+        response = client.get(page.format(id=dataset.pk))
+        assert response.status_code == 403, page
+        assert "not an organizer" in response.content.decode()
+
+
+@pytest.mark.parametrize("role", ["worker", "reviewer"])
+def test_workers_and_reviewers_are_refused_every_organizer_endpoint(request, api_client, role, dataset):
+    client = api_client(request.getfixturevalue(role))
+    for method, url in ENDPOINTS:
+        response = getattr(client, method)(url.format(id=dataset.pk), {}, format="json")
+        assert response.status_code == 403, (method, url, response.status_code)
+
+
+def test_signed_out_visitors_are_sent_to_sign_in(client, dataset):
+    response = client.get("/organize/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_an_organizer_never_sees_another_organizers_dataset(api_client, organizer, dataset, other_dataset):
+    client = signed_in(organizer)
+    listing = client.get("/organize/").content.decode()
+    assert dataset.name in listing and other_dataset.name not in listing
+    for page in PAGES[1:]:
+        assert client.get(page.format(id=other_dataset.pk)).status_code == 404, page
+    api = api_client(organizer)
+    for method, url in ENDPOINTS:
+        if "{id}" in url:
+            response = getattr(api, method)(url.format(id=other_dataset.pk), {}, format="json")
+            assert response.status_code == 404, (method, url, response.status_code)
+
+
+def test_the_home_page_sends_a_non_staff_organizer_to_organize(organizer):
+    client = signed_in(organizer)
+    body = client.get("/").content.decode()
+    assert 'href="/organize/">Organize datasets</a>' in body
+    assert not organizer.is_staff
+    assert client.get("/organize/").status_code == 200
+
+
+@pytest.fixture
+def big_dataset(organizer, dataset):
+    """Enough rows of every kind that a per-row query would show in the counts."""
+    images = factories.ImageFactory.create_batch(12, dataset=dataset)
+    for _ in range(5):
+        factories.DatasetFactory(organizers=[organizer])
+    concept = factories.ConceptFactory()
+    from annotation.models import Box, BoxJob
+
+    for image in images[:6]:
+        Box.objects.create(image=image, concept=concept, x1=0, y1=0, x2=5, y2=5)
+        BoxJob.objects.create(
+            dataset=dataset, image=image, concept=concept, state={}, max_boxes=3, max_rounds=3
+        )
+    for n in range(7):
+        AuditEntry.objects.create(dataset=dataset, actor=organizer, action=f"test.{n}", parameters={"n": n})
+    return dataset
+
+
+def test_pages_take_a_fixed_number_of_queries(organizer, big_dataset, django_assert_max_num_queries):
+    client = signed_in(organizer)
+    client.get("/organize/")  # warm the session and the role cache paths
+    for page in PAGES:
+        with django_assert_max_num_queries(6):
+            assert client.get(page.format(id=big_dataset.pk)).status_code == 200
+
+
+def test_endpoints_take_a_fixed_number_of_queries(
+    api_client, organizer, big_dataset, django_assert_max_num_queries
+):
+    client = api_client(organizer)
+    for url, most in [
+        ("/api/v1/datasets/{id}/progress", 8),
+        ("/api/v1/datasets/{id}/audit", 4),
+        ("/api/v1/datasets/{id}/cost", 8),
+        ("/api/v1/datasets/{id}/invitations", 3),
+        ("/api/v1/datasets/{id}/people", 6),
+        ("/api/v1/datasets/{id}/split-versions", 3),
+        ("/api/v1/datasets/{id}/review", 3),
+        ("/api/v1/datasets/{id}/images", 4),
+    ]:
+        with django_assert_max_num_queries(most):
+            assert client.get(url.format(id=big_dataset.pk)).status_code == 200, url

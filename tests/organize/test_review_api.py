@@ -1,0 +1,38 @@
+"""Review from the organizer's side: queue counts per kind and state, and an overlap scan started (audited)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import AuditEntry, Box, BoxState
+from review.models import ScanState
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_overlap_scan_queues_a_duplicate_pair_and_the_counts_show_it(api_client, organizer, dataset):
+    dog = factories.ConceptFactory()
+    image = factories.ImageFactory(dataset=dataset, width=200, height=200)
+    for dx in (0, 1):  # two nearly identical boxes: a duplicate pair
+        Box.objects.create(
+            image=image, concept=dog, x1=10 + dx, y1=10, x2=100 + dx, y2=100, state=BoxState.ACCEPTED
+        )
+    Box.objects.filter(image=image).update(created_at=timezone.now() - timedelta(hours=2))  # settled
+    client = api_client(organizer)
+    before = client.get(f"/api/v1/datasets/{dataset.pk}/review").data["counts"]
+    assert before["duplicate"]["open"] == 0 and set(before) >= {"duplicate", "cross_class"}
+    response = client.post(f"/api/v1/datasets/{dataset.pk}/review")
+    assert response.status_code == 202 and response.data["scan_queued"] is True
+    assert response.data["counts"]["duplicate"]["open"] == 1  # eager Celery: the scan ran in-process
+    assert ScanState.objects.get(dataset=dataset).last_finished_at is not None
+    assert AuditEntry.objects.get().action == "review.overlap_scan"
+
+
+def test_other_organizers_and_workers_cannot_scan(api_client, dataset, other_organizer, worker):
+    assert api_client(other_organizer).post(f"/api/v1/datasets/{dataset.pk}/review").status_code == 404
+    assert api_client(worker).post(f"/api/v1/datasets/{dataset.pk}/review").status_code == 403
+    assert api_client(worker).get(f"/api/v1/datasets/{dataset.pk}/review").status_code == 403
