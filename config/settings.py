@@ -232,6 +232,24 @@ CROWDLABEL = {
     # The scheduled scan of every dataset with unscanned boxes, and the sweep that queues questions and box
     # jobs left in review without a review item.
     "REVIEW_SCAN_EVERY_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS", 300),
+    # Crowd providers (docs/providers.md): micro-tasks per provider session when a dataset sets no size for a
+    # kind, and how long a session's signed token stays valid.
+    "BUNDLE_SIZE": env_int("CROWDLABEL_BUNDLE_SIZE", 10),
+    "BUNDLE_SESSION_SECONDS": env_int("CROWDLABEL_BUNDLE_SESSION_SECONDS", 4 * 3600),
+    # Mechanical Turk: the sandbox unless production is switched on explicitly. PUBLIC_URL is the HTTPS origin
+    # MTurk's ExternalQuestion frames (/mturk/task/ is appended). FRAME_ANCESTORS may frame /mturk/task/;
+    # SUBMIT_HOSTS are the only origins its form posts to (turkSubmitTo is never taken on trust).
+    "MTURK_PRODUCTION": env_bool("CROWDLABEL_MTURK_PRODUCTION", False),
+    "MTURK_REGION": os.environ.get("CROWDLABEL_MTURK_REGION", "us-east-1"),
+    "MTURK_PUBLIC_URL": os.environ.get("CROWDLABEL_MTURK_PUBLIC_URL", ""),
+    "MTURK_FRAME_HEIGHT": env_int("CROWDLABEL_MTURK_FRAME_HEIGHT", 800),
+    "MTURK_FRAME_ANCESTORS": env_list(
+        "CROWDLABEL_MTURK_FRAME_ANCESTORS", "https://www.mturk.com,https://workersandbox.mturk.com"
+    ),
+    "MTURK_SUBMIT_HOSTS": env_list(
+        "CROWDLABEL_MTURK_SUBMIT_HOSTS", "https://www.mturk.com,https://workersandbox.mturk.com"
+    ),
+    "MTURK_SYNC_EVERY_SECONDS": env_int("CROWDLABEL_MTURK_SYNC_EVERY_SECONDS", 600),
 }
 
 REST_FRAMEWORK = {
@@ -285,6 +303,10 @@ CELERY_TASK_ROUTES = {
     "crowd.mturk.*": {"queue": "mturk"},
 }
 CELERY_BEAT_SCHEDULE = {
+    "mturk-sync-hits": {
+        "task": "crowd.mturk.hits_sync",
+        "schedule": timedelta(seconds=CROWDLABEL["MTURK_SYNC_EVERY_SECONDS"]),
+    },
     "expire-leases": {"task": "annotation.tasks.leases_expire", "schedule": timedelta(seconds=60)},
     "review-scan-overlaps": {
         "task": "review.tasks.overlaps_scan_due",

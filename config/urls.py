@@ -22,5 +22,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("review.urls")),
+    path("", include("crowd.urls")),
     path("", include("frontend.urls")),
 ]

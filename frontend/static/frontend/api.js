@@ -42,8 +42,14 @@ export async function api(base, path, { method = "GET", body, headers = {} } = {
 }
 
 // Submit an answer exactly once: the Idempotency-Key is kept per assignment, so a retry after a network
-// failure (or a double click) can never store a second answer.
-export async function submitAnswer(base, assignmentId, answer, attempts = 3) {
+// failure (or a double click) can never store a second answer. A provider session's page posts to its
+// bundle's own submit path with its session header.
+export async function submitAnswer(
+  base,
+  assignmentId,
+  answer,
+  { attempts = 3, path = `assignments/${assignmentId}/submit`, headers = {} } = {},
+) {
   const storageKey = `crowdlabel:submit:${assignmentId}`;
   let key = sessionStorage.getItem(storageKey);
   if (!key) {
@@ -52,10 +58,10 @@ export async function submitAnswer(base, assignmentId, answer, attempts = 3) {
   }
   for (let attempt = 1; ; attempt++) {
     try {
-      const result = await api(base, `assignments/${assignmentId}/submit`, {
+      const result = await api(base, path, {
         method: "POST",
         body: { answer },
-        headers: { "Idempotency-Key": key },
+        headers: { ...headers, "Idempotency-Key": key },
       });
       sessionStorage.removeItem(storageKey);
       return result;
