@@ -272,8 +272,11 @@ def hits_publish(mturk, *, batch: str, sleep=time.sleep) -> int:
     """Send the batch's pending HITs to MTurk; returns how many are published now. Safe to rerun after any
     failure: a HIT already made for a token is found again (its RequesterAnnotation is the token)."""
     published = 0
+    hit_type_ids: dict[int, str] = {}
     for hit in MturkHit.objects.filter(batch=batch, state=HitState.PENDING).select_related("hit_type"):
-        hit_type_id = hit_type_ensure(mturk, hit.hit_type, sleep=sleep)
+        if hit.hit_type_id not in hit_type_ids:
+            hit_type_ids[hit.hit_type_id] = hit_type_ensure(mturk, hit.hit_type, sleep=sleep)
+        hit_type_id = hit_type_ids[hit.hit_type_id]
         try:
             response = call(
                 mturk,
