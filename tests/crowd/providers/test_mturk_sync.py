@@ -161,16 +161,21 @@ def test_two_syncs_at_once_approve_and_pay_once(published_hit, votes, monkeypatc
     stub_b.add_response("list_assignments_for_hit", {"Assignments": [assignment("ASSIGN1", "WORKER1")]}, LIST)
     reports = {}
 
+    def run_b():
+        try:
+            reports["b"] = mturk_sync.hits_sync(client_b)
+        except Exception as exc:  # surfaced by the assertion below
+            reports["b"] = exc
+
     def run_b_meanwhile(**kwargs):
-        thread = threading.Thread(
-            target=in_thread(lambda: reports.setdefault("b", mturk_sync.hits_sync(client_b)))
-        )
+        thread = threading.Thread(target=in_thread(run_b))
         thread.start()
         thread.join()
 
-    client_a.meta.events.register("before-call.mturk.ApproveAssignment", run_b_meanwhile)
+    client_a.meta.events.register("before-parameter-build.mturk.ApproveAssignment", run_b_meanwhile)
     with stub_a, stub_b:
         reports["a"] = mturk_sync.hits_sync(client_a)
+    assert not isinstance(reports["b"], Exception), reports["b"]
     stub_a.assert_no_pending_responses()
     stub_b.assert_no_pending_responses()
     assert (reports["a"].approved, reports["a"].bonuses) == (1, 1)
