@@ -41,6 +41,23 @@ export async function api(base, path, { method = "GET", body, headers = {} } = {
   return data;
 }
 
+// Idempotency keys survive a reload in sessionStorage where the page may use it; inside a third-party frame
+// (MTurk's ExternalQuestion) the browser may deny storage, and the keys then live as long as the page.
+const keys = (() => {
+  const memory = new Map();
+  try {
+    const storage = window.sessionStorage;
+    storage.getItem("crowdlabel:probe");
+    return {
+      get: (k) => storage.getItem(k),
+      set: (k, v) => storage.setItem(k, v),
+      delete: (k) => storage.removeItem(k),
+    };
+  } catch {
+    return { get: (k) => memory.get(k), set: (k, v) => memory.set(k, v), delete: (k) => memory.delete(k) };
+  }
+})();
+
 // Submit an answer exactly once: the Idempotency-Key is kept per assignment, so a retry after a network
 // failure (or a double click) can never store a second answer. A provider session's page posts to its
 // bundle's own submit path with its session header.
@@ -51,10 +68,10 @@ export async function submitAnswer(
   { attempts = 3, path = `assignments/${assignmentId}/submit`, headers = {} } = {},
 ) {
   const storageKey = `crowdlabel:submit:${assignmentId}`;
-  let key = sessionStorage.getItem(storageKey);
+  let key = keys.get(storageKey);
   if (!key) {
     key = newKey();
-    sessionStorage.setItem(storageKey, key);
+    keys.set(storageKey, key);
   }
   for (let attempt = 1; ; attempt++) {
     try {
@@ -63,7 +80,7 @@ export async function submitAnswer(
         body: { answer },
         headers: { ...headers, "Idempotency-Key": key },
       });
-      sessionStorage.removeItem(storageKey);
+      keys.delete(storageKey);
       return result;
     } catch (error) {
       const retriable = !(error instanceof ApiError) || error.status >= 500;
