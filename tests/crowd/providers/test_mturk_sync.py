@@ -180,3 +180,12 @@ def test_two_syncs_at_once_approve_and_pay_once(published_hit, votes, monkeypatc
     stub_b.assert_no_pending_responses()
     assert (reports["a"].approved, reports["a"].bonuses) == (1, 1)
     assert (reports["b"].approved, reports["b"].bonuses, reports["b"].skipped_locked) == (0, 0, 1)
+
+
+def test_the_celery_route_for_mturk_names_real_tasks_and_beat_runs_the_sync(settings):
+    from config.celery import app
+
+    app.loader.import_default_modules()
+    assert {"crowd.mturk.hits_publish", "crowd.mturk.hits_sync"} <= set(app.tasks)
+    assert app.amqp.router.route({}, "crowd.mturk.hits_sync")["queue"].name == "mturk"
+    assert settings.CELERY_BEAT_SCHEDULE["mturk-sync-hits"]["task"] in app.tasks
