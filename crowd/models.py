@@ -248,3 +248,14 @@ class MturkAssignment(models.Model):
 
     def __str__(self) -> str:
         return f"MTurk assignment {self.assignment_id}: {self.status}"
+
+
+class MturkWorkerBlock(models.Model):
+    """An MTurk worker we blocked (requester-wide) because gold blocked them in a dataset; one row per worker, so
+    the block is sent once even by two syncs at once."""
+
+    mturk_worker_id = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"MTurk worker {self.mturk_worker_id} blocked"

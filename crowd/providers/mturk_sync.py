@@ -1,5 +1,6 @@
 """Reconciling MTurk's submitted assignments with our bundles and applying the gold app's pay decisions:
-approve, reject with feedback (only when gold rejects), and bonus with a UniqueRequestToken.
+approve, reject with feedback (only when gold rejects), bonus with a UniqueRequestToken, and block on MTurk the
+workers gold blocked.
 
 Safe to run twice at once: each assignment row is locked (SKIP LOCKED) while it is settled, so a concurrent
 run passes it by; a settled row is never settled again; and if a run dies between MTurk's answer and our
@@ -24,7 +25,10 @@ from crowd.models import (
     MturkAssignment,
     MturkAssignmentStatus,
     MturkHit,
+    MturkWorkerBlock,
     Provider,
+    Worker,
+    WorkerSource,
 )
 from gold.services import payments_decide
 
@@ -47,6 +51,7 @@ class SyncReport:
     waiting: int = 0
     unmatched: int = 0
     skipped_locked: int = 0
+    blocked: int = 0
 
 
 def _mturk_status(mturk, assignment_id: str, sleep) -> str:
@@ -145,6 +150,26 @@ def assignment_settle(mturk, hit: MturkHit, found: dict, report: SyncReport, sle
         row.save(update_fields=["status", "bundle", "bonus_paid", "decided_at"])
 
 
+BLOCK_REASON = "Too many wrong answers to check questions with known answers."
+
+
+def workers_block(mturk, report: SyncReport, sleep=time.sleep) -> None:
+    """Block on MTurk (requester-wide) each MTurk worker whom gold blocked in a dataset, once."""
+    pending = (
+        Worker.objects.filter(source=WorkerSource.MTURK, gold_blocks__isnull=False)
+        .exclude(external_id__in=MturkWorkerBlock.objects.values("mturk_worker_id"))
+        .values_list("external_id", flat=True)
+        .distinct()
+    )
+    for worker_id in sorted(pending):
+        with transaction.atomic():
+            _, created = MturkWorkerBlock.objects.get_or_create(mturk_worker_id=worker_id)
+            if not created:  # another sync blocked them meanwhile
+                continue
+            call(mturk, "create_worker_block", sleep=sleep, WorkerId=worker_id, Reason=BLOCK_REASON)
+            report.blocked += 1
+
+
 def hits_sync(mturk, *, dataset_id: int | None = None, sleep=time.sleep) -> SyncReport:
     """List every published HIT's submitted assignments (paginated) and settle each."""
     report = SyncReport()
@@ -166,4 +191,5 @@ def hits_sync(mturk, *, dataset_id: int | None = None, sleep=time.sleep) -> Sync
         ):
             report.seen += 1
             assignment_settle(mturk, hit, found, report, sleep)
+    workers_block(mturk, report, sleep)
     return report

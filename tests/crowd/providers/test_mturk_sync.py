@@ -189,3 +189,20 @@ def test_the_celery_route_for_mturk_names_real_tasks_and_beat_runs_the_sync(sett
     assert {"crowd.mturk.hits_publish", "crowd.mturk.hits_sync"} <= set(app.tasks)
     assert app.amqp.router.route({}, "crowd.mturk.hits_sync")["queue"].name == "mturk"
     assert settings.CELERY_BEAT_SCHEDULE["mturk-sync-hits"]["task"] in app.tasks
+
+
+@pytest.mark.django_db
+def test_workers_gold_blocked_are_blocked_on_mturk_once(published_hit, votes, mturk_client):
+    from gold.models import Block
+
+    bundle = finished_bundle(published_hit)
+    Block.objects.create(
+        worker=bundle.worker, dataset=bundle.dataset, kind="all", answered=10, correct=2, p_below=0.99
+    )
+    mturk_client.add_response("list_assignments_for_hit", {"Assignments": []}, LIST)
+    mturk_client.add_response(
+        "create_worker_block", {}, {"WorkerId": "WORKER1", "Reason": mturk_sync.BLOCK_REASON}
+    )
+    assert mturk_sync.hits_sync(mturk.client()).blocked == 1
+    mturk_client.add_response("list_assignments_for_hit", {"Assignments": []}, LIST)
+    assert mturk_sync.hits_sync(mturk.client()).blocked == 0  # sent once
