@@ -47,6 +47,28 @@ class BundleAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
+class BundleQueryAuthentication(BundleAuthentication):
+    """The session token in the `session` query parameter, for images (an <img> cannot send a header)."""
+
+    def authenticate(self, request):
+        token = request.query_params.get("session")
+        if not token:
+            return None
+        try:
+            bundle = base.session_bundle(token)
+        except base.SessionInvalid as exc:
+            raise exceptions.AuthenticationFailed(str(exc)) from None
+        return bundle.worker.user, bundle
+
+
+class BundleQueryAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = BundleQueryAuthentication
+    name = "bundleSessionQuery"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "query", "name": "session"}
+
+
 class BundleAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = BundleAuthentication
     name = "bundleSession"
@@ -158,8 +180,8 @@ class BundleSubmitView(BundleView):
 
 
 class BundleImageView(APIView):
-    authentication_classes: list = []
-    permission_classes: list = []
+    authentication_classes = [BundleQueryAuthentication]
+    permission_classes = [HasBundle]
 
     @extend_schema(
         parameters=[OpenApiParameter("session", str, required=True, description="The session token.")],
@@ -168,11 +190,7 @@ class BundleImageView(APIView):
     )
     def get(self, request, pk: int):
         """The image of an item leased in this session (nothing else)."""
-        try:
-            bundle = base.session_bundle(request.query_params.get("session", ""))
-        except base.SessionInvalid as exc:
-            raise exceptions.AuthenticationFailed(str(exc)) from None
-        image = Image.objects.filter(pk=pk, tasks__assignments__bundle_item__bundle=bundle).first()
+        image = Image.objects.filter(pk=pk, tasks__assignments__bundle_item__bundle=request.auth).first()
         if image is None:
             raise NotFound("No such image in this session.")
         return image_file_response(image)
