@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from botocore.exceptions import ClientError
@@ -193,3 +194,27 @@ def hits_sync(mturk, *, dataset_id: int | None = None, sleep=time.sleep) -> Sync
             assignment_settle(mturk, hit, found, report, sleep)
     workers_block(mturk, report, sleep)
     return report
+
+
+EXPIRED = datetime(2015, 1, 1, tzinfo=UTC)  # any past instant: MTurk expires the HIT at once
+
+
+def hits_dispose(mturk, *, dataset_id: int, sleep=time.sleep) -> tuple[int, int]:
+    """Expire the dataset's published HITs (no new assignments) and delete those MTurk lets go of: MTurk keeps a
+    HIT with assignments still awaiting a decision, so run this after a sync; the rest go on the next run.
+    Returns (expired, deleted)."""
+    expired = deleted = 0
+    for hit in MturkHit.objects.filter(hit_type__dataset_id=dataset_id, state=HitState.PUBLISHED).order_by(
+        "id"
+    ):
+        call(mturk, "update_expiration_for_hit", sleep=sleep, HITId=hit.hit_id, ExpireAt=EXPIRED)
+        expired += 1
+        try:
+            call(mturk, "delete_hit", sleep=sleep, HITId=hit.hit_id)
+        except ClientError as exc:
+            if error_code(exc) != "RequestError":
+                raise
+            continue  # assignments still pending: kept for the next run
+        MturkHit.objects.filter(pk=hit.pk).update(state=HitState.DISPOSED)
+        deleted += 1
+    return expired, deleted

@@ -206,3 +206,38 @@ def test_workers_gold_blocked_are_blocked_on_mturk_once(published_hit, votes, mt
     assert mturk_sync.hits_sync(mturk.client()).blocked == 1
     mturk_client.add_response("list_assignments_for_hit", {"Assignments": []}, LIST)
     assert mturk_sync.hits_sync(mturk.client()).blocked == 0  # sent once
+
+
+@pytest.mark.django_db
+def test_dispose_expires_the_datasets_hits_and_keeps_those_mturk_still_holds(published_hit, mturk_client):
+    from crowd.models import HitState, MturkHit
+
+    second = MturkHit.objects.create(
+        hit_type=published_hit.hit_type,
+        batch="b",
+        request_token="tok-2",
+        hit_id="HIT2",
+        max_assignments=3,
+        estimated_cost=published_hit.estimated_cost,
+        state=HitState.PUBLISHED,
+    )
+    mturk_client.add_response("list_assignments_for_hit", {"Assignments": []}, LIST)
+    mturk_client.add_response("list_assignments_for_hit", {"Assignments": []}, {**LIST, "HITId": "HIT2"})
+    for hit_id, deletable in (("HIT1", True), ("HIT2", False)):
+        mturk_client.add_response(
+            "update_expiration_for_hit", {}, {"HITId": hit_id, "ExpireAt": mturk_sync.EXPIRED}
+        )
+        if deletable:
+            mturk_client.add_response("delete_hit", {}, {"HITId": hit_id})
+        else:
+            mturk_client.add_client_error(
+                "delete_hit", service_error_code="RequestError", http_status_code=400
+            )
+    out = StringIO()
+    call_command("sync_hits", dataset=published_hit.hit_type.dataset.name, dispose=True, stdout=out)
+    body = json.loads(out.getvalue())
+    assert (body["hits_expired"], body["hits_deleted"]) == (2, 1)
+    states = dict(MturkHit.objects.values_list("hit_id", "state"))
+    assert states == {"HIT1": "disposed", second.hit_id: "published"}
+    with pytest.raises(Exception, match="needs --dataset"):
+        call_command("sync_hits", dispose=True)
