@@ -360,9 +360,14 @@ class ImageFileView(APIView):
         )
         if not allowed:
             raise NotFound("No such image.")
-        storage = image.file.storage
-        if isinstance(storage, FileSystemStorage):
-            response = FileResponse(image.file.open("rb"))
-            response["Cache-Control"] = "private, max-age=3600"
-            return response
-        return HttpResponseRedirect(storage.url(image.file.name))
+        return image_file_response(image)
+
+
+def image_file_response(image: Image):
+    """The image's bytes from local storage, or a redirect to the storage's own (signed) URL."""
+    storage = image.file.storage
+    if isinstance(storage, FileSystemStorage):
+        response = FileResponse(image.file.open("rb"))
+        response["Cache-Control"] = "private, max-age=3600"
+        return response
+    return HttpResponseRedirect(storage.url(image.file.name))

@@ -257,6 +257,24 @@ CROWDLABEL = {
     # Celery's hard time limit for any task (the longest is an export with images); the broker's visibility
     # timeout is sized from it.
     "TASK_TIME_LIMIT_SECONDS": env_int("CROWDLABEL_TASK_TIME_LIMIT_SECONDS", 1800),
+    # Crowd providers (docs/providers.md): micro-tasks per provider session when a dataset sets no size for a
+    # kind, and how long a session's signed token stays valid.
+    "BUNDLE_SIZE": env_int("CROWDLABEL_BUNDLE_SIZE", 10),
+    "BUNDLE_SESSION_SECONDS": env_int("CROWDLABEL_BUNDLE_SESSION_SECONDS", 4 * 3600),
+    # Mechanical Turk: the sandbox unless production is switched on explicitly. PUBLIC_URL is the HTTPS origin
+    # MTurk's ExternalQuestion frames (/mturk/task/ is appended). FRAME_ANCESTORS may frame /mturk/task/;
+    # SUBMIT_HOSTS are the only origins its form posts to (turkSubmitTo is never taken on trust).
+    "MTURK_PRODUCTION": env_bool("CROWDLABEL_MTURK_PRODUCTION", False),
+    "MTURK_REGION": os.environ.get("CROWDLABEL_MTURK_REGION", "us-east-1"),
+    "MTURK_PUBLIC_URL": os.environ.get("CROWDLABEL_MTURK_PUBLIC_URL", ""),
+    "MTURK_FRAME_HEIGHT": env_int("CROWDLABEL_MTURK_FRAME_HEIGHT", 800),
+    "MTURK_FRAME_ANCESTORS": env_list(
+        "CROWDLABEL_MTURK_FRAME_ANCESTORS", "https://www.mturk.com,https://workersandbox.mturk.com"
+    ),
+    "MTURK_SUBMIT_HOSTS": env_list(
+        "CROWDLABEL_MTURK_SUBMIT_HOSTS", "https://www.mturk.com,https://workersandbox.mturk.com"
+    ),
+    "MTURK_SYNC_EVERY_SECONDS": env_int("CROWDLABEL_MTURK_SYNC_EVERY_SECONDS", 600),
 }
 if CROWDLABEL["OUTBOX_MAX_ATTEMPTS"] < 1:
     raise ImproperlyConfigured("CROWDLABEL_OUTBOX_MAX_ATTEMPTS must be at least 1")
@@ -331,6 +349,10 @@ CELERY_BEAT_SCHEDULE = {
     "outbox-relay": {
         "task": "outbox.tasks.relay",
         "schedule": timedelta(seconds=CROWDLABEL["OUTBOX_RELAY_SECONDS"]),
+    },
+    "mturk-sync-hits": {
+        "task": "crowd.mturk.hits_sync",
+        "schedule": timedelta(seconds=CROWDLABEL["MTURK_SYNC_EVERY_SECONDS"]),
     },
     "expire-leases": {"task": "annotation.tasks.leases_expire", "schedule": timedelta(seconds=60)},
     "review-scan-overlaps": {

@@ -25,5 +25,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("review.urls")),
     path("", include("organize.page_urls")),
+    path("", include("crowd.urls")),
     path("", include("frontend.urls")),
 ]

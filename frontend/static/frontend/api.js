@@ -41,23 +41,46 @@ export async function api(base, path, { method = "GET", body, headers = {} } = {
   return data;
 }
 
+// Idempotency keys survive a reload in sessionStorage where the page may use it; inside a third-party frame
+// (MTurk's ExternalQuestion) the browser may deny storage, and the keys then live as long as the page.
+const keys = (() => {
+  const memory = new Map();
+  try {
+    const storage = window.sessionStorage;
+    storage.getItem("crowdlabel:probe");
+    return {
+      get: (k) => storage.getItem(k),
+      set: (k, v) => storage.setItem(k, v),
+      delete: (k) => storage.removeItem(k),
+    };
+  } catch {
+    return { get: (k) => memory.get(k), set: (k, v) => memory.set(k, v), delete: (k) => memory.delete(k) };
+  }
+})();
+
 // Submit an answer exactly once: the Idempotency-Key is kept per assignment, so a retry after a network
-// failure (or a double click) can never store a second answer.
-export async function submitAnswer(base, assignmentId, answer, attempts = 3) {
+// failure (or a double click) can never store a second answer. A provider session's page posts to its
+// bundle's own submit path with its session header.
+export async function submitAnswer(
+  base,
+  assignmentId,
+  answer,
+  { attempts = 3, path = `assignments/${assignmentId}/submit`, headers = {} } = {},
+) {
   const storageKey = `crowdlabel:submit:${assignmentId}`;
-  let key = sessionStorage.getItem(storageKey);
+  let key = keys.get(storageKey);
   if (!key) {
     key = newKey();
-    sessionStorage.setItem(storageKey, key);
+    keys.set(storageKey, key);
   }
   for (let attempt = 1; ; attempt++) {
     try {
-      const result = await api(base, `assignments/${assignmentId}/submit`, {
+      const result = await api(base, path, {
         method: "POST",
         body: { answer },
-        headers: { "Idempotency-Key": key },
+        headers: { ...headers, "Idempotency-Key": key },
       });
-      sessionStorage.removeItem(storageKey);
+      keys.delete(storageKey);
       return result;
     } catch (error) {
       const retriable = !(error instanceof ApiError) || error.status >= 500;

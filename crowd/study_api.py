@@ -1,0 +1,130 @@
+"""Organizer API of external study links: create and list links, export completions with pay decisions, and
+redeem the completion codes a marketplace reports (each once)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.http import HttpResponse
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from annotation import kinds
+from annotation.api import Conflict
+from annotation.models import Dataset
+from config.roles import IsOrganizer
+
+from .models import StudyLink
+from .providers import external_link
+
+
+class StudyLinkSerializer(serializers.ModelSerializer):
+    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
+    url = serializers.SerializerMethodField(
+        help_text="The link to give the marketplace (add the participant id)."
+    )
+
+    class Meta:
+        model = StudyLink
+        fields = ["id", "key", "dataset", "kind", "participant_param", "completion_redirect", "active", "url"]
+        read_only_fields = ["id", "key", "url"]
+
+    def get_url(self, link) -> str:
+        return reverse("study", args=[link.key])
+
+    def validate_dataset(self, dataset):
+        user = self.context["request"].user
+        if not user.is_superuser and not dataset.organizers.filter(pk=user.pk).exists():
+            raise ValidationError("you do not organize this dataset")
+        return dataset
+
+    def validate_kind(self, kind):
+        if kind not in kinds.names():
+            raise ValidationError(f"unknown task kind {kind!r}; known: {', '.join(kinds.names())}")
+        return kind
+
+    def validate_participant_param(self, value):
+        if not value.replace("_", "").replace("-", "").isalnum():
+            raise ValidationError("use letters, digits, - and _ only")
+        return value
+
+
+class CompletionRowSerializer(serializers.Serializer):
+    participant = serializers.CharField()
+    bundle = serializers.IntegerField()
+    code = serializers.CharField()
+    answered = serializers.IntegerField()
+    size = serializers.IntegerField()
+    short = serializers.BooleanField()
+    completed_at = serializers.CharField()
+    redeemed = serializers.BooleanField()
+    recommendation = serializers.ChoiceField(choices=["approve", "reject", "bonus", "pending"])
+
+
+class RedeemSerializer(serializers.Serializer):
+    participant = serializers.CharField(max_length=64)
+    code = serializers.CharField(max_length=100)
+
+
+class StudyLinkViewSet(
+    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Study links (external crowds) of the calling organizer's datasets."""
+
+    serializer_class = StudyLinkSerializer
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    def get_queryset(self):
+        qs = StudyLink.objects.order_by("id")
+        if getattr(self, "swagger_fake_view", False):
+            return qs.none()
+        if not self.request.user.is_superuser:
+            qs = qs.filter(dataset__organizers=self.request.user)
+        return qs
+
+    @extend_schema(
+        parameters=[OpenApiParameter("export", str, enum=["json", "csv"], description="Default json.")],
+        responses={200: CompletionRowSerializer(many=True)},
+    )
+    @action(detail=True, methods=["get"])
+    def completions(self, request, pk=None):
+        """Completed sessions with their codes and the gold app's pay decision per session, for the
+        marketplace's payment step (`?export=csv` for a spreadsheet)."""
+        link = self.get_object()
+        export = request.query_params.get("export", "json")
+        if export not in ("json", "csv"):
+            raise ValidationError({"export": "must be json or csv"})
+        rows = external_link.completions_list(link)
+        if export == "csv":
+            response = HttpResponse(external_link.completions_csv(rows), content_type="text/csv")
+            response["Content-Disposition"] = f'attachment; filename="study-{link.key}-completions.csv"'
+            return response
+        return Response([asdict(row) for row in rows])
+
+    @extend_schema(
+        request=RedeemSerializer,
+        responses={
+            200: CompletionRowSerializer,
+            400: OpenApiResponse(description="The code was not issued to this participant in this study."),
+            409: OpenApiResponse(description="The code was redeemed already."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def redeem(self, request, pk=None):
+        """Check a completion code a participant reported and accept it once."""
+        link = self.get_object()
+        form = RedeemSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            bundle = external_link.completion_redeem(study=link, **form.validated_data)
+        except external_link.CodeReplayed as exc:
+            raise Conflict(str(exc), code="replayed") from None
+        except external_link.CodeRefused as exc:
+            raise ValidationError({"code": str(exc)}) from None
+        row = next(r for r in external_link.completions_list(link) if r.bundle == bundle.pk)
+        return Response(asdict(row), status=status.HTTP_200_OK)

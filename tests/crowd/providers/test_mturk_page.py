@@ -1,0 +1,103 @@
+"""/mturk/task/: framable only by MTurk's hosts; preview leases nothing; an accepted assignment is confirmed
+with MTurk (get_assignment) before its ids are trusted; the form posts only to MTurk's own submit URL."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from annotation.models import Assignment
+from crowd.models import Bundle, MturkAssignment, Worker
+from tests.crowd.providers.conftest import answer_bundle, session_client
+from tests.crowd.providers.mturk_helpers import assignment
+
+pytestmark = pytest.mark.django_db
+
+SANDBOX = "https://workersandbox.mturk.com"
+
+
+def open_task(client, **params):
+    defaults = {"hitId": "HIT1", "assignmentId": "ASSIGN1", "workerId": "WORKER1", "turkSubmitTo": SANDBOX}
+    return client.get("/mturk/task/", {**defaults, **params})
+
+
+def confirm(stubber, assignment_id="ASSIGN1", worker_id="WORKER1", hit_id="HIT1"):
+    stubber.add_response(
+        "get_assignment",
+        {"Assignment": assignment(assignment_id, worker_id, hit_id, status="Submitted")},
+        {"AssignmentId": assignment_id},
+    )
+
+
+def test_the_page_is_framable_by_mturk_only_and_other_pages_keep_deny(client, published_hit, mturk_client):
+    response = open_task(client, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE")
+    assert response.status_code == 200
+    assert response["Content-Security-Policy"] == (
+        "frame-ancestors https://www.mturk.com https://workersandbox.mturk.com"
+    )
+    assert "X-Frame-Options" not in response
+    assert client.get("/accounts/login/")["X-Frame-Options"] == "DENY"
+
+
+def test_preview_shows_instructions_and_leases_nothing(client, published_hit, votes, mturk_client):
+    response = open_task(client, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE", workerId="")
+    assert b"Accept the HIT to start" in response.content and b"data-session" not in response.content
+    assert (
+        not Assignment.objects.exists()
+        and not Bundle.objects.exists()
+        and not Worker.objects.filter(source="mturk").exists()
+    )
+
+
+def test_accepted_assignment_is_confirmed_then_answered_and_posts_to_mturk(
+    client, published_hit, votes, mturk_client
+):
+    confirm(mturk_client)
+    response = open_task(client)
+    assert response.status_code == 200, response.content
+    token = re.search(rb'data-session="([^"]+)"', response.content).group(1).decode()
+    worker = Worker.objects.get(source="mturk", external_id="WORKER1")
+    assert not worker.user.has_usable_password()
+    completion = answer_bundle(session_client(token), 3)["completion"]
+    bundle = Bundle.objects.get(external_ref="ASSIGN1")
+    assert completion["submit_to"] == SANDBOX + "/mturk/externalSubmit"
+    assert completion["fields"] == {"assignmentId": "ASSIGN1", "bundle": str(bundle.pk), "answered": "3"}
+    assert MturkAssignment.objects.get().submit_to == SANDBOX + "/mturk/externalSubmit"
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"turkSubmitTo": "https://evil.example"},
+        {"turkSubmitTo": "https://workersandbox.mturk.com.evil.example"},
+        {"hitId": "NOTOURS"},
+        {"assignmentId": "<script>"},
+        {"workerId": ""},
+    ],
+)
+def test_forged_parameters_are_refused_before_any_lease(client, published_hit, votes, mturk_client, forged):
+    # No get_assignment is stubbed: a call to MTurk would fail the test.
+    response = open_task(client, **forged)
+    assert response.status_code == 400
+    assert b"data-session" not in response.content and not Bundle.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"worker_id": "SOMEONEELSE"},  # the assignment belongs to another worker
+        {"hit_id": "HIT2"},  # ... or to another HIT
+    ],
+)
+def test_ids_mturk_does_not_confirm_are_refused(client, published_hit, votes, mturk_client, reply):
+    confirm(mturk_client, **reply)
+    response = open_task(client)
+    assert response.status_code == 400 and b"does not belong" in response.content
+    assert not Bundle.objects.exists() and not Worker.objects.filter(source="mturk").exists()
+
+
+def test_an_assignment_mturk_does_not_know_is_refused(client, published_hit, votes, mturk_client):
+    mturk_client.add_client_error("get_assignment", service_error_code="RequestError", http_status_code=400)
+    response = open_task(client)
+    assert response.status_code == 400 and b"does not know this assignment" in response.content
