@@ -94,6 +94,11 @@ class TaskState(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+# Organizers set a task's priority within [-PRIORITY_LIMIT, PRIORITY_LIMIT]; it orders tasks inside their own
+# dataset only (the queue takes datasets in turn, annotation/queue.py), and the pipelines' boosts add on top.
+PRIORITY_LIMIT = 100
+
+
 class Task(models.Model):
     """One micro-task: a question about a subject (image, concept, box) that collects answers from distinct
     workers, one lease at a time, until its kind's handler marks it done.

@@ -11,6 +11,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.queryparams import query_id, query_id_list
 from config.roles import IsOrganizer, IsReviewer
 
 from . import selectors, services
@@ -24,13 +25,6 @@ class Conflict(APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with the item's current state."
     default_code = "conflict"
-
-
-def _int_list(value: str, name: str) -> list[int]:
-    parts = [p for p in value.split(",") if p]
-    if not all(p.isdigit() for p in parts):
-        raise ValidationError({name: "must be comma-separated ids"})
-    return [int(p) for p in parts]
 
 
 class NextItemView(APIView):
@@ -56,14 +50,11 @@ class NextItemView(APIView):
             raise ValidationError(
                 {"kinds": f"unknown kinds {unknown}; known: {', '.join(ReviewKind.values)}"}
             )
-        dataset = params.get("dataset")
-        if dataset is not None and not dataset.isdigit():
-            raise ValidationError({"dataset": "must be a dataset id (an integer)"})
         item = services.review_lease_next(
             reviewer=request.user,
-            dataset_id=int(dataset) if dataset else None,
+            dataset_id=query_id(params, "dataset"),
             kinds=kinds or None,
-            skip=_int_list(params.get("skip", ""), "skip"),
+            skip=query_id_list(params, "skip"),
         )
         if item is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -148,8 +139,5 @@ class SummaryView(APIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request):
-        dataset = request.query_params.get("dataset")
-        if dataset is not None and not dataset.isdigit():
-            raise ValidationError({"dataset": "must be a dataset id (an integer)"})
-        counts = selectors.review_summary(dataset_id=int(dataset) if dataset else None)
+        counts = selectors.review_summary(dataset_id=query_id(request.query_params, "dataset"))
         return Response({"counts": counts})
