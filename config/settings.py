@@ -13,6 +13,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.csp import media_origins
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -94,6 +96,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.requestcheck.RequestCheckMiddleware",
+    "config.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -201,6 +204,13 @@ DATA_UPLOAD_MAX_NUMBER_FILES = env_int("CROWDLABEL_MAX_FILES_PER_UPLOAD", 500)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 CROWDLABEL = {
+    # Origins images may load from besides our own (the S3 bucket is added by itself; a CDN goes here).
+    "CSP_IMG_SOURCES": env_list("CROWDLABEL_CSP_IMG_SOURCES")
+    + media_origins(
+        AWS_STORAGE_BUCKET_NAME,
+        os.environ.get("AWS_S3_REGION_NAME") or None,
+        os.environ.get("AWS_S3_ENDPOINT_URL") or None,
+    ),
     # Largest accepted image file, in bytes.
     "MAX_IMAGE_BYTES": env_int("CROWDLABEL_MAX_IMAGE_BYTES", 25 * 1024 * 1024),
     # Largest accepted image, in pixels (width x height): anything above is a decompression bomb to us.
