@@ -15,8 +15,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.queryparams import parse_id, query_id
 from config.parsers import FormParser, JSONParser, MultiPartParser
+from config.queryparams import parse_id, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
 from . import binary_vote, boxes, hooks, kinds, queue

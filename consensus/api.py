@@ -90,7 +90,9 @@ class DecisionListView(generics.ListAPIView):
         parameters=[
             OpenApiParameter("concept", str, description="Only this concept (wnid)."),
             OpenApiParameter("kind", str, enum=QuestionKind.values, description="Only this question kind."),
-            OpenApiParameter("state", str, enum=QuestionState.values, description="Only questions in this state."),
+            OpenApiParameter(
+                "state", str, enum=QuestionState.values, description="Only questions in this state."
+            ),
         ]
     )
     def get(self, request, *args, **kwargs):
