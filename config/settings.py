@@ -49,6 +49,19 @@ def env_float(name: str, default: float) -> float:
         raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
 
 
+def env_rate(name: str, default: str | None) -> str | None:
+    """A DRF rate such as "100/min" ("off" for none); refused at start when malformed."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if value.lower() == "off":
+        return None
+    number, _, period = value.partition("/")
+    if not (number.isascii() and number.isdigit() and period[:1] in {"s", "m", "h", "d"}):
+        raise ImproperlyConfigured(f"{name} must look like 100/min (or 'off'), got {value!r}")
+    return value
+
+
 DJANGO_ENV = os.environ.get("DJANGO_ENV", "development").strip().lower()
 if DJANGO_ENV not in {"development", "production"}:
     raise ImproperlyConfigured(f"DJANGO_ENV must be 'development' or 'production', got {DJANGO_ENV!r}")
@@ -150,6 +163,20 @@ else:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Sign-ins go through the lockout with back-off per account and per address (config/login_throttle.py).
+AUTHENTICATION_BACKENDS = ["config.login_throttle.ThrottledModelBackend"]
+
+# The cache holds sign-in failure counts and API rate-limit histories: local memory (one process) by default,
+# Redis when CROWDLABEL_CACHE_URL is set, which every deployment with more than one process needs.
+CACHE_URL = os.environ.get("CROWDLABEL_CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "crowdlabel"}
+    )
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -204,6 +231,12 @@ DATA_UPLOAD_MAX_NUMBER_FILES = env_int("CROWDLABEL_MAX_FILES_PER_UPLOAD", 500)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 CROWDLABEL = {
+    # Sign-in lockout (config/login_throttle.py): failures allowed per account and per address before the
+    # first lock, the first lock's length, doubling with each further failure up to the cap (seconds).
+    "LOGIN_FREE_ATTEMPTS_ACCOUNT": env_int("CROWDLABEL_LOGIN_FREE_ATTEMPTS_ACCOUNT", 5),
+    "LOGIN_FREE_ATTEMPTS_ADDRESS": env_int("CROWDLABEL_LOGIN_FREE_ATTEMPTS_ADDRESS", 20),
+    "LOGIN_LOCK_BASE_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_BASE_SECONDS", 30),
+    "LOGIN_LOCK_MAX_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_MAX_SECONDS", 3600),
     # Origins images may load from besides our own (the S3 bucket is added by itself; a CDN goes here).
     "CSP_IMG_SOURCES": env_list("CROWDLABEL_CSP_IMG_SOURCES")
     + media_origins(
@@ -259,6 +292,20 @@ REST_FRAMEWORK = {
         "config.parsers.MultiPartParser",
     ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # Per-role rates (config/throttling.py), e.g. "1200/min"; "off" disables one. Production limits by default;
+    # development does not, so in-process simulations run at full speed.
+    "DEFAULT_THROTTLE_CLASSES": ["config.throttling.RoleRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        scope: env_rate(f"CROWDLABEL_THROTTLE_{scope.upper()}", default if PRODUCTION else None)
+        for scope, default in (
+            ("anon", "120/min"),
+            ("worker", "1200/min"),
+            ("reviewer", "1200/min"),
+            ("organizer", "1200/min"),
+        )
+    },
+    # Proxies in front of the app that append to X-Forwarded-For (client addresses for throttles and lockout).
+    "NUM_PROXIES": env_int("CROWDLABEL_NUM_PROXIES", 0),
     "PAGE_SIZE": 100,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
