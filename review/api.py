@@ -5,14 +5,15 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.queryparams import query_id, query_id_list
-from config.roles import IsOrganizer, IsReviewer
+from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
+from consensus.api import organizer_datasets
 
 from . import selectors, services
 from .models import ReviewDecision, ReviewItem, ReviewKind
@@ -139,5 +140,10 @@ class SummaryView(APIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request):
-        counts = selectors.review_summary(dataset_id=query_id(request.query_params, "dataset"))
+        # Reviewers work the platform-wide queue; an organizer sees only their own datasets' items.
+        datasets = None if has_role(request.user, REVIEWERS) else organizer_datasets(request.user)
+        dataset_id = query_id(request.query_params, "dataset")
+        if dataset_id is not None and datasets is not None and not datasets.filter(pk=dataset_id).exists():
+            raise NotFound("No dataset of yours has this id.")
+        counts = selectors.review_summary(dataset_id=dataset_id, datasets=datasets)
         return Response({"counts": counts})
