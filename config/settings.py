@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.csp import media_origins
+from config.secret_key import DEVELOPMENT_KEY, non_local_hosts, secret_key_problem
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -74,11 +75,25 @@ if PRODUCTION:
             f"DJANGO_ENV=production needs {' and '.join(_missing)} in the environment; refusing to start."
         )
     SECRET_KEY = os.environ["DJANGO_SECRET_KEY"]
+    _weak = secret_key_problem(SECRET_KEY)
+    if _weak:
+        raise ImproperlyConfigured(
+            f"DJANGO_SECRET_KEY {_weak}; refusing to start. "
+            'Generate one with: python -c "import secrets; print(secrets.token_urlsafe(64))"'
+        )
     ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS")
 else:
-    # A fixed key is fine for the embedded development setup: it protects nothing that matters.
-    SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-for-the-embedded-setup")
+    # A fixed key is fine for the embedded development setup on this machine: it protects nothing that matters.
+    # Served to any other host it would let anyone forge sessions, so that needs a key of its own.
+    SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEVELOPMENT_KEY)
     ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
+    _public = non_local_hosts(ALLOWED_HOSTS)
+    if _public and secret_key_problem(SECRET_KEY):
+        raise ImproperlyConfigured(
+            f"DJANGO_ENV is {DJANGO_ENV!r} but DJANGO_ALLOWED_HOSTS names other hosts ({', '.join(_public)}) and "
+            f"DJANGO_SECRET_KEY {secret_key_problem(SECRET_KEY)}; refusing to start. Set DJANGO_ENV=production "
+            "with a strong DJANGO_SECRET_KEY (or serve only 127.0.0.1/localhost)."
+        )
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
