@@ -131,13 +131,17 @@ class UndoView(APIView):
 
 
 class SummaryView(APIView):
-    """Counts of review items per kind and state."""
+    """Counts of review items per kind and state: the whole queue for reviewers, an organizer's own datasets
+    for organizers."""
 
     permission_classes = [IsAuthenticated, IsReviewer | IsOrganizer]
 
     @extend_schema(
         parameters=[OpenApiParameter("dataset", int, description="Only items of this dataset.")],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            404: OpenApiResponse(description="An organizer named a dataset that is not theirs."),
+        },
     )
     def get(self, request):
         # Reviewers work the platform-wide queue; an organizer sees only their own datasets' items.
