@@ -7,16 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import schemathesis
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
+from schemathesis.checks import not_a_server_error
 
 from annotation.binary_vote import vote_tasks_create
 from config.wsgi import application
 from tests import factories
-
-schemathesis = pytest.importorskip("schemathesis")
-from schemathesis.checks import not_a_server_error  # noqa: E402
 
 SCHEMA = schemathesis.openapi.from_path(Path(__file__).resolve().parents[2] / "docs" / "openapi.yaml")
 OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
