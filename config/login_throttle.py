@@ -43,14 +43,17 @@ class Scope:
 
 def client_address(request) -> str:
     """The caller's address, honouring REST_FRAMEWORK["NUM_PROXIES"] for X-Forwarded-For like DRF throttles."""
-    if request is None:
-        return "unknown"
     return BaseThrottle().get_ident(request) or "unknown"
 
 
 def _scopes(request, username: str | None) -> list[Scope]:
+    """The counts a sign-in touches: its address (when it came from a request) and its account, last."""
     config = settings.CROWDLABEL
-    scopes = [Scope(f"{KEY_PREFIX}:addr:{client_address(request)}", config["LOGIN_FREE_ATTEMPTS_ADDRESS"])]
+    scopes = []
+    if request is not None:  # a script calling authenticate() has no address to share a count with
+        scopes.append(
+            Scope(f"{KEY_PREFIX}:addr:{client_address(request)}", config["LOGIN_FREE_ATTEMPTS_ADDRESS"])
+        )
     if username:
         digest = hashlib.sha256(username.strip().lower().encode("utf-8", "replace")).hexdigest()
         scopes.append(Scope(f"{KEY_PREFIX}:acct:{digest}", config["LOGIN_FREE_ATTEMPTS_ACCOUNT"]))

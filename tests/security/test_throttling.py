@@ -109,6 +109,15 @@ def test_the_admin_login_is_locked_with_the_same_count(client, db, lockout):
     assert login(client, "boss", PASSWORD, address="10.0.0.8").status_code == 429  # the account, anywhere
 
 
+def test_sign_ins_without_a_request_count_per_account_only(db, lockout):
+    from django.contrib.auth import authenticate
+
+    factories.user_with_roles("ann", ("workers",))
+    for n in range(25):  # more than an address allows, over several accounts
+        authenticate(username=f"script-{n}", password="wrong")
+    assert authenticate(username="ann", password=PASSWORD) is not None
+
+
 def test_the_token_serializer_path_is_locked_as_well(db, lockout):
     factories.user_with_roles("ann", ("workers",))
     request = RequestFactory().post("/api/v1/auth/token", REMOTE_ADDR="10.0.0.3")
