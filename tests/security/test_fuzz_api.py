@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import schemathesis
+from django.core import signals
+from django.db import close_old_connections
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
@@ -23,7 +25,20 @@ EXAMPLES_PER_OPERATION = 10
 
 
 @pytest.fixture
-def world(db):
+def keep_test_connection():
+    """Call the real WSGI handler inside the test's transaction: like Django's test client, stop it closing the
+    connection at each request's start and end (on PostgreSQL that would abort the test transaction)."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def world(db, keep_test_connection):
     """A user with every role and worker identity, and a dataset with images, a concept and open vote tasks."""
     user = factories.user_with_roles("root", ("organizers", "reviewers", "workers"))
     dataset = factories.DatasetFactory(organizers=[user])
