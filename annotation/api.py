@@ -13,11 +13,12 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, NotFound, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.parsers import FormParser, JSONParser, MultiPartParser
+from config.queryparams import parse_id, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
 from . import binary_vote, boxes, hooks, kinds, queue
@@ -227,10 +228,9 @@ class DatasetViewSet(
         qs = Box.objects.filter(image__dataset=dataset, state=state).select_related("concept")
         if params.get("concept"):
             qs = qs.filter(concept=concept_by_wnid(params["concept"]))
-        if params.get("image"):
-            if not params["image"].isdigit():
-                raise ValidationError({"image": "must be an image id (an integer)"})
-            qs = qs.filter(image_id=int(params["image"]))
+        image_id = query_id(params, "image")
+        if image_id is not None:
+            qs = qs.filter(image_id=image_id)
         page = self.paginate_queryset(qs.order_by("id"))
         return self.get_paginated_response(BoxSerializer(page, many=True).data)
 
@@ -254,13 +254,10 @@ class NextTaskView(APIView):
             raise ValidationError(
                 {"kinds": f"unknown task kinds: {', '.join(unknown)}; known: {', '.join(kinds.names())}"}
             )
-        dataset = request.query_params.get("dataset")
-        if dataset is not None and not dataset.isdigit():
-            raise ValidationError({"dataset": "must be a dataset id (an integer)"})
         assignment = queue.task_lease_next(
             worker=request.user.worker,
             kinds_wanted=wanted or None,
-            dataset_id=int(dataset) if dataset else None,
+            dataset_id=query_id(request.query_params, "dataset"),
         )
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -301,7 +298,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["post"])
     def submit(self, request, pk=None):
-        if not str(pk).isdigit():
+        if parse_id(str(pk)) is None:
             raise NotFound("No such assignment.")
         key = request.headers.get("Idempotency-Key", "").strip()
         if not key or len(key) > 128:

@@ -103,6 +103,11 @@ class TaskState(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+# Organizers set a task's priority within [-PRIORITY_LIMIT, PRIORITY_LIMIT]; it orders tasks inside their own
+# dataset only (the queue takes datasets in turn, annotation/queue.py), and the pipelines' boosts add on top.
+PRIORITY_LIMIT = 100
+
+
 class Task(models.Model):
     """One micro-task: a question about a subject (image, concept, box) that collects answers from distinct
     workers, one lease at a time, until its kind's handler marks it done.
@@ -128,20 +133,23 @@ class Task(models.Model):
 
     class Meta:
         ordering = ["id"]
+        # The lease's order (annotation/queue.py): datasets in turn, then priority and age inside a dataset.
         indexes = [
             models.Index(
                 "kind",
+                "dataset",
                 models.F("priority").desc(),
                 "id",
-                name="task_available_idx",
+                name="task_queue_idx",
                 condition=Q(state__in=["open", "leased"]),
             ),
             # The same order for workers who take any kind (no `kinds` filter): without it every lease sorts
             # all open tasks.
             models.Index(
+                "dataset",
                 models.F("priority").desc(),
                 "id",
-                name="task_available_any_kind_idx",
+                name="task_queue_any_kind_idx",
                 condition=Q(state__in=["open", "leased"]),
             ),
         ]
@@ -198,6 +206,8 @@ class Assignment(models.Model):
             models.Index(
                 fields=["expires_at"], name="assignment_open_lease_idx", condition=Q(state="leased")
             ),
+            # The worker's latest lease, whose dataset the next lease goes past (annotation/queue.py).
+            models.Index(fields=["worker", "-id"], name="assignment_worker_latest_idx"),
         ]
 
     def __str__(self) -> str:

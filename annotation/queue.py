@@ -117,6 +117,34 @@ def _subject_joins(connection) -> str:
     )
 
 
+def _candidate_sql(connection, where: str, lock: str) -> str:
+    """The first task to lease, taking datasets in turn (the task's SELECT needs `where`'s parameters twice,
+    after the worker's id).
+
+    Priorities order tasks inside their own dataset only; across datasets each worker goes round: first the
+    datasets after the one their last lease came from (lowest id first), then, wrapping around, all of them.
+    So a dataset with work gets its share of every worker's leases whatever priorities other tenants set. Each
+    arm walks the (dataset, priority, id) index and stops at its first row; the second arm runs only when the
+    first finds nothing, so a lease locks one row."""
+    qn = connection.ops.quote_name
+    task_table, assignment_table = qn(Task._meta.db_table), qn(Assignment._meta.db_table)
+    last_dataset = (
+        f"(SELECT t2.dataset_id FROM {assignment_table} a2 JOIN {task_table} t2 ON t2.id = a2.task_id "
+        "WHERE a2.worker_id = %s ORDER BY a2.id DESC LIMIT 1)"
+    )
+    order = "ORDER BY t.dataset_id, t.priority DESC, t.id LIMIT 1"
+    return (
+        f"SELECT * FROM (SELECT t.id, t.state FROM {task_table} t WHERE {where} "
+        f"AND t.dataset_id > COALESCE({last_dataset}, 0) {order} {lock}) after_last "
+        f"UNION ALL SELECT * FROM (SELECT t.id, t.state FROM {task_table} t WHERE {where} {order} {lock}) wrapped "
+        "LIMIT 1"
+    )
+
+
+def _candidate_params(worker, params: list) -> list:
+    return [*params, worker.pk, *params]
+
+
 def _assignment_from_row(connection, row) -> Assignment:
     assignment_cols, task_cols, image_cols, concept_cols = _columns()
     assignment = assignment_cols.build(connection, row)
@@ -141,9 +169,7 @@ def _lease_postgresql(connection, *, worker, where: str, params: list, now: date
     expires_at = now + lease_duration()
     sql = f"""
         WITH candidate AS MATERIALIZED (
-            SELECT t.id, t.state FROM {task_table} t WHERE {where}
-            ORDER BY t.priority DESC, t.id LIMIT 1
-            FOR UPDATE OF t SKIP LOCKED
+            {_candidate_sql(connection, where, "FOR UPDATE OF t SKIP LOCKED")}
         ), reclaimed AS (
             UPDATE {assignment_table} old SET state = '{AssignmentState.EXPIRED}'
             FROM candidate WHERE candidate.state = '{TaskState.LEASED}'
@@ -162,7 +188,7 @@ def _lease_postgresql(connection, *, worker, where: str, params: list, now: date
         SELECT {_select_list(connection)} FROM a JOIN t ON t.id = a.task_id {_subject_joins(connection)}
     """
     with sqlrows.cursor(connection) as cursor:
-        cursor.execute(sql, [*params, expires_at, now, worker.pk, now, expires_at])
+        cursor.execute(sql, [*_candidate_params(worker, params), expires_at, now, worker.pk, now, expires_at])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -173,12 +199,8 @@ def _lease_postgresql(connection, *, worker, where: str, params: list, now: date
 
 def _lease_portable(connection, *, worker, where: str, params: list, now: datetime) -> Assignment | None:
     """The same lease for databases without SKIP LOCKED (SQLite, which serializes writers anyway)."""
-    table = connection.ops.quote_name(Task._meta.db_table)
     with sqlrows.cursor(connection) as cursor:
-        cursor.execute(
-            f"SELECT t.id, t.state FROM {table} t WHERE {where} ORDER BY t.priority DESC, t.id LIMIT 1",
-            params,
-        )
+        cursor.execute(_candidate_sql(connection, where, ""), _candidate_params(worker, params))
         row = cursor.fetchone()
     if row is None:
         return None
@@ -215,7 +237,8 @@ def task_lease_next(
     dataset_id: int | None = None,
     now: datetime | None = None,
 ) -> Assignment | None:
-    """Lease the highest-priority eligible task to `worker` in one short transaction, or return None.
+    """Lease the next eligible task to `worker` in one short transaction, or return None: datasets in turn,
+    the highest priority first inside a dataset (see `_candidate_sql`).
 
     On PostgreSQL the lease is one statement (atomic on its own, so no BEGIN/COMMIT round trips) and
     concurrent callers skip each other's locked rows (SKIP LOCKED) instead of queueing behind them; on SQLite

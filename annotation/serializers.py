@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from . import kinds
 from .imagecheck import ACCEPTED_FORMATS
-from .models import Assignment, Dataset, Image
+from .models import PRIORITY_LIMIT, Assignment, Dataset, Image
 
 
 class DatasetSerializer(serializers.ModelSerializer):
@@ -155,7 +155,12 @@ class VoteTasksSerializer(serializers.Serializer):
         child=serializers.IntegerField(), required=False, help_text="Default: all."
     )
     answers_wanted = serializers.IntegerField(min_value=1, max_value=15, default=3)
-    priority = serializers.IntegerField(default=0)
+    priority = serializers.IntegerField(
+        default=0,
+        min_value=-PRIORITY_LIMIT,
+        max_value=PRIORITY_LIMIT,
+        help_text="Higher first, among this dataset's tasks.",
+    )
 
 
 class VoteResultSerializer(serializers.Serializer):

@@ -13,6 +13,9 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.csp import media_origins
+from config.secret_key import DEVELOPMENT_KEY, non_local_hosts, secret_key_problem
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -47,6 +50,19 @@ def env_float(name: str, default: float) -> float:
         raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
 
 
+def env_rate(name: str, default: str | None) -> str | None:
+    """A DRF rate such as "100/min" ("off" for none); refused at start when malformed."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if value.lower() == "off":
+        return None
+    number, _, period = value.partition("/")
+    if not (number.isascii() and number.isdigit() and period[:1] in {"s", "m", "h", "d"}):
+        raise ImproperlyConfigured(f"{name} must look like 100/min (or 'off'), got {value!r}")
+    return value
+
+
 DJANGO_ENV = os.environ.get("DJANGO_ENV", "development").strip().lower()
 if DJANGO_ENV not in {"development", "production"}:
     raise ImproperlyConfigured(f"DJANGO_ENV must be 'development' or 'production', got {DJANGO_ENV!r}")
@@ -59,11 +75,25 @@ if PRODUCTION:
             f"DJANGO_ENV=production needs {' and '.join(_missing)} in the environment; refusing to start."
         )
     SECRET_KEY = os.environ["DJANGO_SECRET_KEY"]
+    _weak = secret_key_problem(SECRET_KEY)
+    if _weak:
+        raise ImproperlyConfigured(
+            f"DJANGO_SECRET_KEY {_weak}; refusing to start. "
+            'Generate one with: python -c "import secrets; print(secrets.token_urlsafe(64))"'
+        )
     ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS")
 else:
-    # A fixed key is fine for the embedded development setup: it protects nothing that matters.
-    SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-for-the-embedded-setup")
+    # A fixed key is fine for the embedded development setup on this machine: it protects nothing that matters.
+    # Served to any other host it would let anyone forge sessions, so that needs a key of its own.
+    SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEVELOPMENT_KEY)
     ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
+    _public = non_local_hosts(ALLOWED_HOSTS)
+    if _public and secret_key_problem(SECRET_KEY):
+        raise ImproperlyConfigured(
+            f"DJANGO_ENV is {DJANGO_ENV!r} but DJANGO_ALLOWED_HOSTS names other hosts ({', '.join(_public)}) and "
+            f"DJANGO_SECRET_KEY {secret_key_problem(SECRET_KEY)}; refusing to start. Set DJANGO_ENV=production "
+            "with a strong DJANGO_SECRET_KEY (or serve only 127.0.0.1/localhost)."
+        )
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
@@ -95,6 +125,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.requestcheck.RequestCheckMiddleware",
+    "config.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -155,6 +187,20 @@ else:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Sign-ins go through the lockout with back-off per account and per address (config/login_throttle.py).
+AUTHENTICATION_BACKENDS = ["config.login_throttle.ThrottledModelBackend"]
+
+# The cache holds sign-in failure counts and API rate-limit histories: local memory (one process) by default,
+# Redis when CROWDLABEL_CACHE_URL is set, which every deployment with more than one process needs.
+CACHE_URL = os.environ.get("CROWDLABEL_CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "crowdlabel"}
+    )
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -210,6 +256,19 @@ DATA_UPLOAD_MAX_NUMBER_FILES = env_int("CROWDLABEL_MAX_FILES_PER_UPLOAD", 500)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 CROWDLABEL = {
+    # Sign-in lockout (config/login_throttle.py): failures allowed per account and per address before the
+    # first lock, the first lock's length, doubling with each further failure up to the cap (seconds).
+    "LOGIN_FREE_ATTEMPTS_ACCOUNT": env_int("CROWDLABEL_LOGIN_FREE_ATTEMPTS_ACCOUNT", 5),
+    "LOGIN_FREE_ATTEMPTS_ADDRESS": env_int("CROWDLABEL_LOGIN_FREE_ATTEMPTS_ADDRESS", 20),
+    "LOGIN_LOCK_BASE_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_BASE_SECONDS", 30),
+    "LOGIN_LOCK_MAX_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_MAX_SECONDS", 3600),
+    # Origins images may load from besides our own (the S3 bucket is added by itself; a CDN goes here).
+    "CSP_IMG_SOURCES": env_list("CROWDLABEL_CSP_IMG_SOURCES")
+    + media_origins(
+        AWS_STORAGE_BUCKET_NAME,
+        os.environ.get("AWS_S3_REGION_NAME") or None,
+        os.environ.get("AWS_S3_ENDPOINT_URL") or None,
+    ),
     # Largest accepted image file, in bytes.
     "MAX_IMAGE_BYTES": env_int("CROWDLABEL_MAX_IMAGE_BYTES", 25 * 1024 * 1024),
     # Largest accepted image, in pixels (width x height): anything above is a decompression bomb to us.
@@ -286,7 +345,27 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Size and nesting limits, and no NUL or lone surrogate in any string (config/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.JSONParser",
+        "config.parsers.FormParser",
+        "config.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # Per-role rates (config/throttling.py), e.g. "1200/min"; "off" disables one. Production limits by default;
+    # development does not, so in-process simulations run at full speed.
+    "DEFAULT_THROTTLE_CLASSES": ["config.throttling.RoleRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        scope: env_rate(f"CROWDLABEL_THROTTLE_{scope.upper()}", default if PRODUCTION else None)
+        for scope, default in (
+            ("anon", "120/min"),
+            ("worker", "1200/min"),
+            ("reviewer", "1200/min"),
+            ("organizer", "1200/min"),
+        )
+    },
+    # Proxies in front of the app that append to X-Forwarded-For (client addresses for throttles and lockout).
+    "NUM_PROXIES": env_int("CROWDLABEL_NUM_PROXIES", 0),
     "PAGE_SIZE": 100,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),

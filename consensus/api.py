@@ -16,11 +16,12 @@ from rest_framework.views import APIView
 from annotation.audit import audit_record, request_parameters
 from annotation.models import Dataset
 from annotation.serializers import concept_by_wnid, dataset_images
+from config.queryparams import query_choice
 from config.roles import IsOrganizer
 from hierarchy.models import Concept
 
 from . import services
-from .models import ConsensusSettings, Question, QuestionDecision
+from .models import ConsensusSettings, Question, QuestionDecision, QuestionKind, QuestionState
 from .serializers import (
     CalibrationQuerySerializer,
     CalibrationTableSerializer,
@@ -99,8 +100,10 @@ class DecisionListView(generics.ListAPIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("concept", str, description="Only this concept (wnid)."),
-            OpenApiParameter("kind", str, description="Only this question kind."),
-            OpenApiParameter("state", str, description="Only questions in this state."),
+            OpenApiParameter("kind", str, enum=QuestionKind.values, description="Only this question kind."),
+            OpenApiParameter(
+                "state", str, enum=QuestionState.values, description="Only questions in this state."
+            ),
         ]
     )
     def get(self, request, *args, **kwargs):
@@ -112,10 +115,10 @@ class DecisionListView(generics.ListAPIView):
         params = self.request.query_params
         if params.get("concept"):
             qs = qs.filter(concept=concept_by_wnid(params["concept"]))
-        if params.get("kind"):
-            qs = qs.filter(kind=params["kind"])
-        if params.get("state"):
-            qs = qs.filter(state=params["state"])
+        if kind := query_choice(params, "kind", QuestionKind.values):
+            qs = qs.filter(kind=kind)
+        if state := query_choice(params, "state", QuestionState.values):
+            qs = qs.filter(state=state)
         rows = QuestionDecision.objects.order_by("id")
         return qs.prefetch_related(Prefetch("decisions", queryset=rows, to_attr="decision_rows")).order_by(
             "id"

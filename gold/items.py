@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 
 from annotation.models import Box, Dataset, Image
+from config.queryparams import parse_id
 from consensus.models import Question, QuestionKind, QuestionState
 from hierarchy.models import Concept
 
@@ -113,7 +114,7 @@ def gold_items_import_csv(*, dataset: Dataset, text: str, created_by=None) -> li
         box = None
         box_ref = (row.get("box") or "").strip()
         if box_ref:
-            box = Box.objects.filter(pk=int(box_ref)).first() if box_ref.isdigit() else None
+            box = Box.objects.filter(pk=box_id).first() if (box_id := parse_id(box_ref)) is not None else None
             if box is None:
                 problems.append(f"no box {box_ref!r}")
         if not problems:

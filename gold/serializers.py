@@ -79,8 +79,13 @@ class GoldSettingsSerializer(serializers.ModelSerializer):
         ]
         extra_kwargs = {
             "rate": {"min_value": 0.0, "max_value": 0.99},
-            "prior_a": {"min_value": 0.01},
-            "prior_b": {"min_value": 0.01},
+            # A Beta prior worth more than a few hundred answers would drown every worker's record.
+            "prior_a": {"min_value": 0.01, "max_value": 1000.0},
+            "prior_b": {"min_value": 0.01, "max_value": 1000.0},
+            "qualification_size": {"max_value": 200},
+            "qualification_attempts": {"max_value": 100},
+            "qualification_cooldown": {"max_value": 365 * 24 * 3600},
+            "block_min_answers": {"max_value": 10_000},
             "block_threshold": {"min_value": 0.0, "max_value": 1.0},
             "draw_block_threshold": {"min_value": 0.0, "max_value": 1.0},
             "block_confidence": {"min_value": 0.5, "max_value": 0.9999},

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from annotation.audit import audit_record, request_parameters
 from annotation.models import Dataset
 from annotation.serializers import dataset_images
+from config.queryparams import query_id
 from config.roles import IsOrganizer
 
 from . import selectors
@@ -119,10 +120,7 @@ class MultilabelView(APIView):
     def get(self, request, pk: int):
         """Progress, and per image its status, questions, votes and present classes (paginated)."""
         dataset = self.dataset(request, pk)
-        hierarchy = request.query_params.get("hierarchy")
-        if hierarchy is not None and not hierarchy.isdigit():
-            raise ValidationError({"hierarchy": "must be a hierarchy id (an integer)"})
-        hierarchy_id = int(hierarchy) if hierarchy else None
+        hierarchy_id = query_id(request.query_params, "hierarchy")
         paginator = PageNumberPagination()
         qs = selectors.labelings_of(dataset.pk, hierarchy_id)
         page = paginator.paginate_queryset(qs, request, view=self)

@@ -31,6 +31,11 @@ FORMAT = "crowdlabel-hierarchy/1"
 WNID_RE = re.compile(r"^n\d{8}$")
 QUESTION_ID_RE = re.compile(r"^q:[a-z0-9][a-z0-9-]*$")
 NODE_FIELDS = {"id", "name", "gloss", "question", "parents", "leaf"}
+# The longest names the database stores (hierarchy.models); longer ones are refused here, with the field named.
+NAME_MAX = 200
+VERSION_MAX = 50
+# Text the database cannot store (NUL) or encode (lone UTF-16 surrogates, which JSON escapes can produce).
+_BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
 
 
 class FixtureError(ValueError):
@@ -85,14 +90,26 @@ def load_fixture(path: str | Path) -> HierarchyFixture:
     return parse_fixture(data, source)
 
 
-def _text(entry: Mapping[str, Any], key: str, where: str, errors: list[str], required: bool = True) -> str:
+def _text(
+    entry: Mapping[str, Any],
+    key: str,
+    where: str,
+    errors: list[str],
+    required: bool = True,
+    max_length: int | None = None,
+) -> str:
     value = entry.get(key, "")
     if not isinstance(value, str):
         errors.append(f"{where}: {key!r} must be a string")
         return ""
-    if required and not value.strip():
+    value = value.strip()
+    if required and not value:
         errors.append(f"{where}: {key!r} is missing or empty")
-    return value.strip()
+    if max_length is not None and len(value) > max_length:
+        errors.append(f"{where}: {key!r} has {len(value)} characters; the most allowed is {max_length}")
+    if _BAD_CHARACTER.search(value):
+        errors.append(f"{where}: {key!r} contains a NUL character or a lone surrogate")
+    return value
 
 
 def parse_fixture(data: Any, source: str = "hierarchy fixture") -> HierarchyFixture:
@@ -102,8 +119,8 @@ def parse_fixture(data: Any, source: str = "hierarchy fixture") -> HierarchyFixt
         raise FixtureError(["top level must be a JSON object"], source)
     if data.get("format", FORMAT) != FORMAT:
         errors.append(f"unsupported format {data.get('format')!r} (expected {FORMAT!r})")
-    name = _text(data, "name", "fixture", errors)
-    version = _text(data, "version", "fixture", errors)
+    name = _text(data, "name", "fixture", errors, max_length=NAME_MAX)
+    version = _text(data, "version", "fixture", errors, max_length=VERSION_MAX)
     description = _text(data, "description", "fixture", errors, required=False)
     raw_nodes = data.get("nodes")
     if not isinstance(raw_nodes, list) or not raw_nodes:
@@ -145,7 +162,7 @@ def parse_fixture(data: Any, source: str = "hierarchy fixture") -> HierarchyFixt
         nodes.append(
             FixtureNode(
                 id=node_id,
-                name=_text(entry, "name", where, errors),
+                name=_text(entry, "name", where, errors, max_length=NAME_MAX),
                 gloss=_text(entry, "gloss", where, errors, required=False),
                 question=_text(entry, "question", where, errors),
                 parents=tuple(dict.fromkeys(parents)),

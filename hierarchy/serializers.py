@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from annotation.models import PRIORITY_LIMIT
+
 from .models import Hierarchy, ImageLabeling, LabelingOrder, QuestionEngine
 
 
@@ -37,7 +39,12 @@ class MultilabelStartSerializer(serializers.Serializer):
     )
     order = serializers.ChoiceField(choices=LabelingOrder.choices, default=LabelingOrder.BREADTH_FIRST)
     engine = serializers.ChoiceField(choices=QuestionEngine.choices, default=QuestionEngine.CONSENSUS)
-    priority = serializers.IntegerField(default=0)
+    priority = serializers.IntegerField(
+        default=0,
+        min_value=-PRIORITY_LIMIT,
+        max_value=PRIORITY_LIMIT,
+        help_text="Higher first, among this dataset's tasks.",
+    )
 
 
 class MultilabelStartedSerializer(serializers.Serializer):

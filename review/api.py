@@ -5,13 +5,15 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.roles import IsOrganizer, IsReviewer
+from config.queryparams import query_id, query_id_list
+from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
+from consensus.api import organizer_datasets
 
 from . import selectors, services
 from .models import ReviewDecision, ReviewItem, ReviewKind
@@ -24,13 +26,6 @@ class Conflict(APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with the item's current state."
     default_code = "conflict"
-
-
-def _int_list(value: str, name: str) -> list[int]:
-    parts = [p for p in value.split(",") if p]
-    if not all(p.isdigit() for p in parts):
-        raise ValidationError({name: "must be comma-separated ids"})
-    return [int(p) for p in parts]
 
 
 class NextItemView(APIView):
@@ -56,14 +51,11 @@ class NextItemView(APIView):
             raise ValidationError(
                 {"kinds": f"unknown kinds {unknown}; known: {', '.join(ReviewKind.values)}"}
             )
-        dataset = params.get("dataset")
-        if dataset is not None and not dataset.isdigit():
-            raise ValidationError({"dataset": "must be a dataset id (an integer)"})
         item = services.review_lease_next(
             reviewer=request.user,
-            dataset_id=int(dataset) if dataset else None,
+            dataset_id=query_id(params, "dataset"),
             kinds=kinds or None,
-            skip=_int_list(params.get("skip", ""), "skip"),
+            skip=query_id_list(params, "skip"),
         )
         if item is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -139,17 +131,23 @@ class UndoView(APIView):
 
 
 class SummaryView(APIView):
-    """Counts of review items per kind and state."""
+    """Counts of review items per kind and state: the whole queue for reviewers, an organizer's own datasets
+    for organizers."""
 
     permission_classes = [IsAuthenticated, IsReviewer | IsOrganizer]
 
     @extend_schema(
         parameters=[OpenApiParameter("dataset", int, description="Only items of this dataset.")],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            404: OpenApiResponse(description="An organizer named a dataset that is not theirs."),
+        },
     )
     def get(self, request):
-        dataset = request.query_params.get("dataset")
-        if dataset is not None and not dataset.isdigit():
-            raise ValidationError({"dataset": "must be a dataset id (an integer)"})
-        counts = selectors.review_summary(dataset_id=int(dataset) if dataset else None)
+        # Reviewers work the platform-wide queue; an organizer sees only their own datasets' items.
+        datasets = None if has_role(request.user, REVIEWERS) else organizer_datasets(request.user)
+        dataset_id = query_id(request.query_params, "dataset")
+        if dataset_id is not None and datasets is not None and not datasets.filter(pk=dataset_id).exists():
+            raise NotFound("No dataset of yours has this id.")
+        counts = selectors.review_summary(dataset_id=dataset_id, datasets=datasets)
         return Response({"counts": counts})

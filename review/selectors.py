@@ -33,9 +33,14 @@ def review_items_available(
     return qs
 
 
-def review_summary(*, dataset_id: int | None = None) -> dict[str, dict[str, int]]:
-    """Item counts per kind and state, every combination present (zeros included)."""
+def review_summary(
+    *, dataset_id: int | None = None, datasets: QuerySet[Dataset] | None = None
+) -> dict[str, dict[str, int]]:
+    """Item counts per kind and state, every combination present (zeros included), over `datasets` (default:
+    every dataset) or the one `dataset_id` among them."""
     qs = ReviewItem.objects.all()
+    if datasets is not None:
+        qs = qs.filter(dataset__in=datasets)
     if dataset_id is not None:
         qs = qs.filter(dataset_id=dataset_id)
     counts = {kind.value: {state.value: 0 for state in ItemState} for kind in ReviewKind}

@@ -8,6 +8,7 @@ import shutil
 import socket
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from PIL import Image as PILImage
 from rest_framework.test import APIClient
@@ -53,6 +54,7 @@ def _eager_celery_and_tmp_media(settings, tmp_path):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast, tests only
     settings.MEDIA_ROOT = tmp_path / "media"
+    cache.clear()  # sign-in failure counts and API rate histories never carry over from another test
     settings.STORAGES = {
         **settings.STORAGES,
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -28,8 +28,10 @@ def submit(client, assignment_id, answer=True, key="key-1"):
 
 
 def test_next_task_leases_highest_priority_first_and_shows_no_result(worker, api_client):
-    low = factories.TaskFactory(priority=0)
-    high = factories.TaskFactory(priority=5)
+    # Priority orders tasks inside their dataset (across datasets, workers go round: tests/security).
+    image = factories.ImageFactory()
+    low = factories.TaskFactory(priority=0, image=image)
+    high = factories.TaskFactory(priority=5, image=image)
     response = lease(api_client(worker))
     assert response.status_code == 200
     body = response.json()

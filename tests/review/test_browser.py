@@ -37,12 +37,14 @@ def test_reviewer_resolves_a_duplicate_pair_with_the_keyboard(live_server, chrom
         assert page.locator("[data-decision='duplicate_keep_a'] kbd").inner_text() == "2"
         left = page.eval_on_selector(".box.a", "el => el.style.left")
         assert left == "10%", "boxes are placed in proportion to the original pixels"
-        page.wait_for_function("document.querySelector('#queue-counts td') !== null")
+        page.wait_for_function("() => document.querySelector('#queue-counts td') !== null")
 
         page.keyboard.press("2")  # duplicate: keep A, remove B
 
-        page.wait_for_function("document.getElementById('decided').textContent === '1'")
-        page.wait_for_function("document.getElementById('status').textContent.includes('queue is empty')")
+        page.wait_for_function("() => document.getElementById('decided').textContent === '1'")
+        page.wait_for_function(
+            "() => document.getElementById('status').textContent.includes('queue is empty')"
+        )
     finally:
         page.close()
 

@@ -54,11 +54,15 @@ export function onShortcut(handlers) {
   return () => document.removeEventListener("keydown", onKey);
 }
 
+// A button labelled `label` with its key shown. Built from text nodes: labels carry organizer-written concept
+// names, which must never be parsed as HTML.
 export function button(label, shortcut, cls, onClick) {
   const b = document.createElement("button");
   b.type = "button";
   b.className = `answer ${cls}`;
-  b.innerHTML = `${label} <kbd>${shortcut}</kbd>`;
+  const key = document.createElement("kbd");
+  key.textContent = shortcut;
+  b.append(document.createTextNode(`${label} `), key);
   b.addEventListener("click", onClick);
   return b;
 }
