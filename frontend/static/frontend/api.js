@@ -41,10 +41,18 @@ export async function api(base, path, { method = "GET", body, headers = {} } = {
   return data;
 }
 
+// What the worker page keeps in sessionStorage (this tab only, survives a reload and a trip to sign-in): the
+// Idempotency-Key of each submit, the answer not yet stored, and the box being drawn.
+export const stored = {
+  submitKey: (assignmentId) => `crowdlabel:submit:${assignmentId}`,
+  draft: (assignmentId) => `crowdlabel:draft:${assignmentId}`,
+  pending: "crowdlabel:pending",
+};
+
 // Submit an answer exactly once: the Idempotency-Key is kept per assignment, so a retry after a network
 // failure (or a double click) can never store a second answer.
 export async function submitAnswer(base, assignmentId, answer, attempts = 3) {
-  const storageKey = `crowdlabel:submit:${assignmentId}`;
+  const storageKey = stored.submitKey(assignmentId);
   let key = sessionStorage.getItem(storageKey);
   if (!key) {
     key = newKey();

@@ -54,11 +54,17 @@ export function onShortcut(handlers) {
   return () => document.removeEventListener("keydown", onKey);
 }
 
+// A phone or tablet: no keyboard shortcuts to mention, "tap" rather than "press".
+export const touchScreen = window.matchMedia("(pointer: coarse)").matches;
+
+// An answer button with its shortcut key. Built from text nodes: labels carry concept names, which are data.
 export function button(label, shortcut, cls, onClick) {
   const b = document.createElement("button");
   b.type = "button";
   b.className = `answer ${cls}`;
-  b.innerHTML = `${label} <kbd>${shortcut}</kbd>`;
+  const key = document.createElement("kbd");
+  key.textContent = shortcut;
+  b.append(`${label} `, key);
   b.addEventListener("click", onClick);
   return b;
 }
