@@ -17,12 +17,15 @@ const statusLine = document.getElementById("status");
 const body = document.getElementById("task-body");
 const answered = document.getElementById("answered");
 const trainingNote = document.getElementById("training");
-const feedbackBox = document.getElementById("feedback");
+const feedbackBox = document.getElementById("last-answer");
 const leaseLine = document.getElementById("lease");
+const skipButton = document.getElementById("skip");
+const skippedCounter = document.getElementById("skipped");
+const shortcuts = document.getElementById("shortcuts");
 const renderers = new Map();
 const waiting = []; // assignments this worker holds that are not on screen yet (resumed after a reload)
 
-let current = null; // { assignment, cleanup, stopClock, seenAt } of the task on screen
+let current = null; // { assignment, cleanup, stopClock, seenAt, answerable } of the task on screen
 let busy = false;
 let retryTimer = null;
 
@@ -69,6 +72,7 @@ function leave() {
   delete body.dataset.answerable;
   leaseLine.hidden = true;
   trainingNote.hidden = true;
+  skipButton.hidden = true;
 }
 
 async function next() {
@@ -107,7 +111,7 @@ async function present(assignment) {
     api(base, `assignments/${assignment.id}/release`, { method: "POST" }).catch(() => {});
     return;
   }
-  const entry = { assignment, cleanup: null, seenAt: null, stopClock: () => {} };
+  const entry = { assignment, cleanup: null, seenAt: null, answerable: false, stopClock: () => {} };
   current = entry;
   body.dataset.assignment = String(assignment.id);
   body.setAttribute("aria-busy", "true");
@@ -118,6 +122,7 @@ async function present(assignment) {
   show(entry.question);
   announceTraining(assignment.training);
   entry.stopClock = leaseCountdown(leaseLine, body, base, assignment, () => expired(entry));
+  skipButton.hidden = false;
   whenSeen(entry);
 }
 
@@ -129,7 +134,11 @@ function whenSeen(entry) {
       entry.seenAt = performance.now();
       body.removeAttribute("aria-busy");
       show(entry.question);
-      setTimeout(() => current === entry && (body.dataset.answerable = "true"), MIN_LOOK_MS);
+      setTimeout(() => {
+        if (current !== entry) return;
+        entry.answerable = true;
+        body.dataset.answerable = "true";
+      }, MIN_LOOK_MS);
     });
   const img = body.querySelector("img");
   if (!img) return seen();
@@ -153,7 +162,7 @@ function take(entry, answer) {
     show("The image is still loading: answer once you have seen it.");
     return;
   }
-  if (performance.now() - entry.seenAt < MIN_LOOK_MS) return;
+  if (!entry.answerable) return; // seen for less than MIN_LOOK_MS
   const pending = { assignment: entry.assignment.id, answer, training: Boolean(entry.assignment.training) };
   sessionStorage.setItem(stored.pending, JSON.stringify(pending));
   send(pending).then((outcome) => outcome !== "kept" && next());
@@ -217,11 +226,50 @@ function expired(entry) {
   show("The time for this task ran out, so it went back to the queue.", true, actionButton("Next task", next));
 }
 
+// Can't tell (or the image does not load): the task goes back to the queue for another worker.
 async function skip(entry) {
-  if (current !== entry) return;
-  api(base, `assignments/${entry.assignment.id}/release`, { method: "POST" }).catch(() => {});
+  if (current !== entry || busy) return;
+  busy = true;
+  try {
+    await api(base, `assignments/${entry.assignment.id}/release`, { method: "POST" });
+    skippedCounter.textContent = String(Number(skippedCounter.textContent) + 1);
+  } catch (error) {
+    // A lease that already ended needs no release; the task is gone from this worker either way.
+  } finally {
+    busy = false;
+  }
+  sessionStorage.removeItem(stored.draft(entry.assignment.id));
   next();
 }
+
+skipButton.addEventListener("click", () => current && skip(current));
+// The shortcut list opens as a dialog beside the task; while it is open the task's keys do nothing
+// (binary_vote.onShortcut checks for an open dialog), and Esc or ? closes it.
+function showShortcuts() {
+  shortcuts.show();
+  shortcuts.querySelector("button").focus();
+}
+document.getElementById("help").addEventListener("click", showShortcuts);
+// Page-wide keys, beside each kind's own: S skips, ? lists the keys, Esc closes the list. Same rules as the
+// kinds' shortcuts: not while typing, not with a modifier (Shift excepted: "?" needs it), never on auto-repeat.
+document.addEventListener("keydown", (event) => {
+  if (event.target && ["INPUT", "TEXTAREA"].includes(event.target.tagName)) return;
+  if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+  if (shortcuts.open) {
+    if (event.key === "Escape" || event.key === "?") {
+      event.preventDefault();
+      shortcuts.close();
+    }
+    return;
+  }
+  if (event.key === "?") {
+    event.preventDefault();
+    showShortcuts();
+  } else if ((event.key === "s" || event.key === "S") && current) {
+    event.preventDefault();
+    skip(current);
+  }
+});
 
 async function start() {
   const pending = JSON.parse(sessionStorage.getItem(stored.pending) || "null");

@@ -44,6 +44,7 @@ export function onShortcut(handlers) {
   const onKey = (event) => {
     if (event.target && ["INPUT", "TEXTAREA"].includes(event.target.tagName)) return;
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    if (document.querySelector("dialog[open]")) return; // a dialog (the shortcut list) has the keyboard
     const handler = handlers[event.key.toLowerCase()] || handlers[event.key];
     if (handler) {
       event.preventDefault();
