@@ -106,6 +106,8 @@ function render(item) {
   if (item.image) {
     stage.hidden = false;
     stageImage.src = item.image.url;
+    stageImage.alt = `The image of item ${item.id}, with ${[item.box_a && "box A", item.box_b && "box B"]
+      .filter(Boolean).join(" and ") || "its boxes"} drawn on it`;
     stageImage.width = item.image.width;
     stageImage.height = item.image.height;
     if (item.box_a) drawBox(item.image, item.box_a, "A");

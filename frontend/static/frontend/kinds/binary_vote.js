@@ -19,7 +19,7 @@ export function render(container, assignment, answer) {
     const img = document.createElement("img");
     img.className = "task-image";
     img.src = task.image.url;
-    img.alt = "The image to judge";
+    img.alt = `The image this question is about: ${task.payload.question}`;
     img.width = task.image.width;
     img.height = task.image.height;
     container.append(img);

@@ -24,7 +24,7 @@ export function render(container, assignment, answer) {
   container.innerHTML = "";
   conceptHeader(container, `Draw a box around one ${payload.concept.name}`, payload.concept, payload.instructions);
 
-  const { svg, toImage, perScreenPixel } = imageStage(container, image, "The image to draw on");
+  const { svg, toImage, perScreenPixel } = imageStage(container, image, `The image in which to box one ${payload.concept.name}`);
   svg.classList.add("drawable");
   existing.forEach((box) => boxRect(svg, box, "existing"));
 
