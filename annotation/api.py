@@ -1,4 +1,5 @@
-"""Thin DRF views: datasets and image upload for organizers; next task, submit and skip for workers."""
+"""Thin DRF views: datasets and image upload for organizers; next task, resume, submit, extend and skip for
+workers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -24,7 +26,7 @@ from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 from . import binary_vote, boxes, hooks, kinds, queue
 from .audit import audit_record, request_parameters
 from .ingest import images_ingest, item_read
-from .models import Assignment, Box, BoxJob, BoxState, Dataset, Image, Task
+from .models import Assignment, AssignmentState, Box, BoxJob, BoxState, Dataset, Image, Task
 from .serializers import (
     AssignmentSerializer,
     BoxJobProgressSerializer,
@@ -261,7 +263,16 @@ class NextTaskView(APIView):
         )
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(AssignmentSerializer(assignment).data)
+        return Response(worker_view(assignment))
+
+
+def worker_view(assignment: Assignment) -> dict:
+    """An assignment as the worker's browser receives it when the task is handed out (leased, or resumed after
+    a reload): the assignment and its task, plus what registered lease extras add."""
+    data = AssignmentSerializer(assignment).data
+    for extras in hooks.lease_extras:
+        data.update(extras(assignment))
+    return data
 
 
 class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
@@ -273,11 +284,34 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation runs without a user
             return Assignment.objects.none()
-        return (
-            Assignment.objects.filter(worker=self.request.user.worker)
-            .select_related("task__image", "task__concept")
-            .order_by("-id")
+        mine = Assignment.objects.filter(worker=self.request.user.worker).select_related(
+            "task__image", "task__concept"
         )
+        if self.action == "list" and self._held():
+            return mine.filter(state=AssignmentState.LEASED, expires_at__gt=timezone.now()).order_by("id")
+        return mine.order_by("-id")
+
+    def _held(self) -> bool:
+        held = self.request.query_params.get("held", "")
+        if held not in ("", "true", "false"):
+            raise ValidationError({"held": "must be true or false"})
+        return held == "true"
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "held",
+                bool,
+                description="true: only the leases this worker holds now (not submitted, not expired), oldest "
+                "first, each as the lease handed it out; the worker page resumes them after a reload.",
+            )
+        ]
+    )
+    def list(self, request, *args, **kwargs):
+        if not self._held():
+            return super().list(request, *args, **kwargs)
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([worker_view(a) for a in page])
 
     @extend_schema(
         request=SubmitSerializer,
@@ -325,6 +359,17 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         for extras in hooks.submit_extras:
             data.update(extras(result.assignment))
         return Response(data, status=code)
+
+    @extend_schema(request=None, responses=AssignmentSerializer)
+    @action(detail=True, methods=["post"])
+    def extend(self, request, pk=None):
+        """The worker is still at this task: the lease runs for a full lease duration from now. A lease that
+        already ended is a 409."""
+        try:
+            assignment = queue.assignment_extend(assignment=self.get_object())
+        except queue.QueueError as exc:
+            raise Conflict(str(exc), code=exc.code) from None
+        return Response(AssignmentSerializer(assignment).data)
 
     @extend_schema(request=None, responses=AssignmentSerializer)
     @action(detail=True, methods=["post"])

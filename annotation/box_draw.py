@@ -18,7 +18,8 @@ KIND = boxes.DRAW_KIND
 def instructions(concept_name: str) -> str:
     return (
         f"Draw one tight box around one {concept_name} that has no box yet: the box should touch the edges of "
-        f"the visible part. If every {concept_name} already has a box, press N (nothing left)."
+        f'the visible part. If every {concept_name} already has a box, answer "No {concept_name} left without a '
+        'box".'
     )
 
 

@@ -1,5 +1,5 @@
 """Extension points of the queue for higher apps (gold): lease hooks, task filters, submit interceptors and
-submit-response extras. The queue calls them; it never imports the apps that register them.
+the extras of lease and submit responses. The queue calls them; it never imports the apps that register them.
 
 Register in `AppConfig.ready`; registering the same callable twice is a no-op. Submit interceptors, extras and
 unanswered-lease hooks run inside the queue's transaction, so what they write commits or rolls back with the answer. Lease hooks
@@ -27,6 +27,9 @@ TaskFilter = Callable[[Any, Any], "list[tuple[str, list]]"]
 SubmitInterceptor = Callable[["Assignment"], bool]
 # (submitted assignment) -> extra keys for the submit response (e.g. qualification feedback), or {}.
 SubmitExtras = Callable[["Assignment"], dict[str, Any]]
+# (leased assignment, as the worker's browser receives it) -> extra keys for that view (e.g. that the task is a
+# training question of a qualification attempt the worker is taking), or {}. Runs for every lease alike.
+LeaseExtras = Callable[["Assignment"], dict[str, Any]]
 
 # (ids of tasks whose lease just ended without an answer: expired or skipped, now open again, rows locked)
 # -> None; may close tasks that must not go back to the queue (gold served to one worker). The lease's own
@@ -39,6 +42,7 @@ unanswered_hooks: list[UnansweredHook] = []
 task_filters: list[TaskFilter] = []
 submit_interceptors: list[SubmitInterceptor] = []
 submit_extras: list[SubmitExtras] = []
+lease_extras: list[LeaseExtras] = []
 
 
 def _add(registry: list, fn):
@@ -65,3 +69,7 @@ def register_submit_interceptor(fn: SubmitInterceptor) -> SubmitInterceptor:
 
 def register_submit_extras(fn: SubmitExtras) -> SubmitExtras:
     return _add(submit_extras, fn)
+
+
+def register_lease_extras(fn: LeaseExtras) -> LeaseExtras:
+    return _add(lease_extras, fn)

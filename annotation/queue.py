@@ -1,4 +1,5 @@
-"""Services of the micro-task queue: lease the next task, submit an answer once, release, expire leases.
+"""Services of the micro-task queue: lease the next task, submit an answer once, release, extend and expire
+leases.
 
 Locks are always taken task row first, then assignment rows, so leasing, submitting and expiry never deadlock.
 """
@@ -378,6 +379,23 @@ def assignment_release(*, assignment: Assignment, now: datetime | None = None) -
             task.save(update_fields=["state", "lease_expires_at", "updated_at"])
             for hook in hooks.unanswered_hooks:
                 hook([task.pk])
+        return current
+
+
+def assignment_extend(*, assignment: Assignment, now: datetime | None = None) -> Assignment:
+    """The worker is still at the task (drawing a box takes a while): the lease runs for a full lease duration
+    from now. Only a live lease can be extended; one that ran out may already belong to someone else."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=assignment.task_id)
+        current = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if current.state != AssignmentState.LEASED or current.expires_at <= now:
+            raise LeaseExpired("the lease on this task has ended; fetch a new task")
+        current.expires_at = now + lease_duration()
+        current.save(update_fields=["expires_at"])
+        task.lease_expires_at = current.expires_at
+        task.save(update_fields=["lease_expires_at", "updated_at"])
+        current.task = task
         return current
 
 

@@ -300,6 +300,8 @@ CROWDLABEL = {
     "REVIEW_CONFUSABLE_IOU": env_float("CROWDLABEL_REVIEW_CONFUSABLE_IOU", 0.3),
     # How long a reviewer holds a leased review item.
     "REVIEW_LEASE_SECONDS": env_int("CROWDLABEL_REVIEW_LEASE_SECONDS", 600),
+    # How long a reviewer may take back their own latest decision (a mis-keyed 1-5); organizers have no limit.
+    "REVIEW_UNDO_SECONDS": env_int("CROWDLABEL_REVIEW_UNDO_SECONDS", 600),
     # Boxes younger than this may belong to transactions still committing: the scan checks them but does not
     # move its watermark past them, so a late commit with a lower id is never skipped.
     "REVIEW_SCAN_SETTLE_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_SETTLE_SECONDS", 120),

@@ -15,4 +15,5 @@ class GoldConfig(AppConfig):
         hooks.register_unanswered_hook(serving.unanswered_gold_close)
         hooks.register_submit_interceptor(services.gold_submit_intercept)
         hooks.register_submit_extras(services.qualification_feedback)
+        hooks.register_lease_extras(services.training_progress)
         boxes.verdict_hook_register(services.drawer_verdict_record)

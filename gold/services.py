@@ -80,6 +80,31 @@ def qualification_feedback(assignment: Assignment) -> dict[str, Any]:
     }
 
 
+def training_progress(assignment: Assignment) -> dict[str, Any]:
+    """Lease extras: a qualification item is announced as a training question with its place in the attempt
+    ("question 3 of 8"). Only qualification items: while a worker takes an attempt of a (dataset, kind), every
+    question of that pair they are given is one, so this says nothing the worker does not know; embedded gold
+    gets nothing, like any ordinary task. Gold is only ever served as question tasks: other kinds cost no query."""
+    if assignment.task.kind != TASK_KIND:
+        return {}
+    serving = (
+        GoldServing.objects.filter(task_id=assignment.task_id, purpose=Purpose.QUALIFICATION)
+        .values("attempt", "item__kind", "worker_id")
+        .first()
+    )
+    if serving is None or serving["worker_id"] != assignment.worker_id:
+        return {}
+    dataset_id = assignment.task.dataset_id
+    answered = GoldAnswer.objects.filter(
+        worker_id=assignment.worker_id,
+        dataset_id=dataset_id,
+        kind=serving["item__kind"],
+        serving__attempt=serving["attempt"],
+    ).count()
+    size = GoldSettings.for_dataset(dataset_id).qualification_size
+    return {"training": {"number": min(answered + 1, size), "size": size}}
+
+
 def _score_row(*, worker, dataset_id: int, kind: str, correct: int, answered: int, settings, rule):
     """Lock and rewrite the worker's score row of (dataset, kind) from these counts."""
     row, _ = WorkerScore.objects.select_for_update().get_or_create(

@@ -1,7 +1,13 @@
-"""Thin DRF views of the review queues: next item, decide, skip and summary for reviewers; undo for organizers."""
+"""Thin DRF views of the review queues: next item, decide, skip, take back and summary for reviewers; undo for
+organizers."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -12,11 +18,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.queryparams import query_id, query_id_list
-from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
+from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsReviewer, has_role
 from consensus.api import organizer_datasets
 
 from . import selectors, services
-from .models import ReviewDecision, ReviewItem, ReviewKind
+from .models import Decision, ReviewDecision, ReviewItem, ReviewKind
 from .serializers import DecideSerializer, ReviewDecisionSerializer, ReviewItemSerializer, UndoSerializer
 
 ITEM_RELATED = ("image", "box_a__concept", "box_a__image", "box_b__concept")
@@ -104,21 +110,43 @@ class ReleaseView(APIView):
 
 
 class UndoView(APIView):
-    """Revert a decision on a dataset you organize and reopen its item."""
+    """Revert a decision on a dataset you organize and reopen its item; or, as a reviewer, take back your own
+    latest decision within a few minutes (the item comes back to you)."""
 
-    permission_classes = [IsAuthenticated, IsOrganizer]
+    permission_classes = [IsAuthenticated, IsOrganizer | IsReviewer]
 
     def get_queryset(self):
-        qs = ReviewDecision.objects.all()
-        if not self.request.user.is_superuser:
-            qs = qs.filter(item__dataset__organizers=self.request.user)
-        return qs
+        user = self.request.user
+        if user.is_superuser:
+            return ReviewDecision.objects.all()
+        organized = Q(item__dataset__organizers=user) if has_role(user, ORGANIZERS) else Q(pk__in=[])
+        return ReviewDecision.objects.filter(organized | Q(reviewer=user)).distinct()
+
+    def _check_reviewer_undo(self, decision: ReviewDecision) -> None:
+        """A reviewer who does not organize the dataset undoes only their own latest decision, while it is fresh."""
+        user = self.request.user
+        if user.is_superuser or decision.item.dataset.organizers.filter(pk=user.pk).exists():
+            return
+        latest = (
+            ReviewDecision.objects.filter(reviewer=user)
+            .exclude(decision=Decision.UNDO)
+            .order_by("-id")
+            .first()
+        )
+        if latest is None or latest.pk != decision.pk:
+            raise Conflict("a reviewer can take back only their own latest decision")
+        window = settings.CROWDLABEL["REVIEW_UNDO_SECONDS"]
+        if timezone.now() - decision.created_at > timedelta(seconds=window):
+            raise Conflict(
+                f"a decision can be taken back within {window} seconds; ask an organizer to undo it"
+            )
 
     @extend_schema(request=UndoSerializer, responses={201: ReviewDecisionSerializer})
     def post(self, request, pk: int):
-        decision = get_object_or_404(self.get_queryset(), pk=pk)
+        decision = get_object_or_404(self.get_queryset().select_related("item__dataset"), pk=pk)
         form = UndoSerializer(data=request.data)
         form.is_valid(raise_exception=True)
+        self._check_reviewer_undo(decision)
         try:
             undo = services.review_undo(
                 decision=decision, organizer=request.user, reason=form.validated_data["reason"]

@@ -590,10 +590,15 @@ def _recheck_after(item: ReviewItem, boxes: list[Box]) -> None:
         overlaps_scan_soon(item.dataset_id)
 
 
-def review_undo(*, decision: ReviewDecision, organizer, reason: str = "") -> ReviewDecision:
+def review_undo(
+    *, decision: ReviewDecision, organizer, reason: str = "", now: datetime | None = None
+) -> ReviewDecision:
     """Revert a decision's effect on its boxes and reopen its item, recording the undo as its own row.
 
-    Only the item's latest decision can be undone, once, and only while its boxes are as it left them."""
+    Only the item's latest decision can be undone, once, and only while its boxes are as it left them. When the
+    one undoing is the reviewer who decided (`organizer` is then that reviewer), the item goes back to them
+    leased, so their review page shows it again for the right decision."""
+    now = now or timezone.now()
     with transaction.atomic():
         item = ReviewItem.objects.select_for_update().get(pk=decision.item_id)
         decision = ReviewDecision.objects.get(pk=decision.pk)
@@ -637,8 +642,11 @@ def review_undo(*, decision: ReviewDecision, organizer, reason: str = "") -> Rev
                 )
         except IntegrityError:
             raise ReviewError("this decision was already undone") from None
-        item.state = ItemState.OPEN
-        item.save(update_fields=["state", "updated_at"])
+        item.state, item.leased_to, item.lease_expires_at = ItemState.OPEN, None, None
+        if decision.reviewer_id == organizer.pk:
+            item.state, item.leased_to = ItemState.LEASED, organizer
+            item.lease_expires_at = now + review_lease_duration()
+        item.save(update_fields=["state", "leased_to", "lease_expires_at", "updated_at"])
         resolver = resolvers.get(item.subject)
         if resolver is not None and resolver.revert is not None:
             resolver.revert(item, decision)

@@ -5,33 +5,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation.binary_vote import vote_tasks_create
-from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 from tests import factories
-from tests.conftest import png_bytes
 
 pytestmark = pytest.mark.browser
 
 PASSWORD = "pass-for-tests-123"
-
-
-@pytest.fixture
-def two_vote_tasks(live_server):
-    organizer = factories.user_with_roles("organizer", ("organizers",))
-    dataset = factories.DatasetFactory(organizers=[organizer])
-    report = images_ingest(
-        dataset=dataset,
-        items=[
-            IngestItem("first.png", png_bytes(size=(320, 240), seed=1)),
-            IngestItem("second.png", png_bytes(size=(240, 320), seed=2)),
-        ],
-    )
-    assert not report.rejected and len(report.stored) == 2
-    concept = factories.ConceptFactory(wnid="n02084071", name="dog", gloss="a domesticated canid")
-    tasks = vote_tasks_create(dataset=dataset, concept=concept, answers_wanted=1)
-    assert len(tasks) == 2
-    return tasks
 
 
 def sign_in(page, base_url: str, username: str) -> None:
@@ -43,11 +22,13 @@ def sign_in(page, base_url: str, username: str) -> None:
 
 
 def wait_for_image_loaded(page) -> list[int]:
-    """The task's image has really arrived and decoded (a broken or refused image has naturalWidth 0)."""
+    """The task's image has really arrived and decoded (a broken or refused image has naturalWidth 0), and the
+    page takes answers (it ignores them until the image has been on screen a moment)."""
     page.wait_for_function(
         "() => { const img = document.querySelector('img.task-image');"
         " return img !== null && img.complete && img.naturalWidth > 0; }"
     )
+    page.locator("#task-body[data-answerable]").wait_for()
     return page.locator("img.task-image").evaluate("img => [img.naturalWidth, img.naturalHeight]")
 
 

@@ -148,3 +148,41 @@ def test_served_gold_share_follows_the_rate_and_a_worker_never_sees_an_item_twic
     assert abs(gold / served - 0.2) <= 0.05, gold / served
     pairs = list(GoldServing.objects.values_list("worker_id", "item_id"))
     assert len(pairs) == len(set(pairs)) == gold
+
+
+@pytest.mark.django_db
+def test_qualification_items_are_announced_as_training_and_nothing_else_is(dataset, concept, api_client):
+    """Issue 17: the worker page tells a new worker they are answering training questions (which a
+    qualification attempt is, openly); embedded gold and production questions carry no such mark."""
+    images = make_images(dataset, 24)
+    production_questions(dataset, concept, images[:4])
+    gold = gold_for(dataset, concept, images[4:])
+    small_qualification(dataset, qualification_size=4, qualification_pass=4)
+    answers = {g.image_id: g.answer for g in gold}
+    (w,) = make_workers(1)
+    client = api_client(w.user)
+
+    def lease_and_answer():
+        body = client.get("/api/v1/tasks/next").json()
+        task = Task.objects.get(pk=body["task"]["id"])
+        right = answers.get(task.image_id, True)
+        response = client.post(
+            f"/api/v1/assignments/{body['id']}/submit",
+            {"answer": {"answer": right}},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY=f"k{body['id']}",
+        )
+        assert response.status_code == 201
+        return body, task
+
+    for number in range(1, 5):
+        body, _ = lease_and_answer()
+        assert body["training"] == {"number": number, "size": 4}
+    assert WorkerScore.objects.get(worker=w, kind="image_verify").qualified
+    GoldSettings.objects.filter(dataset=dataset).update(rate=0.99)
+    body, task = lease_and_answer()
+    assert GoldServing.objects.get(task=task).purpose == Purpose.EMBEDDED
+    assert "training" not in body
+    GoldSettings.objects.filter(dataset=dataset).update(rate=0.0)
+    body, task = lease_and_answer()
+    assert Question.objects.filter(task=task).exists() and "training" not in body

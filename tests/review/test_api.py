@@ -81,13 +81,17 @@ def test_skip_returns_the_item_to_the_queue(duplicate, reviewer, other_reviewer)
     assert client_for(other_reviewer).get(NEXT).json()["id"] == item_id
 
 
-def test_only_the_datasets_organizers_may_undo(duplicate, reviewer, organizer):
+def test_only_the_datasets_organizers_may_undo_another_reviewers_decision(
+    duplicate, reviewer, other_reviewer, organizer
+):
     client = client_for(reviewer)
     decide(client, client.get(NEXT).json()["id"], "duplicate_keep_b")
     decision = ReviewDecision.objects.get()
     url = f"/api/v1/review/decisions/{decision.pk}/undo"
 
-    assert client.post(url, {}, format="json").status_code == 403, "reviewers cannot undo"
+    assert client_for(other_reviewer).post(url, {}, format="json").status_code == 404, "not their decision"
+    worker = factories.user_with_roles("wanda", ("workers",))
+    assert client_for(worker).post(url, {}, format="json").status_code == 403
     stranger = factories.user_with_roles("other-organizer", ("organizers",))
     assert client_for(stranger).post(url, {}, format="json").status_code == 404
     response = client_for(organizer).post(url, {"reason": "kept the worse box"}, format="json")

@@ -41,9 +41,10 @@ export async function api(base, path, { method = "GET", body, headers = {} } = {
   return data;
 }
 
-// Idempotency keys survive a reload in sessionStorage where the page may use it; inside a third-party frame
-// (MTurk's ExternalQuestion) the browser may deny storage, and the keys then live as long as the page.
-const keys = (() => {
+// Session storage (this tab only, survives a reload and a trip to sign-in) where the page may use it; inside a
+// third-party frame (MTurk's ExternalQuestion) the browser may deny storage, and what is kept then lives as long
+// as the page.
+export const tabStorage = (() => {
   const memory = new Map();
   try {
     const storage = window.sessionStorage;
@@ -54,9 +55,21 @@ const keys = (() => {
       delete: (k) => storage.removeItem(k),
     };
   } catch {
-    return { get: (k) => memory.get(k), set: (k, v) => memory.set(k, v), delete: (k) => memory.delete(k) };
+    return {
+      get: (k) => (memory.has(k) ? memory.get(k) : null),
+      set: (k, v) => memory.set(k, v),
+      delete: (k) => memory.delete(k),
+    };
   }
 })();
+
+// What the worker page keeps in tabStorage: the Idempotency-Key of each submit, the answer not yet stored, and
+// the box being drawn.
+export const stored = {
+  submitKey: (assignmentId) => `crowdlabel:submit:${assignmentId}`,
+  draft: (assignmentId) => `crowdlabel:draft:${assignmentId}`,
+  pending: "crowdlabel:pending",
+};
 
 // Submit an answer exactly once: the Idempotency-Key is kept per assignment, so a retry after a network
 // failure (or a double click) can never store a second answer. A provider session's page posts to its
@@ -67,11 +80,11 @@ export async function submitAnswer(
   answer,
   { attempts = 3, path = `assignments/${assignmentId}/submit`, headers = {} } = {},
 ) {
-  const storageKey = `crowdlabel:submit:${assignmentId}`;
-  let key = keys.get(storageKey);
+  const storageKey = stored.submitKey(assignmentId);
+  let key = tabStorage.get(storageKey);
   if (!key) {
     key = newKey();
-    keys.set(storageKey, key);
+    tabStorage.set(storageKey, key);
   }
   for (let attempt = 1; ; attempt++) {
     try {
@@ -80,7 +93,7 @@ export async function submitAnswer(
         body: { answer },
         headers: { ...headers, "Idempotency-Key": key },
       });
-      keys.delete(storageKey);
+      tabStorage.delete(storageKey);
       return result;
     } catch (error) {
       const retriable = !(error instanceof ApiError) || error.status >= 500;

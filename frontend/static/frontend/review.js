@@ -1,5 +1,6 @@
 // The reviewer page: lease the next review item, draw its boxes on the image, decide with the keyboard,
-// take the next item at once; the queue overview on the side shows counts per kind.
+// take the next item at once; the queue overview on the side shows counts per kind. The last decision can be
+// taken back (U) for a few minutes; skipped items come back once nothing else is left.
 
 import { api } from "./api.js";
 
@@ -16,6 +17,9 @@ const choices = document.getElementById("choices");
 const reasonInput = document.getElementById("reason");
 const decidedCounter = document.getElementById("decided");
 const countsBody = document.querySelector("#queue-counts tbody");
+const undoBar = document.getElementById("undo-bar");
+const undoText = document.getElementById("undo-text");
+const undoButton = document.getElementById("undo");
 
 const KIND_TITLES = {
   duplicate: "Are these two boxes the same object?",
@@ -27,6 +31,7 @@ const KIND_NAMES = { duplicate: "Duplicates", cross_class: "Cross-class", ambigu
 let current = null;
 let busy = false;
 let retryTimer = null;
+let lastDecision = null; // { id, itemId, label } of this reviewer's latest decision, while it can be taken back
 const skipped = [];
 
 function show(message, isError = false) {
@@ -101,6 +106,8 @@ function render(item) {
   if (item.image) {
     stage.hidden = false;
     stageImage.src = item.image.url;
+    stageImage.alt = `The image of item ${item.id}, with ${[item.box_a && "box A", item.box_b && "box B"]
+      .filter(Boolean).join(" and ") || "its boxes"} drawn on it`;
     stageImage.width = item.image.width;
     stageImage.height = item.image.height;
     if (item.box_a) drawBox(item.image, item.box_a, "A");
@@ -142,6 +149,11 @@ async function next() {
     return;
   }
   refreshSummary();
+  if (!item && skipped.length) {
+    // Nothing left but what this reviewer skipped: those come back now, rather than "the queue is empty".
+    skipped.length = 0;
+    return next();
+  }
   if (!item) {
     itemBox.hidden = true;
     show("The review queue is empty. This page checks again every 15 seconds.");
@@ -157,11 +169,13 @@ async function decide(decision) {
   itemBox.classList.add("submitting");
   const item = current;
   try {
-    await api(base, `review/items/${item.id}/decide`, {
+    const saved = await api(base, `review/items/${item.id}/decide`, {
       method: "POST",
       body: { decision, reason: reasonInput.value.trim() },
     });
     decidedCounter.textContent = String(Number(decidedCounter.textContent) + 1);
+    const choice = item.decisions.find((c) => c.value === decision);
+    offerUndo({ id: saved.id, itemId: item.id, label: choice ? choiceLabel(item, choice) : decision });
     await next();
   } catch (error) {
     show(`The decision was not saved: ${error.message}`, true);
@@ -169,6 +183,32 @@ async function decide(decision) {
   } finally {
     busy = false;
     itemBox.classList.remove("submitting");
+  }
+}
+
+function offerUndo(decision) {
+  lastDecision = decision;
+  undoBar.hidden = !decision;
+  if (decision) undoText.textContent = `Item ${decision.itemId} decided: ${decision.label}.`;
+}
+
+// Take back this reviewer's latest decision: the item comes back to them to decide again.
+async function undo() {
+  if (busy || !lastDecision) return;
+  busy = true;
+  const decision = lastDecision;
+  try {
+    await api(base, `review/decisions/${decision.id}/undo`, { method: "POST", body: { reason: "taken back by the reviewer" } });
+    offerUndo(null);
+    decidedCounter.textContent = String(Math.max(0, Number(decidedCounter.textContent) - 1));
+    const item = await api(base, "review/next" + query({ skip: String(current ? current.id : "") }));
+    if (item) render(item);
+    show(`Decision on item ${decision.itemId} taken back: decide it again.`);
+  } catch (error) {
+    show(`The decision could not be taken back: ${error.message}`, true);
+    offerUndo(null);
+  } finally {
+    busy = false;
   }
 }
 
@@ -187,9 +227,26 @@ async function skip() {
   await next();
 }
 
+// Enter in the reason field keeps the reason and gives the keys back to the decisions (digits typed there are
+// part of the reason).
+reasonInput.addEventListener("keydown", (event) => {
+  if (event.key !== "Enter") return;
+  event.preventDefault();
+  const first = choices.querySelector("button");
+  if (first) first.focus();
+  show("Reason noted: press the number of your decision.");
+});
+undoButton.addEventListener("click", undo);
+
 document.addEventListener("keydown", (event) => {
   if (event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
-  if (event.ctrlKey || event.metaKey || event.altKey || !current) return;
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if ((event.key === "u" || event.key === "U") && lastDecision) {
+    event.preventDefault();
+    undo();
+    return;
+  }
+  if (!current) return;
   if (event.key === "s" || event.key === "S") {
     event.preventDefault();
     skip();

@@ -19,7 +19,7 @@ export function render(container, assignment, answer) {
     const img = document.createElement("img");
     img.className = "task-image";
     img.src = task.image.url;
-    img.alt = "The image to judge";
+    img.alt = `The image this question is about: ${task.payload.question}`;
     img.width = task.image.width;
     img.height = task.image.height;
     container.append(img);
@@ -44,6 +44,7 @@ export function onShortcut(handlers) {
   const onKey = (event) => {
     if (event.target && ["INPUT", "TEXTAREA"].includes(event.target.tagName)) return;
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    if (document.querySelector("dialog[open]")) return; // a dialog (the shortcut list) has the keyboard
     const handler = handlers[event.key.toLowerCase()] || handlers[event.key];
     if (handler) {
       event.preventDefault();
@@ -54,15 +55,17 @@ export function onShortcut(handlers) {
   return () => document.removeEventListener("keydown", onKey);
 }
 
-// A button labelled `label` with its key shown. Built from text nodes: labels carry organizer-written concept
-// names, which must never be parsed as HTML.
+// A phone or tablet: no keyboard shortcuts to mention, "tap" rather than "press".
+export const touchScreen = window.matchMedia("(pointer: coarse)").matches;
+
+// An answer button with its shortcut key. Built from text nodes: labels carry concept names, which are data.
 export function button(label, shortcut, cls, onClick) {
   const b = document.createElement("button");
   b.type = "button";
   b.className = `answer ${cls}`;
   const key = document.createElement("kbd");
   key.textContent = shortcut;
-  b.append(document.createTextNode(`${label} `), key);
+  b.append(`${label} `, key);
   b.addEventListener("click", onClick);
   return b;
 }

@@ -1,9 +1,11 @@
 // The DRAW page (ILSVRC §3.2.1): drag on the image to draw one box around one instance that has no box yet,
-// adjust it by its handles or move it, then Enter to submit; Esc clears; N answers "nothing left to box".
-// Mouse, pen and touch all arrive as pointer events. Coordinates are kept in original-image pixels (the SVG
+// adjust it by its handles or move it, then Enter (or the Submit button) to submit; Esc clears; N answers "nothing left to box".
+// Mouse, pen and touch all arrive as pointer events. The box being drawn is kept in sessionStorage, so a reload
+// (or a trip to sign in again) finds it where it was. Coordinates are kept in original-image pixels (the SVG
 // layer's viewBox), so the stored box is the same whatever size the image is shown at.
 
-import { button, onShortcut } from "./binary_vote.js";
+import { stored, tabStorage } from "../api.js";
+import { button, onShortcut, touchScreen } from "./binary_vote.js";
 import { boxRect, clamp, conceptHeader, imageStage, svgElement } from "../boxview.js";
 
 const HANDLE_SCREEN_PX = 12;
@@ -22,7 +24,7 @@ export function render(container, assignment, answer) {
   container.innerHTML = "";
   conceptHeader(container, `Draw a box around one ${payload.concept.name}`, payload.concept, payload.instructions);
 
-  const { svg, toImage, perScreenPixel } = imageStage(container, image, "The image to draw on");
+  const { svg, toImage, perScreenPixel } = imageStage(container, image, `The image in which to box one ${payload.concept.name}`);
   svg.classList.add("drawable");
   existing.forEach((box) => boxRect(svg, box, "existing"));
 
@@ -37,7 +39,8 @@ export function render(container, assignment, answer) {
   actions.append(submitButton, clearButton, noneButton);
   container.append(message, actions);
 
-  let box = null; // [x1, y1, x2, y2] in image pixels
+  const draftKey = stored.draft(assignment.id);
+  let box = restored(tabStorage.get(draftKey), image); // [x1, y1, x2, y2] in image pixels
   let drag = null; // { mode: "new" | "move" | handle name, start: [x, y], origin: box }
   const rect = boxRect(svg, [0, 0, 0, 0], "draft");
   rect.style.display = "none";
@@ -73,6 +76,11 @@ export function render(container, assignment, answer) {
     });
   }
 
+  function keep() {
+    if (box === null) tabStorage.delete(draftKey);
+    else tabStorage.set(draftKey, JSON.stringify(box));
+  }
+
   function say(text, isError = false) {
     message.textContent = text;
     message.classList.toggle("error", isError);
@@ -93,6 +101,7 @@ export function render(container, assignment, answer) {
     box = null;
     drag = null;
     say("");
+    keep();
     redraw();
   }
 
@@ -152,14 +161,32 @@ export function render(container, assignment, answer) {
     if (svg.hasPointerCapture(event.pointerId)) svg.releasePointerCapture(event.pointerId);
     box = normalised(box);
     if (box[2] - box[0] < 1 && box[3] - box[1] < 1) box = null; // a click, not a drag
+    keep();
     redraw();
-    if (box) say(problem(box) || "Adjust the box by its handles if needed, then press Enter.", Boolean(problem(box)));
+    if (box) say(problem(box) || ADJUST, Boolean(problem(box)));
   };
   svg.addEventListener("pointerup", end);
   svg.addEventListener("pointercancel", end);
 
   redraw();
+  if (box) say(ADJUST);
   return onShortcut({ Enter: submit, Escape: clear, n: () => noneButton.click() });
+}
+
+const ADJUST = touchScreen
+  ? "Adjust the box by its handles if needed, then tap Submit box."
+  : "Adjust the box by its handles if needed, then press Enter.";
+
+// A draft box read back from sessionStorage, or null when there is none or it does not fit this image.
+function restored(text, image) {
+  try {
+    const b = JSON.parse(text);
+    const fits = Array.isArray(b) && b.length === 4 && b.every((v) => Number.isFinite(v) && v >= 0)
+      && b[2] <= image.width && b[3] <= image.height && b[0] < b[2] && b[1] < b[3];
+    return fits ? b : null;
+  } catch {
+    return null;
+  }
 }
 
 function inside([x, y], [x1, y1, x2, y2]) {

@@ -1,0 +1,28 @@
+"""Fixtures of the browser tests: datasets with real images and tasks on them."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.binary_vote import vote_tasks_create
+from annotation.ingest import IngestItem, images_ingest
+from tests import factories
+from tests.conftest import png_bytes
+
+
+@pytest.fixture
+def two_vote_tasks(live_server):
+    organizer = factories.user_with_roles("organizer", ("organizers",))
+    dataset = factories.DatasetFactory(organizers=[organizer])
+    report = images_ingest(
+        dataset=dataset,
+        items=[
+            IngestItem("first.png", png_bytes(size=(320, 240), seed=1)),
+            IngestItem("second.png", png_bytes(size=(240, 320), seed=2)),
+        ],
+    )
+    assert not report.rejected and len(report.stored) == 2
+    concept = factories.ConceptFactory(wnid="n02084071", name="dog", gloss="a domesticated canid")
+    tasks = vote_tasks_create(dataset=dataset, concept=concept, answers_wanted=1)
+    assert len(tasks) == 2
+    return tasks
