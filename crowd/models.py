@@ -71,6 +71,8 @@ class Invitation(models.Model):
 
     def __str__(self) -> str:
         return f"invitation {self.pk} ({self.role}) to dataset {self.dataset_id}"
+
+
 class Provider(models.TextChoices):
     """Where a bundle's worker came from: one value per module under crowd/providers/."""
 
