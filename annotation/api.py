@@ -45,6 +45,15 @@ from .serializers import (
 )
 
 
+def idempotency_key(request) -> str:
+    """The submit's Idempotency-Key header, refused (400) when missing or longer than 128 characters: the one
+    check every submit endpoint (the worker page's, a provider session's) makes."""
+    key = request.headers.get("Idempotency-Key", "").strip()
+    if not key or len(key) > 128:
+        raise ValidationError({"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters"})
+    return key
+
+
 class Conflict(APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with the task's current state."
@@ -334,11 +343,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
     def submit(self, request, pk=None):
         if parse_id(str(pk)) is None:
             raise NotFound("No such assignment.")
-        key = request.headers.get("Idempotency-Key", "").strip()
-        if not key or len(key) > 128:
-            raise ValidationError(
-                {"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters"}
-            )
+        key = idempotency_key(request)
         form = SubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import hooks, kinds, queue
-from annotation.api import Conflict, image_file_response
+from annotation.api import Conflict, idempotency_key, image_file_response
 from annotation.models import Assignment, Image
 from annotation.serializers import AssignmentSerializer, SubmitSerializer
 
@@ -156,11 +156,7 @@ class BundleSubmitView(BundleView):
     )
     def post(self, request, pk: int):
         """Answer one item of the bundle, once (a retry with the same Idempotency-Key changes nothing)."""
-        key = request.headers.get("Idempotency-Key", "").strip()
-        if not key or len(key) > 128:
-            raise ValidationError(
-                {"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters"}
-            )
+        key = idempotency_key(request)
         form = SubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
