@@ -31,7 +31,7 @@ PURE_CORES = [
     "crowd/export_score.py",
     "crowd/reviewer.py",
     "gold/scoring.py",
-    "gold/simulation.py",
+    "crowd/gold_simulation.py",
     "organize/eta.py",
     "organize/ledger.py",
 ]

@@ -2,7 +2,7 @@
 0.6 accuracy: spammers are blocked quickly, weak workers mostly, honest workers almost never, and the final labels
 are as precise as without spammers.
 
-Simulated with gold.simulation (the rules of gold.scoring, the fixed qualification set and vote voiding on
+Simulated with crowd.gold_simulation (the rules of gold.scoring, the fixed qualification set and vote voiding on
 crowd.simulated workers) rather than over HTTP, which would take minutes for a crowd large enough to measure a 1%
 share.
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from crowd.gold_simulation import GoldSimSpec, run
 from crowd.simulated import CrowdSpec
-from gold.simulation import GoldSimSpec, run
 
 CROWD = dict(n_workers=600, seed=11, sloppy_fraction=0.1, lazy_fraction=0.05, low_quality_range=(0.55, 0.65))
 
