@@ -93,7 +93,9 @@ def invitation_accept(request, token: str):
             except invitations.UsernameTaken as exc:
                 context["errors"] = {"username": [str(exc)]}
             else:
-                login(request, accepted.user, backend="django.contrib.auth.backends.ModelBackend")
+                # No backend named: Django records the one configured backend in the session, which the next
+                # request's AuthenticationMiddleware accepts (a path outside AUTHENTICATION_BACKENDS signs out).
+                login(request, accepted.user)
                 next_url = "/review/" if has_role(accepted.user, REVIEWERS) else "/worker/"
                 return render(
                     request,

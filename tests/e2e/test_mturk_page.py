@@ -21,7 +21,7 @@ from crowd.models import Bundle, BundleSize, HitState, MturkHit, MturkHitType
 from tests import factories
 from tests.conftest import png_bytes
 from tests.crowd.providers.mturk_helpers import assignment, stubbed_client
-from tests.e2e.test_worker_page import wait_for_image_loaded
+from tests.e2e.test_worker_page import wait_for_image_decoded
 
 pytestmark = pytest.mark.browser
 
@@ -152,7 +152,7 @@ def test_preview_then_accepted_assignment_posts_the_form_to_mturk_inside_the_fra
     for n in range(2):
         expect(frame.locator("#progress")).to_have_text(f"{n} / 2")
         expect(frame.locator("h1.question")).to_have_text("Does this image show a dog?")
-        assert wait_for_image_loaded(task_frame) == [320, 240]
+        assert wait_for_image_decoded(task_frame) == [320, 240]  # the provider page has no look delay
         frame.locator("button.answer.yes").click()
     expect(frame.locator("#thanks")).to_have_text("submitted")
     bundle = Bundle.objects.get()

@@ -21,15 +21,21 @@ def sign_in(page, base_url: str, username: str) -> None:
     page.wait_for_url(f"{base_url}/worker/")
 
 
-def wait_for_image_loaded(page) -> list[int]:
-    """The task's image has really arrived and decoded (a broken or refused image has naturalWidth 0), and the
-    page takes answers (it ignores them until the image has been on screen a moment)."""
+def wait_for_image_decoded(page) -> list[int]:
+    """The task's image has really arrived and decoded (a broken or refused image has naturalWidth 0)."""
     page.wait_for_function(
         "() => { const img = document.querySelector('img.task-image');"
         " return img !== null && img.complete && img.naturalWidth > 0; }"
     )
-    page.locator("#task-body[data-answerable]").wait_for()
     return page.locator("img.task-image").evaluate("img => [img.naturalWidth, img.naturalHeight]")
+
+
+def wait_for_image_loaded(page) -> list[int]:
+    """The worker page's task image has decoded and the page takes answers (it ignores them until the image has
+    been on screen a moment)."""
+    size = wait_for_image_decoded(page)
+    page.locator("#task-body[data-answerable]").wait_for()
+    return size
 
 
 def test_worker_answers_two_votes_by_key_and_by_click_and_both_are_stored_once(
