@@ -60,10 +60,18 @@ PAYLOADS: list[str] = [
 assert len(PAYLOADS) == 50 and all(len(p) <= 150 for p in PAYLOADS)
 
 # Run in the page: elements that a parsed payload would have created (inline handlers, javascript: URLs, script,
-# frames, plugins, base/meta/form) inside `root`; empty when every payload stayed text.
+# frames, plugins, base/meta/form) inside `root`; empty when every payload stayed text. `own` lists selectors of
+# the page's own markup whose tag alone would count (the worker page's `<form method="dialog">` closing its
+# shortcut list): each is passed over only while it matches exactly one element, so a payload that copies it makes
+# both count; its attributes are checked like every other element's.
 INJECTED_ELEMENTS_JS = """
-(root) => {
+([root, own]) => {
   const scope = document.querySelector(root) || document.body;
+  const mine = new Set();
+  for (const selector of own) {
+    const matches = document.querySelectorAll(selector);
+    if (matches.length === 1) mine.add(matches[0]);
+  }
   const found = [];
   for (const el of scope.querySelectorAll('*')) {
     for (const attr of el.attributes) {
@@ -72,7 +80,7 @@ INJECTED_ELEMENTS_JS = """
       }
     }
     if (['SCRIPT', 'IFRAME', 'OBJECT', 'EMBED', 'BASE', 'META', 'FORM', 'TEMPLATE', 'MATH', 'NOSCRIPT']
-        .includes(el.tagName.toUpperCase())) {
+        .includes(el.tagName.toUpperCase()) && !mine.has(el)) {
       found.push(el.tagName);
     }
   }
