@@ -60,17 +60,18 @@ def test_blocking_voids_votes_reopens_questions_they_decided_and_keeps_every_row
 
 @pytest.mark.django_db
 def test_a_worker_failing_gold_is_blocked_and_only_their_wrong_gold_answers_are_rejected(dataset, concept):
-    images = make_images(dataset, 40)
+    images = make_images(dataset, 70)
     # Enough production questions that the gold draws (seeded by the worker's id, which differs between
-    # databases) serve the ~10 gold items the rule needs before production runs out.
-    questions = production_questions(dataset, concept, images[:25])
-    gold = gold_for(dataset, concept, images[25:])
+    # databases and with the tests run before) serve the ~10 gold items the rule needs before production runs
+    # out: with 25, worker ids such as 411 and 440 ran out after 6-8 gold answers and were never blocked.
+    questions = production_questions(dataset, concept, images[:50])
+    gold = gold_for(dataset, concept, images[50:])
     answers = {g.image_id: g.answer for g in gold}
     GoldSettings.objects.create(dataset=dataset, qualification_size=0, qualification_pass=0, rate=0.5)
     (w,) = make_workers(1)
     consensus.vote_record(question=questions[9], worker=w, answer=True)
     n_gold = 0
-    for i in range(60):
+    for i in range(120):
         a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
         if a is None:
             break

@@ -14,7 +14,9 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
-def test_the_overlap_scan_queues_a_duplicate_pair_and_the_counts_show_it(api_client, organizer, dataset):
+def test_the_overlap_scan_queues_a_duplicate_pair_and_the_counts_show_it(
+    api_client, organizer, dataset, django_capture_on_commit_callbacks
+):
     dog = factories.ConceptFactory()
     image = factories.ImageFactory(dataset=dataset, width=200, height=200)
     for dx in (0, 1):  # two nearly identical boxes: a duplicate pair
@@ -25,9 +27,13 @@ def test_the_overlap_scan_queues_a_duplicate_pair_and_the_counts_show_it(api_cli
     client = api_client(organizer)
     before = client.get(f"/api/v1/datasets/{dataset.pk}/review").data["counts"]
     assert before["duplicate"]["open"] == 0 and set(before) >= {"duplicate", "cross_class"}
-    response = client.post(f"/api/v1/datasets/{dataset.pk}/review")
-    assert response.status_code == 202 and response.data["scan_queued"] is True
-    assert response.data["counts"]["duplicate"]["open"] == 1  # eager Celery: the scan ran in-process
+    # The scan is sent through the outbox once the request commits (eager Celery then runs it in-process);
+    # the test's transaction never commits, so the on-commit sends run when this block ends.
+    with django_capture_on_commit_callbacks(execute=True) as sent:
+        response = client.post(f"/api/v1/datasets/{dataset.pk}/review")
+    assert response.status_code == 202 and response.data["scan_queued"] is True and len(sent) == 1
+    after = client.get(f"/api/v1/datasets/{dataset.pk}/review").data["counts"]
+    assert after["duplicate"]["open"] == 1
     assert ScanState.objects.get(dataset=dataset).last_finished_at is not None
     assert AuditEntry.objects.get().action == "review.overlap_scan"
 
