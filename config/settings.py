@@ -290,6 +290,10 @@ CROWDLABEL = {
     ),
     # How long a worker holds a leased micro-task.
     "LEASE_SECONDS": env_int("CROWDLABEL_LEASE_SECONDS", 300),
+    # An open question whose task nobody of its dataset's crowd can take (all voted, blocked, unqualified or
+    # barred) is settled with the votes it has, or sent to review, once its task has been untouched this long
+    # (consensus/starved.py; the review sweep runs it on a schedule).
+    "STARVED_AFTER_SECONDS": env_int("CROWDLABEL_STARVED_AFTER_SECONDS", 900),
     # The queue's hot statements run as prepared statements on PostgreSQL (config/sqlrows.py); set 0 behind a
     # connection pooler in transaction mode, which cannot keep them.
     "DB_PREPARED_STATEMENTS": env_bool("CROWDLABEL_DB_PREPARED_STATEMENTS", True),

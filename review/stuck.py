@@ -1,15 +1,17 @@
-"""The sweep that leaves no dead end in review: every question waiting in review and every box job in review
-has an open review item, whatever happened before (data from before the pipelines were connected, an item
-dismissed by mistake). Run on a schedule (`review.tasks.stuck_enqueue`) and by `manage.py review_stuck`."""
+"""The sweep that leaves no dead end: questions nobody left can answer are settled or sent to review
+(`consensus.starved`), and every question waiting in review and every box job in review has an open review
+item, whatever happened before (data from before the pipelines were connected, an item dismissed by mistake).
+Run on a schedule (`review.tasks.stuck_enqueue`) and by `manage.py review_stuck`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from consensus import starved
 from consensus.models import QuestionState
 
 from . import box_jobs, questions
@@ -18,15 +20,19 @@ from .models import OPEN_STATES, ItemState, ReviewItem, ReviewKind
 
 @dataclass
 class StuckReport:
+    starved_settled: dict[str, int] = field(default_factory=dict)  # decision -> starved questions settled
     questions_queued: int = 0
     box_jobs_queued: int = 0
     items_dismissed: int = 0
 
 
-def stuck_enqueue() -> StuckReport:
-    """Queue every question and box job in review that has no open item; dismiss open question items whose
-    question left review without a reviewer (its votes were voided and it reopened)."""
+def stuck_enqueue(*, dataset_id: int | None = None, starved_after: float | None = None) -> StuckReport:
+    """Settle starved questions (idle `starved_after` seconds, the setting when None; those sent to review get
+    their item through the usual event), then queue every question and box job in review that has no open
+    item, and dismiss open question items whose question left review without a reviewer (its votes were
+    voided and it reopened)."""
     report = StuckReport()
+    report.starved_settled = starved.starved_settle(dataset_id=dataset_id, idle_seconds=starved_after).settled
     for question in questions.questions_in_review_without_item().select_related("dataset", "image", "box"):
         with transaction.atomic():
             questions.question_enqueue(question)

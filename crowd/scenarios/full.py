@@ -43,6 +43,8 @@ EXPORT_FORMATS = ("coco", "ilsvrc")
 EXPORT_WAIT_SECONDS = 300.0
 REVIEWER_ERROR_RATE = 0.02
 REVIEW_ROUNDS = 3
+# Sweeps for starved questions after the crowd runs dry, at most, per phase (each may open new questions).
+SWEEPS_PER_PHASE = 10
 # With --gold-rate: the organizer labels this many extra images (a share of --images) itself; they are posted as
 # gold items and never enter production or the scores.
 GOLD_IMAGE_SHARE = 0.2
@@ -55,6 +57,11 @@ class Operator(Protocol):
     def scan_overlaps(self, dataset_name: str) -> None: ...
 
     def make_splits(self, dataset_name: str, seed: int) -> None: ...
+
+    def sweep_stuck(self, dataset_name: str) -> int:
+        """The periodic sweep, now (`review_stuck`): settle the questions nobody left can answer, queue what
+        is in review without an item; returns how many questions it settled or sent to review."""
+        ...
 
 
 class FullScenario:
@@ -222,7 +229,7 @@ class FullScenario:
     def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
         """The phases after setup; `work()` lets the crowd work until no task is left."""
         self.log("verification")
-        work()
+        self._work_out(api, work)
         self.phase = "multilabel"
         self.log("multi-label and boxes")
         hierarchy = self._hierarchy_id(api)
@@ -236,7 +243,7 @@ class FullScenario:
                 "engine": "consensus",
             },
         ).expect(201)
-        work()
+        self._work_out(api, work)
         self.phase = "review"
         for round_no in range(1, self.review_rounds + 1):
             self.operator.scan_overlaps(api.dataset_name)
@@ -244,7 +251,7 @@ class FullScenario:
             self.log(f"review round {round_no}: {decided} decisions")
             if not decided:
                 break
-            if not work().tasks_answered:
+            if not self._work_out(api, work):
                 break
         self.phase = "export"
         self.operator.make_splits(api.dataset_name, self.seed)
@@ -254,6 +261,19 @@ class FullScenario:
             self.phase = f"majority{n}"
             self.log(f"fixed majority of {n}, beside")
             self.majority_figures[self.phase] = self._majority(api, work, n)
+
+    def _work_out(self, api: OrganizerApi, work: Callable[[], Stats]) -> int:
+        """The crowd works until no task is left; then the schedule's sweep runs (a simulated crowd does in
+        minutes what takes people days, so the sweep's wait is not waited out) and, when it settled questions
+        nobody could answer, the crowd works on what they opened. Returns the tasks answered."""
+        answered = work().tasks_answered
+        for _ in range(SWEEPS_PER_PHASE):
+            settled = self.operator.sweep_stuck(api.dataset_name)
+            self.log(f"sweep: {settled} questions nobody could answer settled or sent to review")
+            if not settled:
+                break
+            answered += work().tasks_answered
+        return answered
 
     def _majority(self, api: OrganizerApi, work: Callable[..., Stats], n: int) -> dict[str, Any]:
         """The same candidates verified by a fixed majority of `n` votes (plain vote tasks) in a dataset of its
@@ -399,7 +419,7 @@ class FullScenario:
         asks = context.get("kind")
         if asks == "box_job":
             accepted = [b for b in others if b.get("state") == "accepted"]
-            return reviewer.decide_job(box_a, accepted, truth)
+            return reviewer.decide_job(box_a, accepted, truth, tuple(c["value"] for c in item["decisions"]))
         if asks == "box_quality" and box_a:
             return reviewer.decide_box(box_a, truth, others)
         if asks == "box_coverage":

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.test import override_settings
 
+from annotation.models import Dataset
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
 from crowd.driver import Accounts, dumps, simulate
 from crowd.models import WorkerSource
@@ -29,6 +30,7 @@ from crowd.transport import HttpTransport, InProcessTransport
 from hierarchy.algorithm import DagError
 from hierarchy.fixture import FixtureError, load_fixture
 from hierarchy.services import HierarchyConflict, concepts_upsert, hierarchy_load
+from review import stuck
 
 DEFAULT_HIERARCHY = {
     "verify": "fixtures/hierarchies/voc20.json",
@@ -111,6 +113,12 @@ class ShellOperator:
             return
         with override_settings(CROWDLABEL={**settings.CROWDLABEL, "REVIEW_SCAN_SETTLE_SECONDS": 0}):
             call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
+
+    def sweep_stuck(self, dataset_name: str) -> int:
+        dataset_id = Dataset.objects.get(name=dataset_name).pk
+        # What the schedule runs; the simulated crowd has just run dry, so nothing is waited for.
+        report = stuck.stuck_enqueue(dataset_id=dataset_id, starved_after=0)
+        return sum(report.starved_settled.values())
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         call_command(

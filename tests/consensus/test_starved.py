@@ -1,0 +1,99 @@
+"""Questions nobody left can answer (issue 13, the starved-question stall): an open question whose task no worker
+of the dataset's crowd can take any more (all voted, blocked, barred) is settled with the votes it has or sent to
+review by the sweep, never left open for good; a question someone can still answer, or one touched recently, is
+left alone."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from annotation.models import Task
+from consensus import starved
+from consensus.models import QuestionKind, QuestionState
+from consensus.services import Target, questions_create
+from gold.services import worker_block_set
+from review import stuck
+from review.models import ItemState, ReviewItem
+from tests import factories
+from tests.annotation.boxhelpers import answer
+from tests.consensus.conftest import make_images, make_workers, small_settings
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def split_question(dataset, concept):
+    """One verification question with 2 yes / 1 no from a crowd of three (the assumed table cannot decide it,
+    the cap is 8): every worker of the dataset has voted."""
+    small_settings(dataset, calibration_votes=3)
+    [img] = make_images(dataset, 1)
+    [question] = questions_create(
+        dataset=dataset, kind=QuestionKind.IMAGE_VERIFY, concept=concept, targets=[Target(image=img)]
+    )
+    crowd = make_workers(3)
+    for worker, vote in zip(crowd, (True, True, False), strict=True):
+        answer(worker, "question", {"answer": vote})
+    question.refresh_from_db()
+    assert question.state == QuestionState.OPEN and question.n_votes == 3
+    return question
+
+
+def test_a_question_every_worker_of_the_crowd_has_voted_on_is_sent_to_review_with_its_image(split_question):
+    assert [q.pk for q in starved.questions_starved(idle_seconds=0)] == [split_question.pk]
+    report = starved.starved_settle(idle_seconds=0)
+    assert report.settled == {"review": 1}
+    split_question.refresh_from_db()
+    assert split_question.state == QuestionState.REVIEW
+    item = ReviewItem.objects.get(state=ItemState.OPEN)
+    assert item.subject == {"type": "consensus.question", "id": split_question.pk}
+    assert item.image_id == split_question.image_id
+    assert Task.objects.get(pk=split_question.task_id).state == "done"
+    assert starved.starved_settle(idle_seconds=0).total == 0, "settled once"
+
+
+def test_a_question_someone_can_still_answer_is_left_open_until_that_worker_is_blocked(
+    split_question, dataset, organizer
+):
+    newcomer = make_workers(1, prefix="late")[0]
+    # The newcomer has worked in the dataset (a task of another question), so they are part of its crowd.
+    other = factories.ImageFactory(dataset=dataset)
+    questions_create(
+        dataset=dataset,
+        kind=QuestionKind.IMAGE_VERIFY,
+        concept=split_question.concept,
+        targets=[Target(image=other)],
+    )
+    Task.objects.filter(pk=split_question.task_id).update(priority=-1)  # the newcomer answers the other one
+    answer(newcomer, "question", {"answer": True})
+    assert split_question.pk not in {q.pk for q in starved.questions_starved(idle_seconds=0)}
+    worker_block_set(worker=newcomer, dataset_id=dataset.pk, blocked=True, reason="test", actor=organizer)
+    assert split_question.pk in {q.pk for q in starved.questions_starved(idle_seconds=0)}
+
+
+def test_a_question_touched_recently_is_not_swept(split_question):
+    assert starved.questions_starved() == [], "900 s by default: a crowd that is offline may come back"
+    Task.objects.filter(pk=split_question.task_id).update(
+        updated_at=timezone.now() - timezone.timedelta(hours=1)
+    )
+    assert [q.pk for q in starved.questions_starved()] == [split_question.pk]
+
+
+def test_the_review_sweep_and_its_command_settle_starved_questions(split_question, dataset):
+    report = stuck.stuck_enqueue(dataset_id=dataset.pk, starved_after=0)
+    assert report.starved_settled == {"review": 1}
+    out = io.StringIO()
+    call_command("review_stuck", "--starved-after", "0", stdout=out)
+    assert "starved questions settled: none" in out.getvalue()
+
+
+def test_the_command_names_a_bad_dataset_or_wait():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="no dataset named 'nope'"):
+        call_command("review_stuck", "--dataset", "nope", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="seconds"):
+        call_command("review_stuck", "--starved-after", "-1", stdout=io.StringIO())
