@@ -208,10 +208,22 @@ def _decide(question: Question, settings: ConsensusSettings) -> tuple[Decision, 
     p = float("nan") if estimate.p is None else estimate.p
     decision = Decision.from_code(int(policy.decide_probability(p, question.n_votes)))
     if decision == Decision.REVIEW:
-        # A stricter bar a pipeline asked for (subject) buys more votes; at the cap none can come, so the
-        # question is settled against the dataset's own guarantee.
-        decision = settle_at_cap(p, decided_so_far(question), policy_for(settings, question.kind))
+        decision = question_settle(question, p, settings)
     return decision, estimate
+
+
+def question_settle(question: Question, p: float, settings: ConsensusSettings) -> Decision:
+    """A question that can get no more votes (its cap reached, or nobody left to ask: consensus/starved.py):
+    settled against the dataset's guarantee for its decided set (`stopping.settle_at_cap`), or review.
+
+    A question whose pipeline asked for a stricter bar than the dataset's (a hierarchy leaf: subject
+    `target_precision` / `reject_error`) is never settled: the pipeline said the engine's P is not enough for
+    it (a confusable sibling makes honest workers err together, which no calibration of split votes sees), so
+    the votes it could not settle go to a person. Measured under the hostile crowd: leaves settled at the cap
+    at P 0.986-0.99 were wrong (docs/consensus.md, *Settling at the cap*)."""
+    if policy_for(settings, question.kind, question.subject) != policy_for(settings, question.kind):
+        return Decision.REVIEW
+    return settle_at_cap(p, decided_so_far(question), policy_for(settings, question.kind))
 
 
 def decided_so_far(question: Question) -> DecidedSoFar:
