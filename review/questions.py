@@ -57,15 +57,43 @@ def question_sent_to_review(event: consensus_events.QuestionDecided) -> None:
         ).update(state=ItemState.DISMISSED, updated_at=timezone.now())
 
 
-def _apply(item, row) -> None:
+# A reviewer's verdict against a clear lean of the crowd (accept where P(yes) <= AGAINST_CROWD, reject where
+# P(yes) >= 1 - AGAINST_CROWD) is acted on only once a second decision on the item agrees: the keys 1-5 sit
+# side by side, and one slip would overturn a dozen votes without a word. A verdict with the crowd, or a
+# second one, is acted on at once.
+AGAINST_CROWD = 0.2
+
+
+def _against_crowd(p: float | None, accept: bool) -> bool:
+    return p is not None and (p <= AGAINST_CROWD if accept else p >= 1.0 - AGAINST_CROWD)
+
+
+def _confirms_held(item, row) -> bool:
+    previous = item.decisions.exclude(pk=row.pk).order_by("-id").values_list("decision", "after").first()
+    return previous is not None and previous[0] == row.decision and "held" in (previous[1] or {})
+
+
+def _apply(item, row) -> resolvers.Hold | None:
     from .services import SubjectGone
 
+    accept = row.decision == Decision.ACCEPT
+    p = Question.objects.filter(pk=int(item.subject["id"])).values_list("p", flat=True).first()
+    if _against_crowd(p, accept) and not _confirms_held(item, row):
+        return resolvers.Hold(
+            reason="against_crowd",
+            detail={
+                "decision": row.decision,
+                "p": p,
+                "message": f"{row.decision} goes against the crowd (P(yes) = {p:.2f}): decide again to confirm",
+            },
+        )
     try:
         verdicts.question_review_decide(
-            question_id=int(item.subject["id"]), accept=row.decision == Decision.ACCEPT, reviewer=row.reviewer
+            question_id=int(item.subject["id"]), accept=accept, reviewer=row.reviewer
         )
     except verdicts.NotInReview as exc:
         raise SubjectGone(f"{exc} (its votes changed): the item is dismissed, take the next one") from None
+    return None
 
 
 def _revert(item, row) -> None:

@@ -13,10 +13,20 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class Hold:
+    """What `apply` returns instead of acting when the decision must be taken once more first: the decision row
+    stays (marked held, with `detail`), the item goes back to the queue, and a second decision on it (the same
+    reviewer's or another's) that agrees is acted on."""
+
+    reason: str
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Resolver:
-    # apply(item, decision_row) runs after the decision row exists; revert(item, undone_decision_row) on undo
-    # (it may raise review.services.ReviewError to refuse the undo).
-    apply: Callable[[Any, Any], None]
+    # apply(item, decision_row) runs after the decision row exists and returns None, or a Hold;
+    # revert(item, undone_decision_row) on undo (it may raise review.services.ReviewError to refuse the undo).
+    apply: Callable[[Any, Any], Hold | None]
     revert: Callable[[Any, Any], None] | None = None
     # The decisions a reviewer may take on these items (default: the item kind's, accept / reject).
     decisions: tuple[str, ...] | None = None

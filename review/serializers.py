@@ -11,7 +11,7 @@ from hierarchy.models import Concept
 
 from . import resolvers
 from .models import Decision, ReviewDecision, ReviewItem
-from .services import decisions_for
+from .services import decisions_for, held_decision
 
 
 class ConceptBriefSerializer(serializers.ModelSerializer):
@@ -47,6 +47,17 @@ class ReviewVotesSerializer(serializers.Serializer):
     p = serializers.FloatField(allow_null=True, help_text="P(positive) after the last vote, when known.")
 
 
+class ReviewHeldSerializer(serializers.Serializer):
+    """A decision taken on the item that waits for a second, agreeing one before the pipeline acts on it."""
+
+    reason = serializers.CharField(
+        help_text="Why it is held: against_crowd (a verdict against a clear lean)."
+    )
+    decision = serializers.CharField(help_text="The held decision: taking it again confirms it.")
+    p = serializers.FloatField(allow_null=True, help_text="The crowd's P(yes) at the time.")
+    message = serializers.CharField(help_text="What to tell the reviewer.")
+
+
 class ReviewContextSerializer(serializers.Serializer):
     """What the reviewer needs to decide an ambiguous item, as the pipeline that sent it describes it."""
 
@@ -58,6 +69,11 @@ class ReviewContextSerializer(serializers.Serializer):
     concept = ConceptBriefSerializer(allow_null=True)
     votes = ReviewVotesSerializer(allow_null=True, help_text="The crowd's votes, for a question at its cap.")
     boxes = ReviewBoxSerializer(many=True, help_text="Boxes to show besides box_a (a box job's boxes).")
+    held = ReviewHeldSerializer(
+        allow_null=True,
+        required=False,
+        help_text="A decision already taken on this item that waits for a second, agreeing one (null if none).",
+    )
 
 
 class ReviewItemSerializer(serializers.ModelSerializer):
@@ -104,7 +120,7 @@ class ReviewItemSerializer(serializers.ModelSerializer):
         resolver = resolvers.get(item.subject)
         if resolver is None or resolver.describe is None:
             return None
-        return ReviewContextSerializer(resolver.describe(item)).data
+        return ReviewContextSerializer({**resolver.describe(item), "held": held_decision(item)}).data
 
     @extend_schema_field(DecisionChoiceSerializer(many=True))
     def get_decisions(self, item: ReviewItem):

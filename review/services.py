@@ -566,7 +566,9 @@ def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, re
         if resolver is not None:
             # The pipeline that sent the item acts on the decision (it may accept or discard the item's box);
             # the decision row, still uncommitted, records the boxes as the pipeline left them.
-            resolver.apply(item, row)
+            held = resolver.apply(item, row)
+            if isinstance(held, resolvers.Hold):
+                return _hold(item, row, held)
             after = _snapshot(Box.objects.filter(pk__in=item.box_ids).order_by("pk"))
             if after != row.after["boxes"]:
                 row.after = {**row.after, "boxes": after}
@@ -574,6 +576,22 @@ def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, re
         _recheck_after(item, [box for box in changed if box.state == BoxState.ACCEPTED])
         final_boxes_sync(item.dataset, {box.image_id for box in boxes.values()})
         return row
+
+
+def _hold(item: ReviewItem, row: ReviewDecision, held: resolvers.Hold) -> ReviewDecision:
+    """The pipeline asks for the decision to be taken again before it acts: the row records it as held, and
+    the item goes back to the queue for a second decision (the first reviewer may take it again)."""
+    row.after = {**row.after, "held": {"reason": held.reason, **held.detail}}
+    ReviewDecision.objects.filter(pk=row.pk).update(after=row.after)
+    item.state, item.leased_to, item.lease_expires_at = ItemState.OPEN, None, None
+    item.save(update_fields=["state", "leased_to", "lease_expires_at", "updated_at"])
+    return row
+
+
+def held_decision(item: ReviewItem) -> dict[str, Any] | None:
+    """The item's latest decision when it is held for a second one (what the pipeline said), else None."""
+    latest = item.decisions.order_by("-id").values_list("after", flat=True).first()
+    return (latest or {}).get("held") if item.state in OPEN_STATES else None
 
 
 def decisions_for(item: ReviewItem) -> tuple[str, ...]:

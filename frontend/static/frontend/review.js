@@ -11,6 +11,7 @@ const statusLine = document.getElementById("status");
 const itemBox = document.getElementById("item");
 const title = document.getElementById("item-title");
 const detail = document.getElementById("item-detail");
+const heldNote = document.getElementById("item-held");
 const stage = document.getElementById("stage");
 const stageImage = document.getElementById("stage-image");
 const choices = document.getElementById("choices");
@@ -103,6 +104,10 @@ function render(item) {
   if (item.reason) parts.push(item.reason);
   if (item.subject && !context) parts.push(`about ${JSON.stringify(item.subject)}`);
   detail.textContent = parts.join(" · ");
+  // A decision against a clear crowd lean waits for a second, agreeing one: say so before the keys are pressed.
+  const held = context && context.held;
+  heldNote.hidden = !held;
+  heldNote.textContent = held ? held.message : "";
   if (item.image) {
     stage.hidden = false;
     stageImage.src = item.image.url;
