@@ -2,6 +2,8 @@
 evidence each pipeline recorded. Pure Python, no framework: `annotation.final_labels` stores what it returns.
 
 Precedence, strongest first:
+- ``review``: a reviewer who looked at the image said the class is absent (a box job that found nothing to box:
+  the crowd judged the class present, yet no drawer could box one);
 - ``box``: finalized boxes of the class (each passed a quality check and the review gate) make it present;
 - ``consensus``: an image-verification question decided by the calibrated consensus rule, or by a reviewer
   (ILSVRC §3.1.3);
@@ -18,11 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+REVIEW = "review"
 BOX = "box"
 CONSENSUS = "consensus"
 MULTILABEL = "multilabel"
 BINARY_VOTE = "binary_vote"
-PRECEDENCE: tuple[str, ...] = (BOX, CONSENSUS, MULTILABEL, BINARY_VOTE)
+PRECEDENCE: tuple[str, ...] = (REVIEW, BOX, CONSENSUS, MULTILABEL, BINARY_VOTE)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Backfill of the final labels from the pipelines' facts, for data that predates them or after a repair:
-decided image-verification questions, Algorithm 1's leaf labels, finished fixed-majority votes and the boxes
-through the review gate. Idempotent: the rows are rebuilt from scratch in one transaction."""
+decided image-verification questions, Algorithm 1's leaf labels, finished fixed-majority votes, reviewers'
+"absent" on box jobs and the boxes through the review gate. Idempotent: the rows are rebuilt from scratch in one transaction."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from itertools import islice
 from django.db import transaction
 
 from annotation.binary_vote import KIND as BINARY_VOTE_KIND
-from annotation.final_evidence import BINARY_VOTE, CONSENSUS, MULTILABEL
+from annotation.final_evidence import BINARY_VOTE, CONSENSUS, MULTILABEL, REVIEW
 from annotation.final_labels import LabelVerdict, final_labels_record
-from annotation.models import Dataset, FinalBox, FinalLabel, Task, TaskState
+from annotation.models import BoxJob, Dataset, FinalBox, FinalLabel, Task, TaskState
 from consensus.models import Question, QuestionKind, QuestionState
 from hierarchy.models import LabelingAnswer, LeafLabel
+from review import box_jobs
 from review.final_boxes import final_boxes_sync
+from review.models import Decision, ReviewDecision
 
 BATCH = 5000
 
@@ -26,6 +28,7 @@ class RebuildReport:
     consensus: int
     multilabel: int
     binary_vote: int
+    review: int
     boxes: int
     labels: int
     present: int
@@ -90,6 +93,23 @@ def _binary_votes(dataset: Dataset) -> Iterator[LabelVerdict]:
             yield LabelVerdict(image_id, concept_id, result["answer"], yes, no, None, {"task": pk})
 
 
+def _review_absent(dataset: Dataset) -> Iterator[LabelVerdict]:
+    rows = (
+        ReviewDecision.objects.filter(
+            item__dataset=dataset, item__subject__type=box_jobs.SUBJECT_TYPE, decision=Decision.ABSENT
+        )
+        .order_by("id")
+        .values_list("id", "item_id", "item__subject")
+    )
+    decided = list(rows)
+    jobs = BoxJob.objects.in_bulk([int(subject["id"]) for _, _, subject in decided])
+    for pk, item_id, subject in decided:
+        job = jobs.get(int(subject["id"]))
+        if job is not None:
+            ref = {"review_item": item_id, "review_decision": pk}
+            yield LabelVerdict(job.image_id, job.concept_id, False, ref=ref)
+
+
 def final_labels_rebuild(dataset: Dataset) -> RebuildReport:
     """Rebuild the dataset's final labels and boxes from the pipelines' facts."""
     counts = {}
@@ -100,6 +120,7 @@ def final_labels_rebuild(dataset: Dataset) -> RebuildReport:
             (BINARY_VOTE, _binary_votes(dataset)),
             (MULTILABEL, _multilabel(dataset)),
             (CONSENSUS, _consensus(dataset)),
+            (REVIEW, _review_absent(dataset)),
         ):
             counts[source] = 0
             for batch in _batches(verdicts):
@@ -111,6 +132,7 @@ def final_labels_rebuild(dataset: Dataset) -> RebuildReport:
         consensus=counts[CONSENSUS],
         multilabel=counts[MULTILABEL],
         binary_vote=counts[BINARY_VOTE],
+        review=counts[REVIEW],
         boxes=boxes,
         labels=labels.count(),
         present=present,

@@ -85,12 +85,17 @@ def decide_coverage(boxes: list[Mapping], truth: np.ndarray) -> str:
     return "accept" if all_instances_covered(truth, shown, COVERAGE_IOU) else "reject"
 
 
-def decide_job(pending: Mapping | None, accepted: list[Mapping], truth: np.ndarray) -> str:
+def decide_job(
+    pending: Mapping | None, accepted: list[Mapping], truth: np.ndarray, choices: tuple[str, ...] = ()
+) -> str:
     """A box job in review, shown with its pending box (if any) and its accepted boxes (decisions accept,
-    redraw, close). Accept when the pending box is right (tight around an instance not boxed yet) and with it
+    redraw, close, and absent where offered). Absent when the image shows no such object and no box was
+    accepted; accept when the pending box is right (tight around an instance not boxed yet) and with it
     every instance is covered; close when the accepted boxes already cover every instance (the pending box, if
     any, is discarded); otherwise redraw: something is still missing, the crowd draws again."""
     t = as_boxes(truth)
+    if t.shape[0] == 0 and not accepted and "absent" in choices:
+        return "absent"
     covered = _covered(accepted, truth)
     if len(covered) == t.shape[0]:
         return "close"

@@ -3,13 +3,21 @@ undecidable question of a backend without its own review path) becomes an ambigu
 image and boxes; the reviewer's accept / redraw / close goes back to the pipeline (`annotation.pipeline.
 review_decided`). A job in review because a consensus question was undecidable is carried by that question's
 item instead (review.questions): its verdict resumes the job as the question's decision, one item, one path.
-Accepted boxes request an overlap scan."""
+Accepted boxes request an overlap scan.
+
+A job may also end with the reviewer's "absent": the class is not in the image at all. That is how a wrong
+"present" is caught that the crowd agreed on (a confusable sibling: honest workers say "bicycle" for a motorbike,
+then no drawer can box a bicycle and coverage says "all boxed" with none): the job closes and the reviewer's
+verdict becomes the pair's final label (`annotation.final_evidence.REVIEW`), above every crowd verdict. Only a
+job without accepted boxes can be absent: boxes a quality check accepted are judged on their own items."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from annotation import boxes, pipeline
+from annotation.final_evidence import REVIEW
+from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Box, BoxJob, BoxJobStatus
 from consensus.models import Question, QuestionKind, QuestionState
 
@@ -25,6 +33,7 @@ _OUTCOMES = {
     Decision.ACCEPT: pipeline.ReviewOutcome.ACCEPT,
     Decision.REDRAW: pipeline.ReviewOutcome.REDRAW,
     Decision.CLOSE: pipeline.ReviewOutcome.CLOSE,
+    Decision.ABSENT: pipeline.ReviewOutcome.CLOSE,  # closed, and the final label says absent
 }
 
 
@@ -63,14 +72,35 @@ def boxes_accepted(job: BoxJob, box_ids: list[int]) -> None:
 
 
 def _apply(item, row) -> None:
-    from .services import SubjectGone
+    from .services import InvalidDecision, SubjectGone
 
+    job_id = int(item.subject["id"])
+    if row.decision == Decision.ABSENT:
+        job = BoxJob.objects.get(pk=job_id)
+        if boxes.job_state(job).accepted:
+            raise InvalidDecision(
+                "this job has accepted boxes, so the class was seen: close it, or ask for more boxes; a wrong "
+                "accepted box is judged on its own"
+            )
     try:
-        boxes.box_job_review_resolve(job_id=int(item.subject["id"]), outcome=_OUTCOMES[row.decision])
+        boxes.box_job_review_resolve(job_id=job_id, outcome=_OUTCOMES[row.decision])
     except pipeline.TransitionError:
         raise SubjectGone(
             "this box job is no longer in review: the item is dismissed, take the next one"
         ) from None
+    if row.decision == Decision.ABSENT:
+        final_labels_record(
+            dataset_id=item.dataset_id,
+            source=REVIEW,
+            verdicts=[
+                LabelVerdict(
+                    image_id=job.image_id,
+                    concept_id=job.concept_id,
+                    present=False,
+                    ref={"review_item": item.pk, "review_decision": row.pk},
+                )
+            ],
+        )
 
 
 def _revert(item, row) -> None:
@@ -99,7 +129,7 @@ def _describe(item) -> dict[str, Any]:
 RESOLVER = resolvers.Resolver(
     apply=_apply,
     revert=_revert,
-    decisions=(Decision.ACCEPT, Decision.REDRAW, Decision.CLOSE),
+    decisions=(Decision.ACCEPT, Decision.REDRAW, Decision.CLOSE, Decision.ABSENT),
     describe=_describe,
     owns_box=True,
 )

@@ -41,6 +41,7 @@ class Decision(models.TextChoices):
     # box jobs in review (annotation.pipeline.ReviewOutcome)
     REDRAW = "redraw", "Boxes are missing: draw more"
     CLOSE = "close", "Close the job with its accepted boxes"
+    ABSENT = "absent", "There is no such object in this image"
     # an organizer reverting an earlier decision
     UNDO = "undo", "Undo"
 

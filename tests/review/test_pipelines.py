@@ -15,7 +15,10 @@ from django.core.management import call_command
 from django.db import transaction
 
 from annotation import boxes
-from annotation.models import Box, BoxJob, BoxState, Task, TaskState
+from annotation.final_evidence import MULTILABEL
+from annotation.final_labels import LabelVerdict, final_labels_record
+from annotation.models import Box, BoxJob, BoxState, FinalLabel, Task, TaskState
+from benchmark.final_labels import final_labels_rebuild
 from consensus import box_questions
 from consensus import events as consensus_events
 from consensus import services as consensus_services
@@ -225,9 +228,9 @@ def test_a_box_job_item_shows_its_image_and_boxes_even_without_a_pending_box(
     shown = client.get("/api/v1/review/next").json()
     assert shown["image"]["id"] == job.image_id
     assert shown["context"]["concept"]["wnid"] == concept.wnid
-    assert [d["value"] for d in shown["decisions"]] == ["accept", "redraw", "close"]
+    assert [d["value"] for d in shown["decisions"]] == ["accept", "redraw", "close", "absent"]
     refused = client.post(f"/api/v1/review/items/{item.pk}/decide", {"decision": "reject"})
-    assert refused.status_code == 400 and "accept, redraw, close" in refused.json()["decision"]
+    assert refused.status_code == 400 and "accept, redraw, close, absent" in refused.json()["decision"]
 
 
 def test_a_review_item_says_what_is_asked_so_a_reviewer_can_tell_a_question_from_a_box_job(
@@ -388,3 +391,40 @@ def test_an_item_a_pipeline_waits_on_is_reviewed_before_any_overlapping_pair(
     first = services.review_lease_next(reviewer=reviewer)
     assert first.subject == {"type": "consensus.question", "id": question.pk}
     assert first.priority > ReviewItem.objects.get(kind=ReviewKind.DUPLICATE).priority
+
+
+def test_absent_closes_a_box_job_that_found_nothing_and_makes_the_pair_a_verified_negative(
+    restore_backend, dataset, concept, reviewer
+):
+    # The crowd said the class is present (multi-label), no drawer could box it: the reviewer sees the image.
+    job = job_at_round_cap(dataset, concept)
+    final_labels_record(
+        dataset_id=dataset.pk,
+        source=MULTILABEL,
+        verdicts=[LabelVerdict(job.image_id, concept.pk, True, 5, 0, 0.9999)],
+    )
+    assert FinalLabel.objects.get(image_id=job.image_id, concept=concept).present is True
+    lease_and_decide(reviewer, Decision.ABSENT)
+    assert BoxJob.objects.get(pk=job.pk).status == "done"
+    label = FinalLabel.objects.get(image_id=job.image_id, concept=concept)
+    assert (label.present, label.source) == (False, "review"), "the reviewer's look outranks the crowd's yes"
+    final_labels_rebuild(dataset)
+    label = FinalLabel.objects.get(image_id=job.image_id, concept=concept)
+    assert (label.present, label.source) == (False, "review"), "a rebuild keeps it"
+
+
+def test_absent_is_refused_for_a_box_job_with_accepted_boxes(restore_backend, dataset, concept, reviewer):
+    box_questions.disconnect()
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    drawer, v1, v2, v3, second = workers(5, prefix="f")
+    answer(drawer, boxes.DRAW_KIND, {"box": [5, 5, 60, 60]})
+    answer(v1, "box_quality", {"answer": True})
+    answer(v2, "box_quality", {"answer": True})  # the fixed rule: 2 yes accept the box
+    answer(v3, "box_coverage", {"answer": False})  # 1 no: draw another
+    answer(second, boxes.DRAW_KIND, {"box": [100, 100, 160, 160]})
+    pending = Box.objects.filter(image=job.image).order_by("-pk").first()
+    boxes.on_quality_undecidable(pending.pk)
+    item = services.review_lease_next(reviewer=reviewer)
+    assert item.subject == {"type": "box_job", "id": job.pk}
+    with pytest.raises(services.InvalidDecision, match="accepted boxes"):
+        services.review_decide(item=item, reviewer=reviewer, decision=Decision.ABSENT)
