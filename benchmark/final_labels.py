@@ -15,7 +15,7 @@ from annotation.final_evidence import BINARY_VOTE, CONSENSUS, MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Dataset, FinalBox, FinalLabel, Task, TaskState
 from consensus.models import Question, QuestionKind, QuestionState
-from hierarchy.models import LabelingAnswer, LeafLabel
+from multilabel.models import LabelingAnswer, LeafLabel
 from review.final_boxes import final_boxes_sync
 
 BATCH = 5000

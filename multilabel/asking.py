@@ -6,8 +6,8 @@ engine decides it. The labeling service calls `questions_open`; the engine calls
   prunes a whole subtree, ILSVRC §3.3.3), and kind `image_verify` for leaves, decided symmetrically. A question
   sent to review at the vote cap waits for the reviewer, whose verdict arrives as the question's decision.
   Decisions arrive through `consensus.events` (`question_decided` below).
-- `vote`: one `hierarchy_question` task decided by the sequential yes-biased vote of hierarchy/voting.py (see
-  hierarchy/question_kind.py); no calibration, so it costs fewer votes on a young dataset.
+- `vote`: one `hierarchy_question` task decided by the sequential yes-biased vote of multilabel/voting.py (see
+  multilabel/question_kind.py); no calibration, so it costs fewer votes on a young dataset.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from annotation.models import Dataset, Image, Task
 from consensus import events as consensus_events
 from consensus.models import Question, QuestionKind, QuestionState
 from consensus.services import REJECT_ERROR_KEY, TARGET_PRECISION_KEY, Target, questions_create
+from hierarchy.graph import HierarchyGraph, graph_for
 
-from .graph import HierarchyGraph, graph_for
 from .models import ImageLabeling, LabelingStatus, QuestionEngine
 from .voting import rule_for
 
@@ -178,7 +178,7 @@ def _used(labeling: ImageLabeling, node_id: str) -> bool:
 def question_decided(event: consensus_events.QuestionDecided) -> None:
     """A consensus question about an image was decided: hand the answer to every consensus-run labeling of that
     image that is waiting for it (the pending node's concept is the question's), and rewind every labeling that
-    used an earlier, different verdict of it (re-decided after voided votes: hierarchy.labeling.labeling_rewind)."""
+    used an earlier, different verdict of it (re-decided after voided votes: multilabel.labeling.labeling_rewind)."""
     question = event.question
     if question.image_id is None or question.box_id is not None or question.state not in ANSWERED:
         return  # a question sent to review is answered when the reviewer decides it (a new event)

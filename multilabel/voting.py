@@ -1,6 +1,6 @@
 """The interim decision rule for hierarchy questions: a sequential vote biased to "yes". Pure Python.
 
-Stands in for the consensus engine until hierarchy questions go through it (see hierarchy/asking.py): one
+Stands in for the consensus engine until hierarchy questions go through it (see multilabel/asking.py): one
 answer wins when it leads the other by its margin. A false "no" on a high-level question prunes a whole subtree
 unasked (ILSVRC §3.3.3), while a false "yes" only costs the questions below it, so "no" needs a larger lead than
 "yes" there, and a question still open at the vote cap is decided "yes". Leaves need a lead of 3 either way:

@@ -8,11 +8,12 @@ import pytest
 from annotation import queue
 from annotation.models import Task, TaskState
 from hierarchy import events
-from hierarchy.asking import TASK_KIND
 from hierarchy.graph import graph_cache_clear
-from hierarchy.labeling import LabelingError, labeling_answer, labeling_start, order_cache_clear
-from hierarchy.models import Concept, ImageLabeling, LabelingAnswer, LabelingStatus, LeafLabel
-from hierarchy.voting import HIGH_LEVEL, LEAF, vote_outcome
+from hierarchy.models import Concept
+from multilabel.asking import TASK_KIND
+from multilabel.labeling import LabelingError, labeling_answer, labeling_start, order_cache_clear
+from multilabel.models import ImageLabeling, LabelingAnswer, LabelingStatus, LeafLabel
+from multilabel.voting import HIGH_LEVEL, LEAF, vote_outcome
 from tests import factories
 
 DOG, CAT, CAR, PERSON = "n02084071", "n02121808", "n02958343", "n00007846"
@@ -363,7 +364,7 @@ def test_a_leaf_yes_from_algorithm_1_needs_more_evidence_than_a_plain_verificati
     from consensus.models import ConsensusSettings, Estimator, Question, QuestionState
     from consensus.services import _decide
     from consensus.stopping import Decision
-    from hierarchy.asking import LEAF_TARGET_PRECISION
+    from multilabel.asking import LEAF_TARGET_PRECISION
 
     settings = ConsensusSettings.for_dataset(dataset.pk)
     settings.estimator = Estimator.DYNAMIC  # no table, no data: every vote read at the assumed accuracy

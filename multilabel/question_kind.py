@@ -1,6 +1,6 @@
 """The `hierarchy_question` task kind: "Is there ANY living organism (other than people) in this image?" with the
-node's gloss and examples, answered yes/no, decided by hierarchy/voting.py (until the consensus engine takes
-over, see hierarchy/asking.py)."""
+node's gloss and examples, answered yes/no, decided by multilabel/voting.py (until the consensus engine takes
+over, see multilabel/asking.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from annotation import binary_vote, kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
+from hierarchy.graph import graph_for
 
 from .asking import TASK_KIND
-from .graph import graph_for
 from .labeling import labeling_answer
 from .voting import rule_for, vote_outcome
 
