@@ -3,7 +3,7 @@ on (image, class) pairs in the transaction of its decision, the review gate sets
 precedence rule (`annotation.final_evidence`) decides each pair's label.
 
 Writers: image verification and reviewed questions (`consensus.final_labels`), Algorithm 1
-(`multilabel.labeling`), the fixed-majority vote (`annotation.binary_vote`) and the review gate
+(`multilabel.labeling`), the fixed-majority vote (`consensus.binary_vote`) and the review gate
 (`review.final_boxes`). Readers: `benchmark.selectors` (splits and exports read nothing else).
 """
 

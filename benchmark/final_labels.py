@@ -10,10 +10,10 @@ from itertools import islice
 
 from django.db import transaction
 
-from annotation.binary_vote import KIND as BINARY_VOTE_KIND
 from annotation.final_evidence import BINARY_VOTE, CONSENSUS, MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Dataset, FinalBox, FinalLabel, Task, TaskState
+from annotation.vote_tasks import KIND as BINARY_VOTE_KIND
 from consensus.models import Question, QuestionKind, QuestionState
 from multilabel.models import LabelingAnswer, LeafLabel
 from review.final_boxes import final_boxes_sync

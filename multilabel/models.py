@@ -14,7 +14,7 @@ class LabelingOrder(models.TextChoices):
 
 class QuestionEngine(models.TextChoices):
     CONSENSUS = "consensus", "Consensus engine (question kind hierarchy, favours yes)"
-    VOTE = "vote", "Sequential yes-biased vote (multilabel/voting.py)"
+    VOTE = "vote", "Sequential yes-biased vote (a margin policy, no calibration)"
 
 
 class LabelingStatus(models.TextChoices):

@@ -20,7 +20,6 @@ PURE_CORES = [
     "hierarchy/algorithm.py",
     "hierarchy/fixture.py",
     "multilabel/cooccurrence.py",
-    "multilabel/voting.py",
     "hierarchy/events.py",
     "review/overlaps.py",
     "benchmark/splits.py",

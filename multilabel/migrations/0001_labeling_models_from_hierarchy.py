@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
                     fields=[
                         ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                         ('order', models.CharField(choices=[('breadth_first', 'Breadth-first (ILSVRC Algorithm 1)'), ('correlation', "Correlation-aware (co-occurrence of the dataset's finished images)")], default='breadth_first', max_length=16)),
-                        ('engine', models.CharField(choices=[('consensus', 'Consensus engine (question kind hierarchy, favours yes)'), ('vote', 'Sequential yes-biased vote (multilabel/voting.py)')], default='consensus', max_length=16)),
+                        ('engine', models.CharField(choices=[('consensus', 'Consensus engine (question kind hierarchy, favours yes)'), ('vote', 'Sequential yes-biased vote (a margin policy, no calibration)')], default='consensus', max_length=16)),
                         ('status', models.CharField(choices=[('running', 'Asking questions'), ('done', 'Every leaf labelled')], default='running', max_length=16)),
                         ('state', models.JSONField(default=dict)),
                         ('pending_node', models.CharField(blank=True, max_length=32)),
