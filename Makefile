@@ -4,6 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The pure cores (tests/test_pure_cores.py lists the same): no framework imports, and mypy-clean.
+MYPY_PATHS := annotation/geometry.py annotation/pipeline.py annotation/imagecheck.py annotation/final_evidence.py consensus/calibration.py consensus/stopping.py consensus/reliability.py hierarchy/algorithm.py hierarchy/fixture.py multilabel/cooccurrence.py hierarchy/events.py review/overlaps.py benchmark/splits.py benchmark/metrics benchmark/exporters crowd/scenes.py crowd/simulated.py crowd/ground_truth.py crowd/export_score.py crowd/reviewer.py gold/scoring.py crowd/gold_simulation.py organize/eta.py organize/ledger.py config/layers.py
 
 .PHONY: run setup demo test lint format bench schema clean
 
@@ -24,17 +26,18 @@ run: setup
 	@echo "Crowdlabel is at http://$(HOST):$(PORT)/  (worker page /worker/, API docs /api/docs/, admin /admin/)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
-## test: lint, migration check and the whole test suite
+## test: lint, type check of the pure cores, migration check and the whole test suite
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy $(MYPY_PATHS)
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy annotation/imagecheck.py
+	$(VENV)/bin/mypy $(MYPY_PATHS)
 
 format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .

@@ -23,7 +23,7 @@ from config.parsers import FormParser, JSONParser, MultiPartParser
 from config.queryparams import parse_id, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
-from . import binary_vote, boxes, hooks, kinds, queue
+from . import boxes, hooks, kinds, queue, vote_tasks
 from .audit import audit_record, request_parameters
 from .ingest import images_ingest, item_read
 from .models import Assignment, AssignmentState, Box, BoxJob, BoxState, Dataset, Image, Task
@@ -137,7 +137,7 @@ class DatasetViewSet(
         """Binary vote tasks of the dataset with their state and, once done, their outcome."""
         dataset = self.get_object()
         tasks = (
-            Task.objects.filter(dataset=dataset, kind=binary_vote.KIND)
+            Task.objects.filter(dataset=dataset, kind=vote_tasks.KIND)
             .select_related("concept")
             .order_by("id")
         )
@@ -155,7 +155,7 @@ class DatasetViewSet(
         concept = concept_by_wnid(data["concept"])
         images = dataset_images(dataset, data)
         with transaction.atomic():
-            tasks = binary_vote.vote_tasks_create(
+            tasks = vote_tasks.vote_tasks_create(
                 dataset=dataset,
                 concept=concept,
                 images=images,

@@ -5,11 +5,11 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
-        # Registers the task kinds with the queue: binary votes, box drawing, and the default backend for the
-        # box pipeline's quality and coverage questions.
+        # Registers the box drawing task kind with the queue (the yes/no kinds, and the backends that decide the
+        # box pipeline's questions, are registered by consensus).
         from hierarchy import events as hierarchy_events
 
-        from . import binary_vote, box_draw, box_questions, boxes  # noqa: F401
+        from . import box_draw, boxes  # noqa: F401
 
         # Present classes found by full multi-label annotation flow into the box pipeline.
         hierarchy_events.subscribe(boxes.on_leaves_present)

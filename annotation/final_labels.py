@@ -3,8 +3,9 @@ on (image, class) pairs in the transaction of its decision, the review gate sets
 precedence rule (`annotation.final_evidence`) decides each pair's label.
 
 Writers: image verification and reviewed questions (`consensus.final_labels`), Algorithm 1
-(`hierarchy.labeling`), the fixed-majority vote (`annotation.binary_vote`), the review gate
-(`review.final_boxes`) and a reviewer's "absent" on a box job (`review.box_jobs`). Readers: `benchmark.selectors` (splits and exports read nothing else).
+(`multilabel.labeling`), the fixed-majority vote (`consensus.binary_vote`), the review gate
+(`review.final_boxes`) and a reviewer's "absent" on a box job (`review.box_jobs`). Readers: `benchmark.selectors`
+(splits and exports read nothing else).
 """
 
 from __future__ import annotations

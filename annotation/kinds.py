@@ -18,6 +18,16 @@ class AnswerInvalid(Exception):
     """The submitted answer does not fit the task kind; the message says what is wrong."""
 
 
+def yes_no_answer(task: Task, answer: Any) -> dict[str, Any]:
+    """The answer of every yes/no kind: `{"answer": true|false}`, nothing else stored."""
+    if not isinstance(answer, dict) or "answer" not in answer:
+        raise AnswerInvalid('the answer must be an object like {"answer": true}')
+    value = answer["answer"]
+    if not isinstance(value, bool):
+        raise AnswerInvalid(f'"answer" must be true or false, got {value!r}')
+    return {"answer": value}
+
+
 def _no_public_payload(task: Task) -> dict[str, Any]:
     return dict(task.payload)
 

@@ -2,8 +2,8 @@
 
 Annotation sits below consensus, so it never imports it: a higher app registers a `QuestionBackend` for the
 question kinds it takes over (in its `AppConfig.ready`) and reports each decision back through
-`annotation.boxes.on_question_decided`. Kinds no backend took go to the default backend, a fixed-majority vote
-inside annotation (`annotation.box_questions`), so the pipeline runs end to end on its own.
+`annotation.boxes.on_question_decided`. Kinds no backend took go to the default backend, which consensus also
+registers: the fixed first-to-k vote of `consensus.fixed_box_questions`.
 """
 
 from __future__ import annotations

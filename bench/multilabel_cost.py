@@ -30,8 +30,8 @@ from hierarchy.algorithm import (  # noqa: E402
     run,
     start,
 )
-from hierarchy.cooccurrence import CooccurrenceModel, CorrelationOrder  # noqa: E402
 from hierarchy.fixture import load_fixture  # noqa: E402
+from multilabel.cooccurrence import CooccurrenceModel, CorrelationOrder  # noqa: E402
 
 FIXTURES = ROOT / "fixtures" / "hierarchies"
 

@@ -236,7 +236,7 @@ def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from annotation import binary_vote
+    from annotation import vote_tasks
     from annotation.models import Dataset, Image, Task
     from config.roles import WORKERS
     from crowd.services import token_for, user_create
@@ -264,11 +264,11 @@ def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int
         ),
         batch_size=5000,
     )
-    question = binary_vote.question_text(concept.name)
+    question = vote_tasks.question_text(concept.name)
     Task.objects.bulk_create(
         (
             Task(
-                kind=binary_vote.KIND,
+                kind=vote_tasks.KIND,
                 dataset=dataset,
                 image=image,
                 concept=concept,

@@ -10,12 +10,12 @@ from itertools import islice
 
 from django.db import transaction
 
-from annotation.binary_vote import KIND as BINARY_VOTE_KIND
 from annotation.final_evidence import BINARY_VOTE, CONSENSUS, MULTILABEL, REVIEW
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import BoxJob, Dataset, FinalBox, FinalLabel, Task, TaskState
+from annotation.vote_tasks import KIND as BINARY_VOTE_KIND
 from consensus.models import Question, QuestionKind, QuestionState
-from hierarchy.models import LabelingAnswer, LeafLabel
+from multilabel.models import LabelingAnswer, LeafLabel
 from review import box_jobs
 from review.final_boxes import final_boxes_sync
 from review.models import Decision, ReviewDecision

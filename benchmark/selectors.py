@@ -14,8 +14,8 @@ from typing import IO, Any
 from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 
-from annotation.binary_vote import KIND as BINARY_VOTE
 from annotation.models import BoxJob, Dataset, FinalBox, FinalLabel, Image, Task, TaskState
+from annotation.vote_tasks import KIND as BINARY_VOTE
 from consensus.models import Question, QuestionKind
 from hierarchy.models import Concept, ConceptEdge, QuestionNode
 

@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "outbox",
     "consensus",
     "gold",
+    "multilabel",
     "review",
     "benchmark",
     "crowd",

@@ -6,16 +6,19 @@ class ConsensusConfig(AppConfig):
     name = "consensus"
 
     def ready(self) -> None:
-        # Registers the `question` task kind with the queue.
-        from . import question_kind  # noqa: F401
+        # Registers the `question` and plain `binary_vote` task kinds with the queue, and the fixed box-question
+        # backend with its two task kinds as the box pipeline's default.
+        from . import binary_vote, fixed_box_questions, question_kind  # noqa: F401
+
+        fixed_box_questions.register()
 
         # Decided image-verification questions become final labels (annotation.final_labels).
         from .final_labels import connect as final_labels_connect
 
         final_labels_connect()
 
-        # The box pipeline's quality and coverage questions go through consensus unless the deployment chose
-        # annotation's fixed rule.
+        # The box pipeline's quality and coverage questions go through calibrated consensus unless the
+        # deployment chose the fixed rule.
         if settings.CROWDLABEL.get("BOX_QUESTION_BACKEND", "consensus") == "consensus":
             from .box_questions import connect
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation import binary_vote, kinds
+from annotation import kinds
 from annotation.models import Assignment, Box, Task
 
 from . import box_questions, services
@@ -17,10 +17,6 @@ from .models import QuestionKind
 BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
 # The payload key of a task that is not a consensus question but shows boxes like one (gold box questions).
 SHOWN_BOXES_KEY = "shown_box_ids"
-
-
-def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
-    return binary_vote.clean_answer(task, answer)  # the same {"answer": true|false} as a plain vote
 
 
 def on_submit(assignment: Assignment) -> None:
@@ -66,7 +62,7 @@ KIND_SPEC = kinds.register(
     kinds.TaskKind(
         name=services.TASK_KIND,
         title="Yes/no question about an image",
-        clean_answer=clean_answer,
+        clean_answer=kinds.yes_no_answer,
         on_submit=on_submit,
         public_payload=public_payload,
     )

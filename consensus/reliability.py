@@ -258,7 +258,8 @@ def fit_item_difficulty(
     n_items = int(item_idx.max()) + 1
 
     def per_item(logs: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.bincount(item_idx, weights=logs, minlength=n_items)
+        # With weights bincount sums floats (float64); numpy's stubs type every bincount as int.
+        return np.bincount(item_idx, weights=logs, minlength=n_items)  # type: ignore[return-value]
 
     pos_e, neg_e = (per_item(x) for x in rel.vote_log_likelihoods(workers, answers))
     log_pi, log_not_pi = np.log(rel.prior), np.log1p(-rel.prior)

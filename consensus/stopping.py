@@ -1,8 +1,11 @@
 """Sequential stopping rules for binary questions: after each vote, accept, reject, ask another worker or review.
 
 Dynamic consensus (ILSVRC §3.1.3) looks P(positive | a, b) up in the concept's confidence table and stops as soon
-as it is confident either way; fixed majority rules (with early stop) are kept as policies with the same
-interface so costs can be compared on the same votes.
+as it is confident either way (`ThresholdPolicy`; the weighted estimator and the favour-yes thresholds of
+hierarchy questions are the same policy fed another P or other thresholds). The count rules that need no table
+are policies with the same interface: a fixed majority with early stop (`MajorityPolicy`: the plain vote kind
+and simulate's `majorityN`), first to k votes (`FirstToPolicy`: the fixed box-question backend) and a lead by a
+margin (`MarginPolicy`: multi-label's `vote` engine). Every yes/no in the platform is decided here.
 """
 
 from __future__ import annotations
@@ -119,6 +122,71 @@ class MajorityPolicy:
         out = np.where(a + b >= self.n_votes, REVIEW, ASK_MORE).astype(np.int8)
         out = np.where(b >= self.needed, REJECT, out)
         return np.where(a >= self.needed, ACCEPT, out).astype(np.int8)
+
+
+@dataclass(frozen=True)
+class FirstToPolicy:
+    """Accept at ``yes_needed`` yes votes, reject at ``no_needed`` no votes, whichever comes first; the vote cap
+    (``yes_needed + no_needed - 1``, where one of them must have been reached) can only be met by a reject or an
+    accept, so REVIEW never happens. An asymmetric pair decides one side on fewer votes."""
+
+    yes_needed: int
+    no_needed: int
+
+    def __post_init__(self) -> None:
+        if min(self.yes_needed, self.no_needed) < 1:
+            raise ValueError("each side needs at least one vote")
+
+    @property
+    def cap(self) -> int:
+        return self.yes_needed + self.no_needed - 1
+
+    def decide_counts(
+        self, table: ConfidenceTable | None, a: NDArray[np.int64], b: NDArray[np.int64]
+    ) -> NDArray[np.int8]:
+        out = np.where(a + b >= self.cap, REVIEW, ASK_MORE).astype(np.int8)
+        out = np.where(b >= self.no_needed, REJECT, out)
+        return np.where(a >= self.yes_needed, ACCEPT, out).astype(np.int8)
+
+    def __str__(self) -> str:
+        return f"{self.yes_needed} yes or {self.no_needed} no"
+
+
+@dataclass(frozen=True)
+class MarginPolicy:
+    """A sequential vote that stops when one answer leads the other by its margin; at the vote cap the majority
+    wins and a tie is decided ``at_cap`` (True: yes, False: no). Biased to "yes" when ``no_margin`` is the
+    larger: a false "no" on a high-level hierarchy question prunes a whole subtree unasked (ILSVRC §3.3.3)."""
+
+    yes_margin: int
+    no_margin: int
+    max_votes: int
+    at_cap: bool = True
+
+    def __post_init__(self) -> None:
+        if min(self.yes_margin, self.no_margin) < 1 or self.max_votes < max(self.yes_margin, self.no_margin):
+            raise ValueError("margins must be >= 1 and reachable within max_votes")
+
+    @property
+    def cap(self) -> int:
+        return self.max_votes
+
+    def decide_counts(
+        self, table: ConfidenceTable | None, a: NDArray[np.int64], b: NDArray[np.int64]
+    ) -> NDArray[np.int8]:
+        tie = ACCEPT if self.at_cap else REJECT
+        at_cap = np.where(a > b, ACCEPT, np.where(b > a, REJECT, tie))
+        out = np.where(a + b >= self.max_votes, at_cap, ASK_MORE).astype(np.int8)
+        out = np.where(b - a >= self.no_margin, REJECT, out)
+        return np.where(a - b >= self.yes_margin, ACCEPT, out).astype(np.int8)
+
+    def __str__(self) -> str:
+        return f"lead of {self.yes_margin} yes or {self.no_margin} no within {self.max_votes}"
+
+
+def outcome_of(decision: Decision) -> bool | None:
+    """The answer a decision gives: True when accepted, False when rejected, None while open or in review."""
+    return {Decision.ACCEPT: True, Decision.REJECT: False}.get(decision)
 
 
 def thresholds_for_precision(

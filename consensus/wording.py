@@ -8,7 +8,7 @@ and a plain default when no hierarchy names the concept.
 
 from __future__ import annotations
 
-from annotation import binary_vote, questions
+from annotation import questions, vote_tasks
 from hierarchy.models import Concept, QuestionNode
 
 from .models import QuestionKind
@@ -28,4 +28,4 @@ def question_text(kind: str, concept: Concept) -> str:
     if kind == QuestionKind.HIERARCHY:
         article = "an" if concept.name[:1].lower() in "aeiou" else "a"
         return f"Is there {article} {concept.name} in this image?"
-    return binary_vote.question_text(concept.name)
+    return vote_tasks.question_text(concept.name)

@@ -7,7 +7,7 @@ Pure: takes the item as the reviewer API serves it plus the truth the simulator 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -58,7 +58,7 @@ def decide_cross_class(box_a: Mapping, box_b: Mapping, truth_by_class: Mapping[s
     return "relabel_b" if _best(box_b, truth_by_class.get(ka, empty))[1] >= COVERAGE_IOU else "remove_b"
 
 
-def decide_box(box: Mapping, truth: np.ndarray, others: list[Mapping] = ()) -> str:
+def decide_box(box: Mapping, truth: np.ndarray, others: Sequence[Mapping] = ()) -> str:
     """A box judged for quality ("tight around one whole visible X, not boxed already?"): accept it when it is
     tight around an instance of its class (ILSVRC's quality bar) that none of the other accepted boxes shown
     already covers."""
@@ -68,7 +68,7 @@ def decide_box(box: Mapping, truth: np.ndarray, others: list[Mapping] = ()) -> s
     return "reject" if index in _covered(others, truth) else "accept"
 
 
-def _covered(boxes: list[Mapping], truth: np.ndarray) -> set[int]:
+def _covered(boxes: Sequence[Mapping], truth: np.ndarray) -> set[int]:
     """The true instances some of `boxes` cover (IoU >= COVERAGE_IOU)."""
     t = as_boxes(truth)
     if t.shape[0] == 0 or not boxes:

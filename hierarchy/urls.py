@@ -1,4 +1,3 @@
-from django.urls import re_path
 from rest_framework.routers import SimpleRouter
 
 from . import api
@@ -7,9 +6,4 @@ router = SimpleRouter()
 router.trailing_slash = "/?"  # both /api/v1/x and /api/v1/x/ work: clients differ
 router.register("concepts", api.ConceptViewSet, basename="concept")
 router.register("hierarchies", api.HierarchyViewSet, basename="hierarchy")
-urlpatterns = [
-    re_path(
-        r"^datasets/(?P<pk>[0-9]+)/multilabel/?$", api.MultilabelView.as_view(), name="dataset-multilabel"
-    ),
-    *router.urls,
-]
+urlpatterns = router.urls

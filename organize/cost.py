@@ -7,7 +7,8 @@ from django.db.models.functions import Coalesce
 
 from annotation.models import Assignment, AssignmentState, Dataset, Task
 from consensus.models import DECIDED_STATES, Question
-from hierarchy.models import ImageLabeling, QuestionNode
+from hierarchy.models import QuestionNode
+from multilabel.models import ImageLabeling
 
 from .ledger import Pricing, UsageRow, ledger_compute
 from .models import CostSettings

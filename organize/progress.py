@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotation.models import Box, BoxJob, BoxJobStatus, BoxState, Dataset
 from consensus.models import DECIDED_STATES, Question, QuestionKind
-from hierarchy.models import ImageLabeling, LabelingStatus
+from multilabel.models import ImageLabeling, LabelingStatus
 from review.models import OPEN_STATES, ReviewItem
 
 from .eta import eta_from_rate

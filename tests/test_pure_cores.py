@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,7 @@ PURE_CORES = [
     "consensus/reliability.py",
     "hierarchy/algorithm.py",
     "hierarchy/fixture.py",
-    "hierarchy/cooccurrence.py",
-    "hierarchy/voting.py",
+    "multilabel/cooccurrence.py",
     "hierarchy/events.py",
     "review/overlaps.py",
     "benchmark/splits.py",
@@ -34,6 +34,7 @@ PURE_CORES = [
     "crowd/gold_simulation.py",
     "organize/eta.py",
     "organize/ledger.py",
+    "config/layers.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 
@@ -84,3 +85,24 @@ def test_the_check_catches_a_framework_import(tmp_path):
         assert framework_imports(bad) == ["bad.py:2 imports django.db"]
     finally:
         globals()["ROOT"] = original_root
+
+
+def ruff_pure_core_patterns() -> list[str]:
+    """The files pyproject.toml's ruff config bans the framework in: the one negated per-file-ignores pattern."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    ignores = config["tool"]["ruff"]["lint"]["per-file-ignores"]
+    (pattern,) = [key for key, rules in ignores.items() if key.startswith("!") and "TID251" in rules]
+    return pattern.removeprefix("!{").removesuffix("}").split(",")
+
+
+def test_the_lint_rule_bans_the_framework_in_exactly_the_pure_cores():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    banned = config["tool"]["ruff"]["lint"]["flake8-tidy-imports"]["banned-api"]
+    assert set(banned) == set(FORBIDDEN)
+    expected = [name if name.endswith(".py") else f"{name}/**" for name in PURE_CORES]
+    assert sorted(ruff_pure_core_patterns()) == sorted(expected)
+
+
+def test_mypy_checks_every_pure_core():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "MYPY_PATHS := " + " ".join(PURE_CORES) in makefile

@@ -56,8 +56,12 @@ def _clip(
     if size is None:
         return (x1, y1, x2, y2), False, None
     width, height = size
-    clipped = (min(max(x1, 0.0), width), min(max(y1, 0.0), height))
-    clipped += (min(max(x2, 0.0), width), min(max(y2, 0.0), height))
+    clipped = (
+        min(max(x1, 0.0), width),
+        min(max(y1, 0.0), height),
+        min(max(x2, 0.0), width),
+        min(max(y2, 0.0), height),
+    )
     cx1, cy1, cx2, cy2 = clipped
     empty = (cx2 < cx1 or cy2 < cy1) if inclusive else (cx2 <= cx1 or cy2 <= cy1)
     if empty or x1 > width or y1 > height or x2 < 0 or y2 < 0:

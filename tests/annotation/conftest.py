@@ -1,5 +1,6 @@
-"""The annotation tests exercise annotation's own fixed-majority question backend: the consensus engine, which
-takes over the box questions by default, is disconnected for them (tests/consensus covers it)."""
+"""The annotation tests exercise the box pipeline with the fixed box-question backend
+(`consensus.fixed_box_questions`, the default): the calibrated consensus backend, which takes over the box
+questions by default, is disconnected for them (tests/consensus covers it)."""
 
 import pytest
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from annotation import boxes, pipeline, questions
-from annotation.box_questions import RULES
 from annotation.models import Box, BoxJob, BoxJobEvent, BoxState, Task, TaskExclusion, TaskState
+from consensus.fixed_box_questions import POLICIES
 from tests import factories
 from tests.annotation.boxhelpers import answer, image, lease, vote, workers
 
@@ -198,7 +198,7 @@ def test_quality_stops_early_once_the_majority_is_reached(job, crowd):
     drawer, *others = crowd
     draw(drawer)
     task = vote(others, QUALITY, True)
-    assert task.answers_count == RULES[QUALITY][0] == 2
+    assert task.answers_count == POLICIES[QUALITY].yes_needed == 2
 
 
 def test_a_stale_decision_is_ignored_and_changes_nothing(job, crowd):

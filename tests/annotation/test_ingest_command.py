@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.binary_vote import KIND
 from annotation.management.commands import ingest_images
 from annotation.models import Dataset, Image, Task
+from annotation.vote_tasks import KIND
 from tests import factories
 from tests.annotation import imagefiles
 

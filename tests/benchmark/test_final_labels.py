@@ -16,9 +16,9 @@ from consensus import services as consensus
 from consensus.models import QuestionState, Vote
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_cache_clear
-from hierarchy.labeling import labeling_answer, labeling_start, order_cache_clear
-from hierarchy.models import ImageLabeling, LabelingStatus
 from hierarchy.services import hierarchy_load
+from multilabel.labeling import labeling_answer, labeling_start, order_cache_clear
+from multilabel.models import ImageLabeling, LabelingStatus
 from review import services as review
 from review.models import Decision, ReviewKind
 from tests import factories

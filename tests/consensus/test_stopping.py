@@ -1,4 +1,5 @@
-"""Sequential stopping: thresholds from a target precision, table-driven decisions, fixed majorities."""
+"""Sequential stopping: thresholds from a target precision, table-driven decisions, and the count policies
+(fixed majority, first to k, lead by a margin) that decide every other yes/no of the platform."""
 
 import numpy as np
 import pytest
@@ -10,12 +11,15 @@ from consensus.stopping import (
     REJECT,
     REVIEW,
     Decision,
+    FirstToPolicy,
     MajorityPolicy,
+    MarginPolicy,
     ThresholdPolicy,
     decide,
     decide_many,
     decision_matrix,
     first_decisions,
+    outcome_of,
     thresholds_for_precision,
 )
 
@@ -149,3 +153,76 @@ def test_a_capped_question_is_settled_only_while_the_accepted_set_keeps_its_expe
     # Slack already spent: the set would drop below the target.
     spent = DecidedSoFar(accepted=10, accepted_risk=0.029)
     assert settle_at_cap(0.98, spent, policy) == Decision.REVIEW
+
+
+# The rules the count policies replaced, written out as they stood in the kinds that decided for themselves
+# (the plain vote kind, the fixed box-question backend, multi-label's `vote` engine): every vote pattern up to
+# the cap must close the task the same way, with the same answer.
+
+
+def retired_majority(yes: int, no: int, wanted: int) -> tuple[bool, bool | None]:
+    need = wanted // 2 + 1
+    outcome = True if yes >= need else False if no >= need else None
+    return outcome is not None or yes + no >= wanted, outcome
+
+
+def retired_first_to(yes: int, no: int, yes_needed: int, no_needed: int) -> tuple[bool, bool | None]:
+    outcome = True if yes >= yes_needed else False if no >= no_needed else None
+    return outcome is not None or yes + no >= yes_needed + no_needed - 1, outcome
+
+
+def retired_margin(yes, no, yes_margin, no_margin, max_votes, at_cap) -> tuple[bool, bool | None]:
+    if yes - no >= yes_margin:
+        return True, True
+    if no - yes >= no_margin:
+        return True, False
+    if yes + no >= max_votes:
+        return True, at_cap if yes == no else yes > no
+    return False, None
+
+
+def closes(decision: Decision) -> tuple[bool, bool | None]:
+    return decision is not Decision.ASK_MORE, outcome_of(decision)
+
+
+@pytest.mark.parametrize("wanted", [1, 2, 3, 4, 5, 7])
+def test_the_majority_policy_closes_plain_votes_as_the_retired_rule_did(wanted):
+    for yes in range(wanted + 1):
+        for no in range(wanted + 1 - yes):
+            assert closes(decide(None, yes, no, MajorityPolicy(wanted))) == retired_majority(yes, no, wanted)
+
+
+@pytest.mark.parametrize("yes_needed, no_needed", [(2, 2), (3, 1), (1, 3), (4, 2)])
+def test_the_first_to_policy_closes_box_questions_as_the_retired_rule_did(yes_needed, no_needed):
+    policy = FirstToPolicy(yes_needed, no_needed)
+    for yes in range(policy.cap + 1):
+        for no in range(policy.cap + 1 - yes):
+            assert closes(decide(None, yes, no, policy)) == retired_first_to(yes, no, yes_needed, no_needed)
+    assert str(policy) == f"{yes_needed} yes or {no_needed} no"
+
+
+@pytest.mark.parametrize("margins", [(2, 3, 7, True), (3, 3, 9, True), (1, 2, 4, False)])
+def test_the_margin_policy_decides_hierarchy_votes_as_the_retired_rule_did(margins):
+    policy = MarginPolicy(*margins)
+    for yes in range(policy.cap + 1):
+        for no in range(policy.cap + 1 - yes):
+            assert closes(decide(None, yes, no, policy)) == retired_margin(yes, no, *margins)
+
+
+def test_count_policies_never_send_a_question_to_review_except_a_majority_tie():
+    for policy in (FirstToPolicy(2, 2), FirstToPolicy(3, 1), MarginPolicy(2, 3, 7), MajorityPolicy(3)):
+        assert REVIEW not in decision_matrix(None, policy)
+    assert decide(None, 2, 2, MajorityPolicy(4)) is Decision.REVIEW
+
+
+def test_count_policies_refuse_rules_that_cannot_decide():
+    with pytest.raises(ValueError):
+        FirstToPolicy(0, 2)
+    with pytest.raises(ValueError):
+        MarginPolicy(yes_margin=4, no_margin=1, max_votes=3)
+    with pytest.raises(ValueError):
+        MarginPolicy(yes_margin=0, no_margin=1, max_votes=3)
+
+
+def test_the_outcome_of_a_decision_is_its_answer():
+    assert [outcome_of(d) for d in Decision] == [None, True, False, None]

@@ -14,9 +14,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from annotation.binary_vote import vote_tasks_create
 from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Assignment
+from annotation.vote_tasks import vote_tasks_create
 from crowd.models import Bundle, BundleSize, HitState, MturkHit, MturkHitType
 from tests import factories
 from tests.conftest import png_bytes

@@ -12,7 +12,8 @@ from playwright.sync_api import expect
 
 from annotation.models import AuditEntry, Dataset, Image
 from config.roles import WORKERS, has_role
-from hierarchy.models import Hierarchy, ImageLabeling, LabelingStatus
+from hierarchy.models import Hierarchy
+from multilabel.models import ImageLabeling, LabelingStatus
 from tests import factories
 from tests.conftest import png_bytes
 

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from annotation import binary_vote
+from annotation import vote_tasks
 from annotation.models import Assignment, AssignmentState, Dataset, Image, Task, TaskState
 from config.roles import WORKERS
 from crowd.services import token_for, user_create
@@ -91,7 +91,7 @@ def queue_tasks(n: int) -> None:
         )
         for i in range(n)
     )
-    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=images, answers_wanted=2)
+    vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=images, answers_wanted=2)
 
 
 def gunicorn(port: int, application_name: str, log) -> subprocess.Popen:

@@ -11,12 +11,13 @@ from annotation.serializers import WorkerTaskSerializer
 from consensus.models import Question, QuestionKind
 from gold.items import GoldSpec, gold_items_create
 from gold.models import GoldServing
-from hierarchy import asking
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_cache_clear, graph_for
-from hierarchy.labeling import labeling_start, order_cache_clear
-from hierarchy.models import ImageLabeling, QuestionNode
+from hierarchy.models import QuestionNode
 from hierarchy.services import hierarchy_load
+from multilabel import asking
+from multilabel.labeling import labeling_start, order_cache_clear
+from multilabel.models import ImageLabeling
 from tests import factories
 from tests.annotation import boxhelpers
 from tests.hierarchy.conftest import tiny_data

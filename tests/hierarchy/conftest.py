@@ -6,7 +6,6 @@ import pytest
 
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_cache_clear
-from hierarchy.labeling import order_cache_clear
 from hierarchy.services import hierarchy_load
 
 
@@ -14,10 +13,8 @@ from hierarchy.services import hierarchy_load
 def _fresh_process_caches():
     # Database ids are reused between tests: start every test as a fresh process would.
     graph_cache_clear()
-    order_cache_clear()
     yield
     graph_cache_clear()
-    order_cache_clear()
 
 
 def node(node_id, parents=(), leaf=False, name=None):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 
-from annotation.binary_vote import vote_tasks_create
+from annotation.vote_tasks import vote_tasks_create
 from config.wsgi import application
 from tests import factories
 

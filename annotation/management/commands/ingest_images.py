@@ -12,9 +12,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import validate_slug
 from tqdm import tqdm
 
-from annotation.binary_vote import vote_tasks_create
 from annotation.ingest import IngestItem, IngestReport, images_ingest, item_read
 from annotation.models import Dataset
+from annotation.vote_tasks import vote_tasks_create
 from hierarchy.models import Concept
 
 

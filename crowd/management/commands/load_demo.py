@@ -11,9 +11,9 @@ from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
-from annotation.binary_vote import vote_tasks_create
 from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Dataset
+from annotation.vote_tasks import vote_tasks_create
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
 from crowd.services import roles_ensure, token_for, user_create
 from hierarchy.services import concepts_upsert

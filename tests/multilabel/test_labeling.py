@@ -7,12 +7,13 @@ import pytest
 
 from annotation import queue
 from annotation.models import Task, TaskState
+from consensus import stopping
 from hierarchy import events
-from hierarchy.asking import TASK_KIND
 from hierarchy.graph import graph_cache_clear
-from hierarchy.labeling import LabelingError, labeling_answer, labeling_start, order_cache_clear
-from hierarchy.models import Concept, ImageLabeling, LabelingAnswer, LabelingStatus, LeafLabel
-from hierarchy.voting import HIGH_LEVEL, LEAF, vote_outcome
+from hierarchy.models import Concept
+from multilabel.asking import HIGH_LEVEL, LEAF, TASK_KIND
+from multilabel.labeling import LabelingError, labeling_answer, labeling_start, order_cache_clear
+from multilabel.models import ImageLabeling, LabelingAnswer, LabelingStatus, LeafLabel
 from tests import factories
 
 DOG, CAT, CAR, PERSON = "n02084071", "n02121808", "n02958343", "n00007846"
@@ -136,6 +137,11 @@ def test_correlation_order_run_finishes_with_the_same_labels(dataset, tiny_hiera
         drive(labeling, present={DOG, PERSON})
     for labeling in ImageLabeling.objects.all():
         assert {ll.concept.wnid for ll in labeling.leaf_labels.filter(present=True)} == {DOG, PERSON}
+
+
+def vote_outcome(yes, no, policy):
+    """The `vote` engine's answer after these votes: its margin policy, decided by the consensus engine."""
+    return stopping.outcome_of(stopping.decide(None, yes, no, policy))
 
 
 def test_vote_rule_favours_yes_on_high_level_questions():
@@ -363,7 +369,7 @@ def test_a_leaf_yes_from_algorithm_1_needs_more_evidence_than_a_plain_verificati
     from consensus.models import ConsensusSettings, Estimator, Question, QuestionState
     from consensus.services import _decide
     from consensus.stopping import Decision
-    from hierarchy.asking import LEAF_TARGET_PRECISION
+    from multilabel.asking import LEAF_TARGET_PRECISION
 
     settings = ConsensusSettings.for_dataset(dataset.pk)
     settings.estimator = Estimator.DYNAMIC  # no table, no data: every vote read at the assumed accuracy

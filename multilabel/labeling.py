@@ -4,7 +4,7 @@ announce the present classes.
 
 The algorithm itself is the pure core hierarchy/algorithm.py; this module keeps its state in the database (one
 ImageLabeling row per image, locked while an answer is applied) and chooses the order per run: breadth-first,
-or the correlation-aware order fitted from the dataset's finished images (hierarchy/cooccurrence.py).
+or the correlation-aware order fitted from the dataset's finished images (multilabel/cooccurrence.py).
 """
 
 from __future__ import annotations
@@ -19,14 +19,15 @@ from django.utils import timezone
 from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Dataset, Image
+from hierarchy import events
+from hierarchy.algorithm import LabelingState, Order, breadth_first, leaf_labels, next_question, start
+from hierarchy.algorithm import answer as algorithm_answer
+from hierarchy.graph import HierarchyGraph, graph_for
+from hierarchy.models import Hierarchy
 
-from . import asking, events
-from .algorithm import LabelingState, Order, breadth_first, leaf_labels, next_question, start
-from .algorithm import answer as algorithm_answer
+from . import asking
 from .cooccurrence import CooccurrenceModel, CorrelationOrder
-from .graph import HierarchyGraph, graph_for
 from .models import (
-    Hierarchy,
     ImageLabeling,
     LabelingAnswer,
     LabelingOrder,
@@ -245,7 +246,7 @@ def labeling_rewind(
         labeling.finished_at = None
         labeling.save(update_fields=["state", "questions_asked", "pending_node", "status", "finished_at"])
         if present is None:
-            return labeling  # the reopened question's next decision answers it (hierarchy/asking.py)
+            return labeling  # the reopened question's next decision answers it (multilabel/asking.py)
         return labeling_answer(
             labeling_id=labeling.pk,
             node_id=node_id,

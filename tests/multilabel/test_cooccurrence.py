@@ -13,7 +13,7 @@ from hierarchy.algorithm import (
     run,
     start,
 )
-from hierarchy.cooccurrence import CooccurrenceModel, CorrelationOrder
+from multilabel.cooccurrence import CooccurrenceModel, CorrelationOrder
 
 
 def paired_dag() -> QuestionDag:

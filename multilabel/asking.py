@@ -6,8 +6,9 @@ engine decides it. The labeling service calls `questions_open`; the engine calls
   prunes a whole subtree, ILSVRC §3.3.3), and kind `image_verify` for leaves, decided symmetrically. A question
   sent to review at the vote cap waits for the reviewer, whose verdict arrives as the question's decision.
   Decisions arrive through `consensus.events` (`question_decided` below).
-- `vote`: one `hierarchy_question` task decided by the sequential yes-biased vote of hierarchy/voting.py (see
-  hierarchy/question_kind.py); no calibration, so it costs fewer votes on a young dataset.
+- `vote`: one `hierarchy_question` task decided by a sequential yes-biased vote, a margin policy of the consensus
+  engine (`HIGH_LEVEL` and `LEAF` below, see multilabel/question_kind.py); no calibration, so it costs fewer
+  votes on a young dataset.
 """
 
 from __future__ import annotations
@@ -18,12 +19,19 @@ from annotation.models import Dataset, Image, Task
 from consensus import events as consensus_events
 from consensus.models import Question, QuestionKind, QuestionState
 from consensus.services import REJECT_ERROR_KEY, TARGET_PRECISION_KEY, Target, questions_create
+from consensus.stopping import MarginPolicy
+from hierarchy.graph import HierarchyGraph, graph_for
 
-from .graph import HierarchyGraph, graph_for
 from .models import ImageLabeling, LabelingStatus, QuestionEngine
-from .voting import rule_for
 
 TASK_KIND = "hierarchy_question"
+# The `vote` engine's rules. One answer wins when it leads the other by its margin. A false "no" on a high-level
+# question prunes a whole subtree unasked (ILSVRC §3.3.3), while a false "yes" only costs the questions below
+# it, so "no" needs a larger lead than "yes" there, and a question still open at the vote cap is decided "yes".
+# Leaves need a lead of 3 either way: at ~15% wrong votes (10% spammers among the crowd) that keeps both errors
+# near 0.5% per question.
+HIGH_LEVEL = MarginPolicy(yes_margin=2, no_margin=3, max_votes=7, at_cap=True)
+LEAF = MarginPolicy(yes_margin=3, no_margin=3, max_votes=9, at_cap=True)
 # A consensus question answers Algorithm 1 once accepted or rejected; one in review waits for its reviewer.
 ANSWERED = (QuestionState.ACCEPTED, QuestionState.REJECTED)
 # The accept threshold of a leaf question. Honest workers confuse sibling classes on the same image (a cat where
@@ -73,12 +81,16 @@ def _open_tasks(graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]]
             image_id=labeling.image_id,
             concept_id=graph.nodes[node_id].concept_id,
             payload=_subject(graph, labeling, node_id),
-            answers_wanted=rule_for(graph.nodes[node_id].leaf).max_votes,
+            answers_wanted=vote_policy_for(graph.nodes[node_id].leaf).max_votes,
             priority=priority,
         )
         for labeling, node_id in asks
     ]
     Task.objects.bulk_create(tasks, batch_size=500)
+
+
+def vote_policy_for(leaf: bool) -> MarginPolicy:
+    return LEAF if leaf else HIGH_LEVEL
 
 
 def kind_for(leaf: bool) -> str:
@@ -178,7 +190,7 @@ def _used(labeling: ImageLabeling, node_id: str) -> bool:
 def question_decided(event: consensus_events.QuestionDecided) -> None:
     """A consensus question about an image was decided: hand the answer to every consensus-run labeling of that
     image that is waiting for it (the pending node's concept is the question's), and rewind every labeling that
-    used an earlier, different verdict of it (re-decided after voided votes: hierarchy.labeling.labeling_rewind)."""
+    used an earlier, different verdict of it (re-decided after voided votes: multilabel.labeling.labeling_rewind)."""
     question = event.question
     if question.image_id is None or question.box_id is not None or question.state not in ANSWERED:
         return  # a question sent to review is answered when the reviewer decides it (a new event)

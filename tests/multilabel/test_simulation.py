@@ -44,7 +44,7 @@ def test_multilabel_simulation_over_voc20_is_accurate_and_cheaper_than_flat_ques
 def test_multilabel_through_the_consensus_engine_leaves_no_image_in_a_dead_end(estimator):
     """Every image is done or waits on a question in review that has an open review item with its image."""
     from consensus.models import Question, QuestionState
-    from hierarchy.models import ImageLabeling, LabelingStatus
+    from multilabel.models import ImageLabeling, LabelingStatus
     from review.models import OPEN_STATES, ReviewItem
 
     summary = run_simulate(

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from hierarchy.labeling import labeling_answer
-from hierarchy.models import ImageLabeling, LabelingStatus
+from multilabel.labeling import labeling_answer
+from multilabel.models import ImageLabeling, LabelingStatus
 from tests import factories
 
 URL = "/api/v1/datasets/{}/multilabel/"

@@ -1,27 +1,34 @@
-"""The default backend for the box pipeline's binary questions: a fixed vote of a few workers that stops as
-soon as one side has the votes it needs. A higher app with calibrated, sequential consensus replaces it per
-question kind through `annotation.questions.register`.
+"""The fixed box-question backend (`CROWDLABEL_BOX_QUESTION_BACKEND=fixed`, and the box pipeline's default until
+the consensus backend of `consensus/box_questions.py` takes a kind over): a `box_quality` or `box_coverage` task
+asked of a few workers and decided by a first-to-k policy of the consensus engine (`consensus.stopping.
+FirstToPolicy`), which stops as soon as one side has the votes it needs; each decision goes back to
+`annotation.boxes.on_question_decided`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import binary_vote, boxes, kinds, questions
-from .models import Assignment, AssignmentState, Box, Task, TaskExclusion, TaskState
+from annotation import boxes, kinds, questions
+from annotation.models import Assignment, AssignmentState, Box, Task, TaskExclusion, TaskState
 
-# (yes votes needed, no votes needed) per question; the task takes at most yes + no - 1 votes.
+from .stopping import Decision, FirstToPolicy, decide, outcome_of
+
+# The policy per question; the task takes at most yes + no - 1 votes.
 # QUALITY: a majority of 3 with early stop. COVERAGE is asymmetric: a wrong "yes, every instance is boxed"
 # loses an instance for good, while a wrong "no" only costs one more DRAW round whose drawer can answer
 # "nothing left"; so "yes" needs three votes and a single "no" queues another DRAW. On the simulated crowd
 # this lifts image coverage from 0.95 (majority of 3) to 0.997 for 7% more worker time (bench/box_cost.py,
 # docs/boxes.md).
-RULES: dict[str, tuple[int, int]] = {questions.QUALITY: (2, 2), questions.COVERAGE: (3, 1)}
+POLICIES: dict[str, FirstToPolicy] = {
+    questions.QUALITY: FirstToPolicy(yes_needed=2, no_needed=2),
+    questions.COVERAGE: FirstToPolicy(yes_needed=3, no_needed=1),
+}
 # Verification before drawing: finishing open jobs first keeps few boxes pending at any time.
 PRIORITY = 10
 
 
-class FixedMajorityBackend:
+class FixedRuleBackend:
     name = "fixed-majority"
 
     def ask(self, question: questions.BinaryQuestion) -> str:
@@ -32,7 +39,7 @@ class FixedMajorityBackend:
             concept_id=question.concept_id,
             box_id=question.box_id,
             payload={"job": question.job_id, "question": question.as_dict()},
-            answers_wanted=sum(RULES[question.kind]) - 1,
+            answers_wanted=POLICIES[question.kind].cap,
             priority=PRIORITY,
         )
         TaskExclusion.objects.bulk_create(
@@ -41,11 +48,7 @@ class FixedMajorityBackend:
         return f"task:{task.pk}"
 
 
-BACKEND = FixedMajorityBackend()
-
-
-def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
-    return binary_vote.clean_answer(task, answer)
+BACKEND = FixedRuleBackend()
 
 
 def on_submit(assignment: Assignment) -> None:
@@ -55,23 +58,14 @@ def on_submit(assignment: Assignment) -> None:
     )
     yes = sum(1 for a in answers if a.get("answer") is True)
     no = len(answers) - yes
-    outcome = rule_outcome(RULES[task.kind], yes, no)
-    if outcome is None and yes + no < task.answers_wanted:
+    policy = POLICIES[task.kind]
+    decision = decide(None, yes, no, policy)
+    if decision is Decision.ASK_MORE and yes + no < task.answers_wanted:
         return
-    yes_needed, no_needed = RULES[task.kind]
+    outcome = outcome_of(decision)
     task.state = TaskState.DONE
-    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": f"{yes_needed} yes or {no_needed} no"}
+    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": str(policy)}
     boxes.on_question_decided(questions.BinaryQuestion.from_dict(task.payload["question"]), outcome)
-
-
-def rule_outcome(rule: tuple[int, int], yes: int, no: int) -> bool | None:
-    """True once `yes` reaches the rule's yes count, False once `no` reaches its no count, else None."""
-    yes_needed, no_needed = rule
-    if yes >= yes_needed:
-        return True
-    if no >= no_needed:
-        return False
-    return None
 
 
 def _box(box: Box) -> list[float]:
@@ -93,17 +87,20 @@ def public_payload(task: Task) -> dict[str, Any]:
     return data
 
 
-for _kind, _title in (
-    (questions.QUALITY, "Check a box"),
-    (questions.COVERAGE, "Check that every instance is boxed"),
-):
-    kinds.register(
-        kinds.TaskKind(
-            name=_kind,
-            title=_title,
-            clean_answer=clean_answer,
-            on_submit=on_submit,
-            public_payload=public_payload,
+def register() -> None:
+    """Register the two box-question task kinds and make this the backend of every kind no other backend took
+    (called from `ConsensusConfig.ready`)."""
+    for kind, title in (
+        (questions.QUALITY, "Check a box"),
+        (questions.COVERAGE, "Check that every instance is boxed"),
+    ):
+        kinds.register(
+            kinds.TaskKind(
+                name=kind,
+                title=title,
+                clean_answer=kinds.yes_no_answer,
+                on_submit=on_submit,
+                public_payload=public_payload,
+            )
         )
-    )
-questions.register_default(BACKEND)
+    questions.register_default(BACKEND)

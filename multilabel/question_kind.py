@@ -1,22 +1,18 @@
 """The `hierarchy_question` task kind: "Is there ANY living organism (other than people) in this image?" with the
-node's gloss and examples, answered yes/no, decided by hierarchy/voting.py (until the consensus engine takes
-over, see hierarchy/asking.py)."""
+node's gloss and examples, answered yes/no: the `vote` engine of multilabel/asking.py, decided by its margin
+policies (`consensus.stopping.MarginPolicy`; the `consensus` engine asks `question` tasks instead)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from annotation import binary_vote, kinds
+from annotation import kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
+from consensus.stopping import decide, outcome_of
+from hierarchy.graph import graph_for
 
-from .asking import TASK_KIND
-from .graph import graph_for
+from .asking import TASK_KIND, vote_policy_for
 from .labeling import labeling_answer
-from .voting import rule_for, vote_outcome
-
-
-def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
-    return binary_vote.clean_answer(task, answer)  # the same {"answer": true|false} as a plain vote
 
 
 def on_submit(assignment: Assignment) -> None:
@@ -27,12 +23,12 @@ def on_submit(assignment: Assignment) -> None:
     yes = sum(1 for a in answers if a.get("answer") is True)
     no = len(answers) - yes
     node = graph_for(task.payload["hierarchy"], task.payload.get("dag")).nodes[task.payload["node"]]
-    rule = rule_for(node.leaf)
-    outcome = vote_outcome(yes, no, rule)
+    policy = vote_policy_for(node.leaf)
+    outcome = outcome_of(decide(None, yes, no, policy))
     if outcome is None:
         return
     task.state = TaskState.DONE
-    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": str(rule)}
+    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": str(policy)}
     labeling_answer(
         labeling_id=task.payload["labeling"],
         node_id=node.node_id,
@@ -58,7 +54,7 @@ KIND_SPEC = kinds.register(
     kinds.TaskKind(
         name=TASK_KIND,
         title="Is there ANY ... in this image?",
-        clean_answer=clean_answer,
+        clean_answer=kinds.yes_no_answer,
         on_submit=on_submit,
         public_payload=public_payload,
     )

@@ -1,0 +1,30 @@
+"""The floors of the house: which app may import which. An app imports only apps on lower floors; apps on one
+floor (gold and multilabel) do not import each other. A lower app that must reach a higher one announces an event
+through a small registry the higher app subscribes to in its `AppConfig.ready()` (`hierarchy.events`,
+`consensus.events`, `annotation.hooks`, `annotation.kinds`). `tests/test_app_graph.py` enforces this order and
+docs/architecture.md draws it."""
+
+from __future__ import annotations
+
+# Lowest first. `config` holds settings, roles and URL wiring (the URL map names apps by string only).
+APP_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("config",),
+    ("hierarchy",),
+    ("annotation",),
+    ("outbox",),
+    ("consensus",),
+    ("gold", "multilabel"),
+    ("review",),
+    ("benchmark",),
+    ("crowd",),
+    ("organize",),
+    ("frontend",),
+)
+
+
+def layer_of(app: str) -> int:
+    """The floor of `app` (0 is the lowest); KeyError for an app that has no floor yet."""
+    for level, apps in enumerate(APP_LAYERS):
+        if app in apps:
+            return level
+    raise KeyError(app)
