@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-# (worker, dataset_id, kind) -> None. Called inside the transaction that settled the worker's qualification
-# attempt, so a subscriber that records work (an outbox row) commits or rolls back with it.
-QualificationPassed = Callable[[Any, int, str], None]
+# (worker, dataset_id, kind, task_kind) -> None: the worker passed the qualification set of gold kind `kind`
+# (a question kind, e.g. image_verify), served as tasks of `task_kind` (the queue's kind, e.g. question).
+# Called inside the transaction that settled the attempt, so a subscriber that records work (an outbox row)
+# commits or rolls back with it.
+QualificationPassed = Callable[[Any, int, str, str], None]
 
 qualification_passed_hooks: list[QualificationPassed] = []
 
@@ -21,6 +23,6 @@ def qualification_passed_register(fn: QualificationPassed) -> QualificationPasse
     return fn
 
 
-def qualification_passed(worker, dataset_id: int, kind: str) -> None:
+def qualification_passed(worker, dataset_id: int, kind: str, task_kind: str) -> None:
     for hook in qualification_passed_hooks:
-        hook(worker, dataset_id, kind)
+        hook(worker, dataset_id, kind, task_kind)

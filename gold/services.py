@@ -149,7 +149,7 @@ def score_update(*, worker, dataset_id: int, kind: str, serving: GoldServing) ->
         passed = row.qualified
     row.save()
     if passed:  # once per worker and (dataset, kind): a qualified row takes no more qualification items
-        events.qualification_passed(worker, dataset_id, kind)
+        events.qualification_passed(worker, dataset_id, kind, serving.task.kind)
     if s_all.blocked and not Block.objects.filter(worker=worker, dataset_id=dataset_id).exists():
         worker_block(worker=worker, dataset_id=dataset_id, kind=ScoreKind.ALL, score=s_all)
     return row

@@ -75,7 +75,8 @@ def qualification_type_ensure(mturk, hit_type: MturkHitType, *, sleep=time.sleep
 
 
 def qualification_grant(mturk, *, worker_id: int, dataset_id: int, kind: str, sleep=time.sleep) -> bool:
-    """Give an MTurk worker who passed gold's qualification set of (dataset, kind) our qualification type.
+    """Give an MTurk worker who passed gold's qualification set on tasks of (dataset, kind) our qualification
+    type of that HIT type.
     True when MTurk was called now; False when there is nothing to do (not an MTurk worker, no HIT type for
     the pair, or granted already). Safe to run again after any failure."""
     worker = Worker.objects.filter(pk=worker_id, source=WorkerSource.MTURK).first()
@@ -111,13 +112,14 @@ def qualification_grant(mturk, *, worker_id: int, dataset_id: int, kind: str, sl
     return True
 
 
-def on_qualification_passed(worker, dataset_id: int, kind: str) -> None:
-    """gold.events subscriber: an MTurk worker of a pair with a HIT type gets a grant recorded in the outbox,
-    sent when the submit's transaction commits."""
+def on_qualification_passed(worker, dataset_id: int, kind: str, task_kind: str) -> None:
+    """gold.events subscriber: an MTurk worker who qualified on tasks of a kind we publish HITs of gets a
+    grant recorded in the outbox, sent when the submit's transaction commits. (Our qualification type belongs
+    to the HIT type: dataset and task kind; gold's `kind` is the question kind inside those tasks.)"""
     if worker.source != WorkerSource.MTURK:
         return
-    if not MturkHitType.objects.filter(dataset_id=dataset_id, kind=kind).exists():
+    if not MturkHitType.objects.filter(dataset_id=dataset_id, kind=task_kind).exists():
         return
     from outbox.services import message_enqueue
 
-    message_enqueue(GRANT_TASK, (worker.pk, dataset_id, kind), dataset_id=dataset_id)
+    message_enqueue(GRANT_TASK, (worker.pk, dataset_id, task_kind), dataset_id=dataset_id)
