@@ -14,6 +14,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -64,9 +65,27 @@ class MturkError(Exception):
     """An MTurk step the organizer must act on; the message says what to do."""
 
 
+# A stand-in client for this process (the simulator's fake marketplace, crowd.providers.mturk_fake), set only
+# through `client_replaced`; never a setting, so no deployment can switch to it by configuration.
+_replacements: list[Any] = []
+
+
+@contextmanager
+def client_replaced(stand_in):
+    """Within the block, `client()` answers `stand_in` (in this process only): the network edge, and nothing
+    else, is replaced."""
+    _replacements.append(stand_in)
+    try:
+        yield stand_in
+    finally:
+        _replacements.remove(stand_in)
+
+
 def client():
     """The boto3 MTurk client: the sandbox unless production is switched on explicitly. Credentials come
     from the usual AWS sources (environment, profile, instance role)."""
+    if _replacements:
+        return _replacements[-1]
     endpoint = PRODUCTION_ENDPOINT if settings.CROWDLABEL["MTURK_PRODUCTION"] else SANDBOX_ENDPOINT
     return boto3.client(
         "mturk",
