@@ -248,6 +248,37 @@ def external_question() -> str:
     )
 
 
+def hit_type_configure(
+    *, dataset: Dataset, kind: str, title: str = "", description: str = "", reward: Decimal | None = None
+) -> MturkHitType:
+    """Make the dataset's HIT type of this kind (title and reward needed), or change the given fields of the
+    existing one; a change makes a new MTurk HIT type at the next publish (its fingerprint no longer matches)."""
+    with transaction.atomic():
+        hit_type = MturkHitType.objects.select_for_update().filter(dataset=dataset, kind=kind).first()
+        if hit_type is None:
+            if not title or reward is None:
+                raise MturkError(
+                    f"dataset {dataset.name} has no MTurk HIT type for kind {kind!r}: give a title and a reward "
+                    "to make one (or create it in the admin)"
+                )
+            hit_type = MturkHitType(dataset=dataset, kind=kind)
+        hit_type.title = title or hit_type.title
+        hit_type.description = description or hit_type.description or hit_type.title
+        hit_type.reward = reward if reward is not None else hit_type.reward
+        if hit_type.reward <= 0:
+            raise MturkError("the reward must be at least $0.01")
+        hit_type.save()
+        return hit_type
+
+
+def budget_set(*, dataset: Dataset, cap: Decimal) -> MturkBudget:
+    """The most the dataset may spend on MTurk with fees; lowering it below what is committed stops publishing."""
+    if cap < 0:
+        raise MturkError("the budget cap cannot be negative")
+    budget, _ = MturkBudget.objects.update_or_create(dataset=dataset, defaults={"cap": cap})
+    return budget
+
+
 @dataclass(frozen=True)
 class Batch:
     batch: str
