@@ -212,17 +212,22 @@ def hits_sync(mturk, *, dataset_id: int | None = None, sleep=time.sleep) -> Sync
 
 
 def dataset_kinds_finished() -> list[tuple[int, str]]:
-    """(dataset, kind) pairs with HITs still on MTurk and no task of that kind left open or leased: the work
-    HITs were published for is done."""
+    """(dataset, kind) pairs with HITs still on MTurk, tasks of that kind, and none of them left open or
+    leased: the work HITs were published for is done. (HITs published before their tasks were queued are not
+    finished work; a later stage that queues new tasks of the kind needs new HITs.)"""
     pairs = set(
         MturkHit.objects.filter(state__in=WORKABLE_HITS).values_list("hit_type__dataset_id", "hit_type__kind")
     )
+    if not pairs:
+        return []
+    datasets = {d for d, _ in pairs}
+    some = set(Task.objects.filter(dataset_id__in=datasets).values_list("dataset_id", "kind").distinct())
     busy = set(
-        Task.objects.filter(state__in=(TaskState.OPEN, TaskState.LEASED))
+        Task.objects.filter(dataset_id__in=datasets, state__in=(TaskState.OPEN, TaskState.LEASED))
         .values_list("dataset_id", "kind")
         .distinct()
     )
-    return sorted(pairs - busy)
+    return sorted((pairs & some) - busy)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import pytest
 from botocore.stub import ANY
 from django.core.management import call_command
 
+from annotation.models import Task, TaskState
 from crowd.models import HitState, MturkHit
 from crowd.providers import mturk, mturk_sync
 from tests.crowd.providers.mturk_helpers import assignment
@@ -33,7 +34,9 @@ def expire(stubber, hit_id):
 
 
 @pytest.fixture
-def two_hits(published_hit):
+def two_hits(published_hit, votes):
+    """Two HITs of finished work: every task of their kind is done."""
+    Task.objects.update(state=TaskState.DONE)
     second = MturkHit.objects.create(
         hit_type=published_hit.hit_type,
         batch="b",
@@ -87,9 +90,21 @@ def test_finished_work_is_expired_once_and_deleted_when_mturk_releases_it(two_hi
     assert mturk_sync.hits_dispose_finished(mturk.client()) == mturk_sync.DisposeReport()
 
 
-def test_a_dataset_with_open_tasks_keeps_its_hits(two_hits, votes, mturk_client):
+def test_a_dataset_with_open_tasks_or_none_yet_keeps_its_hits(published_hit, votes, mturk_client):
     # The stubber holds nothing: any call to MTurk would fail the test.
+    second = MturkHit.objects.create(
+        hit_type=published_hit.hit_type,
+        batch="b",
+        request_token="tok-2",
+        hit_id="HIT2",
+        max_assignments=3,
+        estimated_cost=published_hit.estimated_cost,
+        state=HitState.PUBLISHED,
+    )
+    Task.objects.exclude(pk=votes[0].pk).update(state=TaskState.DONE)  # one task still open
     assert mturk_sync.dataset_kinds_finished() == []
+    Task.objects.all().delete()  # HITs published before any task was queued
+    assert mturk_sync.dataset_kinds_finished() == [] and second.state == HitState.PUBLISHED
     assert mturk_sync.hits_dispose_finished(mturk.client()) == mturk_sync.DisposeReport()
     assert states() == {"HIT1": "published", "HIT2": "published"}
 
