@@ -26,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dispose-finished",
             action="store_true",
-            help="After syncing, expire and delete the HITs of every dataset and kind with no task left open.",
+            help="After syncing, expire and delete the HITs of every dataset and kind whose tasks are all done.",
         )
 
     def handle(self, *args, **options):
