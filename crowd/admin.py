@@ -10,6 +10,7 @@ from .models import (
     MturkBudget,
     MturkHit,
     MturkHitType,
+    MturkQualificationGrant,
     StudyLink,
     Worker,
 )
@@ -37,7 +38,8 @@ class StudyLinkAdmin(admin.ModelAdmin):
 
 @admin.register(MturkHitType)
 class MturkHitTypeAdmin(admin.ModelAdmin):
-    list_display = ["title", "dataset", "kind", "reward", "bonus", "hit_type_id"]
+    list_display = ["title", "dataset", "kind", "reward", "bonus", "require_qualification", "hit_type_id"]
+    readonly_fields = ["hit_type_id", "hit_type_fingerprint", "qualification_type_id"]
 
 
 @admin.register(MturkBudget)
@@ -70,5 +72,21 @@ class MturkHitAdmin(admin.ModelAdmin):
 
 @admin.register(MturkAssignment)
 class MturkAssignmentAdmin(admin.ModelAdmin):
-    list_display = ["assignment_id", "hit", "mturk_worker_id", "status", "bonus_paid", "decided_at"]
-    list_filter = ["status"]
+    list_display = [
+        "assignment_id",
+        "hit",
+        "mturk_worker_id",
+        "status",
+        "confirmed",
+        "reward_paid",
+        "bonus_paid",
+        "fees_paid",
+        "decided_at",
+    ]
+    list_filter = ["status", "confirmed"]
+
+
+@admin.register(MturkQualificationGrant)
+class MturkQualificationGrantAdmin(admin.ModelAdmin):
+    list_display = ["qualification_type_id", "mturk_worker_id", "granted_at", "created_at"]
+    readonly_fields = ["qualification_type_id", "mturk_worker_id", "granted_at"]

@@ -6,5 +6,9 @@ class CrowdConfig(AppConfig):
 
     def ready(self) -> None:
         # Each provider module registers itself with crowd.providers.base; crowd.mturk holds Celery tasks.
+        from gold import events
+
         from . import mturk as mturk_tasks  # noqa: F401
-        from .providers import external_link, fake, inhouse, mturk  # noqa: F401
+        from .providers import external_link, fake, inhouse, mturk, mturk_qualification  # noqa: F401
+
+        events.qualification_passed_register(mturk_qualification.on_qualification_passed)

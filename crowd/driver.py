@@ -224,6 +224,26 @@ def run_crowd(
     return _added(total, stats)
 
 
+def pending_waiter(pending: Callable[[], bool] | None) -> Callable[[], bool]:
+    """For a loop of rounds: after a round without work, True if background work may release tasks (after a
+    short sleep), False when nothing is pending or the crowd has waited PENDING_WAIT_SECONDS since it last
+    found work. A round with work should call `.reset()`."""
+    idle_since: list[float] = []
+
+    def wait() -> bool:
+        if pending is None or not pending():
+            return False
+        if not idle_since:
+            idle_since.append(time.monotonic())
+        if time.monotonic() - idle_since[0] > PENDING_WAIT_SECONDS:
+            return False
+        time.sleep(PENDING_POLL_SECONDS)
+        return True
+
+    wait.reset = idle_since.clear  # type: ignore[attr-defined]
+    return wait
+
+
 def _added(total: Stats | None, run: Stats) -> Stats:
     if total is not None:
         total.tasks_answered += run.tasks_answered
@@ -246,17 +266,30 @@ def simulate(
     concurrency: int = 1,
     max_tasks: int | None = None,
     progress: Callable[[str, int], None] | None = None,
+    flow: Any = None,
 ) -> dict[str, Any]:
-    """Set up the scenario through the organizer API, run the crowd, and return the JSON summary."""
+    """Set up the scenario through the organizer API, run the crowd, and return the JSON summary. With a
+    provider `flow` (crowd.provider_flows) the crowd arrives through that provider's sessions instead of the
+    accounts' worker tokens, and the summary gains a `provider` section."""
     api = OrganizerApi(transport, accounts.organizer_token)
     api.create_dataset(dataset_name, description=f"simulated {scenario.name} scenario, seed {seed}")
     scenario.setup(api)
+    if flow is not None:
+        flow.prepare(api)
     started = time.perf_counter()
     stats = Stats()
 
     def work(dataset_id: int | None = None) -> Stats:
         """The crowd works on the scenario's dataset until no task is left; on another `dataset_id` (a side
         measurement, e.g. a fixed majority beside dynamic consensus) its work is not added to the summary."""
+        if flow is not None and not dataset_id:
+            return flow.work(
+                dataset_id=api.dataset_id,
+                stats=stats,
+                max_tasks=max_tasks,
+                progress=(lambda n: progress("tasks", n)) if progress else None,
+                pending=(lambda: scenario.work_pending(api)) if hasattr(scenario, "work_pending") else None,
+            )
         return run_crowd(
             transport,
             scenario,
@@ -276,6 +309,7 @@ def simulate(
     else:
         work()
     wall = time.perf_counter() - started
+    provider = flow.summary(api) if flow is not None else None
     summary: dict[str, Any] = dict.fromkeys(SUMMARY_KEYS)
     summary.update(scenario.summarize(api, stats))
     summary["tasks_per_second"] = round(stats.tasks_answered / wall, 2) if wall > 0 else None
@@ -290,6 +324,8 @@ def simulate(
             "wall_seconds": round(wall, 2),
         }
     )
+    if provider is not None:
+        summary["provider"] = provider
     return summary
 
 

@@ -187,7 +187,7 @@ class CompletionRedemption(models.Model):
 
 class MturkHitType(models.Model):
     """How HITs of one dataset and task kind look on Mechanical Turk. `hit_type_id` caches the HIT type MTurk
-    made from these fields (cleared when they change). Money in US dollars."""
+    made from these fields, valid while `hit_type_fingerprint` matches them. Money in US dollars."""
 
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
     kind = models.CharField(max_length=32)
@@ -207,9 +207,18 @@ class MturkHitType(models.Model):
     qualification_type_id = models.CharField(
         max_length=64,
         blank=True,
-        help_text="Our own qualification (granted after the gold qualification set).",
+        help_text="Our own MTurk qualification type of this dataset and kind, made once by "
+        "crowd.providers.mturk_qualification and granted to workers who pass gold's qualification set.",
+    )
+    require_qualification = models.BooleanField(
+        default=False,
+        help_text="Only workers holding our qualification may accept (publish a first batch without it, so "
+        "that workers can take the qualification set).",
     )
     hit_type_id = models.CharField(max_length=64, blank=True)
+    hit_type_fingerprint = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the settings `hit_type_id` was made from."
+    )
 
     class Meta:
         constraints = [
@@ -233,6 +242,7 @@ class MturkBudget(models.Model):
 class HitState(models.TextChoices):
     PENDING = "pending", "Waiting to be published"
     PUBLISHED = "published", "Published"
+    EXPIRED = "expired", "Expired, deleted once its assignments are decided"
     DISPOSED = "disposed", "Expired and deleted"
 
 
@@ -276,7 +286,15 @@ class MturkAssignment(models.Model):
         max_length=16, choices=MturkAssignmentStatus.choices, default=MturkAssignmentStatus.ACCEPTED
     )
     submit_to = models.URLField(max_length=200, blank=True, help_text="The allow-listed externalSubmit URL.")
+    confirmed = models.BooleanField(
+        default=False,
+        help_text="MTurk confirmed the worker and HIT (get_assignment at arrival, or its submitted list).",
+    )
+    # What approving paid (the HIT type's reward at that moment) and MTurk's fees on the reward and bonus:
+    # the spend the organizer's cost ledger shows beside the estimates.
+    reward_paid = models.DecimalField(max_digits=8, decimal_places=2, default=0)
     bonus_paid = models.DecimalField(max_digits=8, decimal_places=2, default=0)
+    fees_paid = models.DecimalField(max_digits=8, decimal_places=2, default=0)
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -295,3 +313,23 @@ class MturkWorkerBlock(models.Model):
 
     def __str__(self) -> str:
         return f"MTurk worker {self.mturk_worker_id} blocked"
+
+
+class MturkQualificationGrant(models.Model):
+    """Our qualification type granted to an MTurk worker, once: the unique pair makes a retried grant task
+    find its own row and call MTurk again only if the earlier call never finished."""
+
+    qualification_type_id = models.CharField(max_length=64)
+    mturk_worker_id = models.CharField(max_length=64)
+    granted_at = models.DateTimeField(null=True, blank=True, help_text="When MTurk confirmed the grant.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["qualification_type_id", "mturk_worker_id"], name="mturk_qualification_grant_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"qualification {self.qualification_type_id} for {self.mturk_worker_id}"

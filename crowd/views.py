@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 
 from annotation import kinds
 
-from .models import HitState, MturkHit, StudyLink
+from .models import MturkHit, StudyLink
 from .providers import base, external_link, mturk
 
 
@@ -62,7 +62,7 @@ def mturk_task(request):
     params = request.GET
     hit = (
         MturkHit.objects.select_related("hit_type")
-        .filter(hit_id=params.get("hitId", ""), state=HitState.PUBLISHED)
+        .filter(hit_id=params.get("hitId", ""), state__in=mturk.WORKABLE_HITS)
         .first()
     )
     if hit is None:

@@ -17,7 +17,7 @@ from consensus.models import Vote
 from consensus.services import TASK_KIND
 from consensus.voiding import votes_void
 
-from . import scoring
+from . import events, scoring
 from .models import (
     Block,
     BlockAction,
@@ -142,10 +142,14 @@ def score_update(*, worker, dataset_id: int, kind: str, serving: GoldServing) ->
         settings=settings,
         rule=settings.rule,
     )
+    passed = False
     if serving.purpose == Purpose.QUALIFICATION and not row.qualified:
         row.qualification_answered += 1
         _qualification_settle(row, answers.filter(serving__attempt=serving.attempt), settings)
+        passed = row.qualified
     row.save()
+    if passed:  # once per worker and (dataset, kind): a qualified row takes no more qualification items
+        events.qualification_passed(worker, dataset_id, kind, serving.task.kind)
     if s_all.blocked and not Block.objects.filter(worker=worker, dataset_id=dataset_id).exists():
         worker_block(worker=worker, dataset_id=dataset_id, kind=ScoreKind.ALL, score=s_all)
     return row

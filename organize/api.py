@@ -99,12 +99,29 @@ class CostAlternativesSerializer(serializers.Serializer):
     flat_votes_per_question = serializers.FloatField()
 
 
+class SpendSerializer(serializers.Serializer):
+    provider = serializers.CharField(help_text="The provider that paid (mturk).")
+    assignments_approved = serializers.IntegerField()
+    assignments_rejected = serializers.IntegerField()
+    rewards = serializers.DecimalField(max_digits=12, decimal_places=2, help_text="Rewards actually paid.")
+    bonuses = serializers.DecimalField(max_digits=12, decimal_places=2, help_text="Bonuses actually paid.")
+    fees = serializers.DecimalField(max_digits=12, decimal_places=2, help_text="The provider's fees on both.")
+    total = serializers.DecimalField(max_digits=12, decimal_places=2)
+    estimated = serializers.DecimalField(
+        max_digits=12, decimal_places=2, help_text="What the published HITs were estimated to cost with fees."
+    )
+    budget = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+
+
 class LedgerSerializer(serializers.Serializer):
     currency = serializers.CharField()
     fee_fraction = serializers.FloatField()
     rows = CostRowSerializer(many=True)
     totals = CostTotalsSerializer()
     alternatives = CostAlternativesSerializer()
+    spend = SpendSerializer(
+        many=True, help_text="Money providers paid, in US$ (empty: none moved through us)."
+    )
 
 
 class CostSettingsSerializer(serializers.ModelSerializer):
@@ -119,7 +136,8 @@ class CostSettingsSerializer(serializers.ModelSerializer):
 
 class DatasetCostView(APIView):
     """The cost ledger: tasks, answers and worker-seconds per stage and synset, priced at the dataset's rewards
-    plus the provider's fee, beside what fixed majority-5 voting and flat per-class questions would have cost."""
+    plus the provider's fee, beside what fixed majority-5 voting and flat per-class questions would have cost,
+    and what providers actually paid (rewards, bonuses and fees of settled MTurk assignments)."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 

@@ -1,12 +1,16 @@
-"""The dataset's usage from SQL aggregates (a fixed number of queries), priced by `organize.ledger`."""
+"""The dataset's usage from SQL aggregates (a fixed number of queries), priced by `organize.ledger`, and the
+money providers actually paid (crowd.providers.spend)."""
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.db.models.functions import Coalesce
 
 from annotation.models import Assignment, AssignmentState, Dataset, Task
 from consensus.models import DECIDED_STATES, Question
+from crowd.providers.spend import dataset_spend
 from hierarchy.models import QuestionNode
 from multilabel.models import ImageLabeling
 
@@ -77,4 +81,6 @@ def dataset_ledger(dataset: Dataset) -> dict:
     ledger = ledger_compute(dataset_usage(dataset), pricing, multilabel_images_x_classes(dataset))
     ledger["currency"] = settings.currency
     ledger["fee_fraction"] = settings.fee_fraction
+    # Beside the estimate above (answers x configured rewards): what providers actually paid.
+    ledger["spend"] = [asdict(row) for row in dataset_spend(dataset.pk)]
     return ledger

@@ -9,9 +9,12 @@ checked against MTurk's state before a retry), so retrying them is safe. Mechani
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -41,7 +44,7 @@ from crowd.models import (
     WorkerSource,
 )
 
-from .base import Completion, CrowdProvider, bundle_open, register, worker_for_external
+from .base import Completion, CrowdProvider, SessionInvalid, bundle_open, register, worker_for_external
 
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
 PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
@@ -62,9 +65,27 @@ class MturkError(Exception):
     """An MTurk step the organizer must act on; the message says what to do."""
 
 
+# A stand-in client for this process (the simulator's fake marketplace, crowd.providers.mturk_fake), set only
+# through `client_replaced`; never a setting, so no deployment can switch to it by configuration.
+_replacements: list[Any] = []
+
+
+@contextmanager
+def client_replaced(stand_in):
+    """Within the block, `client()` answers `stand_in` (in this process only): the network edge, and nothing
+    else, is replaced."""
+    _replacements.append(stand_in)
+    try:
+        yield stand_in
+    finally:
+        _replacements.remove(stand_in)
+
+
 def client():
     """The boto3 MTurk client: the sandbox unless production is switched on explicitly. Credentials come
     from the usual AWS sources (environment, profile, instance role)."""
+    if _replacements:
+        return _replacements[-1]
     endpoint = PRODUCTION_ENDPOINT if settings.CROWDLABEL["MTURK_PRODUCTION"] else SANDBOX_ENDPOINT
     return boto3.client(
         "mturk",
@@ -118,8 +139,16 @@ def fee_rate(max_assignments: int) -> Decimal:
 
 def assignment_cost(reward: Decimal, max_assignments: int) -> Decimal:
     """Reward plus MTurk's fee for one assignment (the fee is at least one cent)."""
-    fee = max((reward * fee_rate(max_assignments)).quantize(CENT, ROUND_HALF_UP), CENT)
-    return reward + fee
+    return reward + reward_fee(reward, max_assignments)
+
+
+def reward_fee(reward: Decimal, max_assignments: int) -> Decimal:
+    return max((reward * fee_rate(max_assignments)).quantize(CENT, ROUND_HALF_UP), CENT)
+
+
+def bonus_fee(bonus: Decimal) -> Decimal:
+    """MTurk's fee on a bonus: 20% whatever the HIT's number of assignments (at least a cent)."""
+    return max((bonus * Decimal("0.20")).quantize(CENT, ROUND_HALF_UP), CENT) if bonus > 0 else Decimal(0)
 
 
 def cost_estimate(reward: Decimal, *, count: int, max_assignments: int) -> Decimal:
@@ -164,7 +193,8 @@ def qualification_requirements(hit_type: MturkHitType) -> list[dict[str, Any]]:
                 "ActionsGuarded": "DiscoverPreviewAndAccept",
             }
         )
-    if hit_type.qualification_type_id:
+    if hit_type.require_qualification and hit_type.qualification_type_id:
+        # Workers may preview (to see what the task is) but only those who passed gold's set may accept.
         requirements.append(
             {
                 "QualificationTypeId": hit_type.qualification_type_id,
@@ -175,24 +205,32 @@ def qualification_requirements(hit_type: MturkHitType) -> list[dict[str, Any]]:
     return requirements
 
 
+def hit_type_params(hit_type: MturkHitType) -> dict[str, Any]:
+    return {
+        "AutoApprovalDelayInSeconds": hit_type.auto_approval_seconds,
+        "AssignmentDurationInSeconds": hit_type.assignment_seconds,
+        "Reward": str(hit_type.reward),
+        "Title": hit_type.title,
+        "Keywords": hit_type.keywords,
+        "Description": hit_type.description,
+        "QualificationRequirements": qualification_requirements(hit_type),
+    }
+
+
 def hit_type_ensure(mturk, hit_type: MturkHitType, *, sleep=time.sleep) -> str:
-    """The MTurk HIT type id for these settings (MTurk returns the same id for identical settings)."""
-    if hit_type.hit_type_id:
+    """The MTurk HIT type id for the current settings, made again when they changed since (MTurk returns the
+    same id for identical settings). A HIT type that requires our qualification gets its type made first."""
+    if hit_type.require_qualification:
+        from .mturk_qualification import qualification_type_ensure
+
+        hit_type.qualification_type_id = qualification_type_ensure(mturk, hit_type, sleep=sleep)
+    params = hit_type_params(hit_type)
+    fingerprint = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+    if hit_type.hit_type_id and hit_type.hit_type_fingerprint == fingerprint:
         return hit_type.hit_type_id
-    response = call(
-        mturk,
-        "create_hit_type",
-        sleep=sleep,
-        AutoApprovalDelayInSeconds=hit_type.auto_approval_seconds,
-        AssignmentDurationInSeconds=hit_type.assignment_seconds,
-        Reward=str(hit_type.reward),
-        Title=hit_type.title,
-        Keywords=hit_type.keywords,
-        Description=hit_type.description,
-        QualificationRequirements=qualification_requirements(hit_type),
-    )
-    hit_type.hit_type_id = response["HITTypeId"]
-    hit_type.save(update_fields=["hit_type_id"])
+    response = call(mturk, "create_hit_type", sleep=sleep, **params)
+    hit_type.hit_type_id, hit_type.hit_type_fingerprint = response["HITTypeId"], fingerprint
+    hit_type.save(update_fields=["hit_type_id", "hit_type_fingerprint"])
     return hit_type.hit_type_id
 
 
@@ -208,6 +246,37 @@ def external_question() -> str:
         f"<ExternalURL>{escape(base + '/mturk/task/')}</ExternalURL>"
         f"<FrameHeight>{height}</FrameHeight></ExternalQuestion>"
     )
+
+
+def hit_type_configure(
+    *, dataset: Dataset, kind: str, title: str = "", description: str = "", reward: Decimal | None = None
+) -> MturkHitType:
+    """Make the dataset's HIT type of this kind (title and reward needed), or change the given fields of the
+    existing one; a change makes a new MTurk HIT type at the next publish (its fingerprint no longer matches)."""
+    with transaction.atomic():
+        hit_type = MturkHitType.objects.select_for_update().filter(dataset=dataset, kind=kind).first()
+        if hit_type is None:
+            if not title or reward is None:
+                raise MturkError(
+                    f"dataset {dataset.name} has no MTurk HIT type for kind {kind!r}: give a title and a reward "
+                    "to make one (or create it in the admin)"
+                )
+            hit_type = MturkHitType(dataset=dataset, kind=kind)
+        hit_type.title = title or hit_type.title
+        hit_type.description = description or hit_type.description or hit_type.title
+        hit_type.reward = reward if reward is not None else hit_type.reward
+        if hit_type.reward <= 0:
+            raise MturkError("the reward must be at least $0.01")
+        hit_type.save()
+        return hit_type
+
+
+def budget_set(*, dataset: Dataset, cap: Decimal) -> MturkBudget:
+    """The most the dataset may spend on MTurk with fees; lowering it below what is committed stops publishing."""
+    if cap < 0:
+        raise MturkError("the budget cap cannot be negative")
+    budget, _ = MturkBudget.objects.update_or_create(dataset=dataset, defaults={"cap": cap})
+    return budget
 
 
 @dataclass(frozen=True)
@@ -312,6 +381,12 @@ class Arrival:
     hit: MturkHit
     worker_id: str
     submit_to: str
+    confirmed: bool = True
+
+
+# HITs whose accepted assignments may still be worked on: an expired HIT takes no new workers, but those who
+# accepted it before keep their assignment until its duration runs out.
+WORKABLE_HITS = (HitState.PUBLISHED, HitState.EXPIRED)
 
 
 def submit_url(turk_submit_to: str) -> str:
@@ -325,23 +400,37 @@ def submit_url(turk_submit_to: str) -> str:
 def arrival_confirm(
     mturk, *, assignment_id: str, hit_id: str, worker_id: str, turk_submit_to: str
 ) -> Arrival:
-    """Trust the ids MTurk put in the URL only after MTurk confirms them: the assignment exists, belongs to
-    this worker and to one of our HITs."""
+    """Check the ids MTurk put in the URL as far as MTurk lets us before the work is submitted.
+
+    GetAssignment (and ListAssignmentsForHIT) answer only for assignments whose status is Submitted, Approved
+    or Rejected (the service model's AssignmentStatus has no "accepted" value), so a worker who has just
+    accepted cannot be confirmed yet: MTurk answers RequestError. Such an arrival opens an unconfirmed session;
+    `sync_hits` confirms it from MTurk's own list of submitted assignments (same AssignmentId, WorkerId and
+    HITId) before anything is approved or paid, so ids taken on trust never earn money. An assignment MTurk
+    does know must belong to this worker and HIT, or the page is refused."""
     submit_to = submit_url(turk_submit_to)
-    hit = MturkHit.objects.select_related("hit_type").filter(hit_id=hit_id, state=HitState.PUBLISHED).first()
+    hit = MturkHit.objects.select_related("hit_type").filter(hit_id=hit_id, state__in=WORKABLE_HITS).first()
     if hit is None:
         raise MturkError("this HIT is not one of ours")
     try:
         found = call(mturk, "get_assignment", AssignmentId=assignment_id)["Assignment"]
     except ClientError as exc:
-        raise MturkError("Mechanical Turk does not know this assignment") from exc
+        if error_code(exc) != "RequestError":
+            raise MturkError(
+                "Mechanical Turk could not check this assignment now; reload the page in a minute"
+            ) from exc
+        return Arrival(assignment_id, hit, worker_id, submit_to, confirmed=False)
     if found.get("WorkerId") != worker_id or found.get("HITId") != hit_id:
         raise MturkError("the assignment does not belong to this worker and HIT")
-    return Arrival(assignment_id, hit, worker_id, submit_to)
+    return Arrival(assignment_id, hit, worker_id, submit_to, confirmed=True)
 
 
 def session_start(arrival: Arrival) -> Bundle:
-    """The confirmed assignment's bundle (resumed on a reload) and its row with the submit URL."""
+    """The arrival's bundle (resumed on a reload) and its assignment row with the submit URL. A session
+    reference (the AssignmentId) stays bound to the first worker id that opened it."""
+    seen = MturkAssignment.objects.filter(assignment_id=arrival.assignment_id).first()
+    if seen is not None and (seen.mturk_worker_id != arrival.worker_id or seen.hit_id != arrival.hit.pk):
+        raise SessionInvalid("this session belongs to another worker, dataset or task kind")
     worker = worker_for_external(source=WorkerSource.MTURK, external_id=arrival.worker_id)
     hit_type = arrival.hit.hit_type
     bundle = bundle_open(
@@ -351,15 +440,18 @@ def session_start(arrival: Arrival) -> Bundle:
         dataset=hit_type.dataset,
         kind=hit_type.kind,
     )
-    MturkAssignment.objects.get_or_create(
+    row, created = MturkAssignment.objects.get_or_create(
         assignment_id=arrival.assignment_id,
         defaults={
             "hit": arrival.hit,
             "mturk_worker_id": arrival.worker_id,
             "bundle": bundle,
             "submit_to": arrival.submit_to,
+            "confirmed": arrival.confirmed,
         },
     )
+    if not created and arrival.confirmed and not row.confirmed:
+        MturkAssignment.objects.filter(pk=row.pk).update(confirmed=True)
     return bundle
 
 

@@ -6,19 +6,22 @@ Safe to run twice at once: each assignment row is locked (SKIP LOCKED) while it 
 run passes it by; a settled row is never settled again; and if a run dies between MTurk's answer and our
 commit, the next run reads MTurk's status before approving again and reuses the bonus's token, so nothing is
 paid twice.
+
+Disposing ends a finished dataset's HITs: expired at once, deleted once MTurk releases them.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 
 from botocore.exceptions import ClientError
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.models import Task, TaskState
 from crowd.models import (
     Bundle,
     BundleState,
@@ -33,7 +36,7 @@ from crowd.models import (
 )
 from gold.services import payments_decide
 
-from .mturk import call, error_code, paginate
+from .mturk import WORKABLE_HITS, bonus_fee, call, error_code, paginate, reward_fee
 from .payments import PENDING, bundle_decisions, bundle_recommendation
 
 REJECT_FEEDBACK = (
@@ -124,12 +127,21 @@ def assignment_settle(mturk, hit: MturkHit, found: dict, report: SyncReport, sle
         if row.status in (MturkAssignmentStatus.APPROVED, MturkAssignmentStatus.REJECTED):
             return
         bundle = Bundle.objects.filter(provider=Provider.MTURK, external_ref=assignment_id).first()
-        if bundle is None or bundle.state != BundleState.COMPLETE or found["WorkerId"] != row.mturk_worker_id:
-            # Submitted without finishing the work in our page: an organizer looks at it (never auto-reject).
+        if (
+            bundle is None
+            or bundle.state != BundleState.COMPLETE
+            or found["WorkerId"] != row.mturk_worker_id
+            or row.hit_id != hit.pk
+        ):
+            # Submitted without finishing the work in our page, or by other ids than the page was opened
+            # with: an organizer looks at it (never auto-reject), and nothing is paid.
             row.status = MturkAssignmentStatus.UNMATCHED
             row.save(update_fields=["status"])
             report.unmatched += 1
             return
+        if not row.confirmed:  # MTurk's own list names this worker and HIT: the page's ids were true
+            row.confirmed = True
+            row.save(update_fields=["confirmed"])
         decision = bundle_recommendation(bundle_decisions([bundle], refresh=False).get(bundle.pk, []))
         if decision == PENDING:
             report.waiting += 1
@@ -141,14 +153,17 @@ def assignment_settle(mturk, hit: MturkHit, found: dict, report: SyncReport, sle
         else:
             _approve(mturk, row, sleep)
             row.status = MturkAssignmentStatus.APPROVED
+            row.reward_paid = hit.hit_type.reward
+            row.fees_paid = reward_fee(row.reward_paid, hit.max_assignments)
             report.approved += 1
             amount = hit.hit_type.bonus
             if decision == "bonus" and amount > 0:
                 _bonus(mturk, row, amount, sleep)
                 row.bonus_paid = amount
+                row.fees_paid += bonus_fee(amount)
                 report.bonuses += 1
         row.bundle, row.decided_at = bundle, timezone.now()
-        row.save(update_fields=["status", "bundle", "bonus_paid", "decided_at"])
+        row.save(update_fields=["status", "bundle", "reward_paid", "bonus_paid", "fees_paid", "decided_at"])
 
 
 BLOCK_REASON = "Too many wrong answers to check questions with known answers."
@@ -174,7 +189,7 @@ def workers_block(mturk, report: SyncReport, sleep=time.sleep) -> None:
 def hits_sync(mturk, *, dataset_id: int | None = None, sleep=time.sleep) -> SyncReport:
     """List every published HIT's submitted assignments (paginated) and settle each."""
     report = SyncReport()
-    hits = MturkHit.objects.filter(state=HitState.PUBLISHED).select_related("hit_type").order_by("id")
+    hits = MturkHit.objects.filter(state__in=WORKABLE_HITS).select_related("hit_type").order_by("id")
     if dataset_id is not None:
         hits = hits.filter(hit_type__dataset_id=dataset_id)
     datasets = sorted({hit.hit_type.dataset_id for hit in hits})
@@ -196,25 +211,87 @@ def hits_sync(mturk, *, dataset_id: int | None = None, sleep=time.sleep) -> Sync
     return report
 
 
-EXPIRED = datetime(2015, 1, 1, tzinfo=UTC)  # any past instant: MTurk expires the HIT at once
+def dataset_kinds_finished() -> list[tuple[int, str]]:
+    """(dataset, kind) pairs with HITs still on MTurk, tasks of that kind, and none of them left open or
+    leased: the work HITs were published for is done. (HITs published before their tasks were queued are not
+    finished work; a later stage that queues new tasks of the kind needs new HITs.)"""
+    pairs = set(
+        MturkHit.objects.filter(state__in=WORKABLE_HITS).values_list("hit_type__dataset_id", "hit_type__kind")
+    )
+    if not pairs:
+        return []
+    datasets = {d for d, _ in pairs}
+    some = set(Task.objects.filter(dataset_id__in=datasets).values_list("dataset_id", "kind").distinct())
+    busy = set(
+        Task.objects.filter(dataset_id__in=datasets, state__in=(TaskState.OPEN, TaskState.LEASED))
+        .values_list("dataset_id", "kind")
+        .distinct()
+    )
+    return sorted((pairs & some) - busy)
 
 
-def hits_dispose(mturk, *, dataset_id: int, sleep=time.sleep) -> tuple[int, int]:
-    """Expire the dataset's published HITs (no new assignments) and delete those MTurk lets go of: MTurk keeps a
-    HIT with assignments still awaiting a decision, so run this after a sync; the rest go on the next run.
-    Returns (expired, deleted)."""
-    expired = deleted = 0
-    for hit in MturkHit.objects.filter(hit_type__dataset_id=dataset_id, state=HitState.PUBLISHED).order_by(
-        "id"
+@dataclass
+class DisposeReport:
+    expired: int = 0
+    deleted: int = 0
+    kept: int = 0  # MTurk still holds assignments in progress or awaiting our decision: the next run retries
+
+
+def _hit_releasable(mturk, hit: MturkHit, sleep) -> bool:
+    """MTurk deletes only Reviewable HITs whose submitted assignments are all approved or rejected."""
+    found = call(mturk, "get_hit", sleep=sleep, HITId=hit.hit_id)["HIT"]
+    if found.get("HITStatus") != "Reviewable" or found.get("NumberOfAssignmentsPending", 0):
+        return False
+    for _ in paginate(
+        mturk,
+        "list_assignments_for_hit",
+        "Assignments",
+        sleep=sleep,
+        HITId=hit.hit_id,
+        MaxResults=100,
+        AssignmentStatuses=["Submitted"],
     ):
-        call(mturk, "update_expiration_for_hit", sleep=sleep, HITId=hit.hit_id, ExpireAt=EXPIRED)
-        expired += 1
+        return False
+    return True
+
+
+def hits_dispose(
+    mturk, *, dataset_id: int, kind: str | None = None, now: datetime | None = None, sleep=time.sleep
+) -> DisposeReport:
+    """Expire the dataset's HITs (of one kind, or all) so that nobody new accepts them, then delete each once
+    MTurk lets go of it: Reviewable, with every submitted assignment approved or rejected (run after a sync;
+    the rest go on a later run). Idempotent: an expired HIT is not expired again, a deleted one is left."""
+    report = DisposeReport()
+    hits = MturkHit.objects.filter(hit_type__dataset_id=dataset_id, state__in=WORKABLE_HITS)
+    if kind is not None:
+        hits = hits.filter(hit_type__kind=kind)
+    now = now or timezone.now()
+    for hit in hits.order_by("id"):
+        if hit.state == HitState.PUBLISHED:
+            call(mturk, "update_expiration_for_hit", sleep=sleep, HITId=hit.hit_id, ExpireAt=now)
+            MturkHit.objects.filter(pk=hit.pk, state=HitState.PUBLISHED).update(state=HitState.EXPIRED)
+            report.expired += 1
+        if not _hit_releasable(mturk, hit, sleep):
+            report.kept += 1
+            continue
         try:
             call(mturk, "delete_hit", sleep=sleep, HITId=hit.hit_id)
         except ClientError as exc:
             if error_code(exc) != "RequestError":
                 raise
-            continue  # assignments still pending: kept for the next run
+            report.kept += 1  # an assignment came in meanwhile: kept for the next run
+            continue
         MturkHit.objects.filter(pk=hit.pk).update(state=HitState.DISPOSED)
-        deleted += 1
-    return expired, deleted
+        report.deleted += 1
+    return report
+
+
+def hits_dispose_finished(mturk, *, now: datetime | None = None, sleep=time.sleep) -> DisposeReport:
+    """`hits_dispose` for every (dataset, kind) whose work is done (`dataset_kinds_finished`)."""
+    total = DisposeReport()
+    for dataset_id, kind in dataset_kinds_finished():
+        one = hits_dispose(mturk, dataset_id=dataset_id, kind=kind, now=now, sleep=sleep)
+        total.expired += one.expired
+        total.deleted += one.deleted
+        total.kept += one.kept
+    return total

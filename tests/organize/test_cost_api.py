@@ -41,7 +41,7 @@ def test_the_ledger_counts_tasks_answers_and_seconds_per_stage_and_synset(
         format="json",
     )
     assert patch.status_code == 200, patch.data
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(11):  # a fixed number: 8 for usage, 3 for the providers' spend
         ledger = client.get(f"/api/v1/datasets/{dataset.pk}/cost").data
     rows = {(r["stage"], r["wnid"]): r for r in ledger["rows"]}
     assert set(rows) == {("binary_vote", "n02084071"), ("binary_vote", "n02121808")}
@@ -56,3 +56,56 @@ def test_bad_prices_are_refused_naming_the_field(api_client, organizer, dataset)
         f"/api/v1/datasets/{dataset.pk}/cost-settings", {"fee_fraction": -1}, format="json"
     )
     assert response.status_code == 400 and "fee_fraction" in response.data
+
+
+def test_the_ledger_shows_what_mturk_paid_beside_the_published_estimate(api_client, organizer, dataset):
+    """Spend comes from the settled assignment rows (reward, bonus and fees recorded at approval), never from
+    the configured prices; rejected and unsettled assignments pay nothing."""
+    from decimal import Decimal
+
+    from crowd.models import HitState, MturkAssignment, MturkBudget, MturkHit, MturkHitType
+
+    client = api_client(organizer)
+    assert client.get(f"/api/v1/datasets/{dataset.pk}/cost").data["spend"] == []  # no provider moved money
+    hit_type = MturkHitType.objects.create(
+        dataset=dataset, kind="binary_vote", title="t", description="d", reward=Decimal("0.50")
+    )
+    MturkBudget.objects.create(dataset=dataset, cap=Decimal("20.00"))
+    hit = MturkHit.objects.create(
+        hit_type=hit_type,
+        batch="b",
+        request_token="t1",
+        hit_id="HIT1",
+        max_assignments=3,
+        estimated_cost=Decimal("1.80"),
+        state=HitState.PUBLISHED,
+    )
+    for n, (status, reward, bonus, fees) in enumerate(
+        [
+            ("approved", "0.50", "0.10", "0.12"),
+            ("approved", "0.50", "0.00", "0.10"),
+            ("rejected", "0.00", "0.00", "0.00"),
+            ("submitted", "0.00", "0.00", "0.00"),
+        ]
+    ):
+        MturkAssignment.objects.create(
+            assignment_id=f"A{n}",
+            hit=hit,
+            mturk_worker_id=f"W{n}",
+            status=status,
+            reward_paid=Decimal(reward),
+            bonus_paid=Decimal(bonus),
+            fees_paid=Decimal(fees),
+        )
+    (spend,) = client.get(f"/api/v1/datasets/{dataset.pk}/cost").data["spend"]
+    assert spend == {
+        "provider": "mturk",
+        "assignments_approved": 2,
+        "assignments_rejected": 1,
+        "rewards": "1.00",
+        "bonuses": "0.10",
+        "fees": "0.22",
+        "total": "1.32",
+        "estimated": "1.80",
+        "budget": "20.00",
+    }

@@ -1,8 +1,12 @@
 """`manage.py publish_hits`: plan a batch of MTurk HITs for a dataset and task kind (budget checked before any
-call to MTurk), then publish it. A batch that failed halfway is finished with `--resume BATCH`: its HITs
-carry UniqueRequestTokens, so nothing is published twice."""
+call to MTurk), then publish it; `--title`/`--reward` (and `--budget`) make the HIT type and budget in the same
+command. A batch that failed halfway is finished with `--resume BATCH`: its HITs carry UniqueRequestTokens, so
+nothing is published twice."""
 
 from __future__ import annotations
+
+import argparse
+from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -11,6 +15,16 @@ from annotation import kinds
 from annotation.models import Dataset
 from crowd.models import MturkHitType
 from crowd.providers import mturk
+
+
+def money(value: str) -> Decimal:
+    try:
+        amount = Decimal(value).quantize(Decimal("0.01"))
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an amount in US$, e.g. 0.25") from None
+    if not amount.is_finite():
+        raise argparse.ArgumentTypeError(f"{value!r} is not an amount in US$, e.g. 0.25")
+    return amount
 
 
 class Command(BaseCommand):
@@ -24,6 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--resume", metavar="BATCH", help="Finish publishing a batch planned earlier.")
         parser.add_argument(
             "--dry-run", action="store_true", help="Print the cost estimate; publish nothing."
+        )
+        parser.add_argument("--title", default="", help="Make or change the HIT type: its title.")
+        parser.add_argument("--description", default="", help="... its description (default: the title).")
+        parser.add_argument("--reward", type=money, default=None, help="... its reward per assignment, US$.")
+        parser.add_argument(
+            "--budget", type=money, default=None, help="Set the dataset's MTurk budget cap (US$, with fees)."
         )
 
     def handle(self, *args, **options):
@@ -44,6 +64,19 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"unknown task kind {options['kind']!r}; known: {', '.join(kinds.names())}"
                 )
+            try:
+                if options["title"] or options["description"] or options["reward"] is not None:
+                    mturk.hit_type_configure(
+                        dataset=dataset,
+                        kind=options["kind"],
+                        title=options["title"],
+                        description=options["description"],
+                        reward=options["reward"],
+                    )
+                if options["budget"] is not None:
+                    mturk.budget_set(dataset=dataset, cap=options["budget"])
+            except mturk.MturkError as exc:
+                raise CommandError(str(exc)) from None
             if options["dry_run"]:
                 hit_type = MturkHitType.objects.filter(dataset=dataset, kind=options["kind"]).first()
                 if hit_type is None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
@@ -19,8 +21,11 @@ from django.test import override_settings
 
 from annotation.models import Dataset
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
+from crowd import provider_flows
 from crowd.driver import Accounts, dumps, simulate
-from crowd.models import WorkerSource
+from crowd.models import BundleSize, MturkBudget, MturkHitType, WorkerSource
+from crowd.providers import mturk
+from crowd.providers.mturk_fake import FakeMturk
 from crowd.report import side_by_side
 from crowd.scenarios import SCENARIOS
 from crowd.scenes import HOSTILE_SCENES, SceneClass
@@ -41,6 +46,8 @@ DEFAULT_HIERARCHY = {
 HIERARCHY_SCENARIOS = ("multilabel", "full")
 # Splits of the full scenario: no test split, so the export API returns every label (test labels are withheld).
 FULL_SPLITS = {"train": 0.8, "val": 0.2, "test": 0.0}
+# A simulated MTurk run's budget cap: ample for a small scenario (each HIT's estimate counts against it).
+SIMULATED_MTURK_BUDGET = Decimal("1000.00")
 CONSENSUS_RULES = ("dynamic", "weighted", *(f"majority{n}" for n in range(3, 16, 2)))
 # The full scenario runs as a careful organizer would: with gold seeded at this rate unless --gold-rate says
 # otherwise (the platform's gold policing and qualification are part of its design; docs/gold.md).
@@ -130,6 +137,78 @@ class ShellOperator:
             stderr=io.StringIO(),
             **FULL_SPLITS,
         )
+
+
+class ProviderOperator:
+    """The shell side of `--provider mturk-fake`: what an organizer sets up in the admin (a HIT type and a
+    budget, the bundle size) and the commands they run (`publish_hits`, `sync_hits`)."""
+
+    def bundle_size(self, dataset_name: str, kind: str, size: int) -> None:
+        BundleSize.objects.update_or_create(
+            dataset=Dataset.objects.get(name=dataset_name), kind=kind, defaults={"size": size}
+        )
+
+    def mturk_setup(self, dataset_name: str, kind: str) -> None:
+        dataset = Dataset.objects.get(name=dataset_name)
+        MturkHitType.objects.update_or_create(
+            dataset=dataset,
+            kind=kind,
+            defaults={
+                "title": "Simulated: does the image show it?",
+                "description": "Answer yes or no about a few images.",
+                "keywords": "image, yes/no",
+                "reward": Decimal("0.20"),
+                "bonus": Decimal("0.05"),
+                "min_approval_rate": 95,
+            },
+        )
+        MturkBudget.objects.update_or_create(dataset=dataset, defaults={"cap": SIMULATED_MTURK_BUDGET})
+
+    def publish_hits(self, dataset_name: str, kind: str, count: int, max_assignments: int) -> None:
+        call_command(
+            "publish_hits",
+            dataset=dataset_name,
+            kind=kind,
+            count=count,
+            max_assignments=max_assignments,
+            stdout=io.StringIO(),
+        )
+
+    def sync_hits(self) -> dict:
+        out = io.StringIO()
+        call_command("sync_hits", dispose_finished=True, stdout=out)
+        return json.loads(out.getvalue())
+
+
+@contextmanager
+def provider_edge(provider: str | None):
+    """`mturk-fake`: the fake marketplace as this process's MTurk client, and a public https address for the
+    ExternalQuestion (MTurk frames only HTTPS pages) unless one is configured."""
+    if provider != "mturk-fake":
+        yield None
+        return
+    public = settings.CROWDLABEL["MTURK_PUBLIC_URL"] or "https://crowdlabel.example"
+    with (
+        override_settings(CROWDLABEL={**settings.CROWDLABEL, "MTURK_PUBLIC_URL": public}),
+        mturk.client_replaced(FakeMturk()) as fake,
+    ):
+        yield fake
+
+
+def provider_flow(provider: str | None, transport, scenario, crowd, seed: int, fake):
+    if provider is None:
+        return None
+    if provider == "inhouse":
+        return provider_flows.InhouseFlow(transport, scenario, crowd, seed=seed)
+    if len(scenario.kinds) != 1:
+        raise CommandError(
+            f"--provider {provider} runs scenarios of one task kind (verify); not {scenario.name}"
+        )
+    if provider == "external":
+        return provider_flows.StudyFlow(transport, scenario, crowd, seed=seed, operator=ProviderOperator())
+    return provider_flows.MturkFlow(
+        transport, scenario, crowd, seed=seed, fake=fake, operator=ProviderOperator()
+    )
 
 
 class Command(BaseCommand):
@@ -240,6 +319,15 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--report", type=Path, default=None, help="Also write a Markdown report with plots here."
+        )
+        parser.add_argument(
+            "--provider",
+            choices=provider_flows.PROVIDERS,
+            default=None,
+            help="Bring the crowd through a crowd provider's session flow instead of worker accounts: "
+            "mturk-fake (HITs on an in-memory MTurk marketplace, bundles on /mturk/task/, publish_hits and "
+            "sync_hits), external (a study link with completion codes) or inhouse (invitations, then the worker "
+            "API). The summary gains a `provider` section.",
         )
         parser.add_argument("--no-progress", action="store_true")
 
@@ -368,17 +456,19 @@ class Command(BaseCommand):
             **extra,
         )
         transport = HttpTransport(opts["server"]) if opts["server"] else InProcessTransport()
-        summary = simulate(
-            transport,
-            scenario,
-            crowd,
-            accounts,
-            dataset_name=f"sim-{scenario_name}-{opts['seed']}-{run_id}",
-            seed=opts["seed"],
-            concurrency=opts["concurrency"],
-            max_tasks=opts["max_tasks"],
-            progress=None if opts["no_progress"] else self.progress,
-        )
+        with provider_edge(opts["provider"]) as fake:
+            summary = simulate(
+                transport,
+                scenario,
+                crowd,
+                accounts,
+                dataset_name=f"sim-{scenario_name}-{opts['seed']}-{run_id}",
+                seed=opts["seed"],
+                concurrency=opts["concurrency"],
+                max_tasks=opts["max_tasks"],
+                progress=None if opts["no_progress"] else self.progress,
+                flow=provider_flow(opts["provider"], transport, scenario, crowd, opts["seed"], fake),
+            )
         summary["crowd"] = crowd_name
         if not opts["no_progress"]:
             sys.stderr.write("\n")
@@ -428,6 +518,14 @@ class Command(BaseCommand):
             opts["majority"] = ()
         if any(n < 1 for n in opts["majority"]):
             problems.append("--majority vote counts must be at least 1")
+        if opts["provider"] == "mturk-fake" and opts["server"]:
+            problems.append(
+                "--provider mturk-fake runs in-process: the fake marketplace lives in this process"
+            )
+        if opts["provider"] and opts["concurrency"] > 1:
+            problems.append("--provider runs the crowd in one thread (--concurrency 1)")
+        if opts["provider"] and opts["compare_crowds"]:
+            problems.append("--provider runs one crowd: not with --compare-crowds")
         if opts["concurrency"] < 1:
             problems.append("--concurrency must be at least 1")
         if opts["concurrency"] > 1 and not opts["server"]:

@@ -1,5 +1,6 @@
-"""`manage.py sync_hits`: settle submitted MTurk assignments (approve, reject only on gold, bonus). The same
-work the periodic Celery task `crowd.mturk.hits_sync` does; safe to run alongside it."""
+"""`manage.py sync_hits`: settle submitted MTurk assignments (approve, reject only on gold, bonus), and with
+`--dispose-finished` end the HITs of finished work. The same work the periodic Celery task
+`crowd.mturk.hits_sync` does; safe to run alongside it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ class Command(BaseCommand):
             action="store_true",
             help="After syncing, expire the dataset's HITs and delete those MTurk releases (needs --dataset).",
         )
+        parser.add_argument(
+            "--dispose-finished",
+            action="store_true",
+            help="After syncing, expire and delete the HITs of every dataset and kind whose tasks are all done.",
+        )
 
     def handle(self, *args, **options):
         dataset_id = None
@@ -35,10 +41,13 @@ class Command(BaseCommand):
         try:
             client = mturk.client()
             body = asdict(mturk_sync.hits_sync(client, dataset_id=dataset_id))
+            disposed = None
             if options["dispose"]:
-                body["hits_expired"], body["hits_deleted"] = mturk_sync.hits_dispose(
-                    client, dataset_id=dataset_id
-                )
+                disposed = mturk_sync.hits_dispose(client, dataset_id=dataset_id)
+            elif options["dispose_finished"]:
+                disposed = mturk_sync.hits_dispose_finished(client)
+            if disposed is not None:
+                body |= {f"hits_{k}": v for k, v in asdict(disposed).items()}
         except Exception as exc:
             raise CommandError(f"sync stopped: {exc}; it is safe to run again") from exc
         self.stdout.write(json.dumps(body, indent=2))

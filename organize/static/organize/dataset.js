@@ -64,6 +64,12 @@ async function refreshCost() {
   ];
   document.querySelector("#cost-alternatives tbody").replaceChildren(...rows.map(([name, cost]) =>
     el("tr", {}, el("td", { text: name }), el("td", { class: "num", text: money(cost) }))));
+  // Money the providers actually paid (decimal strings), beside the estimate they were published at.
+  const spend = ledger.spend.map((s) => el("tr", {}, el("td", { text: s.provider }),
+    num(s.assignments_approved), num(s.assignments_rejected), num(s.rewards), num(s.bonuses), num(s.fees),
+    num(s.total), num(s.estimated), num(s.budget ?? "none")));
+  document.getElementById("cost-spend").hidden = spend.length === 0;
+  document.querySelector("#cost-spend tbody").replaceChildren(...spend);
 }
 
 function showReview(data) {

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from crowd.models import Bundle, StudyLink
-from crowd.providers import external_link
+from crowd.providers import base, external_link
 from tests.conftest import client_for
 from tests.crowd.providers.conftest import answer_bundle, session_client
 
@@ -103,3 +103,29 @@ def test_study_links_are_created_by_the_datasets_organizers_only(dataset, organi
     bad = client_for(organizer).post("/api/v1/studies", {**body, "kind": "nope"}, format="json")
     assert bad.status_code == 400 and "known" in str(bad.json())
     assert client_for(stranger).get("/api/v1/studies").json()["results"] == []
+
+
+@pytest.mark.django_db
+def test_study_link_command_makes_the_link_once_and_exports_completions(dataset, votes):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = io.StringIO()
+    call_command("study_link", dataset=dataset.name, kind="binary_vote", stdout=out)
+    link = StudyLink.objects.get()
+    assert out.getvalue().strip() == f"made study link: /study/{link.key}/?PROLIFIC_PID=<participant id>"
+    again = io.StringIO()
+    call_command("study_link", dataset=dataset.name, kind="binary_vote", stdout=again)
+    assert again.getvalue().startswith("existing study link") and StudyLink.objects.count() == 1
+    bundle = external_link.study_session_start(study=link, participant="P1")
+    for n in range(bundle.size):
+        step = base.bundle_next(bundle)
+        base.bundle_submit(
+            bundle, assignment_id=step.assignment.pk, answer={"answer": True}, idempotency_key=f"{n}"
+        )
+    csv_out = io.StringIO()
+    call_command("study_link", dataset=dataset.name, kind="binary_vote", completions=True, stdout=csv_out)
+    header, row = csv_out.getvalue().strip().splitlines()
+    assert header.startswith("participant,bundle,code") and row.startswith(f"P1,{bundle.pk},{bundle.pk}-")
+    with pytest.raises(CommandError, match="unknown task kind"):
+        call_command("study_link", dataset=dataset.name, kind="nope")

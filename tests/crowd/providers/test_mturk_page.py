@@ -1,5 +1,6 @@
-"""/mturk/task/: framable only by MTurk's hosts; preview leases nothing; an accepted assignment is confirmed
-with MTurk (get_assignment) before its ids are trusted; the form posts only to MTurk's own submit URL."""
+"""/mturk/task/: framable only by MTurk's hosts; preview leases nothing; an accepted assignment is checked
+with MTurk (get_assignment) as far as MTurk answers before submission; the form posts only to MTurk's own
+submit URL."""
 
 from __future__ import annotations
 
@@ -97,7 +98,41 @@ def test_ids_mturk_does_not_confirm_are_refused(client, published_hit, votes, mt
     assert not Bundle.objects.exists() and not Worker.objects.filter(source="mturk").exists()
 
 
-def test_an_assignment_mturk_does_not_know_is_refused(client, published_hit, votes, mturk_client):
-    mturk_client.add_client_error("get_assignment", service_error_code="RequestError", http_status_code=400)
+def test_an_accepted_not_yet_submitted_assignment_opens_an_unconfirmed_session(
+    client, published_hit, votes, mturk_client
+):
+    """GetAssignment answers only for Submitted, Approved or Rejected assignments (MTurk's service model has
+    no "accepted" status), so a fresh arrival cannot be confirmed: its session opens unconfirmed, and only
+    MTurk's own submitted list confirms it later (tests/crowd/providers/test_mturk_sync.py)."""
+    mturk_client.add_client_error(
+        "get_assignment",
+        service_error_code="RequestError",
+        service_message="This operation can be called with a status of: Submitted, Approved, Rejected",
+        http_status_code=400,
+    )
     response = open_task(client)
-    assert response.status_code == 400 and b"does not know this assignment" in response.content
+    assert response.status_code == 200 and b"data-session" in response.content
+    row = MturkAssignment.objects.get()
+    assert (row.assignment_id, row.mturk_worker_id, row.confirmed) == ("ASSIGN1", "WORKER1", False)
+
+
+def test_a_reload_with_another_worker_id_is_refused(client, published_hit, votes, mturk_client):
+    for _ in range(2):
+        mturk_client.add_client_error(
+            "get_assignment", service_error_code="RequestError", http_status_code=400
+        )
+    assert open_task(client).status_code == 200
+    response = open_task(client, workerId="SOMEONEELSE")
+    assert response.status_code == 400 and b"belongs to another worker" in response.content
+    assert Bundle.objects.count() == 1 and not Worker.objects.filter(external_id="SOMEONEELSE").exists()
+
+
+def test_an_mturk_failure_other_than_a_request_error_refuses_the_page(
+    client, published_hit, votes, mturk_client
+):
+    mturk_client.add_client_error(
+        "get_assignment", service_error_code="InternalServerError", http_status_code=500
+    )
+    response = open_task(client)
+    assert response.status_code == 400 and b"could not check this assignment" in response.content
+    assert not Bundle.objects.exists()

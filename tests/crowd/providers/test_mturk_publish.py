@@ -197,3 +197,67 @@ def test_organizer_api_plans_the_batch_and_publishes_it(
     assert hit.hit_id == "HITA"
     over = client_for(organizer).post("/api/v1/mturk/hits", {**body, "count": 1000}, format="json")
     assert over.status_code == 400 and "budget" in str(over.json())
+
+
+@pytest.mark.django_db
+def test_one_command_goes_from_a_bare_dataset_to_published_hits(dataset, settings, mturk_client):
+    """The HIT type and the budget made by the same publish_hits call: a dataset needs no admin step."""
+    from io import StringIO
+
+    from botocore.stub import ANY
+
+    from crowd.models import MturkHitType
+
+    settings.CROWDLABEL = {**settings.CROWDLABEL, "MTURK_PUBLIC_URL": "https://crowdlabel.example"}
+    base = {"dataset": dataset.name, "kind": "binary_vote", "count": 1, "max_assignments": 3}
+    with pytest.raises(CommandError, match="give a title and a reward"):
+        call_command("publish_hits", **base, title="Yes or no?")
+    with pytest.raises(CommandError, match="not an amount"):
+        call_command("publish_hits", "--reward", "lots", **base)
+    mturk_client.add_response(
+        "create_hit_type",
+        {"HITTypeId": "HITTYPE1"},
+        {
+            **dict.fromkeys(
+                [
+                    "AutoApprovalDelayInSeconds",
+                    "AssignmentDurationInSeconds",
+                    "Keywords",
+                    "QualificationRequirements",
+                ],
+                ANY,
+            ),
+            "Reward": "0.25",
+            "Title": "Yes or no?",
+            "Description": "Yes or no?",
+        },
+    )
+    mturk_client.add_response(
+        "create_hit_with_hit_type",
+        {"HIT": _hit("HITX", "t")},
+        dict.fromkeys(
+            [
+                "HITTypeId",
+                "MaxAssignments",
+                "LifetimeInSeconds",
+                "Question",
+                "RequesterAnnotation",
+                "UniqueRequestToken",
+            ],
+            ANY,
+        ),
+    )
+    out = StringIO()
+    call_command("publish_hits", "--reward", "0.25", "--budget", "5", **base, title="Yes or no?", stdout=out)
+    assert (
+        "published 1 HITs" in out.getvalue()
+        and "about $0.90 with fees ($4.10 of the budget left)" in out.getvalue()
+    )
+    hit_type = MturkHitType.objects.get()
+    assert (hit_type.title, hit_type.description, str(hit_type.reward)) == (
+        "Yes or no?",
+        "Yes or no?",
+        "0.25",
+    )
+    assert str(MturkBudget.objects.get().cap) == "5.00"
+    assert MturkHit.objects.get().hit_id == "HITX"

@@ -209,35 +209,35 @@ def test_workers_gold_blocked_are_blocked_on_mturk_once(published_hit, votes, mt
 
 
 @pytest.mark.django_db
-def test_dispose_expires_the_datasets_hits_and_keeps_those_mturk_still_holds(published_hit, mturk_client):
-    from crowd.models import HitState, MturkHit
-
-    second = MturkHit.objects.create(
-        hit_type=published_hit.hit_type,
-        batch="b",
-        request_token="tok-2",
-        hit_id="HIT2",
-        max_assignments=3,
-        estimated_cost=published_hit.estimated_cost,
-        state=HitState.PUBLISHED,
+def test_an_unconfirmed_session_is_confirmed_by_mturks_list_and_its_spend_recorded(
+    published_hit, votes, mturk_client, monkeypatch
+):
+    bundle = finished_bundle(published_hit)
+    MturkAssignment.objects.update(confirmed=False)  # opened before MTurk could confirm it (not submitted)
+    gold_says(bundle, "bonus", monkeypatch)
+    mturk_client.add_response(
+        "list_assignments_for_hit", {"Assignments": [assignment("ASSIGN1", "WORKER1")]}, LIST
     )
-    mturk_client.add_response("list_assignments_for_hit", {"Assignments": []}, LIST)
-    mturk_client.add_response("list_assignments_for_hit", {"Assignments": []}, {**LIST, "HITId": "HIT2"})
-    for hit_id, deletable in (("HIT1", True), ("HIT2", False)):
-        mturk_client.add_response(
-            "update_expiration_for_hit", {}, {"HITId": hit_id, "ExpireAt": mturk_sync.EXPIRED}
-        )
-        if deletable:
-            mturk_client.add_response("delete_hit", {}, {"HITId": hit_id})
-        else:
-            mturk_client.add_client_error(
-                "delete_hit", service_error_code="RequestError", http_status_code=400
-            )
-    out = StringIO()
-    call_command("sync_hits", dataset=published_hit.hit_type.dataset.name, dispose=True, stdout=out)
-    body = json.loads(out.getvalue())
-    assert (body["hits_expired"], body["hits_deleted"]) == (2, 1)
-    states = dict(MturkHit.objects.values_list("hit_id", "state"))
-    assert states == {"HIT1": "disposed", second.hit_id: "published"}
-    with pytest.raises(Exception, match="needs --dataset"):
-        call_command("sync_hits", dispose=True)
+    mturk_client.add_response("approve_assignment", {}, {"AssignmentId": "ASSIGN1"})
+    mturk_client.add_response("send_bonus", {})
+    assert mturk_sync.hits_sync(mturk.client()).approved == 1
+    row = MturkAssignment.objects.get()
+    assert row.confirmed
+    # $0.50 reward + 20% fee (3 assignments per HIT) = $0.10; $0.10 bonus + 20% = $0.02.
+    assert (str(row.reward_paid), str(row.bonus_paid), str(row.fees_paid)) == ("0.50", "0.10", "0.12")
+
+
+@pytest.mark.django_db
+def test_ids_mturk_lists_under_another_worker_are_never_paid(published_hit, votes, mturk_client, monkeypatch):
+    bundle = finished_bundle(
+        published_hit, worker_id="FORGED"
+    )  # the page was opened with a made-up worker id
+    MturkAssignment.objects.update(confirmed=False)
+    gold_says(bundle, "bonus", monkeypatch)
+    mturk_client.add_response(
+        "list_assignments_for_hit", {"Assignments": [assignment("ASSIGN1", "REALWORKER")]}, LIST
+    )
+    report = mturk_sync.hits_sync(mturk.client())  # the stubber holds no approve: a call would fail here
+    assert (report.unmatched, report.approved, report.bonuses) == (1, 0, 0)
+    row = MturkAssignment.objects.get()
+    assert (row.status, row.confirmed, str(row.bonus_paid)) == ("unmatched", False, "0.00")
