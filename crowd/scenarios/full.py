@@ -42,7 +42,10 @@ PHASE_ANSWERS = {"verification": "verify", "multilabel": "hierarchy", "review": 
 EXPORT_FORMATS = ("coco", "ilsvrc")
 EXPORT_WAIT_SECONDS = 300.0
 REVIEWER_ERROR_RATE = 0.02
-REVIEW_ROUNDS = 3
+# Review rounds at most: a round is an overlap scan, the reviewer working the queue empty, and the crowd working
+# on what the decisions sent back. The operator goes on until a round finds nothing to decide (every accepted box
+# then passed a scan, so it is final); the cap only bounds a run that never settles.
+REVIEW_ROUNDS = 12
 # Sweeps for starved questions after the crowd runs dry, at most, per phase (each may open new questions).
 SWEEPS_PER_PHASE = 10
 # With --gold-rate: the organizer labels this many extra images (a share of --images) itself; they are posted as
@@ -251,8 +254,9 @@ class FullScenario:
             self.log(f"review round {round_no}: {decided} decisions")
             if not decided:
                 break
-            if not self._work_out(api, work):
-                break
+            self._work_out(api, work)
+        else:
+            self.operator.scan_overlaps(api.dataset_name)  # boxes of the last round's work are scanned too
         self.phase = "export"
         self.operator.make_splits(api.dataset_name, self.seed)
         self.log("export")
