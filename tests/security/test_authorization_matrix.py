@@ -16,6 +16,7 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
@@ -25,7 +26,7 @@ from consensus.models import Question, QuestionKind
 from crowd.models import StudyLink
 from hierarchy.models import Hierarchy
 from outbox.models import Message, MessageState
-from review.models import ReviewItem, ReviewKind
+from review.models import Decision, ReviewDecision, ReviewItem, ReviewKind
 from tests import factories
 
 ANON, WORKER, REVIEWER, ORG_A, ORG_B, STAFF = (
@@ -39,13 +40,13 @@ ANON, WORKER, REVIEWER, ORG_A, ORG_B, STAFF = (
 ROLES = (ANON, WORKER, REVIEWER, ORG_A, ORG_B, STAFF)
 TARGETS = ("A", "B")  # whose object the path names: organizer A's dataset (and the worker's own), or B's
 
-# Who an operation admits, and how its objects are scoped:
+# Who an operation admits, and how its objects are scoped (one scope, or one per role, "tenant" for the rest):
 #   tenant: rows of one dataset, seen only by its organizers (and staff, and admitted reviewers);
-#   own: the calling worker's own rows (target A is the worker's, B another worker's);
+#   own: the caller's own rows (target A is the worker's or reviewer's, B another worker's or reviewer's);
 #   shared: platform-wide rows (concepts, hierarchies, challenges) or no row at all.
 W, ORGS = frozenset({WORKER}), frozenset({ORG_A, ORG_B, STAFF})
 ANYONE_SIGNED_IN = frozenset({WORKER, REVIEWER, ORG_A, ORG_B, STAFF})
-POLICY: dict[str, tuple[frozenset[str], str]] = {
+POLICY: dict[str, tuple[frozenset[str], str | dict[str, str]]] = {
     # worker: taking and answering tasks
     "v1_tasks_next_retrieve": (W, "shared"),
     "v1_assignments_list": (W, "shared"),
@@ -70,7 +71,8 @@ POLICY: dict[str, tuple[frozenset[str], str]] = {
     "v1_review_next_retrieve": (frozenset({REVIEWER, STAFF}), "shared"),
     "v1_review_items_decide_create": (frozenset({REVIEWER, STAFF}), "shared"),
     "v1_review_items_release_create": (frozenset({REVIEWER, STAFF}), "shared"),
-    "v1_review_decisions_undo_create": (frozenset({REVIEWER, ORG_A, ORG_B, STAFF}), "tenant"),
+    # an organizer undoes any decision on their datasets; a reviewer only their own
+    "v1_review_decisions_undo_create": (frozenset({REVIEWER, ORG_A, ORG_B, STAFF}), {REVIEWER: "own"}),
     "v1_review_summary_retrieve": (frozenset({REVIEWER, ORG_A, ORG_B, STAFF}), "shared"),
     # the invitation link: for people without an account
     "v1_invitations_accept_create": (frozenset(ROLES), "shared"),
@@ -139,9 +141,7 @@ for _operation in (
 
 # Rows this test does not build (their id names no row, so "reached" may also be a 404 there).
 UNBUILT = {
-    "/api/v1/review/decisions/{id}/undo/": "a reviewer decision needs a whole review flow",
     "/api/v1/concepts/{wnid}/calibration/": "no calibration table is built for the concept",
-    "/api/v1/exports/{id}/file/": "the export job has not run, so it has no file yet",
 }
 
 
@@ -166,7 +166,7 @@ def test_every_operation_has_a_policy_entry():
     assert not stale, f"policy entries for operations that no longer exist: {stale}"
 
 
-def tenant(organizer, worker, tag: str) -> dict:
+def tenant(organizer, worker, reviewer, tag: str) -> dict:
     """One organizer's dataset with a row of every kind an operation's path can name."""
     dataset = factories.DatasetFactory(organizers=[organizer], name=f"dataset {tag}")
     image = factories.ImageFactory(dataset=dataset)
@@ -174,6 +174,12 @@ def tenant(organizer, worker, tag: str) -> dict:
     factories.TaskFactory(dataset=dataset, image=image, concept=concept)
     assignment = queue.task_lease_next(worker=worker.worker, dataset_id=dataset.pk)
     assert assignment is not None
+    review_item = ReviewItem.objects.create(
+        kind=ReviewKind.AMBIGUOUS, dataset=dataset, image=image, subject={"k": tag}, subject_key=tag
+    )
+    decision = ReviewDecision.objects.create(item=review_item, reviewer=reviewer, decision=Decision.DISTINCT)
+    export = ExportJob.objects.create(dataset=dataset, format="coco", state="done")
+    export.file.save(f"export-{tag}.zip", ContentFile(b"PK\x05\x06" + b"\0" * 18))  # an empty zip
     split = SplitVersion.objects.create(dataset=dataset, number=1, seed=1, ratios={"train": 1.0}, manifest={})
     return {
         "dataset": dataset.pk,
@@ -181,16 +187,15 @@ def tenant(organizer, worker, tag: str) -> dict:
         "image": image.pk,
         "assignment": assignment.pk,
         "split": split.number,
-        "export": ExportJob.objects.create(dataset=dataset, format="coco").pk,
+        "export": export.pk,
         "message": Message.objects.create(
             task_name="outbox.noop", dataset=dataset, state=MessageState.PARKED
         ).pk,
         "question": Question.objects.create(
             kind=QuestionKind.IMAGE_VERIFY, dataset=dataset, concept=concept
         ).pk,
-        "review_item": ReviewItem.objects.create(
-            kind=ReviewKind.AMBIGUOUS, dataset=dataset, image=image, subject={"k": tag}, subject_key=tag
-        ).pk,
+        "review_item": review_item.pk,
+        "decision": decision.pk,
         "study": StudyLink.objects.create(dataset=dataset, kind="binary_vote").pk,
         "challenge": Challenge.objects.create(
             name=f"challenge-{tag.lower()}", dataset=dataset, split_version=split, protocol="detection"
@@ -213,6 +218,7 @@ ID_OF = {
     "/api/v1/images/": "image",
     "/api/v1/questions/": "question",
     "/api/v1/review/items/": "review_item",
+    "/api/v1/review/decisions/": "decision",
     "/api/v1/studies/": "study",
 }
 
@@ -247,22 +253,25 @@ def concrete(path: str, rows: dict) -> str:
 def world(db):
     worker = factories.user_with_roles("worker", ("workers",))
     other_worker = factories.user_with_roles("worker-b", ("workers",))
+    reviewer = factories.user_with_roles("reviewer", ("reviewers",))
+    other_reviewer = factories.user_with_roles("reviewer-b", ("reviewers",))
     org_a = factories.user_with_roles("org-a", ("organizers",))
     org_b = factories.user_with_roles("org-b", ("organizers",))
     staff = get_user_model().objects.create_superuser("staff", password="pass-for-tests-123")
     users = {
         WORKER: worker,
-        REVIEWER: factories.user_with_roles("reviewer", ("reviewers",)),
+        REVIEWER: reviewer,
         ORG_A: org_a,
         ORG_B: org_b,
         STAFF: staff,
     }
-    rows = {"A": tenant(org_a, worker, "A"), "B": tenant(org_b, other_worker, "B")}
+    rows = {"A": tenant(org_a, worker, reviewer, "A"), "B": tenant(org_b, other_worker, other_reviewer, "B")}
     return users, rows
 
 
 def expected(operation_id: str, role: str, target: str, path: str) -> str:
-    admits, scope = POLICY[operation_id]
+    admits, scopes = POLICY[operation_id]
+    scope = scopes.get(role, "tenant") if isinstance(scopes, dict) else scopes
     if role not in admits:
         return "refused"
     if scope == "tenant" and role in (ORG_A, ORG_B) and target != role[-1]:
