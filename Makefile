@@ -43,9 +43,11 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-## bench: every benchmark, printing figures and ratios (takes minutes; see bench/README.md)
+## bench: every benchmark, printing figures and ratios (takes minutes; see bench/README.md).
+## `make bench BENCH_ARGS=` is the full mode (bench/load.py then runs 10 minutes of load under faults).
+BENCH_ARGS ?= --quick
 bench: $(VENV)/.installed
-	for f in bench/*.py; do echo "== $$f"; $(PY) $$f --quick || exit 1; done
+	for f in bench/*.py; do echo "== $$f"; $(PY) $$f $(BENCH_ARGS) || exit 1; done
 
 ## schema: write the OpenAPI schema to docs/openapi.yaml
 schema: $(VENV)/.installed

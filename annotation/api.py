@@ -80,6 +80,7 @@ class DatasetViewSet(
     def perform_create(self, serializer):
         dataset = serializer.save()
         dataset.organizers.add(self.request.user)
+        dataset.image_count = 0  # what the list's annotation gives: a new dataset has no images yet
 
     @extend_schema(
         parameters=[

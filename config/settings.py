@@ -358,7 +358,7 @@ REST_FRAMEWORK = {
         "config.parsers.FormParser",
         "config.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "config.pagination.StrictPageNumberPagination",
     # Per-role rates (config/throttling.py), e.g. "1200/min"; "off" disables one. Production limits by default;
     # development does not, so in-process simulations run at full speed.
     "DEFAULT_THROTTLE_CLASSES": ["config.throttling.RoleRateThrottle"],
@@ -387,6 +387,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The error answers every operation can give (config/openapi.py), after the default enum hook.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.openapi.document_error_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "QuestionStateEnum": "consensus.models.QuestionState",
         "QuestionKindEnum": "consensus.models.QuestionKind",

@@ -10,6 +10,7 @@ from config.login_throttle import SignInView, ThrottledAdminAuthenticationForm
 from config.whoami import MeView
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
+handler404 = "config.errors.not_found"  # JSON under /api/ (config/errors.py)
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -5,7 +5,6 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -13,6 +12,7 @@ from rest_framework.views import APIView
 from annotation.audit import audit_record, request_parameters
 from annotation.models import Dataset
 from annotation.serializers import dataset_images
+from config.pagination import StrictPageNumberPagination
 from config.queryparams import query_id
 from config.roles import IsOrganizer
 from hierarchy.models import Hierarchy
@@ -87,7 +87,7 @@ class MultilabelView(APIView):
         """Progress, and per image its status, questions, votes and present classes (paginated)."""
         dataset = self.dataset(request, pk)
         hierarchy_id = query_id(request.query_params, "hierarchy")
-        paginator = PageNumberPagination()
+        paginator = StrictPageNumberPagination()
         qs = selectors.labelings_of(dataset.pk, hierarchy_id)
         page = paginator.paginate_queryset(qs, request, view=self)
         response = paginator.get_paginated_response(ImageLabelingSerializer(page, many=True).data)

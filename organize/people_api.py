@@ -32,7 +32,7 @@ class InvitationCreateSerializer(serializers.Serializer):
 
 class InvitationSerializer(serializers.ModelSerializer):
     status = serializers.SerializerMethodField()
-    accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
