@@ -303,8 +303,8 @@ async function drain() {
       failures += 1;
       const count = outbox().length;
       showUnsaved(
-        `${count === 1 ? "Your last answer is" : `${count} answers are`} not saved yet (${error.message}). ` +
-          "They are kept here and sent again in a moment.",
+        (count === 1 ? "Your last answer is not saved yet" : `${count} answers are not saved yet`) +
+          ` (${error.message}). ${count === 1 ? "It is" : "They are"} kept here and sent again in a moment.`,
         false,
         actionButton("Try again now", () => retryNow && retryNow()),
       );
