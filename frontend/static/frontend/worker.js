@@ -6,6 +6,7 @@
 // across a network outage, a reload and a trip to sign in again.
 
 import { api, stored, submitAnswer, tabStorage } from "./api.js";
+import { showExamples } from "./examples.js";
 import { forgetImage, preload } from "./images.js";
 import { leaseCountdown } from "./lease.js";
 
@@ -184,6 +185,7 @@ async function present(assignment) {
   body.dataset.assignment = String(assignment.id);
   body.setAttribute("aria-busy", "true");
   entry.cleanup = renderer.render(body, assignment, (answer) => take(entry, answer));
+  showExamples(body, assignment.task);
   // The status line is the screen reader's live region: it reads the question itself, not the task kind.
   const heading = body.querySelector("h1");
   entry.question = heading ? heading.textContent : assignment.task.title;
@@ -210,7 +212,7 @@ function whenSeen(entry) {
         body.dataset.answerable = "true";
       }, MIN_LOOK_MS);
     });
-  const img = body.querySelector("img");
+  const img = body.querySelector("img.task-image"); // not an example image: those may load later
   if (!img) return seen();
   img.decode().then(seen, () => {
     if (current !== entry) return;
