@@ -1,9 +1,11 @@
 """Admin for datasets, images, boxes and the queue. Assignments are facts: the admin only shows them."""
 
+from django import forms
 from django.contrib import admin
 from django.db.models import Count
 
-from .models import Assignment, Box, BoxJob, Dataset, Image, Task
+from . import examples, kinds
+from .models import Assignment, Box, BoxJob, ConceptExample, Dataset, Image, Task
 
 
 @admin.register(Dataset)
@@ -92,3 +94,69 @@ class BoxJobAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class ConceptExampleAddForm(forms.ModelForm):
+    """Adding an example from the admin: the image is checked as API uploads are, then stored by the service."""
+
+    upload = forms.FileField(help_text="The example image; checked as uploads are (size, pixels, format).")
+
+    class Meta:
+        model = ConceptExample
+        fields = ["dataset", "concept", "kind", "polarity", "caption"]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("kind") and data["kind"] not in kinds.names():
+            self.add_error("kind", f"unknown task kind; known kinds: {', '.join(kinds.names())}")
+        upload = data.get("upload")
+        if upload and data.get("dataset"):
+            try:
+                examples.example_check(dataset=data["dataset"], data=upload.read(), name=upload.name)
+            except examples.ExampleRefused as exc:
+                self.add_error("upload", str(exc))
+            upload.seek(0)
+        return data
+
+
+@admin.register(ConceptExample)
+class ConceptExampleAdmin(admin.ModelAdmin):
+    list_display = ["id", "dataset", "concept", "kind", "polarity", "caption", "state", "created_at"]
+    list_filter = ["state", "polarity", "kind", "dataset"]
+    search_fields = ["concept__wnid", "concept__name", "caption"]
+    list_select_related = ["dataset", "concept"]
+    raw_id_fields = ["concept"]
+    readonly_fields = ["file", "width", "height", "sha256", "created_by", "created_at", "removed_at"]
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = ConceptExampleAddForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["dataset", "concept", "kind", "polarity", "caption", "upload"]
+        return super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else [*self.readonly_fields, "dataset", "concept", "kind", "polarity"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        data = form.cleaned_data
+        upload = data["upload"]
+        try:
+            created = examples.example_add(
+                dataset=data["dataset"],
+                concept=data["concept"],
+                kind=data["kind"],
+                polarity=data["polarity"],
+                data=upload.read(),
+                name=upload.name.rsplit(".", 1)[0][:100],
+                caption=data.get("caption", ""),
+                user=request.user,
+            )
+        except examples.ExampleRefused as exc:
+            raise forms.ValidationError(str(exc)) from None
+        obj.pk = created.pk  # the admin redirects to the stored example

@@ -23,17 +23,30 @@ from config.parsers import FormParser, JSONParser, MultiPartParser
 from config.queryparams import parse_id, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
-from . import boxes, hooks, kinds, queue, vote_tasks
+from . import boxes, examples, hooks, kinds, queue, vote_tasks
 from .audit import audit_record, request_parameters
 from .ingest import images_ingest, item_read
-from .models import Assignment, AssignmentState, Box, BoxJob, BoxState, Dataset, Image, Task
+from .models import (
+    Assignment,
+    AssignmentState,
+    Box,
+    BoxJob,
+    BoxState,
+    ConceptExample,
+    Dataset,
+    ExampleState,
+    Image,
+    Task,
+)
 from .serializers import (
     AssignmentSerializer,
     BoxJobProgressSerializer,
     BoxJobsStartedSerializer,
     BoxJobsStartSerializer,
     BoxSerializer,
+    ConceptExampleSerializer,
     DatasetSerializer,
+    ExampleUploadSerializer,
     ImageSerializer,
     ImageUploadSerializer,
     IngestReportSerializer,
@@ -246,6 +259,64 @@ class DatasetViewSet(
         page = self.paginate_queryset(qs.order_by("id"))
         return self.get_paginated_response(BoxSerializer(page, many=True).data)
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("concept", str, description="Only examples of this concept (wnid)."),
+            OpenApiParameter("kind", str, description="Only examples shown on this task kind."),
+        ],
+        responses=ConceptExampleSerializer(many=True),
+    )
+    @action(detail=True, methods=["get"], url_path="examples")
+    def examples(self, request, pk=None):
+        """Example images shown beside the question on the dataset's tasks (removed ones too, by state)."""
+        dataset = self.get_object()
+        qs = ConceptExample.objects.filter(dataset=dataset).select_related("concept").order_by("id")
+        if request.query_params.get("concept"):
+            qs = qs.filter(concept=concept_by_wnid(request.query_params["concept"]))
+        if request.query_params.get("kind"):
+            qs = qs.filter(kind=request.query_params["kind"])
+        page = self.paginate_queryset(qs)
+        return self.get_paginated_response(ConceptExampleSerializer(page, many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": ExampleUploadSerializer},
+        responses={201: ConceptExampleSerializer},
+        description="Attach an example image (field `file`) to a concept and task kind: `positive` shows what "
+        "counts, `negative` what does not. The image is checked as uploads are (size, pixels, format).",
+    )
+    @examples.mapping.post
+    def example_add(self, request, pk=None):
+        dataset = self.get_object()
+        form = ExampleUploadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        upload = data["file"]
+        limit = settings.CROWDLABEL["MAX_IMAGE_BYTES"]
+        try:
+            example = examples.example_add(
+                dataset=dataset,
+                concept=concept_by_wnid(data["concept"]),
+                kind=data["kind"],
+                polarity=data["polarity"],
+                data=upload.read(limit + 1),
+                size=upload.size,
+                name=(upload.name or "example").rsplit("/", 1)[-1][:100],
+                caption=data["caption"],
+                user=request.user,
+            )
+        except examples.ExampleRefused as exc:
+            raise ValidationError({"file": [str(exc)]}) from None
+        return Response(ConceptExampleSerializer(example).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=ConceptExampleSerializer)
+    @action(detail=True, methods=["post"], url_path=r"examples/(?P<example_id>[0-9]+)/remove")
+    def example_remove(self, request, pk=None, example_id=None):
+        """Stop showing an example on the tasks (it stays listed, as removed)."""
+        dataset = self.get_object()
+        example = get_object_or_404(ConceptExample, pk=example_id, dataset=dataset)
+        example = examples.example_remove(example=example)
+        return Response(ConceptExampleSerializer(example).data)
+
 
 class NextTaskView(APIView):
     """Lease the next task for the calling worker."""
@@ -278,8 +349,10 @@ class NextTaskView(APIView):
 
 def worker_view(assignment: Assignment) -> dict:
     """An assignment as the worker's browser receives it when the task is handed out (leased, or resumed after
-    a reload): the assignment and its task, plus what registered lease extras add."""
+    a reload): the assignment and its task with the task's example images (`task.examples`), plus what
+    registered lease extras add. Submit, extend and release answers leave the examples out."""
     data = AssignmentSerializer(assignment).data
+    data["task"]["examples"] = examples.task_examples(assignment.task)
     for extras in hooks.lease_extras:
         data.update(extras(assignment))
     return data
@@ -419,3 +492,30 @@ def image_file_response(image: Image):
         response["Cache-Control"] = "private, max-age=3600"
         return response
     return HttpResponseRedirect(storage.url(image.file.name))
+
+
+class ExampleFileView(APIView):
+    """An example image's bytes, for the dataset's organizers and reviewers and for workers with a task in it."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={(200, "image/*"): OpenApiTypes.BINARY})
+    def get(self, request, pk: int):
+        example = get_object_or_404(
+            ConceptExample.objects.select_related("dataset"), pk=pk, state=ExampleState.SHOWN
+        )
+        user = request.user
+        allowed = (
+            user.is_superuser
+            or has_role(user, REVIEWERS)
+            or (has_role(user, ORGANIZERS) and example.dataset.organizers.filter(pk=user.pk).exists())
+            or (
+                hasattr(user, "worker")
+                and Assignment.objects.filter(
+                    worker=user.worker, task__dataset_id=example.dataset_id
+                ).exists()
+            )
+        )
+        if not allowed:
+            raise NotFound("No such example.")
+        return image_file_response(example)

@@ -349,3 +349,52 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} on dataset {self.dataset_id} by user {self.actor_id}"
+
+
+class ExamplePolarity(models.TextChoices):
+    POSITIVE = "positive", "Counts"
+    NEGATIVE = "negative", "Does not count"
+
+
+class ExampleState(models.TextChoices):
+    SHOWN = "shown", "Shown to workers"
+    REMOVED = "removed", "Removed by an organizer"
+
+
+def example_upload_path(instance: ConceptExample, filename: str) -> str:
+    extension = filename.rsplit(".", 1)[-1].lower() if "." in filename else "bin"
+    return f"examples/{instance.dataset_id}/{instance.sha256[:2]}/{instance.sha256}.{extension}"
+
+
+class ConceptExample(models.Model):
+    """An example image an organizer attaches to a concept and a task kind of a dataset: what counts (positive)
+    or what does not (negative). Every task of that kind and concept shows it beside the question, gold or not.
+    Removing it is a state; the row and its file stay."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="examples")
+    concept = models.ForeignKey("hierarchy.Concept", on_delete=models.PROTECT, related_name="examples")
+    kind = models.CharField(max_length=40, help_text="The task kind whose page shows the example.")
+    polarity = models.CharField(max_length=10, choices=ExamplePolarity.choices)
+    caption = models.CharField(max_length=200, blank=True)
+    file = models.FileField(upload_to=example_upload_path, max_length=300)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    state = models.CharField(max_length=10, choices=ExampleState.choices, default=ExampleState.SHOWN)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    removed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "concept", "kind", "sha256"], name="example_unique_image_per_concept_kind"
+            )
+        ]
+        indexes = [models.Index(fields=["dataset", "concept", "kind"], name="example_task_lookup_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.polarity} example {self.pk} of {self.concept_id} for {self.kind}"

@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from . import kinds
 from .imagecheck import ACCEPTED_FORMATS
-from .models import PRIORITY_LIMIT, Assignment, Dataset, Image
+from .models import PRIORITY_LIMIT, Assignment, ConceptExample, Dataset, ExamplePolarity, Image
 
 
 class DatasetSerializer(serializers.ModelSerializer):
@@ -229,3 +229,45 @@ def concept_by_wnid(wnid: str, field: str = "concept"):
     if concept is None:
         raise serializers.ValidationError({field: f"no concept with wnid {wnid!r}"})
     return concept
+
+
+class TaskExampleSerializer(serializers.Serializer):
+    """An example image as a task's page shows it (`task.examples` of a handed-out assignment)."""
+
+    url = serializers.CharField()
+    polarity = serializers.ChoiceField(choices=ExamplePolarity.choices)
+    caption = serializers.CharField()
+    width = serializers.IntegerField()
+    height = serializers.IntegerField()
+
+
+class ConceptExampleSerializer(serializers.ModelSerializer):
+    concept = serializers.CharField(source="concept.wnid", read_only=True)
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ConceptExample
+        fields = [
+            "id",
+            "concept",
+            "kind",
+            "polarity",
+            "caption",
+            "url",
+            "width",
+            "height",
+            "state",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    def get_url(self, example) -> str:
+        return reverse("example-file", args=[example.pk])
+
+
+class ExampleUploadSerializer(serializers.Serializer):
+    concept = serializers.CharField(help_text="The concept's wnid.")
+    kind = serializers.CharField(help_text="The task kind whose page shows the example, e.g. binary_vote.")
+    polarity = serializers.ChoiceField(choices=ExamplePolarity.choices)
+    caption = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    file = serializers.FileField(allow_empty_file=True)

@@ -11,5 +11,6 @@ router.register("assignments", api.AssignmentViewSet, basename="assignment")
 urlpatterns = [
     re_path(r"^tasks/next/?$", api.NextTaskView.as_view(), name="task-next"),
     re_path(r"^images/(?P<pk>[0-9]+)/file/?$", api.ImageFileView.as_view(), name="image-file"),
+    re_path(r"^examples/(?P<pk>[0-9]+)/file/?$", api.ExampleFileView.as_view(), name="example-file"),
     *router.urls,
 ]

@@ -22,10 +22,11 @@ pytestmark = pytest.mark.django_db
 
 # Statements per request, transaction control (BEGIN/SAVEPOINT/COMMIT) left out.
 # Next task: token, the gold lease hook's "any gold?" check, then the lease itself: one statement on
-# PostgreSQL (lock, reclaim, lease, insert and read back), four on SQLite (no SKIP LOCKED, no data-modifying CTE).
+# PostgreSQL (lock, reclaim, lease, insert and read back), four on SQLite (no SKIP LOCKED, no data-modifying CTE);
+# then the task's example images (annotation/examples.py), handed out with the lease only.
 # Submit: token, lock the task and read the assignment, store the answer, write the task. The submit that closes
 # a vote also writes its final label in the same transaction: lock the (image, class) row, insert it.
-NEXT_TASK_QUERIES = {"postgresql": 3, "sqlite": 6}
+NEXT_TASK_QUERIES = {"postgresql": 4, "sqlite": 7}
 SUBMIT_QUERIES = 4
 CLOSING_SUBMIT_QUERIES = SUBMIT_QUERIES + 2
 

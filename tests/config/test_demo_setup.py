@@ -32,6 +32,14 @@ def test_migrate_and_load_demo_succeed_on_an_empty_sqlite_file_and_reloading_add
     tasks = count(db_path, "annotation_task")
     images = count(db_path, "annotation_image")
     assert tasks > 0 and images > 0
+    with sqlite3.connect(db_path) as db:
+        kinds = dict(db.execute("SELECT kind, COUNT(*) FROM annotation_task GROUP BY kind").fetchall())
+        shown = db.execute("SELECT COUNT(*) FROM annotation_conceptexample WHERE state = 'shown'").fetchone()[
+            0
+        ]
+    # A newcomer finds every page the demo promises: yes/no votes, boxes to draw, a drawn box to check.
+    assert kinds["binary_vote"] > 0 and kinds["box_draw"] >= 4 and kinds["question"] >= 1, kinds
+    assert shown == 2
     assert list((var_dir / "media").rglob("*.png")), "demo images were not stored under the var dir"
 
     second = run(["manage.py", "load_demo"], env)
@@ -39,6 +47,7 @@ def test_migrate_and_load_demo_succeed_on_an_empty_sqlite_file_and_reloading_add
     assert "0 new vote tasks" in second.stdout
     assert count(db_path, "annotation_task") == tasks
     assert count(db_path, "annotation_image") == images
+    assert count(db_path, "annotation_conceptexample") == 2
     assert count(db_path, "auth_user") == 4
     # The same logins are printed again, with the same tokens.
     assert first.stdout.splitlines()[-4:] == second.stdout.splitlines()[-4:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from annotation import boxes
 from annotation.ingest import IngestItem, images_ingest
 from annotation.vote_tasks import vote_tasks_create
 from tests import factories
@@ -26,3 +27,19 @@ def two_vote_tasks(live_server):
     tasks = vote_tasks_create(dataset=dataset, concept=concept, answers_wanted=1)
     assert len(tasks) == 2
     return tasks
+
+
+WIDTH, HEIGHT = 1200, 800  # the draw_job image: wider than the page shows it
+
+
+@pytest.fixture
+def draw_job(live_server):
+    """A box job (its first DRAW task) on one 1200x800 image, for the draw page at a reduced scale."""
+    organizer = factories.user_with_roles("organizer", ("organizers",))
+    dataset = factories.DatasetFactory(organizers=[organizer])
+    report = images_ingest(
+        dataset=dataset, items=[IngestItem("wide.png", png_bytes(size=(WIDTH, HEIGHT), seed=4))]
+    )
+    concept = factories.ConceptFactory(wnid="n02084071", name="dog", gloss="a domesticated canid")
+    job, _ = boxes.box_job_start(image=dataset.images.get(pk=report.stored[0].id), concept=concept)
+    return job

@@ -6,28 +6,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation import boxes
-from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Assignment, AssignmentState, Box, BoxState
 from tests import factories
-from tests.conftest import png_bytes
+from tests.e2e.conftest import HEIGHT, WIDTH
 from tests.e2e.test_worker_page import sign_in, wait_for_image_loaded
 
 pytestmark = pytest.mark.browser
-
-WIDTH, HEIGHT = 1200, 800
-
-
-@pytest.fixture
-def draw_job(live_server):
-    organizer = factories.user_with_roles("organizer", ("organizers",))
-    dataset = factories.DatasetFactory(organizers=[organizer])
-    report = images_ingest(
-        dataset=dataset, items=[IngestItem("wide.png", png_bytes(size=(WIDTH, HEIGHT), seed=4))]
-    )
-    concept = factories.ConceptFactory(wnid="n02084071", name="dog", gloss="a domesticated canid")
-    job, _ = boxes.box_job_start(image=dataset.images.get(pk=report.stored[0].id), concept=concept)
-    return job
 
 
 def to_screen(svg_box: dict, x: float, y: float) -> tuple[float, float]:

@@ -1,4 +1,5 @@
-"""Load the demo: a small hierarchy, a dataset of generated images, vote tasks and demo accounts."""
+"""Load the demo: a small hierarchy, a dataset of generated images, demo accounts, and tasks of several kinds:
+yes/no votes, boxes to draw, and a drawn box to check (so a newcomer sees the vote, draw and quality pages)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
+from annotation import boxes, queue
+from annotation.examples import ExampleRefused, example_add
 from annotation.ingest import IngestItem, images_ingest
-from annotation.models import Dataset
+from annotation.models import Box, Dataset
+from annotation.vote_tasks import KIND as VOTE_KIND
 from annotation.vote_tasks import vote_tasks_create
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
 from crowd.services import roles_ensure, token_for, user_create
@@ -104,10 +108,52 @@ class Command(BaseCommand):
             ),
         )
         created = vote_tasks_create(dataset=dataset, concept=concepts["n02084071"], answers_wanted=3)
+        drawn, checks = self.box_tasks(dataset, concepts["n02958343"])
+        for polarity, index, caption in (
+            ("positive", 900, "what counts"),
+            ("negative", 901, "what does not"),
+        ):
+            try:  # generated pictures too: they show where examples appear, not what a dog looks like
+                example_add(
+                    dataset=dataset,
+                    concept=concepts["n02084071"],
+                    kind=VOTE_KIND,
+                    polarity=polarity,
+                    data=demo_image(index, random.Random(index)),
+                    name=f"example-{polarity}",
+                    caption=f"Demo example: {caption}",
+                )
+            except ExampleRefused:
+                pass  # loaded before
         self.stdout.write(
             f"Demo dataset {dataset.name!r}: {dataset.images.count()} images "
-            f"({len(report.stored)} new), {len(created)} new vote tasks."
+            f"({len(report.stored)} new), {len(created)} new vote tasks, {drawn} new box jobs "
+            f"(draw tasks), {checks} new drawn boxes to check (quality tasks)."
+        )
+        self.stdout.write(
+            "Draw tasks: /worker/?kinds=box_draw; the box to check goes to 'worker' (worker2 drew it)."
         )
         self.stdout.write("Demo accounts (username / password / API token):")
         for username, password, token in logins:
             self.stdout.write(f"  {username:<10} {password:<22} {token}")
+
+    def box_tasks(self, dataset, concept) -> tuple[int, int]:
+        """Box jobs for `concept` on the first few images (their DRAW tasks), and on one of them a box drawn by
+        worker2 through the queue, as a worker would, so its quality check waits for the other demo worker.
+        Idempotent: existing jobs and boxes are left as they are."""
+        images = list(dataset.images.order_by("id")[:4])
+        started = boxes.box_jobs_start(dataset=dataset, concept=concept, images=images)
+        drawer = get_user_model().objects.get(username="worker2").worker
+        if not images or Box.objects.filter(image__dataset=dataset, drawn_by=drawer).exists():
+            return started.created, 0
+        assignment = queue.task_lease_next(
+            worker=drawer, kinds_wanted=[boxes.DRAW_KIND], dataset_id=dataset.pk
+        )
+        if assignment is None:
+            return started.created, 0
+        image = assignment.task.image
+        box = [image.width * 0.2, image.height * 0.2, image.width * 0.6, image.height * 0.7]
+        queue.assignment_submit(
+            assignment=assignment, answer={"box": box, "image": image.pk}, idempotency_key="demo-draw"
+        )
+        return started.created, 1

@@ -1,6 +1,8 @@
 // The image with an SVG layer on top whose coordinates are the ORIGINAL image's pixels (viewBox = 0 0 W H),
 // whatever size the image is displayed at. Shared by the draw, quality and coverage pages.
 
+import { taskImage } from "./images.js";
+
 const SVG = "http://www.w3.org/2000/svg";
 
 export function svgElement(name, attrs = {}) {
@@ -13,9 +15,8 @@ export function svgElement(name, attrs = {}) {
 export function imageStage(container, image, alt) {
   const stage = document.createElement("div");
   stage.className = "stage";
-  const img = document.createElement("img");
+  const img = taskImage(image.url);
   img.className = "task-image";
-  img.src = image.url;
   img.alt = alt;
   img.width = image.width;
   img.height = image.height;

@@ -1,8 +1,13 @@
 // The worker page: resume the tasks this worker already holds (after a reload) or lease the next, show each with
 // its kind's renderer, take an answer only once its image has been on screen a moment, submit it, repeat.
-// An answer not yet stored stays in sessionStorage until it is: across a reload and a trip to sign in again.
+// While a task is on screen the next one is leased and its image decoded (one task ahead, never more), so an
+// answer brings the next task from memory; the answer goes to the server in the background, in order, with its
+// Idempotency-Key, retried until it is stored. Answers not yet stored stay in sessionStorage until they are:
+// across a network outage, a reload and a trip to sign in again.
 
 import { api, stored, submitAnswer, tabStorage } from "./api.js";
+import { showExamples } from "./examples.js";
+import { forgetImage, preload } from "./images.js";
 import { leaseCountdown } from "./lease.js";
 
 // An answer sooner than this after the image appeared is a key bounce or a second press meant for the task
@@ -21,12 +26,18 @@ const feedbackBox = document.getElementById("last-answer");
 const leaseLine = document.getElementById("lease");
 const skipButton = document.getElementById("skip");
 const skippedCounter = document.getElementById("skipped");
+const unsaved = document.getElementById("unsaved");
 const shortcuts = document.getElementById("shortcuts");
 const renderers = new Map();
 const waiting = []; // assignments this worker holds that are not on screen yet (resumed after a reload)
+// `?prefetch=off` shows the page as it was before prefetching (store the answer, then lease the next): the
+// latency bench measures both.
+const prefetching = new URLSearchParams(window.location.search).get("prefetch") !== "off";
 
 let current = null; // { assignment, cleanup, stopClock, seenAt, answerable } of the task on screen
-let busy = false;
+let ahead = null; // the promise of the task leased one ahead (an assignment, or null when none was waiting)
+let busy = false; // a skip, or (without prefetching, and for training) an answer, is on its way
+let halted = false; // signed out: nothing more is leased or taken until the worker signs in again
 let retryTimer = null;
 
 async function rendererFor(kind) {
@@ -70,27 +81,85 @@ function leave() {
   body.replaceChildren();
   delete body.dataset.assignment;
   delete body.dataset.answerable;
+  delete body.dataset.shown;
   leaseLine.hidden = true;
   trainingNote.hidden = true;
   skipButton.hidden = true;
 }
 
+const nextPath = () => "tasks/next" + (kinds ? `?kinds=${encodeURIComponent(kinds)}` : "");
+
+// Lease the task after the one on screen and get it ready to show: its kind's module loaded, its image decoded.
+// One ahead is enough (an answer takes longer than a lease and an image load); it is an ordinary lease, so a
+// reload gives it back with the others this worker holds (`assignments?held=true`), and one that is not
+// answered goes back to the queue when its lease ends. The answer being sent goes first (or after a second, if
+// the network is slow to take it). Training questions are not leased ahead: which one comes next depends on
+// the answer to this one.
+function prefetch() {
+  if (!prefetching || halted || ahead || (current && current.assignment.training)) return;
+  if (waiting.length) {
+    ready(waiting[0]).catch(() => {});
+    return;
+  }
+  const slot = { settled: false };
+  slot.promise = answerFirst()
+    .then(() => api(base, nextPath()))
+    .then(async (assignment) => {
+      if (assignment) await ready(assignment).catch(() => {}); // shown anyway: present() reports the problem
+      return assignment;
+    })
+    .finally(() => (slot.settled = true));
+  slot.promise.catch(() => {}); // a failed lease ahead is retried by next(), which reports it
+  ahead = slot;
+}
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// Before leasing: the answer being sent (it may make new tasks, or change what this worker is offered), unless
+// the network is slow to take it.
+const answerFirst = () => (delivering ? Promise.race([delivering, pause(1000)]) : Promise.resolve());
+
+async function ready(assignment) {
+  await rendererFor(assignment.task.kind);
+  if (assignment.task.image) await preload(assignment.task.image.url);
+}
+
+// A task leased ahead is shown only with enough of its lease left to answer it; else it goes back.
+function fresh(assignment) {
+  const length = Date.parse(assignment.expires_at) - Date.parse(assignment.leased_at);
+  if (Date.parse(assignment.expires_at) - Date.now() > Math.min(10000, length / 2)) return true;
+  api(base, `assignments/${assignment.id}/release`, { method: "POST" }).catch(() => {});
+  if (assignment.task.image) forgetImage(assignment.task.image.url);
+  return false;
+}
+
 async function next() {
   clearTimeout(retryTimer);
   leave();
+  if (halted) return;
   if (waiting.length) return present(waiting.shift());
-  show("Loading the next task…");
   let assignment;
+  if (ahead) {
+    const slot = ahead;
+    ahead = null;
+    if (!slot.settled) show("Loading the next task…");
+    assignment = await slot.promise.catch(() => null);
+    if (halted) return;
+    if (assignment && fresh(assignment)) return present(assignment);
+  }
+  show("Loading the next task…");
   try {
-    assignment = await api(base, "tasks/next" + (kinds ? `?kinds=${encodeURIComponent(kinds)}` : ""));
+    await answerFirst();
+    if (halted) return;
+    assignment = await api(base, nextPath());
   } catch (error) {
     if (signedOut(error)) {
       // The session ended (or this account lost the worker role): sign in again, then come back here.
+      // Answers not stored yet are kept in this tab and sent after signing in.
       window.location.assign(signInLink().href);
       return;
     }
     show(`Could not load a task: ${error.message}`, true);
-    retryTimer = setTimeout(next, 10000);
+    retryTimer = setTimeout(next, 5000);
     return;
   }
   if (!assignment) {
@@ -116,6 +185,7 @@ async function present(assignment) {
   body.dataset.assignment = String(assignment.id);
   body.setAttribute("aria-busy", "true");
   entry.cleanup = renderer.render(body, assignment, (answer) => take(entry, answer));
+  showExamples(body, assignment.task);
   // The status line is the screen reader's live region: it reads the question itself, not the task kind.
   const heading = body.querySelector("h1");
   entry.question = heading ? heading.textContent : assignment.task.title;
@@ -133,14 +203,16 @@ function whenSeen(entry) {
       if (current !== entry) return;
       entry.seenAt = performance.now();
       body.removeAttribute("aria-busy");
+      body.dataset.shown = String(entry.assignment.id);
       show(entry.question);
+      prefetch();
       setTimeout(() => {
         if (current !== entry) return;
         entry.answerable = true;
         body.dataset.answerable = "true";
       }, MIN_LOOK_MS);
     });
-  const img = body.querySelector("img");
+  const img = body.querySelector("img.task-image"); // not an example image: those may load later
   if (!img) return seen();
   img.decode().then(seen, () => {
     if (current !== entry) return;
@@ -157,56 +229,114 @@ function announceTraining(training) {
 }
 
 function take(entry, answer) {
-  if (entry !== current || busy) return;
+  if (entry !== current || busy || halted) return;
   if (entry.seenAt === null) {
     show("The image is still loading: answer once you have seen it.");
     return;
   }
   if (!entry.answerable) return; // seen for less than MIN_LOOK_MS
   const pending = { assignment: entry.assignment.id, answer, training: Boolean(entry.assignment.training) };
-  tabStorage.set(stored.pending, JSON.stringify(pending));
-  send(pending).then((outcome) => outcome !== "kept" && next());
-}
-
-// Send the answer in hand. Returns "stored", "dropped" (refused for good: the lease ended, or the task is not
-// this worker's) or "kept" (the page keeps it and says how to get it stored).
-async function send(pending) {
+  outboxPut(pending);
+  if (prefetching && !pending.training) {
+    deliver(); // in the background
+    next(); // the task leased ahead, from memory
+    return;
+  }
+  // Training feedback belongs to this answer, and the next training question depends on it: store it first.
   busy = true;
   body.classList.add("submitting");
-  try {
-    const result = await submitAnswer(base, pending.assignment, pending.answer);
-    forget(pending);
-    answered.textContent = String(Number(answered.textContent) + 1);
-    showFeedback(pending, result.feedback);
-    return "stored";
-  } catch (error) {
-    if (signedOut(error)) {
-      show("You are signed out, so your answer is not saved yet. It is kept here and sent once you sign in.", true,
-        signInLink());
-      return "kept";
-    }
-    if (error.status && error.status < 500) {
-      forget(pending);
-      show(`Your answer was not saved: ${error.message}`, true);
-      await new Promise((resolve) => setTimeout(resolve, 2500));
-      return "dropped";
-    }
-    show(`Your answer was not saved yet: ${error.message}`, true, actionButton("Try again", () => retry(pending)));
-    return "kept";
-  } finally {
+  deliver().then((delivered) => {
     busy = false;
     body.classList.remove("submitting");
-  }
+    if (delivered) next();
+  });
 }
 
-async function retry(pending) {
-  if (busy) return;
-  if ((await send(pending)) !== "kept") next();
+// The outbox: answers taken and not yet stored, oldest first, kept in tabStorage.
+function outbox() {
+  const kept = JSON.parse(tabStorage.get(stored.pending) || "[]");
+  return Array.isArray(kept) ? kept : [kept]; // one answer, as kept before there was an outbox
 }
 
-function forget(pending) {
-  tabStorage.delete(stored.pending);
+function outboxPut(pending) {
+  tabStorage.set(stored.pending, JSON.stringify([...outbox(), pending]));
+}
+
+function outboxDrop(pending) {
+  const left = outbox().filter((p) => p.assignment !== pending.assignment);
+  if (left.length) tabStorage.set(stored.pending, JSON.stringify(left));
+  else tabStorage.delete(stored.pending);
   tabStorage.delete(stored.draft(pending.assignment));
+}
+
+let delivering = null;
+let retryNow = null; // ends the wait before the next attempt ("Try again now")
+
+// Send the outbox, one answer at a time and in order, until it is empty (resolves true) or the worker is signed
+// out (resolves false: the answers stay kept until after signing in). A network or server error is retried
+// after 1, 2, 4, then every 8 s, with "Try again now" to skip the wait; a refusal (the lease ended, not yours)
+// drops that answer and says why. The same Idempotency-Key goes with every attempt of one answer,
+// so an attempt whose reply was lost is stored once.
+function deliver() {
+  if (!delivering) delivering = drain().finally(() => (delivering = null));
+  return delivering;
+}
+
+async function drain() {
+  let failures = 0;
+  for (let pending = outbox()[0]; pending; pending = outbox()[0]) {
+    try {
+      const result = await submitAnswer(base, pending.assignment, pending.answer, { attempts: 1 });
+      outboxDrop(pending);
+      failures = 0;
+      answered.textContent = String(Number(answered.textContent) + 1);
+      showFeedback(pending, result.feedback);
+      if (!unsaved.classList.contains("refused")) unsaved.hidden = true;
+    } catch (error) {
+      if (signedOut(error)) {
+        halt();
+        return false;
+      }
+      if (error.status && error.status < 500) {
+        outboxDrop(pending);
+        showUnsaved(`An answer was not saved: ${error.message}`, true);
+        continue;
+      }
+      failures += 1;
+      const count = outbox().length;
+      showUnsaved(
+        (count === 1 ? "Your last answer is not saved yet" : `${count} answers are not saved yet`) +
+          ` (${error.message}). ${count === 1 ? "It is" : "They are"} kept here and sent again in a moment.`,
+        false,
+        actionButton("Try again now", () => retryNow && retryNow()),
+      );
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, Math.min(1000 * 2 ** (failures - 1), 8000));
+        retryNow = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      retryNow = null;
+    }
+  }
+  return true;
+}
+
+function showUnsaved(message, refused, action = null) {
+  unsaved.replaceChildren(message);
+  if (action) unsaved.append(" ", action);
+  unsaved.classList.toggle("refused", refused);
+  unsaved.hidden = false;
+}
+
+// Signed out (the session expired, or ended in another tab): stop here and offer to sign in again. The tasks
+// on screen and leased ahead stay this worker's; after signing in the kept answers are sent and they come back.
+function halt() {
+  halted = true;
+  leave();
+  show("You are signed out, so your answer is not saved yet. It is kept here and sent once you sign in.", true,
+    signInLink());
 }
 
 function showFeedback(pending, feedback) {
@@ -223,12 +353,13 @@ function showFeedback(pending, feedback) {
 
 function expired(entry) {
   if (current !== entry) return;
+  delete body.dataset.answerable;
   show("The time for this task ran out, so it went back to the queue.", true, actionButton("Next task", next));
 }
 
 // Can't tell (or the image does not load): the task goes back to the queue for another worker.
 async function skip(entry) {
-  if (current !== entry || busy) return;
+  if (current !== entry || busy || halted) return;
   busy = true;
   try {
     await api(base, `assignments/${entry.assignment.id}/release`, { method: "POST" });
@@ -272,10 +403,9 @@ document.addEventListener("keydown", (event) => {
 });
 
 async function start() {
-  const pending = JSON.parse(tabStorage.get(stored.pending) || "null");
-  if (pending) {
-    show("Sending the answer you gave before…");
-    if ((await send(pending)) === "kept") return;
+  if (outbox().length) {
+    show("Sending the answers you gave before…");
+    if (!(await deliver())) return;
   }
   try {
     const held = await api(base, "assignments?held=true");

@@ -1,6 +1,8 @@
 // The yes/no question page: the image, the question, Yes/No buttons and the Y/N keys. `yesNo` is shared by
 // every yes/no page (box quality and coverage import it).
 
+import { taskImage } from "../images.js";
+
 export function render(container, assignment, answer) {
   const { task } = assignment;
   const concept = task.payload.concept;
@@ -16,9 +18,8 @@ export function render(container, assignment, answer) {
     container.append(gloss);
   }
   if (task.image) {
-    const img = document.createElement("img");
+    const img = taskImage(task.image.url);
     img.className = "task-image";
-    img.src = task.image.url;
     img.alt = `The image this question is about: ${task.payload.question}`;
     img.width = task.image.width;
     img.height = task.image.height;

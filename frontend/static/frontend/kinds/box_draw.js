@@ -1,14 +1,19 @@
 // The DRAW page (ILSVRC §3.2.1): drag on the image to draw one box around one instance that has no box yet,
 // adjust it by its handles or move it, then Enter (or the Submit button) to submit; Esc clears; N answers "nothing left to box".
-// Mouse, pen and touch all arrive as pointer events. The box being drawn is kept in sessionStorage, so a reload
+// Mouse, pen and touch all arrive as pointer events. By keyboard: the drawing area is a tab stop; an arrow key
+// draws a box in the middle, arrows move it, Tab goes through its eight handles (arrows then move that handle)
+// and on out of the area; Shift makes steps ten times larger. Zoom, pan and image filters: drawview.js. The box being drawn is kept in sessionStorage, so a reload
 // (or a trip to sign in again) finds it where it was. Coordinates are kept in original-image pixels (the SVG
 // layer's viewBox), so the stored box is the same whatever size the image is shown at.
 
 import { stored, tabStorage } from "../api.js";
 import { button, onShortcut, touchScreen } from "./binary_vote.js";
 import { boxRect, clamp, conceptHeader, imageStage, svgElement } from "../boxview.js";
+import { zoomable } from "../drawview.js";
 
-const HANDLE_SCREEN_PX = 12;
+// Handles a finger can take (on touch screens), or a mouse without hiding the edge.
+const HANDLE_SCREEN_PX = touchScreen ? 28 : 12;
+const KEY_STEP_SCREEN_PX = 2;
 // Handles: which of x1, y1, x2, y2 each one moves.
 const HANDLES = {
   nw: [1, 1, 0, 0], n: [0, 1, 0, 0], ne: [0, 1, 1, 0], e: [0, 0, 1, 0],
@@ -24,8 +29,14 @@ export function render(container, assignment, answer) {
   container.innerHTML = "";
   conceptHeader(container, `Draw a box around one ${payload.concept.name}`, payload.concept, payload.instructions);
 
-  const { svg, toImage, perScreenPixel } = imageStage(container, image, `The image in which to box one ${payload.concept.name}`);
+  const { stage, img, svg, toImage, perScreenPixel } = imageStage(container, image, `The image in which to box one ${payload.concept.name}`);
   svg.classList.add("drawable");
+  svg.setAttribute("tabindex", "0");
+  svg.setAttribute("role", "application");
+  svg.setAttribute("aria-roledescription", "drawing area");
+  svg.setAttribute("aria-label", `Box one ${payload.concept.name}: arrow keys draw and move the box, ` +
+    "Tab goes to its corners and sides, Enter submits");
+  const view = zoomable(stage, img, () => redraw());
   existing.forEach((box) => boxRect(svg, box, "existing"));
 
   const message = document.createElement("p");
@@ -42,6 +53,7 @@ export function render(container, assignment, answer) {
   const draftKey = stored.draft(assignment.id);
   let box = restored(tabStorage.get(draftKey), image); // [x1, y1, x2, y2] in image pixels
   let drag = null; // { mode: "new" | "move" | handle name, start: [x, y], origin: box }
+  let part = "move"; // what the arrow keys change: the whole box, or one handle
   const rect = boxRect(svg, [0, 0, 0, 0], "draft");
   rect.style.display = "none";
   const handles = Object.keys(HANDLES).map((name) => {
@@ -73,6 +85,7 @@ export function render(container, assignment, answer) {
       Object.entries({ x: cx - size / 2, y: cy - size / 2, width: size, height: size }).forEach(([k, v]) =>
         h.setAttribute(k, v));
       h.style.display = "";
+      h.classList.toggle("active", h.dataset.handle === part && document.activeElement === svg);
     });
   }
 
@@ -168,9 +181,72 @@ export function render(container, assignment, answer) {
   svg.addEventListener("pointerup", end);
   svg.addEventListener("pointercancel", end);
 
+  const PARTS = ["move", ...Object.keys(HANDLES)];
+  const PART_NAMES = { move: "the whole box", nw: "the top left corner", n: "the top side", ne: "the top right corner",
+    e: "the right side", se: "the bottom right corner", s: "the bottom side", sw: "the bottom left corner",
+    w: "the left side" };
+  const ARROWS = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+
+  function describe(b) {
+    const [x1, y1, x2, y2] = b.map(Math.round);
+    return `${x2 - x1} by ${y2 - y1} pixels, from ${x1}, ${y1} to ${x2}, ${y2}`;
+  }
+
+  svg.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Tab" && box) {
+      const next = PARTS.indexOf(part) + (event.shiftKey ? -1 : 1);
+      if (next < 0 || next >= PARTS.length) {
+        part = "move"; // Tab leaves the area; coming back starts with the whole box
+        redraw();
+        return;
+      }
+      event.preventDefault();
+      part = PARTS[next];
+      redraw();
+      say(`Arrow keys now move ${PART_NAMES[part]}.`);
+      return;
+    }
+    const arrow = ARROWS[event.key];
+    if (!arrow) return;
+    event.preventDefault();
+    if (box === null) {
+      const [w, h] = [image.width / 3, image.height / 3];
+      box = [w, h, 2 * w, 2 * h];
+      part = "move";
+    } else {
+      const step = KEY_STEP_SCREEN_PX * (event.shiftKey ? 10 : 1) * perScreenPixel();
+      const [dx, dy] = [arrow[0] * step, arrow[1] * step];
+      const [x1, y1, x2, y2] = normalised(box);
+      if (part === "move") {
+        const mx = clamp(dx, -x1, image.width - x2);
+        const my = clamp(dy, -y1, image.height - y2);
+        box = [x1 + mx, y1 + my, x2 + mx, y2 + my];
+      } else {
+        // A side never passes the opposite one: the handle being moved stays the one the worker chose.
+        const moves = HANDLES[part];
+        box = [
+          moves[0] ? clamp(x1 + dx, 0, x2 - 1) : x1,
+          moves[1] ? clamp(y1 + dy, 0, y2 - 1) : y1,
+          moves[2] ? clamp(x2 + dx, x1 + 1, image.width) : x2,
+          moves[3] ? clamp(y2 + dy, y1 + 1, image.height) : y2,
+        ];
+      }
+    }
+    keep();
+    redraw();
+    say(`Box ${describe(box)}.`);
+  });
+  svg.addEventListener("focus", redraw);
+  svg.addEventListener("blur", redraw);
+
   redraw();
   if (box) say(ADJUST);
-  return onShortcut({ Enter: submit, Escape: clear, n: () => noneButton.click() });
+  const shortcuts = onShortcut({ Enter: submit, Escape: clear, n: () => noneButton.click() });
+  return () => {
+    shortcuts();
+    view.cleanup();
+  };
 }
 
 const ADJUST = touchScreen

@@ -1,0 +1,123 @@
+"""Example images per concept and task kind: organizers attach what counts and what does not, checked like
+ingested images; every task of that kind and concept carries their URLs, the same for gold and ordinary tasks
+(the lookup knows only the dataset, the concept and the kind)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from . import kinds
+from .imagecheck import ImageRejected, check_image
+from .models import ConceptExample, Dataset, ExamplePolarity, ExampleState
+
+# Beside a question a handful helps; a gallery would push the task off the screen.
+MAX_SHOWN = 8
+
+
+class ExampleRefused(ValueError):
+    """The example cannot be added; the message says why."""
+
+
+def example_add(
+    *,
+    dataset: Dataset,
+    concept,
+    kind: str,
+    polarity: str,
+    data: bytes,
+    name: str,
+    caption: str = "",
+    user=None,
+    size: int | None = None,
+) -> ConceptExample:
+    """Check the image as ingestion does (size, pixels, format, decodable) and store it as an example."""
+    if kind not in kinds.names():
+        raise ExampleRefused(f"unknown task kind {kind!r}; known kinds: {', '.join(kinds.names())}")
+    if polarity not in ExamplePolarity.values:
+        raise ExampleRefused(f"polarity must be one of {', '.join(ExamplePolarity.values)}")
+    checked = example_check(dataset=dataset, data=data, name=name, size=size)
+    shown = shown_examples(dataset.pk, concept.pk, kind)
+    if len(shown) >= MAX_SHOWN:
+        raise ExampleRefused(
+            f"{MAX_SHOWN} examples are shown already for {concept.name} on {kind}: remove one first"
+        )
+    example = ConceptExample(
+        dataset=dataset,
+        concept=concept,
+        kind=kind,
+        polarity=polarity,
+        caption=caption[:200],
+        width=checked.width,
+        height=checked.height,
+        sha256=checked.sha256,
+        created_by=user,
+    )
+    example.file.save(f"{name}.{checked.extension}", ContentFile(checked.data), save=False)
+    try:
+        with transaction.atomic():
+            example.save()
+    except IntegrityError:
+        example.file.storage.delete(example.file.name)
+        raise ExampleRefused(
+            f"{name}: this image is an example of {concept.name} on {kind} already"
+        ) from None
+    except Exception:
+        example.file.storage.delete(example.file.name)
+        raise
+    return example
+
+
+def example_check(*, dataset: Dataset, data: bytes, name: str, size: int | None = None):
+    """The checks of ingestion (size, pixels, frames, the dataset's formats, decodable); the checked image."""
+    limits = settings.CROWDLABEL
+    try:
+        return check_image(
+            data,
+            max_bytes=limits["MAX_IMAGE_BYTES"],
+            max_pixels=limits["MAX_IMAGE_PIXELS"],
+            size=size,
+            max_frames=limits["MAX_IMAGE_FRAMES"],
+            max_frame_pixels=limits["MAX_FRAME_PIXELS"],
+            formats=dataset.image_formats or None,
+        )
+    except ImageRejected as exc:
+        raise ExampleRefused(f"{name}: {exc}") from None
+
+
+def example_remove(*, example: ConceptExample) -> ConceptExample:
+    """Stop showing the example (the row and its file stay). Removing a removed example changes nothing."""
+    with transaction.atomic():
+        example = ConceptExample.objects.select_for_update().get(pk=example.pk)
+        if example.state != ExampleState.REMOVED:
+            example.state = ExampleState.REMOVED
+            example.removed_at = timezone.now()
+            example.save(update_fields=["state", "removed_at"])
+    return example
+
+
+def shown_examples(dataset_id: int, concept_id: int | None, kind: str) -> list[ConceptExample]:
+    if concept_id is None:
+        return []
+    return list(
+        ConceptExample.objects.filter(
+            dataset_id=dataset_id, concept_id=concept_id, kind=kind, state=ExampleState.SHOWN
+        ).order_by("-polarity", "id")  # what counts first
+    )
+
+
+def task_examples(task) -> list[dict]:
+    """What a task's page shows of its examples: URLs, polarity, caption and size; nothing about the task."""
+    return [
+        {
+            "url": reverse("example-file", args=[e.pk]),
+            "polarity": e.polarity,
+            "caption": e.caption,
+            "width": e.width,
+            "height": e.height,
+        }
+        for e in shown_examples(task.dataset_id, task.concept_id, task.kind)
+    ]

@@ -1,0 +1,165 @@
+"""The worker page as fast as the worker feels it (issue 17), in real Chromium: the next task is leased and its
+image loaded while the current one is shown, so an answer brings it from memory; one task is held ahead, never
+more, and a reload gives it back; answers go to the server in the background and survive a network outage,
+stored once each. The latency figures come from bench/worker_latency.py, not from a timed test."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from annotation.models import Assignment, AssignmentState
+from annotation.vote_tasks import vote_tasks_create
+from tests import factories
+from tests.e2e.test_worker_forgiving import dataset_with_images
+from tests.e2e.test_worker_page import sign_in, wait_for_image_loaded
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def vote_tasks(live_server):
+    dataset, _ = dataset_with_images(4)
+    concept = factories.ConceptFactory(wnid="n02084071", name="dog", gloss="a domesticated canid")
+    return vote_tasks_create(dataset=dataset, concept=concept, answers_wanted=1)
+
+
+def held_by(username: str) -> list[Assignment]:
+    return list(
+        Assignment.objects.filter(worker__user__username=username, state=AssignmentState.LEASED).order_by(
+            "id"
+        )
+    )
+
+
+class Network:
+    """What the page leased and loaded, seen from the browser: the tests read the database only while the page
+    is idle (SQLite's shared test database refuses a write while the test reads)."""
+
+    def __init__(self, page):
+        self.leases: list[dict] = []
+        self.loaded: list[str] = []
+        self.requested: list[str] = []
+        page.on("response", self._response)
+        page.on("requestfinished", lambda request: self.loaded.append(request.url))
+        page.on("request", lambda request: self.requested.append(request.url))
+
+    def _response(self, response):
+        if "/api/v1/tasks/next" in response.url and response.status == 200:
+            body = response.json()
+            if body:
+                self.leases.append(body)
+
+    def wait_until_ahead_is_loaded(self, page, shown: int) -> int:
+        """The task leased after the one on screen, once its image's bytes have arrived; its assignment id."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.leases and self.leases[-1]["id"] != shown:
+                url = self.leases[-1]["task"]["image"]["url"]
+                if any(loaded.endswith(url) for loaded in self.loaded):
+                    page.wait_for_timeout(200)  # the page has nothing more to do until the next answer
+                    return self.leases[-1]["id"]
+            page.wait_for_timeout(50)
+        raise AssertionError(f"no task was leased and loaded ahead of {shown}: {self.leases}")
+
+
+def shown(page) -> int:
+    return int(page.locator("#task-body").get_attribute("data-shown"))
+
+
+def image_path(assignment_id: int) -> str:
+    return f"/api/v1/images/{Assignment.objects.get(pk=assignment_id).task.image_id}/file"
+
+
+def test_the_next_task_and_its_image_are_ready_before_the_answer_and_show_without_a_request(
+    page, live_server, vote_tasks
+):
+    network = Network(page)
+    factories.user_with_roles("ann", ("workers",))
+    sign_in(page, live_server.url, "ann")
+    wait_for_image_loaded(page)
+    first = shown(page)
+    ahead = network.wait_until_ahead_is_loaded(page, first)
+    assert [a.pk for a in held_by("ann")] == [first, ahead]
+    ahead_image = image_path(ahead)
+
+    before = len(network.requested)
+    page.keyboard.press("y")
+    expect(page.locator("#task-body")).to_have_attribute("data-shown", str(ahead))
+    expect(page.locator("#answered")).to_have_text("1")
+    assert not [url for url in network.requested[before:] if ahead_image in url], "the image came from memory"
+    wait_for_image_loaded(page)
+    # Again one ahead of the one on screen, never more.
+    third = network.wait_until_ahead_is_loaded(page, ahead)
+    assert [a.pk for a in held_by("ann")] == [ahead, third]
+    assert Assignment.objects.get(pk=first).state == AssignmentState.SUBMITTED
+
+
+def test_a_reload_gives_back_the_task_on_screen_and_the_one_leased_ahead(page, live_server, vote_tasks):
+    network = Network(page)
+    factories.user_with_roles("ann", ("workers",))
+    sign_in(page, live_server.url, "ann")
+    wait_for_image_loaded(page)
+    first = shown(page)
+    ahead = network.wait_until_ahead_is_loaded(page, first)
+
+    page.reload()
+    wait_for_image_loaded(page)
+    assert shown(page) == first
+    page.keyboard.press("n")
+    expect(page.locator("#task-body")).to_have_attribute("data-shown", str(ahead))
+    expect(page.locator("#answered")).to_have_text("1")
+    wait_for_image_loaded(page)
+    third = network.wait_until_ahead_is_loaded(page, ahead)
+    # Nothing was leased twice, and no third task while two were held.
+    mine = Assignment.objects.filter(worker__user__username="ann")
+    assert sorted(mine.values_list("pk", flat=True)) == [first, ahead, third]
+    assert [a.pk for a in held_by("ann")] == [ahead, third]
+
+
+def test_a_network_outage_of_ten_seconds_loses_no_answer_and_stores_none_twice(page, live_server, vote_tasks):
+    network = Network(page)
+    factories.user_with_roles("ann", ("workers",))
+    sign_in(page, live_server.url, "ann")
+    wait_for_image_loaded(page)
+    first = shown(page)
+    ahead = network.wait_until_ahead_is_loaded(page, first)
+
+    page.route("**/api/v1/**", lambda route: route.abort("internetdisconnected"))
+    blocked_at = time.monotonic()
+    page.keyboard.press("y")
+    # The next task shows from memory while the answer cannot be sent; the page says it keeps the answer.
+    expect(page.locator("#task-body")).to_have_attribute("data-shown", str(ahead))
+    unsaved = page.locator("#unsaved")
+    expect(unsaved).to_contain_text("Your last answer is not saved yet")
+    wait_for_image_loaded(page)
+    page.keyboard.press("n")
+    expect(unsaved).to_contain_text("2 answers are not saved yet")
+    expect(page.locator("#status")).to_contain_text("Could not load a task")
+    assert not Assignment.objects.filter(state=AssignmentState.SUBMITTED).exists()
+    page.wait_for_timeout(max(0.0, 10.0 - (time.monotonic() - blocked_at)) * 1000)
+    page.unroute("**/api/v1/**")
+
+    # Back online: both kept answers are stored (in order), the page goes on with new tasks.
+    expect(page.locator("#answered")).to_have_text("2", timeout=20_000)
+    expect(unsaved).to_be_hidden()
+    wait_for_image_loaded(page)
+    third = shown(page)
+    network.wait_until_ahead_is_loaded(page, third)
+    page.keyboard.press("y")
+    expect(page.locator("#answered")).to_have_text("3")
+    wait_for_image_loaded(page)
+    page.wait_for_timeout(300)  # the last task's lease ahead finds nothing: the page is idle
+    submitted = list(Assignment.objects.filter(state=AssignmentState.SUBMITTED).order_by("submitted_at"))
+    assert [(a.pk, a.answer) for a in submitted] == [
+        (first, {"answer": True}),
+        (ahead, {"answer": False}),
+        (third, {"answer": True}),
+    ]
+    # Stored once each: one assignment per task for this worker, each with its own Idempotency-Key.
+    assert len({a.task_id for a in submitted}) == 3
+    assert len({a.idempotency_key for a in submitted}) == 3
+    # The browser logs each blocked request; nothing else went wrong on the page.
+    assert [e for e in page.console_errors if "ERR_INTERNET_DISCONNECTED" not in e] == []
