@@ -8,6 +8,8 @@ urlpatterns = [
     path("organize/datasets/<int:dataset_id>/images/", views.dataset_images, name="organize-images"),
     path("organize/datasets/<int:dataset_id>/classes/", views.dataset_classes, name="organize-classes"),
     path("organize/datasets/<int:dataset_id>/benchmark/", views.dataset_benchmark, name="organize-benchmark"),
+    path("organize/datasets/<int:dataset_id>/quality/", views.dataset_quality, name="organize-quality"),
+    path("organize/datasets/<int:dataset_id>/settings/", views.dataset_settings, name="organize-settings"),
     path("organize/datasets/<int:dataset_id>/people/", views.dataset_people, name="organize-people"),
     path("invite/<str:token>/", views.invitation_accept, name="invitation-accept-page"),
 ]

@@ -2,7 +2,7 @@
 
 from django.urls import re_path
 
-from . import api, classes_api, people_api, review_api, splits_api, workers_api
+from . import api, classes_api, people_api, quality_api, review_api, splits_api, workers_api
 
 urlpatterns = [
     re_path(
@@ -58,6 +58,11 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/review/?$",
         review_api.DatasetReviewView.as_view(),
         name="dataset-review",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/quality/?$",
+        quality_api.DatasetQualityView.as_view(),
+        name="dataset-quality",
     ),
     re_path(r"^hierarchy-uploads/?$", classes_api.HierarchyUploadView.as_view(), name="hierarchy-upload"),
     re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),

@@ -65,6 +65,8 @@ dataset_images = dataset_page("images")
 dataset_classes = dataset_page("classes")
 dataset_benchmark = dataset_page("benchmark", formats=_formats)
 dataset_people = dataset_page("people")
+dataset_quality = dataset_page("quality")
+dataset_settings = dataset_page("settings")
 
 
 @never_cache

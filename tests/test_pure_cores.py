@@ -34,6 +34,7 @@ PURE_CORES = [
     "crowd/gold_simulation.py",
     "organize/eta.py",
     "organize/ledger.py",
+    "organize/quality_stats.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 
