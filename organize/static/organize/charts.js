@@ -75,7 +75,7 @@ export function heatmap(probabilities, { title } = {}) {
       const x = left + b * cell;
       const yy = top + a * cell;
       const rect = svg("rect", { x, y: yy, width: cell - 1, height: cell - 1,
-        fill: `rgb(${Math.round(r)},${Math.round(g)},${Math.round(bl)})`, "data-yes": a, "data-no": b });
+        fill: `rgb(${Math.round(r)},${Math.round(g)},${Math.round(bl)})`, stroke: "#d1d5db", "data-yes": a, "data-no": b });
       rect.append(svg("title", {}, `${a} yes, ${b} no: P(positive) = ${p.toFixed(3)}`));
       root.append(rect);
       root.append(svg("text", { x: x + cell / 2, y: yy + cell / 2 + 3, "text-anchor": "middle", "font-size": 8,

@@ -71,7 +71,7 @@ function synsetRow(r, votes = true) {
 function showDifficulty(synsets, hardest) {
   const top = [...synsets].sort((x, y) => y.votes_per_question - x.votes_per_question).slice(0, DIFFICULTY_BARS);
   document.getElementById("difficulty-plot").replaceChildren(barChart(
-    top.map((r) => ({ label: r.name, value: r.votes_per_question })),
+    top.map((r) => ({ label: `${r.name} · ${r.kind}`, value: r.votes_per_question })),
     { title: "Votes per decided question", yLabel: "votes", format: (v) => v.toFixed(1) }));
   document.querySelector("#hardest tbody").replaceChildren(...hardest.map((r) => synsetRow(r, false)));
   document.querySelector("#synsets tbody").replaceChildren(...synsets.map((r) => synsetRow(r)));
