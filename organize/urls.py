@@ -2,7 +2,18 @@
 
 from django.urls import re_path
 
-from . import api, classes_api, people_api, quality_api, review_api, splits_api, workers_api
+from . import (
+    api,
+    classes_api,
+    confusable_api,
+    image_api,
+    people_api,
+    quality_api,
+    review_api,
+    splits_api,
+    worker_history,
+    workers_api,
+)
 
 urlpatterns = [
     re_path(
@@ -63,6 +74,31 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/quality/?$",
         quality_api.DatasetQualityView.as_view(),
         name="dataset-quality",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/?$",
+        image_api.DatasetImageDetailView.as_view(),
+        name="dataset-image-detail",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/?$",
+        worker_history.WorkerHistoryView.as_view(),
+        name="worker-history",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/confusable-pairs/?$",
+        confusable_api.ConfusablePairsView.as_view(),
+        name="confusable-pairs",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/confusable-pairs/(?P<pair_id>[0-9]+)/?$",
+        confusable_api.ConfusablePairDetailView.as_view(),
+        name="confusable-pair-detail",
+    ),
+    re_path(
+        r"^hierarchies/(?P<hierarchy_id>[0-9]+)/tree/?$",
+        classes_api.HierarchyTreeView.as_view(),
+        name="hierarchy-tree",
     ),
     re_path(r"^hierarchy-uploads/?$", classes_api.HierarchyUploadView.as_view(), name="hierarchy-upload"),
     re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),

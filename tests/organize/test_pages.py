@@ -20,6 +20,8 @@ PAGES = [
     "/organize/datasets/{id}/people/",
     "/organize/datasets/{id}/quality/",
     "/organize/datasets/{id}/settings/",
+    "/organize/datasets/{id}/images/1/",
+    "/organize/datasets/{id}/people/1/",
 ]
 ENDPOINTS = [
     ("get", "/api/v1/datasets/{id}/progress"),
@@ -53,6 +55,12 @@ ENDPOINTS = [
     ("patch", "/api/v1/datasets/{id}/gold-settings"),
     ("get", "/api/v1/datasets/{id}/gold"),
     ("post", "/api/v1/datasets/{id}/gold/import"),
+    ("get", "/api/v1/datasets/{id}/images/1"),
+    ("get", "/api/v1/datasets/{id}/people/1"),
+    ("get", "/api/v1/datasets/{id}/confusable-pairs"),
+    ("post", "/api/v1/datasets/{id}/confusable-pairs"),
+    ("delete", "/api/v1/datasets/{id}/confusable-pairs/1"),
+    ("get", "/api/v1/hierarchies/1/tree"),
 ]
 
 

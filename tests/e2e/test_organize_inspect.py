@@ -1,0 +1,105 @@
+"""Inspecting a dataset in real headless Chromium: from the image grid to an image's page (its boxes drawn, the
+votes and decisions of its question), from the People page to a worker's history, and on the Classes page the
+hierarchy's tree and a confusable pair added and removed."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from annotation.ingest import IngestItem, images_ingest
+from annotation.models import Assignment, AssignmentState, Box, BoxState
+from consensus.models import Question, QuestionDecision, QuestionRole, QuestionState, Vote
+from hierarchy.fixture import parse_fixture
+from hierarchy.models import Concept
+from hierarchy.services import hierarchy_load
+from review.models import ConfusablePair
+from tests import factories
+from tests.conftest import png_bytes
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "pass-for-tests-123"
+
+
+def sign_in(page, base_url: str, next_path: str) -> None:
+    page.goto(f"{base_url}/accounts/login/?next={next_path}")
+    page.get_by_label("Username").fill("olga")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def test_an_organizer_inspects_an_image_a_worker_and_the_classes(page, live_server):
+    organizer = factories.user_with_roles("olga", ("organizers",))
+    dataset = factories.DatasetFactory(organizers=[organizer], name="inspect")
+    (image,) = images_ingest(
+        dataset=dataset, items=[IngestItem("dog.png", png_bytes(size=(200, 100), seed=3))]
+    ).stored
+    hierarchy_load(parse_fixture(json.loads(open("fixtures/hierarchies/voc20.json").read())))
+    dog, cat = Concept.objects.get(wnid="n02084071"), Concept.objects.get(wnid="n02121808")
+    dataset.concepts.set([dog, cat])
+    wendy = factories.user_with_roles("wendy", ("workers",)).worker
+    Box.objects.create(
+        image=image, concept=dog, x1=10, y1=10, x2=90, y2=80, state=BoxState.ACCEPTED, drawn_by=wendy
+    )
+    question = Question.objects.create(
+        kind="image_verify",
+        dataset=dataset,
+        concept=dog,
+        image=image,
+        role=QuestionRole.PRODUCTION,
+        state=QuestionState.ACCEPTED,
+        yes_count=1,
+        no_count=0,
+        p=0.97,
+    )
+    task = factories.TaskFactory(dataset=dataset, image=image, concept=dog)
+    now = timezone.now()
+    assignment = Assignment.objects.create(
+        task=task,
+        worker=wendy,
+        state=AssignmentState.SUBMITTED,
+        leased_at=now - timedelta(seconds=6),
+        expires_at=now + timedelta(minutes=5),
+        submitted_at=now,
+        answer={"answer": True},
+    )
+    Vote.objects.create(question=question, worker=wendy, answer=True, assignment=assignment)
+    QuestionDecision.objects.create(
+        question=question, decision="accept", p=0.97, yes_count=1, no_count=0, estimator="weighted"
+    )
+
+    sign_in(page, live_server.url, f"/organize/datasets/{dataset.pk}/images/")
+    page.locator(f"#grid figure[data-image='{image.pk}'] a").click()
+    expect(page.locator("#image-status")).to_contain_text("dog.png · 200×100")
+    expect(page.locator("#image-stage svg rect")).to_have_count(1)
+    expect(page.locator("#boxes tbody tr")).to_contain_text("wendy")
+    row = page.locator(f"#questions tbody tr[data-question='{question.pk}']")
+    expect(row.locator(".votes")).to_have_text("wendy: yes")
+    expect(row).to_contain_text("accept at 1/0")
+
+    page.get_by_role("link", name="People").click()
+    page.get_by_role("link", name="wendy").click()
+    expect(page.locator("#worker-name")).to_have_text("wendy")
+    expect(page.locator("#stages tbody")).to_contain_text("binary_vote")
+    expect(page.locator("#recent tbody tr")).to_have_count(1)
+
+    page.get_by_role("link", name="Classes").click()
+    expect(page.locator("#tree-status")).to_contain_text("20 classes")
+    expect(page.locator("#tree li[data-node='n02084071']").first).to_contain_text("dog (n02084071) ✓")
+    form = page.locator("#pair-form")
+    form.get_by_label("Class").select_option("n02121808")
+    form.get_by_label("confused with").select_option("n02084071")
+    form.get_by_label("Note").fill("small furry pets")
+    form.get_by_role("button", name="Add pair").click()
+    expect(page.locator("#pairs tbody tr")).to_contain_text("small furry pets")
+    assert ConfusablePair.objects.count() == 1
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("#pairs tbody tr").get_by_role("button", name="Remove").click()
+    expect(page.locator("#pairs tbody tr")).to_have_count(0)
+    assert not ConfusablePair.objects.exists()
+    assert page.console_errors == []
