@@ -133,7 +133,9 @@ class ImageFinalLabelSerializer(serializers.ModelSerializer):
 
 class ImageReviewDecisionSerializer(serializers.ModelSerializer):
     reviewer = serializers.CharField(source="reviewer.username")
-    decision = serializers.CharField(help_text="review.Decision (distinct, duplicate_keep_a, ...) or an undo.")
+    decision = serializers.CharField(
+        help_text="review.Decision (distinct, duplicate_keep_a, ...) or an undo."
+    )
 
     class Meta:
         model = ReviewDecision
