@@ -4,6 +4,7 @@ from django.urls import re_path
 
 from . import (
     api,
+    challenges_api,
     classes_api,
     confusable_api,
     image_api,
@@ -99,6 +100,21 @@ urlpatterns = [
         r"^hierarchies/(?P<hierarchy_id>[0-9]+)/tree/?$",
         classes_api.HierarchyTreeView.as_view(),
         name="hierarchy-tree",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/challenges/?$",
+        challenges_api.DatasetChallengesView.as_view(),
+        name="dataset-challenges",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/challenges/(?P<challenge_id>[0-9]+)/?$",
+        challenges_api.ChallengeDetailView.as_view(),
+        name="dataset-challenge-detail",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/challenges/(?P<challenge_id>[0-9]+)/teams/?$",
+        challenges_api.ChallengeTeamsView.as_view(),
+        name="dataset-challenge-teams",
     ),
     re_path(r"^hierarchy-uploads/?$", classes_api.HierarchyUploadView.as_view(), name="hierarchy-upload"),
     re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),

@@ -64,7 +64,15 @@ def _formats() -> list[str]:
 dataset_home = dataset_page("dataset")
 dataset_images = dataset_page("images")
 dataset_classes = dataset_page("classes")
-dataset_benchmark = dataset_page("benchmark", formats=_formats)
+
+
+def _protocols() -> list[str]:
+    from benchmark.metrics import PROTOCOLS
+
+    return sorted(PROTOCOLS)
+
+
+dataset_benchmark = dataset_page("benchmark", formats=_formats, protocols=_protocols)
 dataset_people = dataset_page("people")
 dataset_quality = dataset_page("quality")
 dataset_settings = dataset_page("settings")

@@ -61,6 +61,10 @@ ENDPOINTS = [
     ("post", "/api/v1/datasets/{id}/confusable-pairs"),
     ("delete", "/api/v1/datasets/{id}/confusable-pairs/1"),
     ("get", "/api/v1/hierarchies/1/tree"),
+    ("get", "/api/v1/datasets/{id}/challenges"),
+    ("post", "/api/v1/datasets/{id}/challenges"),
+    ("get", "/api/v1/datasets/{id}/challenges/1"),
+    ("post", "/api/v1/datasets/{id}/challenges/1/teams"),
 ]
 
 
