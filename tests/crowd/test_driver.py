@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DRIVER_MODULES = [
     "crowd/driver.py",
     "crowd/transport.py",
+    "crowd/server_setup.py",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "crowd/scenarios").glob("*.py")),
 ]
 PLATFORM_PACKAGES = {"annotation", "hierarchy", "consensus", "gold", "review", "benchmark"}
