@@ -116,6 +116,11 @@ urlpatterns = [
         challenges_api.ChallengeTeamsView.as_view(),
         name="dataset-challenge-teams",
     ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/review/decisions/?$",
+        review_api.DatasetReviewDecisionsView.as_view(),
+        name="dataset-review-decisions",
+    ),
     re_path(r"^hierarchy-uploads/?$", classes_api.HierarchyUploadView.as_view(), name="hierarchy-upload"),
     re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),
 ]

@@ -1,6 +1,6 @@
 """Inspecting a dataset in real headless Chromium: from the image grid to an image's page (its boxes drawn, the
 votes and decisions of its question), from the People page to a worker's history, and on the Classes page the
-hierarchy's tree and a confusable pair added and removed."""
+hierarchy's tree and a confusable pair added and removed, and on the dataset page a reviewer's decision undone."""
 
 from __future__ import annotations
 
@@ -102,4 +102,22 @@ def test_an_organizer_inspects_an_image_a_worker_and_the_classes(page, live_serv
     page.locator("#pairs tbody tr").get_by_role("button", name="Remove").click()
     expect(page.locator("#pairs tbody tr")).to_have_count(0)
     assert not ConfusablePair.objects.exists()
+    assert page.console_errors == []
+
+
+def test_an_organizer_undoes_a_review_decision_from_the_dataset_page(page, live_server):
+    from review.models import ReviewItem
+    from tests.organize.test_review_api import decided_pair
+
+    organizer = factories.user_with_roles("olga", ("organizers",))
+    dataset = factories.DatasetFactory(organizers=[organizer], name="reviewed")
+    decision = decided_pair(dataset, factories.user_with_roles("rita", ("reviewers",)))
+    sign_in(page, live_server.url, f"/organize/datasets/{dataset.pk}/")
+    row = page.locator(f"#decisions tbody tr[data-decision='{decision.pk}']")
+    expect(row).to_contain_text("duplicate_keep_a")
+    page.once("dialog", lambda dialog: dialog.accept("both are dogs"))
+    row.get_by_role("button", name="Undo…").click()
+    expect(row).to_contain_text("undone")
+    expect(page.locator("#decisions tbody tr").first).to_contain_text("undo")
+    assert ReviewItem.objects.get(pk=decision.item_id).state == "open"
     assert page.console_errors == []

@@ -65,6 +65,7 @@ ENDPOINTS = [
     ("post", "/api/v1/datasets/{id}/challenges"),
     ("get", "/api/v1/datasets/{id}/challenges/1"),
     ("post", "/api/v1/datasets/{id}/challenges/1/teams"),
+    ("get", "/api/v1/datasets/{id}/review/decisions"),
 ]
 
 
