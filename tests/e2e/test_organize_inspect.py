@@ -1,6 +1,7 @@
 """Inspecting a dataset in real headless Chromium: from the image grid to an image's page (its boxes drawn, the
 votes and decisions of its question), from the People page to a worker's history, and on the Classes page the
-hierarchy's tree and a confusable pair added and removed, and on the dataset page a reviewer's decision undone."""
+hierarchy's tree and a confusable pair added and removed; on the dataset page a reviewer's decision undone, and
+on the Images page near-duplicate flags confirmed and dismissed."""
 
 from __future__ import annotations
 
@@ -120,4 +121,30 @@ def test_an_organizer_undoes_a_review_decision_from_the_dataset_page(page, live_
     expect(row).to_contain_text("undone")
     expect(page.locator("#decisions tbody tr").first).to_contain_text("undo")
     assert ReviewItem.objects.get(pk=decision.item_id).state == "open"
+    assert page.console_errors == []
+
+
+def test_an_organizer_confirms_and_dismisses_near_duplicate_flags(page, live_server):
+    from annotation.models import Image
+
+    organizer = factories.user_with_roles("olga", ("organizers",))
+    dataset = factories.DatasetFactory(organizers=[organizer], name="dups")
+    report = images_ingest(
+        dataset=dataset,
+        items=[IngestItem(f"cat{k}.png", png_bytes(size=(120, 90), seed=10 + k)) for k in range(3)],
+    )
+    original, first, second = report.stored
+    Image.objects.filter(pk__in=[first.pk, second.pk]).update(near_duplicate_of=original)
+    sign_in(page, live_server.url, f"/organize/datasets/{dataset.pk}/images/")
+    expect(page.locator("#duplicates-status")).to_have_text("2 flags to confirm")
+    page.locator(f".duplicate[data-image='{first.pk}']").get_by_role(
+        "button", name="Confirm: a near-duplicate"
+    ).click()
+    expect(page.locator("#duplicates-status")).to_have_text("1 flag to confirm")
+    page.locator(f".duplicate[data-image='{second.pk}']").get_by_role(
+        "button", name="Dismiss: distinct images"
+    ).click()
+    expect(page.locator("#duplicates-status")).to_have_text("No flag to confirm.")
+    assert Image.objects.get(pk=first.pk).near_duplicate_of_id == original.pk
+    assert Image.objects.get(pk=second.pk).near_duplicate_of_id is None
     assert page.console_errors == []

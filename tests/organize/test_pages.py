@@ -66,6 +66,8 @@ ENDPOINTS = [
     ("get", "/api/v1/datasets/{id}/challenges/1"),
     ("post", "/api/v1/datasets/{id}/challenges/1/teams"),
     ("get", "/api/v1/datasets/{id}/review/decisions"),
+    ("get", "/api/v1/datasets/{id}/near-duplicates"),
+    ("post", "/api/v1/datasets/{id}/near-duplicates/1"),
 ]
 
 
