@@ -59,7 +59,14 @@ class ConsensusSettingsView(APIView):
             ConsensusSettings.for_dataset(dataset.pk), data=request.data, partial=True
         )
         form.is_valid(raise_exception=True)
-        form.save(dataset=dataset)
+        with transaction.atomic():
+            form.save(dataset=dataset)
+            audit_record(
+                dataset=dataset,
+                actor=request.user,
+                action="consensus_settings.change",
+                parameters=form.validated_data,
+            )
         return Response(form.data)
 
 

@@ -3,19 +3,21 @@ recommendations. Workers never reach any of this; they see gold only as ordinary
 
 from __future__ import annotations
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, status
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.audit import audit_record
 from annotation.models import Box
 from config.roles import IsOrganizer
 from consensus.api import concept_by_wnid, organizer_dataset
 
 from . import services
-from .items import GoldInvalid, GoldSpec, gold_items_create
+from .items import GoldInvalid, GoldSpec, gold_items_create, gold_items_import_csv
 from .models import Block, GoldItem, GoldSettings, PaymentDecision, WorkerScore
 from .serializers import (
     GoldItemCreateSerializer,
@@ -131,5 +133,51 @@ class GoldSettingsView(APIView):
         dataset = organizer_dataset(request, dataset_id)
         form = GoldSettingsSerializer(GoldSettings.for_dataset(dataset.pk), data=request.data, partial=True)
         form.is_valid(raise_exception=True)
-        form.save(dataset=dataset)
+        with transaction.atomic():
+            form.save(dataset=dataset)
+            audit_record(
+                dataset=dataset,
+                actor=request.user,
+                action="gold_settings.change",
+                parameters=form.validated_data,
+            )
         return Response(form.data)
+
+
+class GoldImportSerializer(serializers.Serializer):
+    csv = serializers.CharField(
+        max_length=5_000_000,
+        trim_whitespace=False,
+        help_text="CSV text with a header row: kind, concept (wnid), image (id or original file name), box "
+        "(id, optional), answer (yes/no), explanation (optional).",
+    )
+
+
+class GoldImportResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    items = GoldItemSerializer(many=True)
+
+
+class GoldImportView(APIView):
+    """Import gold items from CSV (the logic of `import_gold`): every row is checked and any bad row stores
+    nothing; a 400 lists each problem with its line number. The import is audited."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=GoldImportSerializer, responses={201: GoldImportResultSerializer})
+    def post(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        form = GoldImportSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            with transaction.atomic():
+                items = gold_items_import_csv(
+                    dataset=dataset, text=form.validated_data["csv"].lstrip("\ufeff"), created_by=request.user
+                )
+                audit_record(
+                    dataset=dataset, actor=request.user, action="gold.import", parameters={"rows": len(items)}
+                )
+        except GoldInvalid as exc:
+            raise ValidationError({"errors": exc.errors}) from None
+        body = {"created": len(items), "items": items[:100]}
+        return Response(GoldImportResultSerializer(body).data, status=status.HTTP_201_CREATED)

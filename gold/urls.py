@@ -5,6 +5,9 @@ from . import api
 urlpatterns = [
     re_path(r"^datasets/(?P<dataset_id>[0-9]+)/gold/?$", api.GoldItemListView.as_view(), name="gold-items"),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/gold/import/?$", api.GoldImportView.as_view(), name="gold-import"
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/gold-settings/?$",
         api.GoldSettingsView.as_view(),
         name="gold-settings",

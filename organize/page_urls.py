@@ -6,8 +6,20 @@ urlpatterns = [
     path("organize/", views.datasets, name="organize"),
     path("organize/datasets/<int:dataset_id>/", views.dataset_home, name="organize-dataset"),
     path("organize/datasets/<int:dataset_id>/images/", views.dataset_images, name="organize-images"),
+    path(
+        "organize/datasets/<int:dataset_id>/images/<int:image_id>/",
+        views.dataset_image,
+        name="organize-image",
+    ),
     path("organize/datasets/<int:dataset_id>/classes/", views.dataset_classes, name="organize-classes"),
     path("organize/datasets/<int:dataset_id>/benchmark/", views.dataset_benchmark, name="organize-benchmark"),
+    path("organize/datasets/<int:dataset_id>/quality/", views.dataset_quality, name="organize-quality"),
+    path("organize/datasets/<int:dataset_id>/settings/", views.dataset_settings, name="organize-settings"),
     path("organize/datasets/<int:dataset_id>/people/", views.dataset_people, name="organize-people"),
+    path(
+        "organize/datasets/<int:dataset_id>/people/<int:worker_id>/",
+        views.dataset_worker,
+        name="organize-worker",
+    ),
     path("invite/<str:token>/", views.invitation_accept, name="invitation-accept-page"),
 ]

@@ -1,18 +1,20 @@
-"""Review from the organizer's side: the dataset's review queue counts, and starting the overlap scan (queued
-through `review.services.overlaps_scan_request`, debounced like every other scan request)."""
+"""Review from the organizer's side: the dataset's review queue counts, starting the overlap scan (queued
+through `review.services.overlaps_scan_request`, debounced like every other scan request), and the recent
+decisions an organizer may undo."""
 
 from __future__ import annotations
 
 from django.db.models import Count
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.audit import audit_record
 from config.roles import IsOrganizer
-from review.models import ItemState, ReviewItem, ReviewKind
+from review.models import ItemState, ReviewDecision, ReviewItem, ReviewKind
 from review.services import overlaps_scan_request
 
 from .scoping import organizer_dataset
@@ -59,3 +61,40 @@ class DatasetReviewView(APIView):
         )
         body = {"counts": review_counts(dataset), "scan_queued": queued}
         return Response(ReviewCountsSerializer(body).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RecentDecisionSerializer(serializers.ModelSerializer):
+    reviewer = serializers.CharField(source="reviewer.username")
+    decision = serializers.CharField(help_text="review.Decision, or undo.")
+    kind = serializers.CharField(source="item.kind")
+    item_state = serializers.CharField(source="item.state")
+    image = serializers.IntegerField(source="item.image_id", allow_null=True)
+    undone = serializers.SerializerMethodField(help_text="An undo row points at this decision.")
+
+    class Meta:
+        model = ReviewDecision
+        fields = ["id", "item", "kind", "item_state", "image", "decision", "reviewer", "reason", "undoes", "undone",
+                  "created_at"]  # fmt: skip
+
+    def get_undone(self, decision) -> bool:
+        return hasattr(decision, "undone_by")
+
+
+class DatasetReviewDecisionsView(APIView):
+    """The dataset's review decisions, newest first (paginated), with whether each was undone; an organizer
+    undoes one with `POST review/decisions/{id}/undo`."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=RecentDecisionSerializer(many=True))
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        paginator = PageNumberPagination()
+        paginator.page_size = 50
+        qs = (
+            ReviewDecision.objects.filter(item__dataset=dataset)
+            .select_related("reviewer", "item", "undone_by")
+            .order_by("-id")
+        )
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(RecentDecisionSerializer(page, many=True).data)

@@ -2,7 +2,20 @@
 
 from django.urls import re_path
 
-from . import api, classes_api, people_api, review_api, splits_api, workers_api
+from . import (
+    api,
+    challenges_api,
+    classes_api,
+    confusable_api,
+    duplicates_api,
+    image_api,
+    people_api,
+    quality_api,
+    review_api,
+    splits_api,
+    worker_history,
+    workers_api,
+)
 
 urlpatterns = [
     re_path(
@@ -58,6 +71,66 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/review/?$",
         review_api.DatasetReviewView.as_view(),
         name="dataset-review",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/quality/?$",
+        quality_api.DatasetQualityView.as_view(),
+        name="dataset-quality",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/?$",
+        image_api.DatasetImageDetailView.as_view(),
+        name="dataset-image-detail",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/?$",
+        worker_history.WorkerHistoryView.as_view(),
+        name="worker-history",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/confusable-pairs/?$",
+        confusable_api.ConfusablePairsView.as_view(),
+        name="confusable-pairs",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/confusable-pairs/(?P<pair_id>[0-9]+)/?$",
+        confusable_api.ConfusablePairDetailView.as_view(),
+        name="confusable-pair-detail",
+    ),
+    re_path(
+        r"^hierarchies/(?P<hierarchy_id>[0-9]+)/tree/?$",
+        classes_api.HierarchyTreeView.as_view(),
+        name="hierarchy-tree",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/challenges/?$",
+        challenges_api.DatasetChallengesView.as_view(),
+        name="dataset-challenges",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/challenges/(?P<challenge_id>[0-9]+)/?$",
+        challenges_api.ChallengeDetailView.as_view(),
+        name="dataset-challenge-detail",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/challenges/(?P<challenge_id>[0-9]+)/teams/?$",
+        challenges_api.ChallengeTeamsView.as_view(),
+        name="dataset-challenge-teams",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/review/decisions/?$",
+        review_api.DatasetReviewDecisionsView.as_view(),
+        name="dataset-review-decisions",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/near-duplicates/?$",
+        duplicates_api.NearDuplicatesView.as_view(),
+        name="near-duplicates",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/near-duplicates/(?P<image_id>[0-9]+)/?$",
+        duplicates_api.NearDuplicateVerdictView.as_view(),
+        name="near-duplicate-verdict",
     ),
     re_path(r"^hierarchy-uploads/?$", classes_api.HierarchyUploadView.as_view(), name="hierarchy-upload"),
     re_path(r"^invitations/accept/?$", people_api.InvitationAcceptView.as_view(), name="invitation-accept"),

@@ -40,17 +40,18 @@ def datasets(request):
     return render(request, "organize/datasets.html", {"datasets": rows})
 
 
-def dataset_page(tab: str, **extra):
-    """A page of one of the organizer's datasets: `organize/{tab}.html` with the dataset and its tab."""
+def dataset_page(tab: str, template: str = "", **extra):
+    """A page of one of the organizer's datasets: `organize/{template or tab}.html` with the dataset, its tab
+    and the ids of the URL (an image's, a worker's: the page's API call checks them)."""
 
     @require_GET
     @organizer_page
-    def view(request, dataset_id: int):
+    def view(request, dataset_id: int, **ids):
         dataset = organizer_dataset(request.user, dataset_id)
-        context = {"dataset": dataset, "tab": tab, **{k: v() for k, v in extra.items()}}
-        return render(request, f"organize/{tab}.html", context)
+        context = {"dataset": dataset, "tab": tab, **ids, **{k: v() for k, v in extra.items()}}
+        return render(request, f"organize/{template or tab}.html", context)
 
-    view.__name__ = f"dataset_{tab}"
+    view.__name__ = f"dataset_{template or tab}"
     return view
 
 
@@ -63,8 +64,20 @@ def _formats() -> list[str]:
 dataset_home = dataset_page("dataset")
 dataset_images = dataset_page("images")
 dataset_classes = dataset_page("classes")
-dataset_benchmark = dataset_page("benchmark", formats=_formats)
+
+
+def _protocols() -> list[str]:
+    from benchmark.metrics import PROTOCOLS
+
+    return sorted(PROTOCOLS)
+
+
+dataset_benchmark = dataset_page("benchmark", formats=_formats, protocols=_protocols)
 dataset_people = dataset_page("people")
+dataset_quality = dataset_page("quality")
+dataset_settings = dataset_page("settings")
+dataset_image = dataset_page("images", template="image")
+dataset_worker = dataset_page("people", template="worker")
 
 
 @never_cache

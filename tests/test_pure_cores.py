@@ -35,6 +35,7 @@ PURE_CORES = [
     "organize/eta.py",
     "organize/ledger.py",
     "config/layers.py",
+    "organize/quality_stats.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 

@@ -16,6 +16,7 @@ DRIVER_MODULES = [
     "crowd/driver.py",
     "crowd/transport.py",
     "crowd/provider_flows.py",
+    "crowd/server_setup.py",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "crowd/scenarios").glob("*.py")),
 ]
 PLATFORM_PACKAGES = {"annotation", "hierarchy", "consensus", "gold", "review", "benchmark"}

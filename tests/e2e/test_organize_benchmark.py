@@ -36,6 +36,7 @@ def test_an_organizer_freezes_a_split_exports_coco_and_downloads_it(page, live_s
     page.get_by_label("Username").fill("olga")
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state("networkidle")  # the modules listen before a click submits the form
 
     page.get_by_label("Seed").fill("7")
     page.get_by_role("button", name="Preview split").click()
@@ -67,4 +68,54 @@ def test_an_organizer_freezes_a_split_exports_coco_and_downloads_it(page, live_s
     assert json.loads(archive.read("manifest.json"))["format"] == "coco"
     actions = set(AuditEntry.objects.filter(dataset=dataset).values_list("action", flat=True))
     assert actions == {"splits.compute", "splits.freeze", "export.start"}
+    assert page.console_errors == []
+
+
+def test_an_organizer_creates_a_challenge_adds_a_team_and_sees_its_leaderboard(page, live_server):
+    from benchmark.models import Challenge
+    from tests.benchmark.test_api import perfect_results, submit
+
+    organizer = factories.user_with_roles("olga", ("organizers",))
+    factories.user_with_roles("alice", ())
+    dataset = factories.DatasetFactory(organizers=[organizer], name="challenged")
+    dog = factories.ConceptFactory(wnid="n02084071", name="dog")
+    for k in range(12):
+        image = factories.ImageFactory(dataset=dataset, width=200, height=100)
+        Box.objects.create(
+            image=image, concept=dog, x1=10 + k, y1=5, x2=60 + k, y2=70, state=BoxState.ACCEPTED
+        )
+    finalize(dataset)
+    page.goto(f"{live_server.url}/accounts/login/?next=/organize/datasets/{dataset.pk}/benchmark/")
+    page.get_by_label("Username").fill("olga")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state("networkidle")  # the modules listen before a click submits the form
+    page.get_by_role("button", name="Preview split").click()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Freeze version 1").click()
+    expect(page.locator("#versions tbody tr[data-version='1']")).to_contain_text("frozen")
+
+    form = page.locator("#challenge-form")
+    form.get_by_label("Name").fill("det-2026")
+    form.get_by_label("Protocol").select_option("coco")
+    form.get_by_role("button", name="Create challenge").click()
+    expect(page.locator("#challenge-title")).to_contain_text("det-2026: ranked by AP")
+    expect(page.locator("#leaderboard tbody")).to_contain_text("No scored submission yet.")
+    team = page.locator("#team-form")
+    team.get_by_label("Team name").fill("alices")
+    team.get_by_label("Members (usernames, comma-separated)").fill("alice")
+    team.get_by_role("button", name="Add team").click()
+    expect(page.locator("#teams tbody tr")).to_contain_text("alice")
+
+    challenge = Challenge.objects.get(name="det-2026")
+    from django.contrib.auth import get_user_model
+
+    assert (
+        submit(
+            get_user_model().objects.get(username="alice"), challenge, perfect_results(challenge)
+        ).status_code
+        == 201
+    )
+    page.get_by_role("button", name="Leaderboard of det-2026").click()
+    expect(page.locator("#leaderboard tbody tr[data-team='alices']")).to_contain_text("AP 1.0000")
     assert page.console_errors == []

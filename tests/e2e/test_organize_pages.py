@@ -51,6 +51,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
         (folder / f"good-{n}.png").write_bytes(png_bytes(size=(80, 60), seed=n))
     (folder / "notes.png").write_bytes(b"this is not an image")
     page.get_by_role("link", name="Images").click()
+    expect(page.locator("#grid-status")).to_have_text("0 images")  # the page's module listens by now
     page.locator("#file-input").set_input_files([str(p) for p in sorted(folder.iterdir())])
     expect(page.locator("#upload-summary")).to_have_text("2 stored, 1 refused, 0 waiting")
     refused = page.locator("#uploads li.refused")

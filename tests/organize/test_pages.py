@@ -18,6 +18,10 @@ PAGES = [
     "/organize/datasets/{id}/classes/",
     "/organize/datasets/{id}/benchmark/",
     "/organize/datasets/{id}/people/",
+    "/organize/datasets/{id}/quality/",
+    "/organize/datasets/{id}/settings/",
+    "/organize/datasets/{id}/images/1/",
+    "/organize/datasets/{id}/people/1/",
 ]
 ENDPOINTS = [
     ("get", "/api/v1/datasets/{id}/progress"),
@@ -44,6 +48,26 @@ ENDPOINTS = [
     ("post", "/api/v1/datasets/{id}/verification"),
     ("post", "/api/v1/datasets/{id}/multilabel"),
     ("post", "/api/v1/datasets/{id}/box-jobs"),
+    ("get", "/api/v1/datasets/{id}/quality"),
+    ("get", "/api/v1/datasets/{id}/consensus-settings"),
+    ("patch", "/api/v1/datasets/{id}/consensus-settings"),
+    ("get", "/api/v1/datasets/{id}/gold-settings"),
+    ("patch", "/api/v1/datasets/{id}/gold-settings"),
+    ("get", "/api/v1/datasets/{id}/gold"),
+    ("post", "/api/v1/datasets/{id}/gold/import"),
+    ("get", "/api/v1/datasets/{id}/images/1"),
+    ("get", "/api/v1/datasets/{id}/people/1"),
+    ("get", "/api/v1/datasets/{id}/confusable-pairs"),
+    ("post", "/api/v1/datasets/{id}/confusable-pairs"),
+    ("delete", "/api/v1/datasets/{id}/confusable-pairs/1"),
+    ("get", "/api/v1/hierarchies/1/tree"),
+    ("get", "/api/v1/datasets/{id}/challenges"),
+    ("post", "/api/v1/datasets/{id}/challenges"),
+    ("get", "/api/v1/datasets/{id}/challenges/1"),
+    ("post", "/api/v1/datasets/{id}/challenges/1/teams"),
+    ("get", "/api/v1/datasets/{id}/review/decisions"),
+    ("get", "/api/v1/datasets/{id}/near-duplicates"),
+    ("post", "/api/v1/datasets/{id}/near-duplicates/1"),
 ]
 
 
@@ -136,6 +160,10 @@ def test_endpoints_take_a_fixed_number_of_queries(
         ("/api/v1/datasets/{id}/split-versions", 3),
         ("/api/v1/datasets/{id}/review", 3),
         ("/api/v1/datasets/{id}/images", 4),
+        ("/api/v1/datasets/{id}/quality", 8),
+        ("/api/v1/datasets/{id}/consensus-settings", 3),
+        ("/api/v1/datasets/{id}/gold-settings", 3),
+        ("/api/v1/datasets/{id}/gold", 4),
     ]:
         with django_assert_max_num_queries(most):
             assert client.get(url.format(id=big_dataset.pk)).status_code == 200, url

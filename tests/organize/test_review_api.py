@@ -1,4 +1,5 @@
-"""Review from the organizer's side: queue counts per kind and state, and an overlap scan started (audited)."""
+"""Review from the organizer's side: queue counts per kind and state, an overlap scan started (audited), and
+the recent decisions listed with their undo."""
 
 from __future__ import annotations
 
@@ -42,3 +43,40 @@ def test_other_organizers_and_workers_cannot_scan(api_client, dataset, other_org
     assert api_client(other_organizer).post(f"/api/v1/datasets/{dataset.pk}/review").status_code == 404
     assert api_client(worker).post(f"/api/v1/datasets/{dataset.pk}/review").status_code == 403
     assert api_client(worker).get(f"/api/v1/datasets/{dataset.pk}/review").status_code == 403
+
+
+def decided_pair(dataset, reviewer, decision="duplicate_keep_a"):
+    """A duplicate pair queued by a real scan and decided by a reviewer through the review service."""
+    from review.services import overlaps_scan, review_decide, review_lease_next
+
+    dog = factories.ConceptFactory()
+    image = factories.ImageFactory(dataset=dataset, width=200, height=200)
+    for dx in (0, 1):
+        Box.objects.create(
+            image=image, concept=dog, x1=10 + dx, y1=10, x2=100 + dx, y2=100, state=BoxState.ACCEPTED
+        )
+    overlaps_scan(dataset, now=timezone.now() + timedelta(hours=1))
+    item = review_lease_next(reviewer=reviewer, dataset_id=dataset.pk)
+    return review_decide(item=item, reviewer=reviewer, decision=decision)
+
+
+def test_recent_decisions_are_listed_and_an_organizer_undoes_one(
+    api_client, organizer, reviewer, dataset, other_dataset, django_assert_max_num_queries
+):
+    first = decided_pair(dataset, reviewer)
+    decided_pair(other_dataset, reviewer)
+    client = api_client(organizer)
+    with django_assert_max_num_queries(5):
+        rows = client.get(f"/api/v1/datasets/{dataset.pk}/review/decisions").json()["results"]
+    assert [(r["id"], r["decision"], r["undone"], r["reviewer"]) for r in rows] == [
+        (first.pk, "duplicate_keep_a", False, "reviewer")
+    ]
+    assert Box.objects.filter(state=BoxState.REMOVED, image__dataset=dataset).count() == 1
+    undo = client.post(
+        f"/api/v1/review/decisions/{first.pk}/undo", {"reason": "both are dogs"}, format="json"
+    )
+    assert undo.status_code == 201, undo.content
+    rows = client.get(f"/api/v1/datasets/{dataset.pk}/review/decisions").json()["results"]
+    assert [(r["decision"], r["undone"]) for r in rows] == [("undo", False), ("duplicate_keep_a", True)]
+    assert rows[0]["item_state"] == "open"
+    assert not Box.objects.filter(state=BoxState.REMOVED, image__dataset=dataset).exists()

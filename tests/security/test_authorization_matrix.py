@@ -136,12 +136,36 @@ for _operation in (
     "v1_studies_retrieve",
     "v1_studies_completions_list",
     "v1_studies_redeem_create",
+    "v1_datasets_challenges_list",
+    "v1_datasets_challenges_create",
+    "v1_datasets_challenges_retrieve",
+    "v1_datasets_challenges_teams_create",
+    "v1_datasets_confusable_pairs_list",
+    "v1_datasets_confusable_pairs_create",
+    "v1_datasets_confusable_pairs_destroy",
+    "v1_datasets_gold_import_create",
+    "v1_datasets_images_retrieve",
+    "v1_datasets_near_duplicates_list",
+    "v1_datasets_near_duplicates_create",
+    "v1_datasets_people_retrieve",
+    "v1_datasets_quality_retrieve",
+    "v1_datasets_review_decisions_list",
+    "v1_datasets_examples_list",
+    "v1_datasets_examples_create",
+    "v1_datasets_examples_remove_create",
 ):
     POLICY[_operation] = (ORGS, "tenant")
+# The hierarchy tree: organizers, platform-wide (hierarchies are shared, like the hierarchy list).
+POLICY["v1_hierarchies_tree_retrieve"] = (ORGS, "shared")
+# An example image: like an image file, its dataset's organizers, workers with a task there, and reviewers.
+POLICY["v1_examples_file_retrieve"] = POLICY["v1_images_file_retrieve"]
 
 # Rows this test does not build (their id names no row, so "reached" may also be a 404 there).
 UNBUILT = {
     "/api/v1/concepts/{wnid}/calibration/": "no calibration table is built for the concept",
+    "/api/v1/datasets/{dataset_id}/confusable-pairs/{pair_id}/": "no confusable pair is built",
+    "/api/v1/datasets/{id}/examples/{example_id}/remove/": "no example image is built",
+    "/api/v1/examples/{id}/file/": "no example image is built",
 }
 
 
@@ -240,7 +264,9 @@ def concrete(path: str, rows: dict) -> str:
             return str(rows["worker"])
         if name == "number":
             return str(rows["split"])
-        if path in UNBUILT and name == "id":
+        if name in ("challenge_id", "image_id", "hierarchy_id"):
+            return str(rows[name.removesuffix("_id")])
+        if path in UNBUILT and (name != "id" or not path.startswith("/api/v1/datasets/")):
             return "999999"
         prefix = next((p for p in ID_OF if path.startswith(p)), None)
         assert prefix is not None, f"{path}: say in ID_OF which row its {{{name}}} names"

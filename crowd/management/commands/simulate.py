@@ -21,7 +21,7 @@ from django.test import override_settings
 
 from annotation.models import Dataset
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
-from crowd import provider_flows
+from crowd import provider_flows, server_setup
 from crowd.driver import Accounts, dumps, simulate
 from crowd.models import BundleSize, MturkBudget, MturkHitType, WorkerSource
 from crowd.providers import mturk
@@ -211,6 +211,32 @@ def provider_flow(provider: str | None, transport, scenario, crowd, seed: int, f
     )
 
 
+class RemoteSetup:
+    """`--server` with `--organizer-token`: what `make_accounts`, `load_hierarchy` and `ShellOperator` do in
+    process, done through the server's API (`crowd.server_setup`)."""
+
+    def __init__(self, server: str, token: str, hierarchy: Path) -> None:
+        self.transport = HttpTransport(server)
+        self.token = token
+        self.hierarchy = hierarchy
+
+    def accounts(self, run_id: str, n_workers: int) -> Accounts:
+        try:
+            server_setup.hierarchy_upload(self.transport, self.token, self.hierarchy)
+            return server_setup.api_accounts(self.transport, self.token, run_id, n_workers)
+        except server_setup.ServerSetupError as exc:
+            raise CommandError(str(exc)) from None
+
+    def operator(self) -> server_setup.ApiOperator:
+        return server_setup.ApiOperator(self.transport, self.token, FULL_SPLITS)
+
+
+def server_setup_for(opts, hierarchy: Path) -> RemoteSetup | None:
+    if not opts["organizer_token"]:
+        return None
+    return RemoteSetup(opts["server"], opts["organizer_token"], hierarchy)
+
+
 class Command(BaseCommand):
     help = (
         "Run a simulated crowd against the platform through its HTTP API (in-process, or a server with --server) "
@@ -329,6 +355,12 @@ class Command(BaseCommand):
             "sync_hits), external (a study link with completion codes) or inhouse (invitations, then the worker "
             "API). The summary gains a `provider` section.",
         )
+        parser.add_argument(
+            "--organizer-token",
+            help="With --server: the API token of an organizer on that server. The run then creates its worker "
+            "and reviewer accounts by invitations, uploads its hierarchy and does the operator steps through the "
+            "API, so the server keeps its own database.",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
@@ -407,7 +439,12 @@ class Command(BaseCommand):
         hostile = crowd_name == "hostile"
 
         run_id = uuid.uuid4().hex[:8]
-        accounts = self.make_accounts(run_id, opts["workers"], nodes)
+        remote = server_setup_for(opts, hierarchy)
+        accounts = (
+            remote.accounts(run_id, opts["workers"])
+            if remote
+            else self.make_accounts(run_id, opts["workers"], nodes)
+        )
         crowd = Crowd.build(
             crowd_spec(
                 crowd_name,
@@ -428,7 +465,7 @@ class Command(BaseCommand):
                 "image_size": opts["image_size"],
                 "gold_rate": opts["gold_rate"] or 0.0,
             }
-        if scenario_name in HIERARCHY_SCENARIOS:
+        if scenario_name in HIERARCHY_SCENARIOS and not remote:
             self.load_hierarchy(hierarchy)
             extra = {
                 "hierarchy_path": hierarchy,
@@ -439,7 +476,7 @@ class Command(BaseCommand):
             }
         if scenario_name == "full":
             extra |= {
-                "operator": ShellOperator(settle_now=not opts["server"]),
+                "operator": remote.operator() if remote else ShellOperator(settle_now=not opts["server"]),
                 "reviewer_token": accounts.reviewer_token,
                 "scene_overrides": HOSTILE_SCENES if (opts["scenes"] or crowd_name) == "hostile" else None,
                 "background": bool(opts["server"]),
@@ -528,6 +565,19 @@ class Command(BaseCommand):
             problems.append("--provider runs one crowd: not with --compare-crowds")
         if opts["concurrency"] < 1:
             problems.append("--concurrency must be at least 1")
+        if opts["organizer_token"] and not opts["server"]:
+            problems.append("--organizer-token needs --server (a server with its own database)")
+        if (
+            opts["organizer_token"]
+            and opts["hierarchy"] is None
+            and not (
+                Path(settings.BASE_DIR)
+                / DEFAULT_HIERARCHY.get(opts["scenario"], "fixtures/hierarchies/voc20.json")
+            ).exists()
+        ):
+            problems.append(
+                "--organizer-token needs a hierarchy file (--hierarchy): its leaves are the classes"
+            )
         if opts["concurrency"] > 1 and not opts["server"]:
             problems.append("--concurrency above 1 needs --server (a running server to load)")
         if opts["synsets"] < 0:

@@ -80,6 +80,40 @@ function showReview(data) {
 
 async function refreshReview() {
   showReview(await api(base, `datasets/${id}/review`));
+  await refreshDecisions();
+}
+
+// The latest decision of an item can be undone (once); the undo reopens the item for a reviewer.
+async function refreshDecisions() {
+  const page = await api(base, `datasets/${id}/review/decisions`);
+  const latest = new Set();
+  const rows = page.results.map((d) => {
+    let action = el("span", { text: d.undone ? "undone" : "" });
+    const first = !latest.has(d.item);
+    latest.add(d.item);
+    if (first && d.decision !== "undo" && !d.undone) {
+      action = el("button", { type: "button", text: "Undo…" });
+      action.addEventListener("click", () => undo(d));
+    }
+    const image = d.image ? el("a", { href: `/organize/datasets/${id}/images/${d.image}/`, text: String(d.image) }) : "";
+    return el("tr", { "data-decision": d.id }, el("td", { text: new Date(d.created_at).toLocaleString() }),
+      el("td", { text: d.kind }), el("td", { text: d.decision }), el("td", { text: d.reviewer }),
+      el("td", { class: "num" }, image), el("td", {}, action));
+  });
+  document.querySelector("#decisions tbody").replaceChildren(...rows);
+}
+
+async function undo(d) {
+  const error = document.getElementById("decisions-error");
+  error.textContent = "";
+  const reason = window.prompt(`Undo the ${d.decision} decision of ${d.reviewer}? Reason:`);
+  if (reason === null) return;
+  try {
+    await api(base, `review/decisions/${d.id}/undo`, { method: "POST", body: { reason } });
+    await refreshReview();
+  } catch (err) {
+    error.textContent = err.message;
+  }
 }
 
 document.getElementById("overlap-scan").addEventListener("click", async () => {

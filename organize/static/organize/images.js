@@ -136,7 +136,8 @@ async function loadPage(number) {
     const page = await api(base, `datasets/${id}/images?${params}`);
     currentPage = number;
     document.getElementById("grid").replaceChildren(...page.results.map((img) => el("figure", { "data-image": img.id },
-      el("img", { src: img.url, alt: img.original_name, loading: "lazy" }),
+      el("a", { href: `/organize/datasets/${id}/images/${img.id}/` },
+        el("img", { src: img.url, alt: img.original_name, loading: "lazy" })),
       el("figcaption", { text: `${img.original_name} · ${img.width}×${img.height}${img.near_duplicate_of ? " · near-duplicate" : ""}` }))));
     status.textContent = `${page.count} images`;
     document.getElementById("page-label").textContent = `page ${number} of ${Math.max(1, Math.ceil(page.count / 100))}`;

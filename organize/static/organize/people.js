@@ -14,7 +14,8 @@ async function refreshWorkers() {
     button.disabled = w.blocked_by === "gold";
     button.addEventListener("click", () => changeStanding(w, verb));
     const standing = w.blocked ? `blocked (${w.blocked_by === "gold" ? "by gold answers" : "by an organizer"})` : "active";
-    return el("tr", { "data-worker": w.worker }, el("td", { text: w.username }), el("td", { text: w.source }),
+    return el("tr", { "data-worker": w.worker },
+      el("td", {}, el("a", { href: `/organize/datasets/${id}/people/${w.worker}/`, text: w.username })), el("td", { text: w.source }),
       el("td", { class: "num", text: String(w.answers) }), el("td", { class: "standing", text: standing }),
       el("td", { text: w.reason }), el("td", {}, button));
   }));

@@ -1,0 +1,51 @@
+// One image of a dataset: the picture with its boxes, the votes and decisions of every question about it,
+// Algorithm 1's answers, its final labels and its review items (GET datasets/{id}/images/{image}).
+import { api, el } from "./common.js";
+import { boxRect, imageStage } from "../frontend/boxview.js";
+
+const app = document.getElementById("image-app");
+const base = app.dataset.api;
+const id = app.dataset.dataset;
+const imageId = app.dataset.image;
+const num = (text) => el("td", { class: "num", text: String(text) });
+const when = (t) => new Date(t).toLocaleString();
+
+function rows(selector, items, row, empty) {
+  const body = document.querySelector(`${selector} tbody`);
+  const cols = document.querySelectorAll(`${selector} thead th`).length;
+  body.replaceChildren(...(items.length ? items.map(row) : [el("tr", {}, el("td", { colspan: String(cols), text: empty }))]));
+}
+
+function show(image) {
+  document.getElementById("image-status").textContent = `${image.original_name} · ${image.width}×${image.height}` +
+    (image.near_duplicate_of ? ` · near-duplicate of image ${image.near_duplicate_of}` : "");
+  const { svg } = imageStage(document.getElementById("image-stage"),
+    { url: image.file_url, width: image.width, height: image.height }, image.original_name);
+  for (const b of image.boxes) {
+    if (b.state === "removed" || b.state === "rejected") continue;
+    boxRect(svg, [b.x1, b.y1, b.x2, b.y2], b.state === "accepted" ? "judged" : "existing").setAttribute("data-box", b.id);
+  }
+  rows("#boxes", image.boxes, (b) => el("tr", { "data-box": b.id }, num(b.id), el("td", { text: `${b.concept_name} (${b.concept})` }),
+    el("td", { text: [b.x1, b.y1, b.x2, b.y2].map((v) => v.toFixed(0)).join(", ") }), el("td", { text: b.state }),
+    el("td", { text: b.drawn_by ?? "" }), el("td", { text: b.final ? "yes" : "" })), "No boxes.");
+  rows("#questions", image.questions, (q) => el("tr", { "data-question": q.id }, num(q.id),
+    el("td", { text: q.kind + (q.box ? ` (box ${q.box})` : "") + (q.role === "calibration" ? " · calibration" : "") }),
+    el("td", { text: `${q.concept_name} (${q.concept})` }), el("td", { class: "state", text: q.state }),
+    num(`${q.yes_count} / ${q.no_count}`), num(q.p === null ? "–" : q.p.toFixed(3)),
+    el("td", { class: "votes", text: q.votes.map((v) => `${v.username}: ${v.answer ? "yes" : "no"}${v.voided ? ` (void: ${v.voided})` : ""}`).join("; ") }),
+    el("td", { text: q.decisions.map((d) => `${d.decision} at ${d.yes_count}/${d.no_count}${d.reviewer ? ` by ${d.reviewer}` : ""} (${when(d.created_at)})`).join("; ") })),
+  "No questions about this image.");
+  rows("#labeling", image.labeling_answers, (a) => el("tr", {}, el("td", { text: a.node }), el("td", { text: a.question }),
+    el("td", { text: a.present ? "yes" : "no" }), num(`${a.yes_votes} / ${a.no_votes}`)), "Not multi-labelled.");
+  rows("#final-labels", image.final_labels, (f) => el("tr", { "data-concept": f.concept }, el("td", { text: `${f.concept_name} (${f.concept})` }),
+    el("td", { text: f.present ? "present" : "absent" }), el("td", { text: f.source }),
+    num(f.probability === null ? "–" : f.probability.toFixed(3)), num(f.box_count)), "No final label yet.");
+  rows("#review-items", image.review_items, (r) => el("tr", {}, num(r.id), el("td", { text: r.kind }), el("td", { text: r.state }),
+    el("td", { text: [r.box_a, r.box_b].filter((x) => x !== null).join(" / ") }),
+    el("td", { text: r.decisions.map((d) => `${d.decision} by ${d.reviewer}${d.undoes ? " (undo)" : ""}`).join("; ") })),
+  "No review items.");
+}
+
+api(base, `datasets/${id}/images/${imageId}`).then(show).catch((err) => {
+  document.getElementById("image-status").textContent = err.message;
+});

@@ -1,0 +1,140 @@
+"""A worker's history in one dataset for its organizers: answers per stage with worker-seconds, gold scores,
+gold blocks, the organizers' blocks and unblocks with their reasons, and the latest answers (gold ones marked
+right or wrong). A fixed number of queries."""
+
+from __future__ import annotations
+
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Sum
+from django.db.models.functions import Coalesce
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Assignment, AssignmentState
+from config.roles import IsOrganizer
+from crowd.models import Invitation, Worker
+from gold.models import Block, BlockAction, WorkerScore
+
+from .scoping import organizer_dataset
+
+RECENT = 50
+
+
+class StageAnswersSerializer(serializers.Serializer):
+    stage = serializers.CharField()
+    answers = serializers.IntegerField()
+    worker_seconds = serializers.FloatField()
+
+
+class GoldScoreSerializer(serializers.ModelSerializer):
+    kind = serializers.CharField(help_text="gold.ScoreKind: a question kind, all, or box_draw.")
+
+    class Meta:
+        model = WorkerScore
+        fields = ["kind", "answered", "correct", "mean", "lower", "p_below", "qualified", "updated_at"]
+
+
+class GoldBlockSerializer(serializers.ModelSerializer):
+    kind = serializers.CharField(help_text="gold.ScoreKind: the evidence that blocked the worker.")
+
+    class Meta:
+        model = Block
+        fields = ["kind", "answered", "correct", "p_below", "created_at"]
+
+
+class BlockActionSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username")
+
+    class Meta:
+        model = BlockAction
+        fields = ["blocked", "reason", "actor", "created_at"]
+
+
+class RecentAnswerSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField()
+    stage = serializers.CharField()
+    concept = serializers.CharField(allow_null=True)
+    image = serializers.IntegerField(allow_null=True)
+    answer = serializers.JSONField()
+    submitted_at = serializers.DateTimeField()
+    seconds = serializers.FloatField(allow_null=True)
+    gold_correct = serializers.BooleanField(allow_null=True, help_text="Null: not a gold question.")
+
+
+class WorkerHistorySerializer(serializers.Serializer):
+    worker = serializers.IntegerField()
+    username = serializers.CharField()
+    source = serializers.CharField()
+    joined = serializers.DateTimeField()
+    stages = StageAnswersSerializer(many=True)
+    gold_scores = GoldScoreSerializer(many=True)
+    gold_blocks = GoldBlockSerializer(many=True)
+    block_actions = BlockActionSerializer(many=True)
+    recent = RecentAnswerSerializer(many=True, help_text=f"The latest {RECENT} submitted answers.")
+
+
+def worker_history(dataset, worker: Worker) -> dict:
+    mine = Assignment.objects.filter(task__dataset=dataset, worker=worker, state=AssignmentState.SUBMITTED)
+    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
+    stages = [
+        {
+            "stage": r["stage"],
+            "answers": r["n"],
+            "worker_seconds": round(r["seconds"].total_seconds(), 1) if r["seconds"] else 0.0,
+        }
+        for r in mine.values(stage=Coalesce("task__question__kind", "task__kind"))
+        .annotate(n=Count("id"), seconds=Sum(spent))
+        .order_by("stage")
+    ]
+    recent = []
+    for a in mine.select_related("task__question", "task__concept", "gold").order_by("-id")[:RECENT]:
+        task = a.task
+        question = getattr(task, "question", None)
+        recent.append(
+            {
+                "assignment": a.pk,
+                "stage": question.kind if question is not None else task.kind,
+                "concept": task.concept.wnid if task.concept_id else None,
+                "image": task.image_id,
+                "answer": a.answer,
+                "submitted_at": a.submitted_at,
+                "seconds": (a.submitted_at - a.leased_at).total_seconds() if a.submitted_at else None,
+                "gold_correct": a.gold.correct if hasattr(a, "gold") else None,
+            }
+        )
+    return {
+        "worker": worker.pk,
+        "username": worker.user.username,
+        "source": worker.source,
+        "joined": worker.created_at,
+        "stages": stages,
+        "gold_scores": WorkerScore.objects.filter(dataset=dataset, worker=worker).order_by("kind"),
+        "gold_blocks": Block.objects.filter(dataset=dataset, worker=worker).order_by("id"),
+        "block_actions": BlockAction.objects.filter(dataset=dataset, worker=worker)
+        .select_related("actor")
+        .order_by("-id"),
+        "recent": recent,
+    }
+
+
+class WorkerHistoryView(APIView):
+    """A worker's history in the dataset: a worker who neither answered its tasks nor accepted one of its
+    invitations answers 404, like one of another dataset."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=WorkerHistorySerializer)
+    def get(self, request, dataset_id: int, worker_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        worker = get_object_or_404(Worker.objects.select_related("user"), pk=worker_id)
+        known = (
+            Assignment.objects.filter(task__dataset=dataset, worker=worker).exists()
+            or Invitation.objects.filter(dataset=dataset, accepted_by=worker.user).exists()
+        )
+        if not known:
+            raise NotFound(f"worker {worker_id} has not worked in this dataset")
+        return Response(WorkerHistorySerializer(worker_history(dataset, worker)).data)

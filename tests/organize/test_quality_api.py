@@ -1,0 +1,61 @@
+"""The Quality endpoint: precision measured on gold subjects consensus decided, the crowd's gold accuracy, the
+worker-accuracy histogram, votes per synset and the calibration tables of the dataset's own questions; nothing
+of another dataset; a fixed number of queries."""
+
+from __future__ import annotations
+
+import pytest
+
+from consensus.models import CalibrationTable
+from tests.organize.quality_scene import quality_scene
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def scene(dataset, other_dataset):
+    return quality_scene(dataset, other_dataset)
+
+
+def test_quality_measures_precision_on_gold_and_votes_per_synset(api_client, organizer, scene):
+    body = api_client(organizer).get(f"/api/v1/datasets/{scene.pk}/quality").json()
+    precision = {r["kind"]: r for r in body["gold_precision"]}
+    verify = precision["image_verify"]
+    assert (verify["accepted"], verify["accepted_gold_yes"]) == (3, 2)
+    assert (verify["rejected"], verify["rejected_gold_no"]) == (1, 1)
+    assert verify["precision"]["value"] == pytest.approx(2 / 3)
+    assert verify["precision"]["low"] < 2 / 3 < verify["precision"]["high"]
+    assert precision["box_quality"]["accepted_gold_yes"] == 1
+
+    (accuracy,) = body["gold_answer_accuracy"]
+    assert (accuracy["answers"], accuracy["correct"], accuracy["accuracy"]) == (2, 1, 0.5)
+
+    workers = [b["workers"] for b in body["worker_accuracy"]]
+    assert workers == [
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        1,
+        0,
+        0,
+        2,
+    ]  # 0.62; 0.95 and 1.0 in the last bin; not the other dataset
+
+    synsets = {(r["kind"], r["wnid"]): r for r in body["synsets"]}
+    assert synsets[("image_verify", "n02084071")]["votes_per_question"] == 3.0
+    cat = synsets[("image_verify", "n02121808")]
+    assert (cat["questions"], cat["votes"], cat["review"]) == (2, 18, 1)
+    assert body["hardest"][0]["wnid"] == "n02121808"
+
+    (table,) = body["calibration_tables"]
+    assert (table["kind"], table["wnid"], table["versions"]) == ("image_verify", "n02084071", 2)
+    assert table["table"] == CalibrationTable.objects.filter(kind="image_verify").order_by("-id")[0].pk
+
+
+def test_quality_takes_a_fixed_number_of_queries(api_client, organizer, scene, django_assert_max_num_queries):
+    client = api_client(organizer)
+    with django_assert_max_num_queries(9):
+        assert client.get(f"/api/v1/datasets/{scene.pk}/quality").status_code == 200
