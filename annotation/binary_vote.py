@@ -11,10 +11,11 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count, Q
 
-from . import kinds
+from . import kinds, queue
 from .final_evidence import BINARY_VOTE
 from .final_labels import LabelVerdict, final_labels_record
 from .models import Assignment, AssignmentState, Dataset, Image, Task, TaskState
+from .queue.contract import TaskChange
 
 KIND = "binary_vote"
 
@@ -43,7 +44,7 @@ def majority_outcome(yes: int, no: int, wanted: int) -> bool | None:
     return None  # an even `wanted` can end in a tie: the task closes with answer None
 
 
-def on_submit(assignment: Assignment) -> None:
+def on_submit(assignment: Assignment) -> TaskChange:
     """Count the answer and close the task once the majority is settled.
 
     The running yes/no tally lives in `task.result` while the task is open: the queue holds the task row
@@ -56,8 +57,6 @@ def on_submit(assignment: Assignment) -> None:
     no = tally["no"] + (0 if assignment.answer["answer"] else 1)
     outcome = majority_outcome(yes, no, task.answers_wanted)
     if outcome is not None or yes + no >= task.answers_wanted:
-        task.state = TaskState.DONE
-        task.result = {"answer": outcome, "yes": yes, "no": no, "rule": f"majority of {task.answers_wanted}"}
         if task.image_id is not None and task.concept_id is not None:
             final_labels_record(
                 dataset_id=task.dataset_id,
@@ -66,8 +65,9 @@ def on_submit(assignment: Assignment) -> None:
                     LabelVerdict(task.image_id, task.concept_id, outcome, yes, no, ref={"task": task.pk})
                 ],
             )
-    else:
-        task.result = {"yes": yes, "no": no}
+        result = {"answer": outcome, "yes": yes, "no": no, "rule": f"majority of {task.answers_wanted}"}
+        return TaskChange(state=TaskState.DONE, result=result)
+    return TaskChange(result={"yes": yes, "no": no})
 
 
 def _tally_from_answers(task: Task, exclude: Assignment) -> dict[str, int]:
@@ -134,4 +134,4 @@ def vote_tasks_create(
             for image in image_qs.order_by("id")
             if image.pk not in already
         ]
-        return Task.objects.bulk_create(tasks, batch_size=1000)
+        return queue.tasks_create(tasks, batch_size=1000)

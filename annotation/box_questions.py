@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import binary_vote, boxes, kinds, questions
+from . import binary_vote, boxes, kinds, questions, queue
 from .models import Assignment, AssignmentState, Box, Task, TaskExclusion, TaskState
+from .queue.contract import TaskChange
 
 # (yes votes needed, no votes needed) per question; the task takes at most yes + no - 1 votes.
 # QUALITY: a majority of 3 with early stop. COVERAGE is asymmetric: a wrong "yes, every instance is boxed"
@@ -25,7 +26,7 @@ class FixedMajorityBackend:
     name = "fixed-majority"
 
     def ask(self, question: questions.BinaryQuestion) -> str:
-        task = Task.objects.create(
+        task = queue.task_create(
             kind=question.kind,
             dataset_id=question.dataset_id,
             image_id=question.image_id,
@@ -48,7 +49,7 @@ def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
     return binary_vote.clean_answer(task, answer)
 
 
-def on_submit(assignment: Assignment) -> None:
+def on_submit(assignment: Assignment) -> TaskChange | None:
     task = assignment.task
     answers = list(
         Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
@@ -57,11 +58,11 @@ def on_submit(assignment: Assignment) -> None:
     no = len(answers) - yes
     outcome = rule_outcome(RULES[task.kind], yes, no)
     if outcome is None and yes + no < task.answers_wanted:
-        return
+        return None
     yes_needed, no_needed = RULES[task.kind]
-    task.state = TaskState.DONE
-    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": f"{yes_needed} yes or {no_needed} no"}
     boxes.on_question_decided(questions.BinaryQuestion.from_dict(task.payload["question"]), outcome)
+    result = {"answer": outcome, "yes": yes, "no": no, "rule": f"{yes_needed} yes or {no_needed} no"}
+    return TaskChange(state=TaskState.DONE, result=result)
 
 
 def rule_outcome(rule: tuple[int, int], yes: int, no: int) -> bool | None:

@@ -290,7 +290,7 @@ CROWDLABEL = {
     ),
     # How long a worker holds a leased micro-task.
     "LEASE_SECONDS": env_int("CROWDLABEL_LEASE_SECONDS", 300),
-    # The queue's hot statements run as prepared statements on PostgreSQL (config/sqlrows.py); set 0 behind a
+    # The queue's hot statements run as prepared statements on PostgreSQL (annotation/queue/sqlrows.py); set 0 behind a
     # connection pooler in transaction mode, which cannot keep them.
     "DB_PREPARED_STATEMENTS": env_bool("CROWDLABEL_DB_PREPARED_STATEMENTS", True),
     # Review queues (ILSVRC Appendix E): a pair is queued when its IoU is strictly above the threshold;

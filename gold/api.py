@@ -3,6 +3,7 @@ recommendations. Workers never reach any of this; they see gold only as ordinary
 
 from __future__ import annotations
 
+from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
@@ -24,6 +25,7 @@ from .serializers import (
     PaymentDecisionSerializer,
     WorkerScoreSerializer,
 )
+from .serving import gold_pool_fill
 
 
 class GoldItemListView(generics.ListAPIView):
@@ -131,5 +133,7 @@ class GoldSettingsView(APIView):
         dataset = organizer_dataset(request, dataset_id)
         form = GoldSettingsSerializer(GoldSettings.for_dataset(dataset.pk), data=request.data, partial=True)
         form.is_valid(raise_exception=True)
-        form.save(dataset=dataset)
+        with transaction.atomic():  # the settings and any item still without its pool task, together
+            form.save(dataset=dataset)
+            gold_pool_fill(dataset_id=dataset.pk)
         return Response(form.data)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from annotation import queue
 from annotation.models import Dataset, Image, Task
 from consensus import events as consensus_events
 from consensus.models import Question, QuestionKind, QuestionState
@@ -78,7 +79,7 @@ def _open_tasks(graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]]
         )
         for labeling, node_id in asks
     ]
-    Task.objects.bulk_create(tasks, batch_size=500)
+    queue.tasks_create(tasks, batch_size=500)
 
 
 def kind_for(leaf: bool) -> str:

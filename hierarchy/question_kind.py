@@ -8,6 +8,7 @@ from typing import Any
 
 from annotation import binary_vote, kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
+from annotation.queue import TaskChange
 
 from .asking import TASK_KIND
 from .graph import graph_for
@@ -19,7 +20,7 @@ def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
     return binary_vote.clean_answer(task, answer)  # the same {"answer": true|false} as a plain vote
 
 
-def on_submit(assignment: Assignment) -> None:
+def on_submit(assignment: Assignment) -> TaskChange | None:
     task = assignment.task
     answers = list(
         Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
@@ -30,9 +31,7 @@ def on_submit(assignment: Assignment) -> None:
     rule = rule_for(node.leaf)
     outcome = vote_outcome(yes, no, rule)
     if outcome is None:
-        return
-    task.state = TaskState.DONE
-    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": str(rule)}
+        return None
     labeling_answer(
         labeling_id=task.payload["labeling"],
         node_id=node.node_id,
@@ -40,6 +39,9 @@ def on_submit(assignment: Assignment) -> None:
         yes_votes=yes,
         no_votes=no,
         task=task,
+    )
+    return TaskChange(
+        state=TaskState.DONE, result={"answer": outcome, "yes": yes, "no": no, "rule": str(rule)}
     )
 
 
