@@ -11,7 +11,7 @@ from django.utils import timezone
 from annotation import queue
 from annotation.models import Assignment, Task
 from consensus.models import Question, Vote
-from gold.models import GoldAnswer, GoldServing, GoldSettings, Purpose, WorkerScore
+from gold.models import GoldAnswer, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
 from gold.serving import GOLD_POOL, gold_due, lease_policy
 from tests import factories
 
@@ -195,3 +195,27 @@ def test_qualification_items_are_announced_as_training_and_nothing_else_is(datas
     GoldSettings.objects.filter(dataset=dataset).update(rate=0.0)
     body, task = lease_and_answer()
     assert Question.objects.filter(task=task).exists() and "training" not in body
+
+
+@pytest.mark.django_db
+def test_items_from_before_pool_tasks_get_theirs_from_the_command_once(dataset, concept):
+    from django.core.management import CommandError, call_command
+
+    from consensus.services import question_text
+
+    images = make_images(dataset, 3)
+    old = [
+        GoldItem.objects.create(dataset=dataset, kind="image_verify", concept=concept, image=i, answer=True)
+        for i in images
+    ]  # rows as they were before items got their task when added
+    call_command("gold_pool_fill", "--dataset", dataset.name)
+    tasks = Task.objects.filter(gold_item__in=old).order_by("id")
+    assert [t.gold_item.pk for t in tasks] == [g.pk for g in old]
+    assert {(t.pool, t.kind, t.topic, t.state) for t in tasks} == {
+        (GOLD_POOL, "question", "image_verify", "open")
+    }
+    assert [t.payload for t in tasks] == [{"question": question_text("image_verify", concept)}] * 3
+    call_command("gold_pool_fill")
+    assert Task.objects.filter(pool=GOLD_POOL).count() == 3, "nothing made twice"
+    with pytest.raises(CommandError):
+        call_command("gold_pool_fill", "--dataset", "no such dataset")
