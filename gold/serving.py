@@ -112,8 +112,8 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
     get next (ignoring gating), a pair they must qualify for gets the next item of their qualification attempt
     (none while they rest after a failed one); a qualified pair gets gold with probability `rate`, drawn from
     a generator seeded by (dataset seed, worker, number of the worker's leases in the dataset) so runs are
-    reproducible. The candidates are looked up whether or not this lease is gold, so a gold lease costs what
-    an ordinary one costs."""
+    reproducible. The candidates are looked up, and handed to the queue as a draw it only looks up when the
+    lease is not gold, whether or not this lease is gold, so a gold lease costs what an ordinary one costs."""
     ctx = gold_context(worker, now)
     terms = queue.LeaseTerms(withheld_datasets=ctx.blocked, withheld_topics=ctx.withheld)
     if not ctx.has_gold or (request.kinds_wanted and TASK_KIND not in request.kinds_wanted):
@@ -143,16 +143,17 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
         attempt, wanted = _qualification_slot(worker, pair, settings)
         ids = _candidates(worker, pair, settings, n, wanted=wanted, fallback=True)
         note = f"{Purpose.QUALIFICATION}:{attempt}"
+        due = True
     else:
         if settings.rate <= 0:
             return terms
         ids = _candidates(worker, pair, settings, n, wanted=None, fallback=False)
-        if not gold_due(settings.seed, worker.pk, n, settings.rate):
-            return terms
-        note = str(Purpose.EMBEDDED)
+        due = gold_due(settings.seed, worker.pk, n, settings.rate)
+        note = str(Purpose.EMBEDDED) if due else ""
     if not ids:
         return terms
-    return replace(terms, draw=queue.Draw(pool=GOLD_POOL, task_ids=ids, note=note))
+    # Not due: the draw is only looked up, so this lease runs the statements a gold lease runs.
+    return replace(terms, draw=queue.Draw(pool=GOLD_POOL, task_ids=ids, note=note, lease=due))
 
 
 def lease_purpose(note: str) -> tuple[str, int | None] | None:

@@ -42,6 +42,9 @@ class Draw:
     pool: str
     task_ids: tuple[int, ...]
     note: str = ""
+    # False: only looked up, never leased (a policy that looked candidates up but is not drawing this time says so,
+    # and the queue runs the same statements either way: see `services.task_lease_next`).
+    lease: bool = True
 
     def __post_init__(self) -> None:
         if not self.pool:

@@ -81,8 +81,23 @@ def _lease(connection, *, worker, request, now, terms: LeaseTerms, draw: Draw | 
     )
     note = draw.note if draw is not None else ""
     return lease(
-        connection, worker=worker, where=where, params=params, now=now, duration=lease_duration(), note=note
+        connection,
+        worker=worker,
+        where=where,
+        params=params,
+        now=now,
+        duration=lease_duration(),
+        note=note,
+        drawn=draw is not None,
     )
+
+
+def _look(connection, *, worker, request, now, terms: LeaseTerms, drawn: bool) -> None:
+    draw = terms.draw if drawn else None
+    where, params = statements.eligible_where(
+        connection, worker_id=worker.pk, request=request, now=now, terms=terms, draw=draw
+    )
+    statements.candidate_look(connection, worker=worker, where=where, params=params, drawn=drawn)
 
 
 def task_lease_next(
@@ -105,7 +120,13 @@ def task_lease_next(
     for _attempt in range(3):
         now = now or timezone.now()
         terms = lease_terms(worker, request, now)
-        draws = [terms.draw, None] if terms.draw is not None else [None]
+        draws = [terms.draw, None] if terms.draw is not None and terms.draw.lease else [None]
+        if terms.draw is not None:
+            # A lease that takes a draw and one that could have (the policy looked candidates up) run the same
+            # statements: the candidate SELECT of the side not taken runs too, so timing tells neither apart.
+            _look(
+                connection, worker=worker, request=request, now=now, terms=terms, drawn=not terms.draw.lease
+            )
         try:
             for draw in draws:
                 if connection.features.has_select_for_update_skip_locked:

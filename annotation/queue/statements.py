@@ -96,7 +96,7 @@ def _subject_joins(connection) -> str:
     )
 
 
-def _candidate_sql(connection, where: str, lock: str) -> str:
+def _candidate_sql(connection, where: str, lock: str, drawn: bool = False) -> str:
     """The first task to lease, taking datasets in turn (the task's SELECT needs `where`'s parameters twice,
     after the worker's id).
 
@@ -104,9 +104,15 @@ def _candidate_sql(connection, where: str, lock: str) -> str:
     datasets after the one their last lease came from (lowest id first), then, wrapping around, all of them.
     So a dataset with work gets its share of every worker's leases whatever priorities other tenants set. Each
     arm walks the (dataset, priority, id) index and stops at its first row; the second arm runs only when the
-    first finds nothing, so a lease locks one row."""
+    first finds nothing, so a lease locks one row.
+
+    A draw names its candidates (a policy's shuffled choice inside one dataset), so it takes the first free one
+    in one arm, with no turn to take: looked up by id, it then costs what an ordinary lease's index walk costs
+    (tests/security/test_gold_leak_stats.py compares the two)."""
     qn = connection.ops.quote_name
     task_table, assignment_table = qn(Task._meta.db_table), qn(Assignment._meta.db_table)
+    if drawn:
+        return f"SELECT t.id, t.state FROM {task_table} t WHERE {where} ORDER BY t.id LIMIT 1 {lock}"
     last_dataset = (
         f"(SELECT t2.dataset_id FROM {assignment_table} a2 JOIN {task_table} t2 ON t2.id = a2.task_id "
         "WHERE a2.worker_id = %s ORDER BY a2.id DESC LIMIT 1)"
@@ -120,8 +126,8 @@ def _candidate_sql(connection, where: str, lock: str) -> str:
     )
 
 
-def _candidate_params(worker_id: int, params: list) -> list:
-    return [*params, worker_id, *params]
+def _candidate_params(worker_id: int, params: list, drawn: bool = False) -> list:
+    return list(params) if drawn else [*params, worker_id, *params]
 
 
 def _assignment_from_row(connection, row) -> Assignment:
@@ -137,7 +143,15 @@ def _assignment_from_row(connection, row) -> Assignment:
 
 
 def lease_postgresql(
-    connection, *, worker, where: str, params: list, now: datetime, duration: timedelta, note: str
+    connection,
+    *,
+    worker,
+    where: str,
+    params: list,
+    now: datetime,
+    duration: timedelta,
+    note: str,
+    drawn: bool,
 ) -> Assignment | None:
     """Lock the first eligible task (skipping rows other transactions hold), lease it, and return the new
     assignment with its task and subjects: one statement, one round trip, whichever pool the task is in.
@@ -150,7 +164,7 @@ def lease_postgresql(
     expires_at = now + duration
     sql = f"""
         WITH candidate AS MATERIALIZED (
-            {_candidate_sql(connection, where, "FOR UPDATE OF t SKIP LOCKED")}
+            {_candidate_sql(connection, where, "FOR UPDATE OF t SKIP LOCKED", drawn)}
         ), reclaimed AS (
             UPDATE {assignment_table} old SET state = '{AssignmentState.EXPIRED}'
             FROM candidate WHERE candidate.state = '{TaskState.LEASED}'
@@ -171,7 +185,8 @@ def lease_postgresql(
     """
     with sqlrows.cursor(connection) as cursor:
         cursor.execute(
-            sql, [*_candidate_params(worker.pk, params), expires_at, now, worker.pk, now, expires_at, note]
+            sql,
+            [*_candidate_params(worker.pk, params, drawn), expires_at, now, worker.pk, now, expires_at, note],
         )
         row = cursor.fetchone()
     if row is None:
@@ -181,13 +196,33 @@ def lease_postgresql(
     return assignment
 
 
+def candidate_look(connection, *, worker, where: str, params: list, drawn: bool) -> None:
+    """Run a lease's candidate SELECT without locking or leasing anything: the other side of a lease that may or
+    may not take a draw, so both kinds of lease run the same statements."""
+    with sqlrows.cursor(connection) as cursor:
+        cursor.execute(
+            _candidate_sql(connection, where, "", drawn), _candidate_params(worker.pk, params, drawn)
+        )
+        cursor.fetchone()
+
+
 def lease_portable(
-    connection, *, worker, where: str, params: list, now: datetime, duration: timedelta, note: str
+    connection,
+    *,
+    worker,
+    where: str,
+    params: list,
+    now: datetime,
+    duration: timedelta,
+    note: str,
+    drawn: bool,
 ) -> Assignment | None:
     """The same lease for databases without SKIP LOCKED (SQLite, which serializes writers anyway); the caller
     holds a transaction."""
     with sqlrows.cursor(connection) as cursor:
-        cursor.execute(_candidate_sql(connection, where, ""), _candidate_params(worker.pk, params))
+        cursor.execute(
+            _candidate_sql(connection, where, "", drawn), _candidate_params(worker.pk, params, drawn)
+        )
         row = cursor.fetchone()
     if row is None:
         return None

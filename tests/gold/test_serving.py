@@ -147,7 +147,8 @@ def test_served_gold_share_follows_the_rate_and_a_worker_never_sees_an_item_twic
         )
         for placeholder in placeholders:
             served += 1
-            if lease_policy(w, queue.LeaseRequest(("question",), None), now).draw is not None:
+            draw = lease_policy(w, queue.LeaseRequest(("question",), None), now).draw
+            if draw is not None and draw.lease:
                 a = queue.task_lease_next(worker=w, kinds_wanted=["question"], now=now)
                 assert a.task.pool == GOLD_POOL
                 gold += 1

@@ -6,9 +6,10 @@ gold mixed in at the dataset's rate this compares what a worker can observe: eve
 the submit answer and the assignment listing; the lease length (`expires_at - leased_at`, exact); where gold
 ids fall among real ids; and the lease latency, gold against normal, by a Mann-Whitney U test and a
 Kolmogorov-Smirnov test (numpy implementations below, tested on known samples). The server's own time is taken
-per request in-process (the database is in-process too): the CPU time the request cost, which other processes
-on a shared machine cannot inflate, is what the tests judge; the wall time is printed beside it. Gold and normal
-leases interleave, and only distributions are compared, never absolute times.
+per request in-process: the CPU time the request cost, which other processes on a shared machine cannot
+inflate, is judged at ALPHA; the wall time, which on PostgreSQL also covers the database's work but carries the
+machine's noise, is judged at WALL_ALPHA, a level only a gross gap reaches. Gold and normal leases interleave,
+and only distributions are compared, never absolute times.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ from tests.conftest import client_for
 from tests.gold.conftest import gold_for, install_table, make_images, make_workers
 
 WORKERS, LEASES_PER_WORKER = 25, 40  # 1,000 leases
-ALPHA = 0.001  # a real gap (the old gold path: 36-44 ms against 17-36 ms) is rejected at p < 1e-10
+ALPHA = 0.001
+WALL_ALPHA = (
+    1e-5  # for gross gaps only, like the old gold path's medians (36-44 ms against 17-36 ms, issue 18)
+)
 
 
 def mann_whitney_p(x, y) -> float:
@@ -190,5 +194,4 @@ def test_gold_and_normal_leases_agree_on_every_field_id_order_and_latency_over_a
             ks_p(sample[True], sample[False]),
         )
         print(f"lease {name} time median gold/normal ms: {medians}; p Mann-Whitney, KS: {found[name][1:]}")
-    medians, p_mw, p_ks = found["cpu"]
-    assert p_mw > ALPHA and p_ks > ALPHA, found
+    assert min(found["cpu"][1:]) > ALPHA and min(found["wall"][1:]) > WALL_ALPHA, found
