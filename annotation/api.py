@@ -58,13 +58,16 @@ from .serializers import (
 )
 
 
-def idempotency_key(request) -> str:
+def idempotency_key(request) -> queue.IdempotencyKey:
     """The submit's Idempotency-Key header, refused (400) when missing or longer than 128 characters: the one
-    check every submit endpoint (the worker page's, a provider session's) makes."""
-    key = request.headers.get("Idempotency-Key", "").strip()
-    if not key or len(key) > 128:
-        raise ValidationError({"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters"})
-    return key
+    check every submit endpoint (the worker page's, a provider session's) makes; the queue takes the checked
+    key as it is."""
+    try:
+        return queue.IdempotencyKey.parse(request.headers.get("Idempotency-Key", ""))
+    except queue.KeyInvalid:
+        raise ValidationError(
+            {"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters"}
+        ) from None
 
 
 class Conflict(APIException):
@@ -434,10 +437,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         except queue.QueueError as exc:
             raise Conflict(str(exc), code=exc.code) from None
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
-        data = AssignmentSerializer(result.assignment).data
-        for extras in hooks.submit_extras:
-            data.update(extras(result.assignment))
-        return Response(data, status=code)
+        return Response({**AssignmentSerializer(result.assignment).data, **result.extras}, status=code)
 
     @extend_schema(request=None, responses=AssignmentSerializer)
     @action(detail=True, methods=["post"])

@@ -11,6 +11,7 @@ from typing import Any
 
 from . import boxes, geometry, kinds
 from .models import Assignment, Task, TaskState
+from .queue.contract import TaskChange
 
 KIND = boxes.DRAW_KIND
 
@@ -48,16 +49,14 @@ def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
     return {"box": list(box.as_tuple())}
 
 
-def on_submit(assignment: Assignment) -> None:
+def on_submit(assignment: Assignment) -> TaskChange:
     task = assignment.task
     answer = assignment.answer or {}
     if answer.get("none_left"):
         boxes.box_draw_skip(task=task, worker=assignment.worker)
-        task.result = {"none_left": True}
-    else:
-        box = boxes.box_submit(task=task, worker=assignment.worker, box=geometry.Box(*answer["box"]))
-        task.result = {"box_id": box.pk}
-    task.state = TaskState.DONE
+        return TaskChange(state=TaskState.DONE, result={"none_left": True})
+    box = boxes.box_submit(task=task, worker=assignment.worker, box=geometry.Box(*answer["box"]))
+    return TaskChange(state=TaskState.DONE, result={"box_id": box.pk})
 
 
 def public_payload(task: Task) -> dict[str, Any]:

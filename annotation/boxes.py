@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from hierarchy.models import Concept
 
-from . import geometry, pipeline, questions
+from . import geometry, pipeline, questions, queue
 from .models import (
     Box,
     BoxJob,
@@ -286,7 +286,7 @@ def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]
     for effect in effects:
         match effect:
             case pipeline.QueueDraw(round=round_no, shown_box_ids=shown):
-                Task.objects.create(
+                queue.task_create(
                     kind=DRAW_KIND,
                     dataset_id=job.dataset_id,
                     image_id=job.image_id,

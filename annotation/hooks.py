@@ -1,10 +1,11 @@
-"""Extension points of the queue for higher apps (gold): lease hooks, task filters, submit interceptors and
-the extras of lease and submit responses. The queue calls them; it never imports the apps that register them.
+"""Extension points of the queue for higher apps (gold): lease policies, submit interceptors, the extras of
+lease and submit responses. The queue calls them; it never imports the apps that register them. Everything
+they return is data (`annotation.queue.contract`): the queue builds its SQL itself.
 
-Register in `AppConfig.ready`; registering the same callable twice is a no-op. Submit interceptors, extras and
-unanswered-lease hooks run inside the queue's transaction, so what they write commits or rolls back with the answer. Lease hooks
-and task filters run before the lease statement, outside any transaction of the queue's (on PostgreSQL the
-lease is a single statement): a lease hook that writes opens its own `transaction.atomic()`.
+Register in `AppConfig.ready`; registering the same callable twice is a no-op. Lease policies run before the
+lease statement, outside any transaction of the queue's (on PostgreSQL the lease is one statement); they only
+read. Submit interceptors and submit extras run inside the submit's transaction with the task row locked, so
+what they write commits or rolls back with the answer.
 """
 
 from __future__ import annotations
@@ -15,31 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .models import Assignment
+    from .queue.contract import LeaseRequest, LeaseTerms, TaskChange
 
-# (worker, kinds_wanted, dataset_id, now) -> an Assignment it leased instead of the normal next task, or None.
-LeaseHook = Callable[[Any, "list[str] | None", "int | None", datetime], "Assignment | None"]
-# (worker, connection) -> SQL conditions on the task table aliased `t`, each with its parameters, that keep out
-# the tasks this worker must not lease. SQL rather than querysets: the lease statement is built per request
-# and the ORM's compile time dominated it.
-TaskFilter = Callable[[Any, Any], "list[tuple[str, list]]"]
-# (assignment being submitted, task row locked) -> True when it handled the answer (the kind's on_submit
-# is then skipped).
-SubmitInterceptor = Callable[["Assignment"], bool]
-# (submitted assignment) -> extra keys for the submit response (e.g. qualification feedback), or {}.
+# (worker, request, now) -> the terms of this one lease (what is withheld, a draw from a reserved pool), or
+# None when the policy has nothing to say. Called once per lease: nothing carries over to the next one.
+LeasePolicy = Callable[[Any, "LeaseRequest", datetime], "LeaseTerms | None"]
+# (assignment being submitted, its task row locked) -> the change to write to the task when the interceptor
+# handled the answer (the kind's handler is then skipped), or None when the answer is not its business.
+SubmitInterceptor = Callable[["Assignment"], "TaskChange | None"]
+# (submitted assignment, fresh or replayed) -> extra keys for the submit response (e.g. qualification
+# feedback), or {}. Runs in the submit's transaction; the queue returns them in `SubmitResult.extras`.
 SubmitExtras = Callable[["Assignment"], dict[str, Any]]
 # (leased assignment, as the worker's browser receives it) -> extra keys for that view (e.g. that the task is a
 # training question of a qualification attempt the worker is taking), or {}. Runs for every lease alike.
 LeaseExtras = Callable[["Assignment"], dict[str, Any]]
 
-# (ids of tasks whose lease just ended without an answer: expired or skipped, now open again, rows locked)
-# -> None; may close tasks that must not go back to the queue (gold served to one worker). The lease's own
-# reclaim of an expired lease does not call it: it only reaches tasks the task filters let through, and hands
-# them straight to the next worker.
-UnansweredHook = Callable[["list[int]"], None]
-
-lease_hooks: list[LeaseHook] = []
-unanswered_hooks: list[UnansweredHook] = []
-task_filters: list[TaskFilter] = []
+lease_policies: list[LeasePolicy] = []
 submit_interceptors: list[SubmitInterceptor] = []
 submit_extras: list[SubmitExtras] = []
 lease_extras: list[LeaseExtras] = []
@@ -51,16 +43,8 @@ def _add(registry: list, fn):
     return fn
 
 
-def register_lease_hook(fn: LeaseHook) -> LeaseHook:
-    return _add(lease_hooks, fn)
-
-
-def register_unanswered_hook(fn: UnansweredHook) -> UnansweredHook:
-    return _add(unanswered_hooks, fn)
-
-
-def register_task_filter(fn: TaskFilter) -> TaskFilter:
-    return _add(task_filters, fn)
+def register_lease_policy(fn: LeasePolicy) -> LeasePolicy:
+    return _add(lease_policies, fn)
 
 
 def register_submit_interceptor(fn: SubmitInterceptor) -> SubmitInterceptor:

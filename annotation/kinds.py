@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .models import Assignment, Task
+    from .queue.contract import TaskChange
 
 
 class AnswerInvalid(Exception):
@@ -37,15 +38,16 @@ class TaskKind:
     """A kind of micro-task.
 
     - `clean_answer(task, answer)` returns the answer to store, or raises AnswerInvalid.
-    - `on_submit(assignment)` runs inside the submit transaction with the task row locked; it may set the
-      task's state and result (the queue has already counted the answer and reopened the task).
+    - `on_submit(assignment)` runs inside the submit transaction with the task row locked and returns the
+      `TaskChange` to write (state, result), or None for none: the queue has already counted the answer and
+      reopened the task, and writes the change with its own fields in one UPDATE.
     - `public_payload(task)` is everything the worker's browser gets about the task besides the image.
     """
 
     name: str
     title: str
     clean_answer: Callable[[Task, Any], dict[str, Any]]
-    on_submit: Callable[[Assignment], None]
+    on_submit: Callable[[Assignment], TaskChange | None]
     public_payload: Callable[[Task], dict[str, Any]] = _no_public_payload
 
 

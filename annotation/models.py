@@ -104,7 +104,7 @@ class TaskState(models.TextChoices):
 
 
 # Organizers set a task's priority within [-PRIORITY_LIMIT, PRIORITY_LIMIT]; it orders tasks inside their own
-# dataset only (the queue takes datasets in turn, annotation/queue.py), and the pipelines' boosts add on top.
+# dataset only (the queue takes datasets in turn, annotation/queue/statements.py), and the pipelines' boosts add on top.
 PRIORITY_LIMIT = 100
 
 
@@ -122,6 +122,19 @@ class Task(models.Model):
     )
     box = models.ForeignKey(Box, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks")
     payload = models.JSONField(default=dict, blank=True)
+    topic = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="What the task asks within its kind (a consensus question's kind); lease policies withhold by it.",
+    )
+    pool = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="Empty: the open pool every lease takes from. Otherwise a reserved pool (gold) that only a "
+        "lease policy's draw takes from.",
+    )
     priority = models.IntegerField(default=0, help_text="Higher first.")
     state = models.CharField(max_length=16, choices=TaskState.choices, default=TaskState.OPEN)
     answers_wanted = models.PositiveSmallIntegerField(default=1)
@@ -133,15 +146,16 @@ class Task(models.Model):
 
     class Meta:
         ordering = ["id"]
-        # The lease's order (annotation/queue.py): datasets in turn, then priority and age inside a dataset.
+        # The lease's order (annotation/queue/statements.py): datasets in turn, then priority and age inside a
+        # dataset, over the open pool (reserved pools are drawn from by id).
         indexes = [
             models.Index(
                 "kind",
                 "dataset",
                 models.F("priority").desc(),
                 "id",
-                name="task_queue_idx",
-                condition=Q(state__in=["open", "leased"]),
+                name="task_open_pool_kind_idx",
+                condition=Q(state__in=["open", "leased"], pool=""),
             ),
             # The same order for workers who take any kind (no `kinds` filter): without it every lease sorts
             # all open tasks.
@@ -149,8 +163,8 @@ class Task(models.Model):
                 "dataset",
                 models.F("priority").desc(),
                 "id",
-                name="task_queue_any_kind_idx",
-                condition=Q(state__in=["open", "leased"]),
+                name="task_open_pool_any_kind_idx",
+                condition=Q(state__in=["open", "leased"], pool=""),
             ),
         ]
 
@@ -191,6 +205,13 @@ class Assignment(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     answer = models.JSONField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=128, blank=True)
+    lease_note = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="What the lease policy that drew this task from a reserved pool keeps about the lease (gold: "
+        "its purpose). Never shown to the worker.",
+    )
 
     class Meta:
         ordering = ["id"]
@@ -206,7 +227,7 @@ class Assignment(models.Model):
             models.Index(
                 fields=["expires_at"], name="assignment_open_lease_idx", condition=Q(state="leased")
             ),
-            # The worker's latest lease, whose dataset the next lease goes past (annotation/queue.py).
+            # The worker's latest lease, whose dataset the next lease goes past (annotation/queue/statements.py).
             models.Index(fields=["worker", "-id"], name="assignment_worker_latest_idx"),
         ]
 

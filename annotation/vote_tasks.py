@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from . import queue
 from .models import Dataset, Image, Task, TaskState
 
 KIND = "binary_vote"
@@ -53,4 +54,4 @@ def vote_tasks_create(
             for image in image_qs.order_by("id")
             if image.pk not in already
         ]
-        return Task.objects.bulk_create(tasks, batch_size=1000)
+        return queue.tasks_create(tasks, batch_size=1000)

@@ -33,7 +33,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))  # project modules are imported inside the setup functions
 
-DB_NAME = "crowdlabel_bench"
+# BENCH_DB_NAME lets two benches share one server without dropping each other's database.
+DB_NAME = os.environ.get("BENCH_DB_NAME", "crowdlabel_bench")
 HOST = "127.0.0.1"  # loopback only: the bench never listens on another interface
 NEXT, SUBMIT, HEALTH, ME = "next", "submit", "healthz", "me"
 REFERENCE_PATHS = {HEALTH: "/healthz", ME: "/api/v1/me"}  # the references: one GET each, timed like a cycle
@@ -236,7 +237,7 @@ def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from annotation import vote_tasks
+    from annotation import queue, vote_tasks
     from annotation.models import Dataset, Image, Task
     from config.roles import WORKERS
     from crowd.services import token_for, user_create
@@ -265,7 +266,7 @@ def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int
         batch_size=5000,
     )
     question = vote_tasks.question_text(concept.name)
-    Task.objects.bulk_create(
+    queue.tasks_create(
         (
             Task(
                 kind=vote_tasks.KIND,

@@ -295,7 +295,7 @@ CROWDLABEL = {
     # barred) is settled with the votes it has, or sent to review, once its task has been untouched this long
     # (consensus/starved.py; the review sweep runs it on a schedule).
     "STARVED_AFTER_SECONDS": env_int("CROWDLABEL_STARVED_AFTER_SECONDS", 900),
-    # The queue's hot statements run as prepared statements on PostgreSQL (config/sqlrows.py); set 0 behind a
+    # The queue's hot statements run as prepared statements on PostgreSQL (annotation/queue/sqlrows.py); set 0 behind a
     # connection pooler in transaction mode, which cannot keep them.
     "DB_PREPARED_STATEMENTS": env_bool("CROWDLABEL_DB_PREPARED_STATEMENTS", True),
     # Review queues (ILSVRC Appendix E): a pair is queued when its IoU is strictly above the threshold;

@@ -14,12 +14,13 @@ from annotation import kinds
 from annotation.final_evidence import BINARY_VOTE
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Assignment, AssignmentState, Task, TaskState
+from annotation.queue.contract import TaskChange
 from annotation.vote_tasks import KIND, question_text
 
 from .stopping import Decision, MajorityPolicy, decide, outcome_of
 
 
-def on_submit(assignment: Assignment) -> None:
+def on_submit(assignment: Assignment) -> TaskChange:
     """Count the answer and close the task once the majority is settled.
 
     The running yes/no tally lives in `task.result` while the task is open: the queue holds the task row
@@ -32,17 +33,16 @@ def on_submit(assignment: Assignment) -> None:
     no = tally["no"] + (0 if assignment.answer["answer"] else 1)
     decision = decide(None, yes, no, MajorityPolicy(task.answers_wanted))
     if decision is Decision.ASK_MORE:
-        task.result = {"yes": yes, "no": no}
-        return
+        return TaskChange(result={"yes": yes, "no": no})
     outcome = outcome_of(decision)  # a tie at the cap (Decision.REVIEW) closes the task unanswered
-    task.state = TaskState.DONE
-    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": f"majority of {task.answers_wanted}"}
+    result = {"answer": outcome, "yes": yes, "no": no, "rule": f"majority of {task.answers_wanted}"}
     if task.image_id is not None and task.concept_id is not None:
         final_labels_record(
             dataset_id=task.dataset_id,
             source=BINARY_VOTE,
             verdicts=[LabelVerdict(task.image_id, task.concept_id, outcome, yes, no, ref={"task": task.pk})],
         )
+    return TaskChange(state=TaskState.DONE, result=result)
 
 
 def _tally_from_answers(task: Task, exclude: Assignment) -> dict[str, int]:

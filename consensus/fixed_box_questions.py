@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation import boxes, kinds, questions
+from annotation import boxes, kinds, questions, queue
 from annotation.models import Assignment, AssignmentState, Box, Task, TaskExclusion, TaskState
+from annotation.queue.contract import TaskChange
 
 from .stopping import Decision, FirstToPolicy, decide, outcome_of
 
@@ -32,7 +33,7 @@ class FixedRuleBackend:
     name = "fixed-majority"
 
     def ask(self, question: questions.BinaryQuestion) -> str:
-        task = Task.objects.create(
+        task = queue.task_create(
             kind=question.kind,
             dataset_id=question.dataset_id,
             image_id=question.image_id,
@@ -51,7 +52,7 @@ class FixedRuleBackend:
 BACKEND = FixedRuleBackend()
 
 
-def on_submit(assignment: Assignment) -> None:
+def on_submit(assignment: Assignment) -> TaskChange | None:
     task = assignment.task
     answers = list(
         Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
@@ -61,11 +62,11 @@ def on_submit(assignment: Assignment) -> None:
     policy = POLICIES[task.kind]
     decision = decide(None, yes, no, policy)
     if decision is Decision.ASK_MORE and yes + no < task.answers_wanted:
-        return
+        return None
     outcome = outcome_of(decision)
-    task.state = TaskState.DONE
-    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": str(policy)}
     boxes.on_question_decided(questions.BinaryQuestion.from_dict(task.payload["question"]), outcome)
+    result = {"answer": outcome, "yes": yes, "no": no, "rule": str(policy)}
+    return TaskChange(state=TaskState.DONE, result=result)
 
 
 def _box(box: Box) -> list[float]:

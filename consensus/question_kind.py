@@ -10,6 +10,7 @@ from typing import Any
 
 from annotation import kinds
 from annotation.models import Assignment, Box, Task
+from annotation.queue import TaskChange
 
 from . import box_questions, services
 from .models import QuestionKind
@@ -19,13 +20,15 @@ BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
 SHOWN_BOXES_KEY = "shown_box_ids"
 
 
-def on_submit(assignment: Assignment) -> None:
+def on_submit(assignment: Assignment) -> TaskChange:
+    """The vote goes to consensus; what its stopping rule decided about the task comes back as the change."""
+    task = assignment.task
     services.vote_apply(
-        task=assignment.task,
-        worker=assignment.worker,
-        answer=bool(assignment.answer["answer"]),
-        assignment=assignment,
+        task=task, worker=assignment.worker, answer=bool(assignment.answer["answer"]), assignment=assignment
     )
+    # vote_apply states its decision on the task it is given (it also serves vote_record, which saves the
+    # task itself); handed back as the change the queue writes.
+    return TaskChange(state=task.state, result=task.result)
 
 
 def public_payload(task: Task) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
+from annotation import queue
 from annotation.models import Box, Dataset, Image, Task, TaskExclusion, TaskState
 from annotation.queue import QueueError
 from hierarchy.models import Concept
@@ -299,15 +300,43 @@ class Target:
 
 def _task_for(question: Question, text: str, settings: ConsensusSettings, priority: int) -> Task:
     calibration = question.role == QuestionRole.CALIBRATION
-    return Task(
-        kind=TASK_KIND,
+    return question_task(
         dataset_id=question.dataset_id,
+        kind=question.kind,
         image_id=question.image_id,
         concept_id=question.concept_id,
         box_id=question.box_id,
-        payload={"question": text},
+        text=text,
         priority=priority + (CALIBRATION_PRIORITY_BOOST if calibration else 0),
         answers_wanted=settings.calibration_votes if calibration else settings.vote_cap,
+    )
+
+
+def question_task(
+    *,
+    dataset_id: int,
+    kind: str,
+    image_id: int | None,
+    concept_id: int,
+    box_id: int | None,
+    text: str,
+    priority: int,
+    answers_wanted: int,
+    pool: str = "",
+) -> Task:
+    """The (unsaved) queue task that asks a binary question: every question's, and a gold item's (in gold's
+    reserved pool), so both carry the same columns and payload keys."""
+    return Task(
+        kind=TASK_KIND,
+        topic=kind,
+        pool=pool,
+        dataset_id=dataset_id,
+        image_id=image_id,
+        concept_id=concept_id,
+        box_id=box_id,
+        payload={"question": text},
+        priority=priority,
+        answers_wanted=answers_wanted,
     )
 
 
@@ -446,7 +475,7 @@ def _serve(questions: list[Question], text: str | None, settings: ConsensusSetti
         _task_for(q, text or question_text(q.kind, concepts[q.concept_id]), settings, priority)
         for q in questions
     ]
-    Task.objects.bulk_create(tasks, batch_size=500)
+    queue.tasks_create(tasks, batch_size=500)
     for question, task in zip(questions, tasks, strict=True):
         question.task = task
     Question.objects.bulk_update(questions, ["task", "state"], batch_size=500)
@@ -529,7 +558,7 @@ def _task_continue(task: Task, settings: ConsensusSettings) -> None:
     only its own fields of the locked task row."""
     task.answers_wanted = settings.vote_cap
     task.priority -= CALIBRATION_PRIORITY_BOOST
-    Task.objects.filter(pk=task.pk).update(answers_wanted=task.answers_wanted, priority=task.priority)
+    queue.tasks_update([task.pk], answers_wanted=task.answers_wanted, priority=task.priority)
 
 
 def vote_record(*, question: Question, worker, answer: bool, assignment=None) -> Question:
@@ -540,7 +569,7 @@ def vote_record(*, question: Question, worker, answer: bool, assignment=None) ->
         task = Task.objects.select_for_update().get(pk=question.task_id)
         result = vote_apply(task=task, worker=worker, answer=answer, assignment=assignment)
         task.answers_count = F("answers_count") + 1
-        task.save(update_fields=["state", "result", "answers_count", "updated_at"])
+        queue.task_save(task, ["state", "result", "answers_count"])
         return result
 
 
@@ -565,11 +594,11 @@ def question_decide(question: Question) -> Decision:
                 task.state, task.result = TaskState.OPEN, None
                 task.answers_wanted = settings.vote_cap
                 task.priority -= CALIBRATION_PRIORITY_BOOST
-                task.save(update_fields=["state", "result", "answers_wanted", "priority", "updated_at"])
+                queue.task_save(task, ["state", "result", "answers_wanted", "priority"])
         else:
             _finalize(question, task, decision, estimate, settings)
             if task is not None:
-                task.save(update_fields=["state", "result", "updated_at"])
+                queue.task_save(task, ["state", "result"])
         return decision
 
 

@@ -20,8 +20,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation import queue
 from annotation.models import Assignment, Task, TaskState
-from annotation.queue import available_tasks
 
 from .models import ConsensusSettings, Question, QuestionState
 from .services import _estimate, _finalize, question_settle
@@ -75,7 +75,7 @@ def questions_starved(*, dataset_id: int | None = None, idle_seconds: float | No
         worker_model = Assignment._meta.get_field("worker").related_model
         for worker in worker_model.objects.filter(pk__in=list(crowd)).order_by("pk"):
             takeable |= set(
-                available_tasks(worker=worker, dataset_id=ds)
+                queue.available_tasks(worker=worker, dataset_id=ds)
                 .filter(pk__in=task_ids - takeable)
                 .values_list("pk", flat=True)
             )
@@ -102,7 +102,7 @@ def question_settle_starved(question: Question) -> Decision | None:
         p = float("nan") if estimate.p is None or question.n_votes == 0 else estimate.p
         decision = question_settle(question, p, settings)
         _finalize(question, task, decision, estimate, settings)
-        task.save(update_fields=["state", "result", "updated_at"])
+        queue.task_save(task, ["state", "result"])
         return decision
 
 

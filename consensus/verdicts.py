@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import queue
 from annotation.models import Task
 
 from . import events
@@ -59,6 +60,6 @@ def question_review_decide(*, question_id: int, accept: bool, reviewer) -> Quest
                 "answer": accept,
                 "reviewed": True,
             }
-            task.save(update_fields=["result", "updated_at"])
+            queue.task_save(task, ["result"])
         events.announce(events.QuestionDecided(question=question, decision=row))
         return row

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Q
 
+from annotation import queue
 from annotation.models import Task, TaskState
 
 from . import events
@@ -73,7 +74,7 @@ def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
             task = tasks.get(question.task_id) if question.task_id else None
             _repair(question, task, report)
             if task is not None:
-                task.save(update_fields=["state", "result", "lease_expires_at", "updated_at"])
+                queue.task_save(task, ["state", "result", "lease_expires_at"])
     return report
 
 

@@ -16,7 +16,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import hooks, kinds, queue
+from annotation import kinds, queue
 from annotation.api import Conflict, idempotency_key, image_file_response
 from annotation.models import Assignment, Image
 from annotation.serializers import AssignmentSerializer, SubmitSerializer
@@ -170,8 +170,7 @@ class BundleSubmitView(BundleView):
         except queue.QueueError as exc:
             raise Conflict(str(exc), code=exc.code) from None
         body = step_body(step, self.token(request))
-        for extras in hooks.submit_extras:
-            body["assignment"].update(extras(step.assignment))
+        body["assignment"].update(step.extras)
         return Response(body, status=status.HTTP_200_OK if step.replayed else status.HTTP_201_CREATED)
 
 

@@ -26,6 +26,7 @@ from .serializers import (
     PaymentDecisionSerializer,
     WorkerScoreSerializer,
 )
+from .serving import gold_pool_fill
 
 
 class GoldItemListView(generics.ListAPIView):
@@ -133,8 +134,9 @@ class GoldSettingsView(APIView):
         dataset = organizer_dataset(request, dataset_id)
         form = GoldSettingsSerializer(GoldSettings.for_dataset(dataset.pk), data=request.data, partial=True)
         form.is_valid(raise_exception=True)
-        with transaction.atomic():
+        with transaction.atomic():  # the settings and any item still without its pool task, together
             form.save(dataset=dataset)
+            gold_pool_fill(dataset_id=dataset.pk)
             audit_record(
                 dataset=dataset,
                 actor=request.user,

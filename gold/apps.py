@@ -10,9 +10,7 @@ class GoldConfig(AppConfig):
 
         from . import services, serving
 
-        hooks.register_lease_hook(serving.lease_hook)
-        hooks.register_task_filter(serving.task_filter)
-        hooks.register_unanswered_hook(serving.unanswered_gold_close)
+        hooks.register_lease_policy(serving.lease_policy)
         hooks.register_submit_interceptor(services.gold_submit_intercept)
         hooks.register_submit_extras(services.qualification_feedback)
         hooks.register_lease_extras(services.training_progress)

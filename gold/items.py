@@ -16,6 +16,7 @@ from consensus.models import Question, QuestionKind, QuestionState
 from hierarchy.models import Concept
 
 from .models import GoldItem, GoldSource
+from .serving import gold_pool_fill
 
 CSV_COLUMNS = ("kind", "concept", "image", "box", "answer", "explanation")
 _TRUE = {"yes", "y", "true", "1"}
@@ -57,14 +58,15 @@ def _check(dataset: Dataset, spec: GoldSpec) -> list[str]:
 def gold_items_create(
     *, dataset: Dataset, specs: Iterable[GoldSpec], source: str = GoldSource.ORGANIZER, created_by=None
 ) -> list[GoldItem]:
-    """Create gold items, all or none: raises GoldInvalid listing every bad spec (numbered from 1)."""
+    """Create gold items, all or none, each with its pool task (gold.serving.gold_pool_fill): raises
+    GoldInvalid listing every bad spec (numbered from 1)."""
     specs = list(specs)
     errors = [f"item {i}: {e}" for i, s in enumerate(specs, 1) for e in _check(dataset, s)]
     if errors:
         raise GoldInvalid(errors)
     try:
         with transaction.atomic():
-            return [
+            items = [
                 GoldItem.objects.create(
                     dataset=dataset,
                     kind=s.kind,
@@ -78,6 +80,10 @@ def gold_items_create(
                 )
                 for s in specs
             ]
+            gold_pool_fill(dataset_id=dataset.pk)
+            for item in items:
+                item.refresh_from_db(fields=["task"])
+            return items
     except IntegrityError:
         raise GoldInvalid(
             ["a gold item with the same kind, concept and image (or box) already exists"]

@@ -98,7 +98,8 @@ class GoldSource(models.TextChoices):
 
 
 class GoldItem(models.Model):
-    """A binary question whose answer is known. Served to workers as an ordinary `question` task."""
+    """A binary question whose answer is known. Served to workers as an ordinary `question` task: `task`, made
+    when the item is added, by the code path every question's task is made by, in gold's reserved pool."""
 
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="gold_items")
     kind = models.CharField(max_length=32, choices=QuestionKind.choices)
@@ -116,6 +117,9 @@ class GoldItem(models.Model):
         django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    task = models.OneToOneField(
+        "annotation.Task", null=True, blank=True, on_delete=models.PROTECT, related_name="gold_item"
+    )
 
     class Meta:
         ordering = ["id"]
@@ -143,11 +147,15 @@ class Purpose(models.TextChoices):
 
 
 class GoldServing(models.Model):
-    """A gold item served to one worker as its own queue task (created at lease time)."""
+    """A gold item answered by one worker: the lease of its pool task that was answered, and why it was served
+    (recorded with the answer; a lease that ended unanswered still keeps the item from that worker)."""
 
     item = models.ForeignKey(GoldItem, on_delete=models.PROTECT, related_name="servings")
     worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="gold_servings")
-    task = models.OneToOneField("annotation.Task", on_delete=models.PROTECT, related_name="gold_serving")
+    task = models.ForeignKey("annotation.Task", on_delete=models.PROTECT, related_name="gold_servings")
+    assignment = models.OneToOneField(
+        "annotation.Assignment", null=True, blank=True, on_delete=models.PROTECT, related_name="gold_serving"
+    )
     purpose = models.CharField(max_length=16, choices=Purpose.choices)
     attempt = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="The qualification attempt (1, 2, ...) this item belongs to."

@@ -12,9 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation import queue
-from annotation.models import Assignment, AssignmentState, Box, TaskState
+from annotation.models import Assignment, AssignmentState, Box
 from consensus.models import Vote
-from consensus.services import TASK_KIND
 from consensus.voiding import votes_void
 
 from . import events, scoring
@@ -23,6 +22,7 @@ from .models import (
     BlockAction,
     DrawVerdict,
     GoldAnswer,
+    GoldItem,
     GoldServing,
     GoldSettings,
     PaymentDecision,
@@ -31,43 +31,45 @@ from .models import (
     ScoreKind,
     WorkerScore,
 )
+from .serving import GOLD_POOL, lease_purpose
 
 
-def gold_submit_intercept(assignment: Assignment) -> bool:
-    """Queue submit interceptor: a gold task's answer is checked here and never becomes a consensus vote.
-    Runs inside the submit transaction with the task row locked."""
+def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
+    """Queue submit interceptor: the answer to a gold pool task is checked here and never becomes a consensus
+    vote; the task stays in the pool for other workers (the queue never gives it to this one again). Runs inside
+    the submit transaction with the task row locked. Any other task costs no query."""
     task = assignment.task
-    assignment._gold_answer = None  # read by qualification_feedback in the same request: no second query
-    if task.kind != TASK_KIND:
-        return False
-    serving = GoldServing.objects.select_related("item").filter(task_id=task.pk).first()
-    if serving is None:
-        return False
-    correct = bool(assignment.answer["answer"]) == serving.item.answer
-    assignment._gold_answer = GoldAnswer.objects.create(
+    if task.pool != GOLD_POOL:
+        return None
+    item = GoldItem.objects.get(task_id=task.pk)
+    purpose, attempt = lease_purpose(assignment.lease_note) or (Purpose.EMBEDDED, None)
+    serving = GoldServing.objects.create(
+        item=item,
+        worker=assignment.worker,
+        task=task,
+        assignment=assignment,
+        purpose=purpose,
+        attempt=attempt,
+    )
+    GoldAnswer.objects.create(
         serving=serving,
         assignment=assignment,
         worker=assignment.worker,
         dataset_id=task.dataset_id,
-        kind=serving.item.kind,
-        correct=correct,
+        kind=item.kind,
+        correct=bool(assignment.answer["answer"]) == item.answer,
     )
-    task.state, task.result = TaskState.DONE, None
-    score_update(
-        worker=assignment.worker, dataset_id=task.dataset_id, kind=serving.item.kind, serving=serving
-    )
-    return True
+    score_update(worker=assignment.worker, dataset_id=task.dataset_id, kind=item.kind, serving=serving)
+    return queue.TaskChange()
 
 
 def qualification_feedback(assignment: Assignment) -> dict[str, Any]:
-    """Submit-response extras: after a wrong answer to a qualification item, what the right answer was (the
-    training of Su et al. 2012). Nothing for embedded gold or ordinary tasks."""
-    if hasattr(assignment, "_gold_answer"):
-        answer = assignment._gold_answer
-    else:  # a replayed submit: the interceptor did not run
-        answer = (
-            GoldAnswer.objects.select_related("serving__item").filter(assignment_id=assignment.pk).first()
-        )
+    """Submit-response extras (fresh or replayed submit): after a wrong answer to a qualification item, what
+    the right answer was (the training of Su et al. 2012). Nothing for embedded gold or ordinary tasks; only a
+    gold pool task costs a query."""
+    if assignment.task.pool != GOLD_POOL:
+        return {}
+    answer = GoldAnswer.objects.select_related("serving__item").filter(assignment_id=assignment.pk).first()
     if answer is None or answer.correct or answer.serving.purpose != Purpose.QUALIFICATION:
         return {}
     item = answer.serving.item
@@ -84,22 +86,18 @@ def training_progress(assignment: Assignment) -> dict[str, Any]:
     """Lease extras: a qualification item is announced as a training question with its place in the attempt
     ("question 3 of 8"). Only qualification items: while a worker takes an attempt of a (dataset, kind), every
     question of that pair they are given is one, so this says nothing the worker does not know; embedded gold
-    gets nothing, like any ordinary task. Gold is only ever served as question tasks: other kinds cost no query."""
-    if assignment.task.kind != TASK_KIND:
+    gets nothing, like any ordinary task, and no lease but a qualification one costs a query."""
+    if assignment.task.pool != GOLD_POOL:
         return {}
-    serving = (
-        GoldServing.objects.filter(task_id=assignment.task_id, purpose=Purpose.QUALIFICATION)
-        .values("attempt", "item__kind", "worker_id")
-        .first()
-    )
-    if serving is None or serving["worker_id"] != assignment.worker_id:
+    found = lease_purpose(assignment.lease_note)
+    if found is None or found[0] != Purpose.QUALIFICATION:
         return {}
     dataset_id = assignment.task.dataset_id
     answered = GoldAnswer.objects.filter(
         worker_id=assignment.worker_id,
         dataset_id=dataset_id,
-        kind=serving["item__kind"],
-        serving__attempt=serving["attempt"],
+        kind=assignment.task.topic,
+        serving__attempt=found[1],
     ).count()
     size = GoldSettings.for_dataset(dataset_id).qualification_size
     return {"training": {"number": min(answered + 1, size), "size": size}}

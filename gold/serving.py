@@ -1,14 +1,16 @@
-"""Serving gold through the queue: the lease hook that mixes gold items into a worker's stream (qualification
-first, then at the dataset's rate) and the task filter that keeps gold tasks private and withholds production
-tasks of kinds a worker is blocked from or not yet qualified for (hooks registered in gold.apps).
+"""Serving gold through the queue: the lease policy that withholds what a worker may not take (every task of a
+dataset they are blocked in, production tasks of a kind they have not qualified for) and draws gold items into
+their stream (qualification first, then at the dataset's rate), and the pool tasks gold items are served as.
 
-A gold item is served as a fresh `question` task leased to that one worker: the same kind, the same payload
-(the question's wording), the same URLs as an ordinary question. Nothing about it says gold.
+A gold item is one ordinary `question` task in the queue's reserved `gold` pool, made when the item is added by
+the same code as every question's task (same id sequence, timestamps, columns, payload and wording) and leased
+by the same statement as any task. The queue never hands it out but through this policy's draw, and never to
+one worker twice. Nothing a worker receives says gold.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -18,16 +20,20 @@ from django.utils import timezone
 
 from annotation import queue
 from annotation.boxes import accepted_boxes
-from annotation.models import Assignment, Task, TaskState
-from config import sqlrows
-from consensus.models import Question, QuestionKind, QuestionState
+from annotation.models import Assignment
+from annotation.queue import sqlrows
+from consensus.models import ConsensusSettings, Question, QuestionKind, QuestionState
 from consensus.question_kind import BOX_KINDS, SHOWN_BOXES_KEY
-from consensus.services import TASK_KIND, question_text
+from consensus.services import TASK_KIND, question_task, question_text
 
-from .models import Block, BlockAction, GoldAnswer, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
+from .models import Block, BlockAction, GoldAnswer, GoldItem, GoldSettings, Purpose, WorkerScore
 
+GOLD_POOL = "gold"
 _GOLD_STREAM = 0x601D
 LIVE_QUESTION_STATES = (QuestionState.WAITING, QuestionState.OPEN)
+# How many candidate items a draw names: the queue leases the first free one, so an item another worker holds
+# right now costs nothing but the next candidate.
+DRAW_SIZE = 16
 
 
 @dataclass(frozen=True)
@@ -98,73 +104,66 @@ def gold_context(worker, now: datetime | None = None) -> GoldContext:
     )
 
 
-def task_filter(worker, connection) -> list[tuple[str, list]]:
-    """SQL conditions on the queue's task alias `t`: never a gold task of anyone else; no task at all of a
-    dataset the worker is blocked in (drawing and box checks included: they have no gold of their own); no
-    production task of a pair not yet qualified for. Uses the context the lease hook just computed for this
-    lease, if any."""
-    ctx = getattr(worker, "_gold_context", None)
-    if ctx is None:
-        ctx = gold_context(worker)
-    else:
-        del worker._gold_context  # one lease only: a block or qualification may change it before the next
-    qn = connection.ops.quote_name
-    conditions = [
-        (f"NOT EXISTS (SELECT 1 FROM {qn(GoldServing._meta.db_table)} gs WHERE gs.task_id = t.id)", [])
-    ]
-    if ctx.blocked:
-        datasets = sorted(ctx.blocked)
-        conditions.append((f"t.dataset_id NOT IN ({', '.join(['%s'] * len(datasets))})", datasets))
-    if ctx.withheld:
-        pairs = sorted(ctx.withheld)
-        matches = " OR ".join(["(t.dataset_id = %s AND q.kind = %s)"] * len(pairs))
-        conditions.append(
-            (
-                f"NOT EXISTS (SELECT 1 FROM {qn(Question._meta.db_table)} q WHERE q.task_id = t.id AND ({matches}))",
-                [value for pair in pairs for value in pair],
-            )
-        )
-    return conditions
+def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.LeaseTerms:
+    """Queue lease policy: the terms of one lease of `worker`.
 
-
-def lease_hook(worker, kinds_wanted, dataset_id, now: datetime) -> Assignment | None:
-    """Lease a gold task instead of the worker's next ordinary question, or return None for the normal path.
-
-    Looks at the question the worker would get next (ignoring gating): a pair they must qualify for gets the
-    next item of their qualification attempt (none while they rest after a failed one); a qualified pair gets
-    gold with probability `rate`, drawn from a generator seeded by (dataset seed, worker, number of the
-    worker's leases in the dataset) so runs are reproducible."""
-    if kinds_wanted and TASK_KIND not in kinds_wanted:
-        return None
+    Withheld: every dataset they are blocked in (drawing and box checks included: a block covers every kind),
+    and the (dataset, kind) pairs they must qualify for first. Drawn: looking at the question the worker would
+    get next (ignoring gating), a pair they must qualify for gets the next item of their qualification attempt
+    (none while they rest after a failed one); a qualified pair gets gold with probability `rate`, drawn from
+    a generator seeded by (dataset seed, worker, number of the worker's leases in the dataset) so runs are
+    reproducible. The candidates are looked up, and handed to the queue as a draw it only looks up when the
+    lease is not gold, whether or not this lease is gold, so a gold lease costs what an ordinary one costs."""
     ctx = gold_context(worker, now)
-    worker._gold_context = ctx
-    if not ctx.has_gold:
-        return None
+    terms = queue.LeaseTerms(withheld_datasets=ctx.blocked, withheld_topics=ctx.withheld)
+    if not ctx.has_gold or (request.kinds_wanted and TASK_KIND not in request.kinds_wanted):
+        return terms
     nxt = (
         queue.available_tasks(
-            worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now, apply_filters=False
+            worker=worker,
+            kinds_wanted=list(request.kinds_wanted or ()),
+            dataset_id=request.dataset_id,
+            now=now,
+            terms=queue.LeaseTerms(),
         )
-        .filter(~Exists(GoldServing.objects.filter(task=OuterRef("pk"))))
         .order_by("-priority", "id")
-        .values("dataset_id", "kind", "question__kind", "priority")
+        .values("dataset_id", "kind", "topic")
         .first()
     )
-    if nxt is None or nxt["kind"] != TASK_KIND or nxt["question__kind"] is None:
-        return None
-    pair = (nxt["dataset_id"], nxt["question__kind"])
+    if nxt is None or nxt["kind"] != TASK_KIND or not nxt["topic"]:
+        return terms
+    pair = (nxt["dataset_id"], nxt["topic"])
     if pair[0] in ctx.blocked:
-        return None
+        return terms
     settings = GoldSettings.for_dataset(pair[0])
+    n = Assignment.objects.filter(worker=worker, task__dataset_id=pair[0]).count()
     if pair in ctx.gated and pair not in ctx.qualified:
         if pair in ctx.resting:
-            return None
-        return _serve(worker, pair, Purpose.QUALIFICATION, nxt["priority"], now, settings)
-    if settings.rate <= 0:
+            return terms
+        attempt, wanted = _qualification_slot(worker, pair, settings)
+        ids = _candidates(worker, pair, settings, n, wanted=wanted, fallback=True)
+        note = f"{Purpose.QUALIFICATION}:{attempt}"
+        due = True
+    else:
+        if settings.rate <= 0:
+            return terms
+        ids = _candidates(worker, pair, settings, n, wanted=None, fallback=False)
+        due = gold_due(settings.seed, worker.pk, n, settings.rate)
+        note = str(Purpose.EMBEDDED) if due else ""
+    if not ids:
+        return terms
+    # Not due: the draw is only looked up, so this lease runs the statements a gold lease runs.
+    return replace(terms, draw=queue.Draw(pool=GOLD_POOL, task_ids=ids, note=note, lease=due))
+
+
+def lease_purpose(note: str) -> tuple[str, int | None] | None:
+    """(purpose, qualification attempt) of a gold lease from its note, or None for any other lease."""
+    if not note:
         return None
-    n = Assignment.objects.filter(worker=worker, task__dataset_id=pair[0]).count()
-    if not gold_due(settings.seed, worker.pk, n, settings.rate):
+    purpose, _, attempt = note.partition(":")
+    if purpose not in Purpose.values:
         return None
-    return _serve(worker, pair, Purpose.EMBEDDED, nxt["priority"], now, settings)
+    return purpose, int(attempt) if attempt else None
 
 
 def gold_due(seed: int, worker_id: int, n_leases: int, rate: float) -> bool:
@@ -173,53 +172,32 @@ def gold_due(seed: int, worker_id: int, n_leases: int, rate: float) -> bool:
     return bool(np.random.default_rng([seed, _GOLD_STREAM, worker_id, n_leases]).random() < rate)
 
 
-def _serve(
-    worker, pair, purpose: str, priority: int, now: datetime, settings: GoldSettings
-) -> Assignment | None:
+def _candidates(worker, pair, settings: GoldSettings, n: int, *, wanted: bool | None, fallback: bool):
+    """Ids of up to DRAW_SIZE pool tasks of the pair's items this worker never had, in a seeded random order.
+
+    Only items on images with no question of their kind at all, else with no live one: a worker who met the
+    same image and question twice would know one of them is gold. A qualification attempt (announced as
+    training anyway) falls back to any unseen item. Qualification wants a balanced set, so answering "yes" to
+    everything scores half: items of the wanted answer while any is left."""
     dataset_id, kind = pair
-    unseen = GoldItem.objects.filter(dataset_id=dataset_id, kind=kind).exclude(
-        Exists(GoldServing.objects.filter(item=OuterRef("pk"), worker=worker))
+    unseen = GoldItem.objects.filter(dataset_id=dataset_id, kind=kind, task__isnull=False).exclude(
+        Exists(Assignment.objects.filter(task_id=OuterRef("task_id"), worker=worker))
     )
-    attempt = None
-    if purpose == Purpose.QUALIFICATION:
-        attempt, wanted = _qualification_slot(worker, pair, settings)
-        # A balanced set, so answering "yes" to everything scores half; any unseen item when one side ran out.
-        if unseen.filter(answer=wanted).exists():
-            unseen = unseen.filter(answer=wanted)
-    # Where possible, an item on an image with no question of its kind at all, else with no live one: a worker
-    # who met the same image and question twice would know one of them is gold.
+    if wanted is not None and unseen.filter(answer=wanted).exists():
+        unseen = unseen.filter(answer=wanted)
     asked = Question.objects.filter(dataset_id=dataset_id, kind=kind, image_id=OuterRef("image_id"))
-    candidates: list[int] = []
-    for tier in (
+    tiers = [
         unseen.exclude(Exists(asked)),
         unseen.exclude(Exists(asked.filter(state__in=LIVE_QUESTION_STATES))),
-        unseen,
-    ):
-        candidates = list(tier.order_by("id").values_list("pk", flat=True))
-        if candidates:
-            break
-    if not candidates:
-        return None
-    n_served = GoldServing.objects.filter(worker=worker).count()
-    rng = np.random.default_rng([settings.seed, _GOLD_STREAM, worker.pk, n_served, 1])
-    item = GoldItem.objects.select_related("concept", "image", "box").get(
-        pk=candidates[int(rng.integers(len(candidates)))]
-    )
-    with transaction.atomic():  # the task, its serving record and the lease exist together or not at all
-        task = Task.objects.create(
-            kind=TASK_KIND,
-            dataset_id=dataset_id,
-            image=item.image,
-            concept=item.concept,
-            box=item.box,
-            payload=_payload(kind, item),
-            priority=priority,
-            answers_wanted=1,
-        )
-        GoldServing.objects.create(item=item, worker=worker, task=task, purpose=purpose, attempt=attempt)
-        # Leased by the queue's own statement: the same stamps (leased_at = now, expiry = now + lease) and the
-        # same columns read back as any lease.
-        return queue.task_lease(task_id=task.pk, worker=worker, now=now)
+    ]
+    if fallback:
+        tiers.append(unseen)
+    for tier in tiers:
+        ids = list(tier.order_by("id").values_list("task_id", flat=True))
+        if ids:
+            rng = np.random.default_rng([settings.seed, _GOLD_STREAM, worker.pk, n, 1])
+            return tuple(int(ids[i]) for i in rng.permutation(len(ids))[:DRAW_SIZE])
+    return ()
 
 
 def _qualification_slot(worker, pair, settings: GoldSettings) -> tuple[int, bool]:
@@ -243,19 +221,43 @@ def _qualification_slot(worker, pair, settings: GoldSettings) -> tuple[int, bool
     return attempt, bool(order[min(answered, size - 1)])
 
 
-def _payload(kind: str, item: GoldItem) -> dict:
-    """What a real question of this kind stores: its wording (the same function words both), and for box
-    questions the accepted boxes of the image that a real one would show beside the judged box."""
-    payload: dict = {"question": question_text(kind, item.concept)}
-    if kind in BOX_KINDS:
-        payload[SHOWN_BOXES_KEY] = [
-            b.pk for b in accepted_boxes(item.image_id, item.concept_id) if b.pk != item.box_id
-        ]
-    return payload
+def gold_pool_fill(*, dataset_id: int) -> int:
+    """Make the pool task of every gold item of the dataset that has none yet; returns how many were made.
 
-
-def unanswered_gold_close(task_ids: list[int]) -> None:
-    """Queue hook: a gold task whose lease expired or was skipped is cancelled, not left open. Nobody else may
-    take it (it was served to one worker), so open it would only sit in the queue's counts forever. Other workers can
-    still be served the item."""
-    Task.objects.filter(pk__in=task_ids, gold_serving__isnull=False).update(state=TaskState.CANCELLED)
+    The task is what a real question of the item's kind would be given (`consensus.services.question_task`):
+    its wording, priority 0 and the dataset's vote cap, and for box questions the accepted boxes of the image
+    that a real one would show beside the judged box. Runs when items are added and when the gold settings
+    change; items are taken in id order, so their tasks' ids follow the items'."""
+    with transaction.atomic():
+        items = list(
+            GoldItem.objects.select_for_update()
+            .filter(dataset_id=dataset_id, task__isnull=True)
+            .select_related("concept")
+            .order_by("id")
+        )
+        if not items:
+            return 0
+        vote_cap = ConsensusSettings.for_dataset(dataset_id).vote_cap
+        tasks = []
+        for item in items:
+            task = question_task(
+                dataset_id=dataset_id,
+                kind=item.kind,
+                image_id=item.image_id,
+                concept_id=item.concept_id,
+                box_id=item.box_id,
+                text=question_text(item.kind, item.concept),
+                priority=0,
+                answers_wanted=vote_cap,
+                pool=GOLD_POOL,
+            )
+            if item.kind in BOX_KINDS:
+                task.payload[SHOWN_BOXES_KEY] = [
+                    b.pk for b in accepted_boxes(item.image_id, item.concept_id) if b.pk != item.box_id
+                ]
+            tasks.append(task)
+        queue.tasks_create(tasks)
+        for item, task in zip(items, tasks, strict=True):
+            item.task = task
+        GoldItem.objects.bulk_update(items, ["task"])
+        return len(items)

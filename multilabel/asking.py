@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from annotation import queue
 from annotation.models import Dataset, Image, Task
 from consensus import events as consensus_events
 from consensus.models import Question, QuestionKind, QuestionState
@@ -86,7 +87,7 @@ def _open_tasks(graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]]
         )
         for labeling, node_id in asks
     ]
-    Task.objects.bulk_create(tasks, batch_size=500)
+    queue.tasks_create(tasks, batch_size=500)
 
 
 def vote_policy_for(leaf: bool) -> MarginPolicy:

@@ -8,6 +8,7 @@ from typing import Any
 
 from annotation import kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
+from annotation.queue import TaskChange
 from consensus.stopping import decide, outcome_of
 from hierarchy.graph import graph_for
 
@@ -15,7 +16,7 @@ from .asking import TASK_KIND, vote_policy_for
 from .labeling import labeling_answer
 
 
-def on_submit(assignment: Assignment) -> None:
+def on_submit(assignment: Assignment) -> TaskChange | None:
     task = assignment.task
     answers = list(
         Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
@@ -26,9 +27,7 @@ def on_submit(assignment: Assignment) -> None:
     policy = vote_policy_for(node.leaf)
     outcome = outcome_of(decide(None, yes, no, policy))
     if outcome is None:
-        return
-    task.state = TaskState.DONE
-    task.result = {"answer": outcome, "yes": yes, "no": no, "rule": str(policy)}
+        return None
     labeling_answer(
         labeling_id=task.payload["labeling"],
         node_id=node.node_id,
@@ -36,6 +35,9 @@ def on_submit(assignment: Assignment) -> None:
         yes_votes=yes,
         no_votes=no,
         task=task,
+    )
+    return TaskChange(
+        state=TaskState.DONE, result={"answer": outcome, "yes": yes, "no": no, "rule": str(policy)}
     )
 
 

@@ -14,6 +14,7 @@ PURE_CORES = [
     "annotation/pipeline.py",
     "annotation/imagecheck.py",
     "annotation/final_evidence.py",
+    "annotation/queue/contract.py",
     "consensus/calibration.py",
     "consensus/stopping.py",
     "consensus/reliability.py",

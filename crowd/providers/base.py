@@ -9,7 +9,7 @@ items at once or count one answer twice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -158,6 +158,7 @@ class BundleStep:
     assignment: Assignment | None
     completion: Completion | None
     replayed: bool = False
+    extras: dict = field(default_factory=dict)  # the submit's extras (annotation.queue.SubmitResult.extras)
 
 
 def _locked(bundle: Bundle) -> Bundle:
@@ -204,7 +205,9 @@ def bundle_next(bundle: Bundle, *, now=None) -> BundleStep:
         return _step(bundle, assignment)
 
 
-def bundle_submit(bundle: Bundle, *, assignment_id: int, answer: Any, idempotency_key: str) -> BundleStep:
+def bundle_submit(
+    bundle: Bundle, *, assignment_id: int, answer: Any, idempotency_key: queue.IdempotencyKey | str
+) -> BundleStep:
     """Answer one item of the bundle exactly once (the queue's idempotent submit) and count it; the answer
     that fills the bundle completes it. An assignment outside this bundle is `Assignment.DoesNotExist`."""
     with transaction.atomic():
@@ -219,4 +222,4 @@ def bundle_submit(bundle: Bundle, *, assignment_id: int, answer: Any, idempotenc
             bundle.save(update_fields=["answered"])
             if bundle.answered >= bundle.size:
                 _complete(bundle, short=False)
-        return _step(bundle, result.assignment, result.replayed)
+        return replace(_step(bundle, result.assignment, result.replayed), extras=dict(result.extras))

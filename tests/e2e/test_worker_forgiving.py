@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from annotation import boxes
 from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Assignment, AssignmentState, Box
-from gold.models import GoldServing
+from gold.models import GoldItem
 from tests import factories
 from tests.conftest import png_bytes
 from tests.e2e.test_worker_page import PASSWORD, sign_in, wait_for_image_loaded
@@ -53,6 +53,13 @@ def drag(page, start, end):
     page.mouse.up()
 
 
+def held_gold_item(username: str) -> GoldItem:
+    """The gold item whose pool task the worker holds a lease on now."""
+    return GoldItem.objects.get(
+        task__assignments__worker__user__username=username, task__assignments__state="leased"
+    )
+
+
 def test_training_questions_are_announced_and_a_wrong_answer_shows_the_right_one(page, live_server):
     dataset, images = dataset_with_images(6)
     concept = factories.ConceptFactory(wnid="n02123045", name="tabby cat", gloss="a cat with a striped coat")
@@ -65,9 +72,9 @@ def test_training_questions_are_announced_and_a_wrong_answer_shows_the_right_one
     training = page.locator("#training")
     expect(training).to_contain_text("Training question 1 of 2")
     wait_for_image_loaded(page)
-    first = GoldServing.objects.select_related("item").get(task__assignments__worker__user__username="ann")
-    right = "y" if first.item.answer else "n"
-    wrong = "n" if first.item.answer else "y"
+    first = held_gold_item("ann")
+    right = "y" if first.answer else "n"
+    wrong = "n" if first.answer else "y"
     page.keyboard.press(wrong)
 
     feedback = page.locator("#last-answer")
@@ -78,8 +85,9 @@ def test_training_questions_are_announced_and_a_wrong_answer_shows_the_right_one
     expect(feedback).to_contain_text("look closer")  # the item's explanation
     expect(training).to_contain_text("Training question 2 of 2")
     wait_for_image_loaded(page)
-    second = GoldServing.objects.select_related("item").exclude(pk=first.pk).get()
-    page.keyboard.press("y" if second.item.answer else "n")
+    second = held_gold_item("ann")
+    assert second.pk != first.pk
+    page.keyboard.press("y" if second.answer else "n")
     expect(feedback).to_contain_text("Right: your answer to the last training question was correct")
     expect(page.locator("#answered")).to_have_text("2")
     assert page.console_errors == []

@@ -42,12 +42,12 @@ def answer_qualification(worker, answers, right: list[bool], now=None):
     for i, ok in enumerate(right):
         a = queue.task_lease_next(worker=worker, kinds_wanted=["question"], now=now)
         assert a is not None, f"no task for item {i}"
-        serving = GoldServing.objects.get(task_id=a.task_id)
-        assert serving.purpose == Purpose.QUALIFICATION
         truth = answers[a.task.image_id]
         queue.assignment_submit(
             assignment=a, answer={"answer": truth if ok else not truth}, idempotency_key=f"{a.pk}"
         )
+        serving = GoldServing.objects.get(assignment=a)
+        assert serving.purpose == Purpose.QUALIFICATION
         served.append(serving)
     return served
 

@@ -1,5 +1,6 @@
 """Gold mixed into the queue: the configured share of tasks, never the same item twice to one worker,
-qualification before production, and gold answers that never become consensus votes."""
+qualification before production, gold answers that never become consensus votes, and gold pool tasks that
+only the gold policy's draw hands out."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from django.utils import timezone
 from annotation import queue
 from annotation.models import Assignment, Task
 from consensus.models import Question, Vote
-from gold.models import GoldAnswer, GoldServing, GoldSettings, Purpose, WorkerScore
-from gold.serving import gold_due, lease_hook
+from gold.models import GoldAnswer, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
+from gold.serving import GOLD_POOL, gold_due, lease_policy
 from tests import factories
 
 from .conftest import gold_for, make_images, make_workers, production_questions, small_qualification
@@ -34,11 +35,11 @@ def test_a_new_worker_answers_the_qualification_set_before_any_production_task(d
     (w,) = make_workers(1)
     for i in range(8):
         a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
-        assert GoldServing.objects.filter(task=a.task, purpose=Purpose.QUALIFICATION).exists()
         assert not Question.objects.filter(task=a.task).exists()
         queue.assignment_submit(
             assignment=a, answer={"answer": answers[a.task.image_id]}, idempotency_key=f"q{i}"
         )
+        assert GoldServing.objects.filter(assignment=a, purpose=Purpose.QUALIFICATION).exists()
     assert WorkerScore.objects.get(worker=w, kind="image_verify").qualified
     GoldSettings.objects.filter(dataset=dataset).update(rate=0.0)
     a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
@@ -76,12 +77,15 @@ def test_gold_answers_never_become_consensus_votes(dataset, concept):
     lease_submit(w)
     assert Vote.objects.count() == 0
     assert GoldAnswer.objects.count() == 1
-    task = Task.objects.get(gold_serving__isnull=False)
-    assert task.state == "done" and task.result is None
+    # The item's pool task goes back to the gold pool for other workers, with no result of its own.
+    task = Task.objects.get(gold_servings__isnull=False)
+    assert task.pool == GOLD_POOL and task.state == "open" and task.result is None
 
 
 @pytest.mark.django_db
-def test_other_workers_never_lease_someone_elses_gold_task_after_its_lease_expires(dataset, concept):
+def test_an_expired_gold_lease_returns_to_the_gold_pool_never_to_the_open_pool_nor_to_its_worker(
+    dataset, concept
+):
     from datetime import timedelta
 
     images = make_images(dataset, 20)
@@ -90,26 +94,29 @@ def test_other_workers_never_lease_someone_elses_gold_task_after_its_lease_expir
     small_qualification(dataset)
     w1, w2 = make_workers(2)
     a = queue.task_lease_next(worker=w1, kinds_wanted=["question"])
-    assert Task.objects.filter(pk=a.task_id, gold_serving__isnull=False).exists()
+    assert Task.objects.get(pk=a.task_id).pool == GOLD_POOL
     queue.leases_expire(now=timezone.now() + timedelta(days=1))
-    tasks = queue.available_tasks(worker=w2)
-    assert not tasks.filter(pk=a.task_id).exists()
-    # Not left open in the queue's counts either: nobody else may ever take it.
-    assert Task.objects.get(pk=a.task_id).state == "cancelled"
+    assert Task.objects.get(pk=a.task_id).state == "open"
     assert Assignment.objects.get(pk=a.pk).state == "expired"
+    # Ordinary leases never reach it: only the gold policy's draw does, and never for the worker who had it.
+    assert not queue.available_tasks(worker=w2).filter(pk=a.task_id).exists()
+    draw = queue.Draw(pool=GOLD_POOL, task_ids=(a.task_id,))
+    assert queue.available_tasks(worker=w2, draw=draw).filter(pk=a.task_id).exists()
+    assert not queue.available_tasks(worker=w1, draw=draw).filter(pk=a.task_id).exists()
 
 
 @pytest.mark.django_db
-def test_a_skipped_gold_task_is_cancelled_and_ordinary_skipped_tasks_reopen(dataset, concept):
+def test_a_skipped_gold_task_goes_back_to_the_gold_pool_and_ordinary_skipped_tasks_reopen(dataset, concept):
     images = make_images(dataset, 20)
     production_questions(dataset, concept, images[:10])
     gold_for(dataset, concept, images[10:])
     small_qualification(dataset)
     (w,) = make_workers(1)
     gold = queue.task_lease_next(worker=w, kinds_wanted=["question"])
-    assert Task.objects.filter(pk=gold.task_id, gold_serving__isnull=False).exists()
+    assert Task.objects.get(pk=gold.task_id).pool == GOLD_POOL
     queue.assignment_release(assignment=gold)
-    assert Task.objects.get(pk=gold.task_id).state == "cancelled"
+    assert Task.objects.get(pk=gold.task_id).state == "open"
+    assert not queue.available_tasks(worker=w).filter(pk=gold.task_id).exists()
     ordinary = factories.TaskFactory()
     leased = queue.task_lease_next(worker=w, kinds_wanted=[ordinary.kind])
     queue.assignment_release(assignment=leased)
@@ -125,7 +132,8 @@ def test_gold_share_of_ten_thousand_served_tasks_is_the_rate_within_one_point():
 
 @pytest.mark.django_db
 def test_served_gold_share_follows_the_rate_and_a_worker_never_sees_an_item_twice(dataset, concept):
-    """Through the real lease hook (the ordinary lease stood in for by an assignment on a placeholder task)."""
+    """Through the real lease policy and the queue (the ordinary lease stood in for by an assignment on a
+    placeholder task)."""
     images = make_images(dataset, 120)
     production_questions(dataset, concept, images[:1])
     gold_for(dataset, concept, images[1:])
@@ -139,14 +147,16 @@ def test_served_gold_share_follows_the_rate_and_a_worker_never_sees_an_item_twic
         )
         for placeholder in placeholders:
             served += 1
-            a = lease_hook(w, ["question"], None, now)
-            if a is not None:
+            draw = lease_policy(w, queue.LeaseRequest(("question",), None), now).draw
+            if draw is not None and draw.lease:
+                a = queue.task_lease_next(worker=w, kinds_wanted=["question"], now=now)
+                assert a.task.pool == GOLD_POOL
                 gold += 1
-                Assignment.objects.filter(pk=a.pk).update(state="released")
+                queue.assignment_release(assignment=a, now=now)
             else:
                 Assignment.objects.create(task=placeholder, worker=w, expires_at=now, state="released")
     assert abs(gold / served - 0.2) <= 0.05, gold / served
-    pairs = list(GoldServing.objects.values_list("worker_id", "item_id"))
+    pairs = list(Assignment.objects.filter(task__pool=GOLD_POOL).values_list("worker_id", "task__gold_item"))
     assert len(pairs) == len(set(pairs)) == gold
 
 
@@ -181,8 +191,32 @@ def test_qualification_items_are_announced_as_training_and_nothing_else_is(datas
     assert WorkerScore.objects.get(worker=w, kind="image_verify").qualified
     GoldSettings.objects.filter(dataset=dataset).update(rate=0.99)
     body, task = lease_and_answer()
-    assert GoldServing.objects.get(task=task).purpose == Purpose.EMBEDDED
+    assert GoldServing.objects.get(task=task, worker=w).purpose == Purpose.EMBEDDED
     assert "training" not in body
     GoldSettings.objects.filter(dataset=dataset).update(rate=0.0)
     body, task = lease_and_answer()
     assert Question.objects.filter(task=task).exists() and "training" not in body
+
+
+@pytest.mark.django_db
+def test_items_from_before_pool_tasks_get_theirs_from_the_command_once(dataset, concept):
+    from django.core.management import CommandError, call_command
+
+    from consensus.services import question_text
+
+    images = make_images(dataset, 3)
+    old = [
+        GoldItem.objects.create(dataset=dataset, kind="image_verify", concept=concept, image=i, answer=True)
+        for i in images
+    ]  # rows as they were before items got their task when added
+    call_command("gold_pool_fill", "--dataset", dataset.name)
+    tasks = Task.objects.filter(gold_item__in=old).order_by("id")
+    assert [t.gold_item.pk for t in tasks] == [g.pk for g in old]
+    assert {(t.pool, t.kind, t.topic, t.state) for t in tasks} == {
+        (GOLD_POOL, "question", "image_verify", "open")
+    }
+    assert [t.payload for t in tasks] == [{"question": question_text("image_verify", concept)}] * 3
+    call_command("gold_pool_fill")
+    assert Task.objects.filter(pool=GOLD_POOL).count() == 3, "nothing made twice"
+    with pytest.raises(CommandError):
+        call_command("gold_pool_fill", "--dataset", "no such dataset")

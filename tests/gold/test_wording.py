@@ -10,7 +10,7 @@ from annotation.models import Box, BoxState, Task
 from annotation.serializers import WorkerTaskSerializer
 from consensus.models import Question, QuestionKind
 from gold.items import GoldSpec, gold_items_create
-from gold.models import GoldServing
+from gold.models import GoldItem
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_cache_clear, graph_for
 from hierarchy.models import QuestionNode
@@ -49,7 +49,7 @@ def serve_gold(dataset, kind, concept, image, box=None) -> Task:
     small_qualification(dataset, qualification_size=1, qualification_pass=1)
     (w,) = make_workers(1, prefix="gold")
     a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
-    assert a is not None and GoldServing.objects.filter(task_id=a.task_id).exists()
+    assert a is not None and GoldItem.objects.filter(task_id=a.task_id).exists()
     return a.task
 
 

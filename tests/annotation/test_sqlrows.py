@@ -1,4 +1,4 @@
-"""Hand-written hot-path SQL (config.sqlrows): instances built from raw rows equal ORM-loaded ones, guarded
+"""Hand-written hot-path SQL (annotation.queue.sqlrows): instances built from raw rows equal ORM-loaded ones, guarded
 updates change only matching rows, and on PostgreSQL the statements are prepared unless turned off."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from django.db import connection
 
 from annotation import queue
 from annotation.models import Assignment, AssignmentState, Task
-from config import sqlrows
+from annotation.queue import sqlrows
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,60 @@
+"""The micro-task queue: the only code that writes Task and Assignment rows, and the home of its hot SQL.
+
+- `services`: lease the next task, submit once, release, extend, expire;
+- `writes`: create tasks and change a task's own fields for the pipelines above (one code path for all);
+- `contract`: the data the apps above exchange with the queue (lease terms, draws, task changes, results);
+- `statements` and `sqlrows`: the hand-written SQL and the rows-to-instances helper it uses.
+"""
+
+from .contract import (
+    KEEP,
+    OPEN_POOL,
+    Draw,
+    IdempotencyKey,
+    KeyInvalid,
+    LeaseRequest,
+    LeaseTerms,
+    SubmitResult,
+    TaskChange,
+)
+from .services import (
+    AlreadySubmitted,
+    LeaseExpired,
+    QueueError,
+    assignment_extend,
+    assignment_release,
+    assignment_submit,
+    available_tasks,
+    lease_duration,
+    lease_terms,
+    leases_expire,
+    task_lease_next,
+)
+from .writes import task_create, task_save, tasks_create, tasks_update
+
+__all__ = [
+    "KEEP",
+    "OPEN_POOL",
+    "AlreadySubmitted",
+    "Draw",
+    "IdempotencyKey",
+    "KeyInvalid",
+    "LeaseExpired",
+    "LeaseRequest",
+    "LeaseTerms",
+    "QueueError",
+    "SubmitResult",
+    "TaskChange",
+    "assignment_extend",
+    "assignment_release",
+    "assignment_submit",
+    "available_tasks",
+    "lease_duration",
+    "lease_terms",
+    "leases_expire",
+    "task_create",
+    "task_save",
+    "tasks_create",
+    "task_lease_next",
+    "tasks_update",
+]

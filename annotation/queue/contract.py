@@ -1,0 +1,129 @@
+"""The queue's contract with the apps above it, as plain data: what a lease policy says about one lease, what a
+kind handler or submit interceptor changes on a task, what a submit returns, and the Idempotency-Key.
+
+Pure: no Django import. The queue turns these values into its own SQL; nobody hands it SQL text, and nothing
+is stashed on a worker or an assignment to pass between a policy and the queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# The pool of ordinary tasks. A task in any other pool is leased only through a `Draw` naming it.
+OPEN_POOL = ""
+IDEMPOTENCY_KEY_MAX = 128
+
+
+class _Keep:
+    """`TaskChange.result` when the change leaves the result as it is (None is a result of its own)."""
+
+    _instance: _Keep | None = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Any = _Keep()
+
+
+@dataclass(frozen=True)
+class Draw:
+    """Lease from a reserved pool instead of the open one: the first free task of `task_ids` (all in `pool`)
+    that the worker may take, stamped like any lease. `note` is stored on the assignment for the policy that
+    drew it (the browser never sees it); when none of the tasks is free the lease goes on as usual."""
+
+    pool: str
+    task_ids: tuple[int, ...]
+    note: str = ""
+    # False: only looked up, never leased (a policy that looked candidates up but is not drawing this time says so,
+    # and the queue runs the same statements either way: see `services.task_lease_next`).
+    lease: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.pool:
+            raise ValueError("a draw names a reserved pool (the open pool is leased without one)")
+
+
+@dataclass(frozen=True)
+class LeaseTerms:
+    """What a lease policy says about one lease of one worker: the datasets they may take nothing from, the
+    (dataset, topic) pairs they may not take now, and optionally a draw from a reserved pool."""
+
+    withheld_datasets: frozenset[int] = frozenset()
+    withheld_topics: frozenset[tuple[int, str]] = frozenset()
+    draw: Draw | None = None
+
+    def merge(self, other: LeaseTerms) -> LeaseTerms:
+        """Both policies' conditions hold; the first draw wins."""
+        return LeaseTerms(
+            withheld_datasets=self.withheld_datasets | other.withheld_datasets,
+            withheld_topics=self.withheld_topics | other.withheld_topics,
+            draw=self.draw if self.draw is not None else other.draw,
+        )
+
+    @classmethod
+    def combined(cls, terms: Iterable[LeaseTerms | None]) -> LeaseTerms:
+        out = cls()
+        for t in terms:
+            if t is not None:
+                out = out.merge(t)
+        return out
+
+
+@dataclass(frozen=True)
+class LeaseRequest:
+    """What the worker asked for: task kinds (None: any) and a dataset (None: any)."""
+
+    kinds_wanted: tuple[str, ...] | None
+    dataset_id: int | None
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    """What a kind handler (or a submit interceptor) changes on the task it was given, which the queue writes in
+    the submit's own UPDATE. Fields left at their default stay as they are (the queue has already counted the
+    answer and reopened the task)."""
+
+    state: str | None = None
+    result: Any = KEEP
+
+    @property
+    def empty(self) -> bool:
+        return self.state is None and self.result is KEEP
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """A submit's outcome: the stored assignment, whether this was a replay of a stored answer, and what the
+    apps above the queue add to the response (qualification feedback), computed in the submit's transaction."""
+
+    assignment: Any
+    replayed: bool
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+class KeyInvalid(ValueError):
+    """An Idempotency-Key that is missing or too long."""
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A submit's Idempotency-Key, checked once where it enters (the API header, a provider session)."""
+
+    value: str
+
+    @classmethod
+    def parse(cls, raw: str | IdempotencyKey | None) -> IdempotencyKey:
+        if isinstance(raw, IdempotencyKey):
+            return raw
+        key = (raw or "").strip()
+        if not key or len(key) > IDEMPOTENCY_KEY_MAX:
+            raise KeyInvalid(f"an Idempotency-Key of 1 to {IDEMPOTENCY_KEY_MAX} characters is required")
+        return cls(key)
