@@ -56,3 +56,11 @@ def page(chromium):
         yield page
     finally:
         context.close()
+
+
+def sign_in(page, base_url: str, username: str, next_path: str | None = None) -> None:
+    """Sign in through the login page as a person would (the test password of `factories.user_with_roles`)."""
+    page.goto(f"{base_url}/accounts/login/" + (f"?next={next_path}" if next_path else ""))
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("pass-for-tests-123")
+    page.get_by_role("button", name="Sign in").click()

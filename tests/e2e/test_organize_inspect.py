@@ -20,18 +20,10 @@ from hierarchy.models import Concept
 from hierarchy.services import hierarchy_load
 from review.models import ConfusablePair
 from tests import factories
+from tests.browser_fixtures import sign_in
 from tests.conftest import png_bytes
 
 pytestmark = pytest.mark.browser
-
-PASSWORD = "pass-for-tests-123"
-
-
-def sign_in(page, base_url: str, next_path: str) -> None:
-    page.goto(f"{base_url}/accounts/login/?next={next_path}")
-    page.get_by_label("Username").fill("olga")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
 
 
 def test_an_organizer_inspects_an_image_a_worker_and_the_classes(page, live_server):
@@ -74,7 +66,7 @@ def test_an_organizer_inspects_an_image_a_worker_and_the_classes(page, live_serv
         question=question, decision="accept", p=0.97, yes_count=1, no_count=0, estimator="weighted"
     )
 
-    sign_in(page, live_server.url, f"/organize/datasets/{dataset.pk}/images/")
+    sign_in(page, live_server.url, "olga", f"/organize/datasets/{dataset.pk}/images/")
     page.locator(f"#grid figure[data-image='{image.pk}'] a").click()
     expect(page.locator("#image-status")).to_contain_text("dog.png · 200×100")
     expect(page.locator("#image-stage svg rect")).to_have_count(1)
@@ -113,7 +105,7 @@ def test_an_organizer_undoes_a_review_decision_from_the_dataset_page(page, live_
     organizer = factories.user_with_roles("olga", ("organizers",))
     dataset = factories.DatasetFactory(organizers=[organizer], name="reviewed")
     decision = decided_pair(dataset, factories.user_with_roles("rita", ("reviewers",)))
-    sign_in(page, live_server.url, f"/organize/datasets/{dataset.pk}/")
+    sign_in(page, live_server.url, "olga", f"/organize/datasets/{dataset.pk}/")
     row = page.locator(f"#decisions tbody tr[data-decision='{decision.pk}']")
     expect(row).to_contain_text("duplicate_keep_a")
     page.once("dialog", lambda dialog: dialog.accept("both are dogs"))
@@ -135,7 +127,7 @@ def test_an_organizer_confirms_and_dismisses_near_duplicate_flags(page, live_ser
     )
     original, first, second = report.stored
     Image.objects.filter(pk__in=[first.pk, second.pk]).update(near_duplicate_of=original)
-    sign_in(page, live_server.url, f"/organize/datasets/{dataset.pk}/images/")
+    sign_in(page, live_server.url, "olga", f"/organize/datasets/{dataset.pk}/images/")
     expect(page.locator("#duplicates-status")).to_have_text("2 flags to confirm")
     page.locator(f".duplicate[data-image='{first.pk}']").get_by_role(
         "button", name="Confirm: a near-duplicate"

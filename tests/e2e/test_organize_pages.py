@@ -15,18 +15,10 @@ from config.roles import WORKERS, has_role
 from hierarchy.models import Hierarchy
 from multilabel.models import ImageLabeling, LabelingStatus
 from tests import factories
+from tests.browser_fixtures import sign_in
 from tests.conftest import png_bytes
 
 pytestmark = pytest.mark.browser
-
-PASSWORD = "pass-for-tests-123"
-
-
-def sign_in(page, base_url: str, username: str) -> None:
-    page.goto(f"{base_url}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
 
 
 def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium, live_server, tmp_path):

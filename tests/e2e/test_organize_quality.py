@@ -10,18 +10,10 @@ from playwright.sync_api import expect
 from consensus.models import ConsensusSettings
 from gold.models import GoldItem
 from tests import factories
+from tests.browser_fixtures import sign_in
 from tests.organize.quality_scene import quality_scene
 
 pytestmark = pytest.mark.browser
-
-PASSWORD = "pass-for-tests-123"
-
-
-def sign_in(page, base_url: str, next_path: str) -> None:
-    page.goto(f"{base_url}/accounts/login/?next={next_path}")
-    page.get_by_label("Username").fill("olga")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
 
 
 def test_the_quality_page_draws_every_plot_with_its_numbers(page, live_server):
@@ -29,7 +21,7 @@ def test_the_quality_page_draws_every_plot_with_its_numbers(page, live_server):
     dataset = factories.DatasetFactory(organizers=[organizer], name="quality")
     other = factories.DatasetFactory(organizers=[factories.user_with_roles("bob", ("organizers",))])
     quality_scene(dataset, other)
-    sign_in(page, live_server.url, f"/organize/datasets/{dataset.pk}/quality/")
+    sign_in(page, live_server.url, "olga", f"/organize/datasets/{dataset.pk}/quality/")
 
     expect(page.locator("#quality-status")).to_contain_text("decided questions")
     expect(page.locator("#calibration-status")).to_contain_text("3 calibration images")
@@ -52,7 +44,7 @@ def test_settings_are_saved_and_gold_csv_refusals_are_listed(page, live_server):
     dataset = factories.DatasetFactory(organizers=[organizer], name="settings")
     dog = factories.ConceptFactory(wnid="n02084071", name="dog")
     factories.ImageFactory(dataset=dataset, original_name="dog0.jpg")
-    sign_in(page, live_server.url, f"/organize/datasets/{dataset.pk}/settings/")
+    sign_in(page, live_server.url, "olga", f"/organize/datasets/{dataset.pk}/settings/")
 
     form = page.locator("#consensus-form")
     expect(form.get_by_label("Vote cap (then review)")).to_have_value("12")
