@@ -9,13 +9,13 @@ from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.audit import audit_record
 from annotation.models import Image
+from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.roles import IsOrganizer
 
 from .classes_api import Conflict
@@ -72,11 +72,12 @@ class NearDuplicatesView(APIView):
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 
-    @extend_schema(responses=FlaggedImageListSerializer(many=True))
+    @extend_schema(
+        parameters=[PAGE_PARAMETER], responses=paginated(FlaggedImageListSerializer, "FlaggedImagePage")
+    )
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
-        paginator = PageNumberPagination()
-        paginator.page_size = 50
+        paginator = strict_paginator(50)
         page = paginator.paginate_queryset(pending_flags(dataset), request, view=self)
         return paginator.get_paginated_response(FlaggedImageListSerializer(page, many=True).data)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from django.db.models import Count
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.audit import audit_record
+from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.roles import IsOrganizer
 from review.models import ItemState, ReviewDecision, ReviewItem, ReviewKind
 from review.services import overlaps_scan_request
@@ -86,11 +86,12 @@ class DatasetReviewDecisionsView(APIView):
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 
-    @extend_schema(responses=RecentDecisionSerializer(many=True))
+    @extend_schema(
+        parameters=[PAGE_PARAMETER], responses=paginated(RecentDecisionSerializer, "RecentDecisionPage")
+    )
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
-        paginator = PageNumberPagination()
-        paginator.page_size = 50
+        paginator = strict_paginator(50)
         qs = (
             ReviewDecision.objects.filter(item__dataset=dataset)
             .select_related("reviewer", "item", "undone_by")
