@@ -100,6 +100,7 @@ def populate(n_images: int, n_boxes: int) -> str:
     from django.db import connection, transaction
     from django.utils import timezone
 
+    from annotation import queue
     from annotation.models import (
         Assignment,
         AssignmentState,
@@ -159,7 +160,7 @@ def populate(n_images: int, n_boxes: int) -> str:
         chunk = 20_000  # bounds the model instances held at once
         for lo in range(0, n_images, chunk):
             span = range(lo, min(n_images, lo + chunk))
-            tasks = Task.objects.bulk_create(
+            tasks = queue.tasks_create(
                 [
                     Task(
                         kind="question",
@@ -195,7 +196,7 @@ def populate(n_images: int, n_boxes: int) -> str:
                 ],
                 batch_size=batch,
             )
-            assignments = Assignment.objects.bulk_create(
+            assignments = queue.assignments_import(
                 [
                     Assignment(
                         task=task,

@@ -30,12 +30,13 @@ from .services import (
     leases_expire,
     task_lease_next,
 )
-from .writes import task_create, task_save, tasks_create, tasks_update
+from .writes import assignments_import, task_create, task_save, tasks_create, tasks_update
 
 __all__ = [
     "KEEP",
     "OPEN_POOL",
     "AlreadySubmitted",
+    "assignments_import",
     "Draw",
     "IdempotencyKey",
     "KeyInvalid",

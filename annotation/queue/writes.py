@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from annotation.models import Task
+from annotation.models import Assignment, AssignmentState, Task
 
 _WRITABLE = frozenset(
     {"state", "result", "priority", "answers_wanted", "answers_count", "lease_expires_at", "payload"}
@@ -23,6 +23,16 @@ _WRITABLE = frozenset(
 def tasks_create(tasks: Iterable[Task], *, batch_size: int = 500) -> list[Task]:
     """Insert these unsaved tasks in order (ids follow the order given) and return them with their ids."""
     return Task.objects.bulk_create(list(tasks), batch_size=batch_size)
+
+
+def assignments_import(assignments: Iterable[Assignment], *, batch_size: int = 500) -> list[Assignment]:
+    """Insert finished assignments as history (a data import, a benchmark's seeded dataset): never a lease,
+    so every row must already be submitted, released or expired."""
+    rows = list(assignments)
+    live = [a for a in rows if a.state == AssignmentState.LEASED]
+    if live:
+        raise ValueError("only finished assignments are imported; leases are taken through task_lease_next")
+    return Assignment.objects.bulk_create(rows, batch_size=batch_size)
 
 
 def task_create(**fields: Any) -> Task:

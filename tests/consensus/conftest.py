@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from annotation.models import Image
@@ -21,7 +23,7 @@ def make_images(dataset, n: int) -> list[Image]:
             file=f"x/{dataset.pk}/{i}.png",
             width=64,
             height=48,
-            sha256=f"{dataset.pk}-{i:060d}",
+            sha256=hashlib.sha256(f"{dataset.pk}-{i}".encode()).hexdigest(),
             phash="0" * 16,
         )
         for i in range(n)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -26,7 +28,7 @@ def make_images(dataset, n: int, start: int = 0) -> list[Image]:
             file=f"x/{dataset.pk}/{i}.png",
             width=64,
             height=48,
-            sha256=f"{dataset.pk}-{i:060d}",
+            sha256=hashlib.sha256(f"{dataset.pk}-{i}".encode()).hexdigest(),
             phash="0" * 16,
         )
         for i in range(start, start + n)
