@@ -20,7 +20,7 @@ from config.queryparams import query_choice
 from config.roles import IsOrganizer
 from hierarchy.models import Concept
 
-from . import services
+from . import services, verification
 from .models import ConsensusSettings, Question, QuestionDecision, QuestionKind, QuestionState
 from .serializers import (
     CalibrationQuerySerializer,
@@ -84,7 +84,7 @@ class VerificationView(APIView):
         concept = concept_by_wnid(data["concept"])
         images = dataset_images(dataset, data)
         with transaction.atomic():
-            plan = services.verification_queue(
+            plan = verification.verification_queue(
                 dataset=dataset, concept=concept, images=images, calibrate=data["calibrate"]
             )
             body = VerificationPlanSerializer(plan).data

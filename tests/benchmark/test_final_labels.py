@@ -13,6 +13,7 @@ from django.core.management import call_command
 
 from annotation.models import Box, BoxState
 from consensus import services as consensus
+from consensus import verification
 from consensus.models import QuestionState, Vote
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_cache_clear
@@ -98,7 +99,7 @@ def test_every_class_of_the_dataset_is_in_every_format_even_without_instances(da
     factories.ImageFactory(dataset=dataset)
     label_all(dataset, present={CAR})
     untouched = factories.ConceptFactory(wnid="n09999999", name="zebra")
-    consensus.verification_queue(dataset=dataset, concept=untouched)  # queued, nothing decided yet
+    verification.verification_queue(dataset=dataset, concept=untouched)  # queued, nothing decided yet
     expected = {DOG, CAT, CAR, PERSON, untouched.wnid}
     coco = export(dataset, "coco", tmp_path / "coco")
     data = json.loads((coco / "annotations/instances_all.json").read_text())

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation import queue
-from consensus import services
+from consensus import services, verification
 from consensus.models import CalibrationTable, ConsensusSettings, Question, QuestionRole, QuestionState
 from tests import factories
 
@@ -31,7 +31,7 @@ def calibrated(dataset, concept):
         estimator="dynamic",
     )
     make_images(dataset, 10)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     for w in make_workers(5, prefix="cal"):
         for _ in range(4):
             a = queue.task_lease_next(worker=w)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Task, TaskState
-from consensus import services
+from consensus import services, verification
 from consensus.calibration import build_table, prior_table
 from consensus.models import (
     CalibrationTable,
@@ -68,7 +68,7 @@ def test_questions_arriving_one_by_one_never_build_a_table_from_fewer_than_calib
 def test_production_questions_never_wait_when_too_few_calibration_questions_are_underway(dataset, concept):
     small_settings(dataset)
     make_images(dataset, 3)
-    plan = services.verification_queue(dataset=dataset, concept=concept, calibrate=False)
+    plan = verification.verification_queue(dataset=dataset, concept=concept, calibrate=False)
     assert plan.waiting == 0
     questions = Question.objects.all()
     assert questions.count() == 3
@@ -105,7 +105,7 @@ def test_a_stored_table_from_too_few_images_is_not_used(dataset, concept):
     )
     assert services.table_in_use(QuestionKind.IMAGE_VERIFY, concept.pk, 20) is None
     make_images(dataset, 30)  # default settings: a table needs 20 calibration images
-    plan = services.verification_queue(dataset=dataset, concept=concept)
+    plan = verification.verification_queue(dataset=dataset, concept=concept)
     assert (plan.calibration, plan.waiting, plan.table_reused) == (20, 10, False)
     assert not Question.objects.filter(role=QuestionRole.PRODUCTION, task__isnull=False).exists()
 
@@ -130,7 +130,7 @@ def test_a_rare_concept_is_decided_by_the_kind_wide_fallback_instead_of_pausing_
 def test_no_calibration_question_stays_paused_once_its_batch_is_in(dataset, concept, estimator):
     small_settings(dataset, estimator=estimator)
     make_images(dataset, 8)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     workers = make_workers(3)
     for i, question in enumerate(Question.objects.filter(role=QuestionRole.CALIBRATION).order_by("id")):
         answer_until_closed(question, workers, i % 2 == 0)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
-from consensus import services
+from consensus import services, verification
 from consensus.models import ConsensusSettings, Question, QuestionRole, Vote
 from tests.threads import in_thread
 
@@ -27,7 +27,7 @@ def calibration_question(dataset, concept):
         dataset=dataset, calibration_min=1, calibration_max=1, calibration_votes=20, vote_cap=20
     )
     make_images(dataset, 1)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     return Question.objects.get(role=QuestionRole.CALIBRATION)
 
 
@@ -76,7 +76,7 @@ def test_a_question_created_while_its_table_is_being_built_is_served(dataset, co
     )
     images = make_images(dataset, 5)
     monkeypatch.setattr(services, "_after_commit_rebuild", lambda *args: None)  # the test runs the rebuild
-    services.verification_queue(dataset=dataset, concept=concept, images=images[:4])
+    verification.verification_queue(dataset=dataset, concept=concept, images=images[:4])
     for w in make_workers(3):
         for q in Question.objects.filter(role=QuestionRole.CALIBRATION):
             services.vote_record(question=q, worker=w, answer=q.image_id % 2 == 0)

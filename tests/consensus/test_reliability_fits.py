@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from consensus import reliability_fits, services
+from consensus import reliability_fits, services, verification
 from consensus.models import ConsensusSettings, Question, QuestionRole
 
 from .conftest import make_images, make_workers
@@ -24,7 +24,7 @@ def test_a_fit_is_reused_until_the_votes_grow_by_the_refit_share(dataset, concep
         estimator="dynamic",
     )
     make_images(dataset, 4)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     questions = list(Question.objects.filter(role=QuestionRole.CALIBRATION))
     workers = make_workers(5)
     for worker in workers[:4]:

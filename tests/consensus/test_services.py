@@ -7,7 +7,7 @@ import pytest
 
 from annotation import queue
 from annotation.models import Box, Task, TaskState
-from consensus import events, services
+from consensus import events, services, verification
 from consensus.models import (
     CalibrationTable,
     Question,
@@ -37,26 +37,26 @@ def vote_through_queue(worker, answer: bool):
 def test_verification_queue_picks_a_seeded_calibration_subset_and_holds_production(dataset, concept):
     small_settings(dataset)
     make_images(dataset, 12)
-    plan = services.verification_queue(dataset=dataset, concept=concept)
+    plan = verification.verification_queue(dataset=dataset, concept=concept)
     assert (plan.created, plan.calibration, plan.waiting, plan.table_reused) == (12, 4, 8, False)
     cal = Question.objects.filter(role=QuestionRole.CALIBRATION)
     assert all(q.task_id and q.state == QuestionState.OPEN and q.min_votes == 5 for q in cal)
     assert Question.objects.filter(state=QuestionState.WAITING, task__isnull=True).count() == 8
     assert Task.objects.filter(kind="question").count() == 4
-    again = services.verification_queue(dataset=dataset, concept=concept)
+    again = verification.verification_queue(dataset=dataset, concept=concept)
     assert again.created == 0, "queuing twice asks nothing twice"
 
 
 def test_default_calibration_size_is_ten_percent_clamped_to_twenty_and_a_hundred(dataset, concept):
     make_images(dataset, 50)
-    plan = services.verification_queue(dataset=dataset, concept=concept)
+    plan = verification.verification_queue(dataset=dataset, concept=concept)
     assert plan.calibration == 20
 
 
 def test_calibration_completes_builds_a_table_and_serves_waiting_questions(dataset, concept):
     small_settings(dataset)
     make_images(dataset, 10)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     workers = make_workers(5)
     # Every calibration image gets 5 votes: images alternate clear yes / clear no.
     for w in workers:
@@ -83,7 +83,7 @@ def test_a_concept_with_a_table_skips_calibration_in_another_dataset(organizer, 
     first = factories.DatasetFactory(organizers=[organizer])
     small_settings(first)
     make_images(first, 6)
-    services.verification_queue(dataset=first, concept=concept)
+    verification.verification_queue(dataset=first, concept=concept)
     for w in make_workers(5):
         for _ in range(4):
             vote_through_queue(w, True)
@@ -91,7 +91,7 @@ def test_a_concept_with_a_table_skips_calibration_in_another_dataset(organizer, 
     second = factories.DatasetFactory(organizers=[organizer])
     small_settings(second)  # a table from 4 images is enough only for a dataset that asks for 4
     make_images(second, 30)
-    plan = services.verification_queue(dataset=second, concept=concept)
+    plan = verification.verification_queue(dataset=second, concept=concept)
     assert (plan.calibration, plan.waiting, plan.table_reused) == (0, 0, True)
     assert Question.objects.filter(dataset=second, task__isnull=False).count() == 30
 
@@ -99,7 +99,7 @@ def test_a_concept_with_a_table_skips_calibration_in_another_dataset(organizer, 
 def test_production_vote_runs_the_stopping_rule_and_announces_the_decision(dataset, concept):
     small_settings(dataset, calibration_min=6, calibration_max=6)
     make_images(dataset, 8)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     workers = make_workers(8)
     for w in workers[:5]:
         for _ in range(6):
@@ -129,7 +129,7 @@ def test_production_vote_runs_the_stopping_rule_and_announces_the_decision(datas
 def test_second_vote_by_the_same_worker_is_refused(dataset, concept):
     small_settings(dataset)
     make_images(dataset, 4)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     worker = make_workers(1)[0]
     question = Question.objects.filter(role=QuestionRole.CALIBRATION).first()
     services.vote_record(question=question, worker=worker, answer=True)
@@ -143,7 +143,7 @@ def test_second_vote_by_the_same_worker_is_refused(dataset, concept):
 def test_a_decided_or_waiting_question_takes_no_more_votes(dataset, concept):
     small_settings(dataset)
     make_images(dataset, 6)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     worker = make_workers(1)[0]
     waiting = Question.objects.filter(state=QuestionState.WAITING).first()
     with pytest.raises(services.QuestionClosed):
@@ -158,7 +158,7 @@ def test_a_decided_or_waiting_question_takes_no_more_votes(dataset, concept):
 def test_weighted_estimator_decides_from_worker_reliability(dataset, concept):
     small_settings(dataset, estimator="weighted", calibration_min=6, calibration_max=6)
     make_images(dataset, 8)
-    services.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     workers = make_workers(6)
     for w in workers[:5]:
         for _ in range(6):

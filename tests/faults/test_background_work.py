@@ -15,7 +15,7 @@ import pytest
 from django.utils import timezone
 
 from benchmark.models import ExportJob, JobState
-from consensus import services as consensus
+from consensus import verification
 from consensus.models import CalibrationTable, Question, QuestionRole, QuestionState
 from hierarchy.models import Concept
 from outbox import services as outbox
@@ -80,7 +80,7 @@ def test_a_vote_completing_a_calibration_batch_with_the_broker_down_is_saved_and
     concept = Concept.objects.create(wnid="n02084071", name="dog")
     small_settings(dataset, calibration_votes=3)
     make_images(dataset, 8)
-    consensus.verification_queue(dataset=dataset, concept=concept)
+    verification.verification_queue(dataset=dataset, concept=concept)
     workers = make_workers(3)
     calibration = list(Question.objects.filter(role=QuestionRole.CALIBRATION).order_by("id"))
     with celery_pointed_at(f"redis://127.0.0.1:{closed_port()}/0"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Dataset
-from consensus import services
+from consensus import verification
 from hierarchy.models import Concept
 
 
@@ -48,7 +48,7 @@ class Command(BaseCommand):
                 if missing:
                     raise CommandError(f"not images of dataset {dataset.name}: {missing}")
             calibrate = {"auto": None, "yes": True, "no": False}[opts["calibrate"]]
-            plan = services.verification_queue(
+            plan = verification.verification_queue(
                 dataset=dataset, concept=concept, images=images, calibrate=calibrate
             )
             reuse = " (reusing the concept's calibration table)" if plan.table_reused else ""
@@ -56,7 +56,7 @@ class Command(BaseCommand):
                 f"queued {plan.created} questions for {concept.wnid} ({concept.name}) in {dataset.name}: "
                 f"{plan.calibration} calibration, {plan.waiting} waiting for the table{reuse}"
             )
-        progress = services.verification_progress(dataset=dataset, concept=concept)
+        progress = verification.verification_progress(dataset=dataset, concept=concept)
         states = ", ".join(f"{n} {state}" for state, n in progress["by_state"].items() if n)
         self.stdout.write(
             f"progress: {progress['questions']} questions ({states or 'none'}); "
