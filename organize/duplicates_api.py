@@ -73,7 +73,9 @@ class NearDuplicatesView(APIView):
     permission_classes = [IsAuthenticated, IsOrganizer]
 
     @extend_schema(
-        parameters=[PAGE_PARAMETER], responses=paginated(FlaggedImageListSerializer, "FlaggedImagePage")
+        operation_id="v1_datasets_near_duplicates_list",
+        parameters=[PAGE_PARAMETER],
+        responses=paginated(FlaggedImageListSerializer, "FlaggedImagePage"),
     )
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)

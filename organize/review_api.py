@@ -87,7 +87,9 @@ class DatasetReviewDecisionsView(APIView):
     permission_classes = [IsAuthenticated, IsOrganizer]
 
     @extend_schema(
-        parameters=[PAGE_PARAMETER], responses=paginated(RecentDecisionSerializer, "RecentDecisionPage")
+        operation_id="v1_datasets_review_decisions_list",
+        parameters=[PAGE_PARAMETER],
+        responses=paginated(RecentDecisionSerializer, "RecentDecisionPage"),
     )
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)

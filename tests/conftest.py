@@ -13,6 +13,7 @@ from django.db import connection
 from PIL import Image as PILImage
 from rest_framework.test import APIClient
 
+from consensus import reliability_fits
 from tests import factories
 
 pytest_plugins = ["tests.browser_fixtures"]
@@ -55,6 +56,9 @@ def _eager_celery_and_tmp_media(settings, tmp_path):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast, tests only
     settings.MEDIA_ROOT = tmp_path / "media"
     cache.clear()  # sign-in failure counts and API rate histories never carry over from another test
+    # Dawid-Skene fits are kept per process between votes (consensus/reliability_fits.py); a fit of another
+    # test's (rolled back) votes must not decide this test's questions.
+    reliability_fits._fits.clear()
     settings.STORAGES = {
         **settings.STORAGES,
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

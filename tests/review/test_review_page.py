@@ -103,7 +103,7 @@ def test_the_queue_table_never_covers_the_question(page, live_server, duplicates
     page.set_viewport_size({"width": width, "height": 844})
     open_review(page, live_server.url)
     shown(page)
-    page.wait_for_function("document.querySelector('#queue-counts td') !== null")
+    page.wait_for_selector("#queue-counts td", state="attached")  # no eval: the page's CSP forbids it
     table = page.locator("#queue-counts").bounding_box()
     queue = page.locator("aside.queue").bounding_box()
     for selector in ("#item-title", "#stage", "#choices"):
