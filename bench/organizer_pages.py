@@ -17,9 +17,12 @@ import statistics
 import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pg_seed import copy_images  # noqa: E402
 
 DB_NAME = "cl_orgbench"
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
@@ -48,27 +51,7 @@ def ensure_database() -> None:
 def _copy_images_and_boxes(cursor, dataset, concepts, workers, n_images: int, n_boxes: int, rng):
     import numpy as np
 
-    with cursor.copy(
-        "COPY annotation_image (dataset_id, file, original_name, width, height, sha256, phash, source, "
-        "created_at) FROM STDIN"
-    ) as copy:
-        for i in range(n_images):
-            sha = f"{i:064x}"
-            copy.write_row(
-                (
-                    dataset.pk,
-                    f"bench/{sha}.jpg",
-                    f"{i}.jpg",
-                    640,
-                    480,
-                    sha,
-                    "0" * 16,
-                    "",
-                    "2025-01-01T00:00:00Z",
-                )
-            )
-    cursor.execute("SELECT id FROM annotation_image WHERE dataset_id = %s ORDER BY id", (dataset.pk,))
-    image_ids = np.array([r[0] for r in cursor.fetchall()])
+    image_ids = copy_images(cursor, dataset.pk, n_images, lambda sha: f"bench/{sha}.jpg")
     owner = image_ids[rng.integers(0, n_images, n_boxes)]
     cls = np.asarray(concepts)[rng.integers(0, len(concepts), n_boxes)]
     drawer = np.asarray(workers)[rng.integers(0, len(workers), n_boxes)]
