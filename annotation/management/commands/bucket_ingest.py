@@ -1,0 +1,122 @@
+"""`bucket_ingest`: store the images under an S3 bucket prefix into a dataset, resumable after the last key done."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from annotation.buckets import BucketError, BucketLocation, bucket_object_read, bucket_objects, bucket_url_parse
+from annotation.ingest import IngestItem, images_ingest
+from annotation.management.commands.ingest_images import _dataset
+from annotation.models import BucketCursor, Dataset
+
+
+class Command(BaseCommand):
+    help = (
+        "Ingest the images under s3://bucket/prefix into a dataset through the same checks as ingest_images. "
+        "Keys already stored in the dataset from this bucket are skipped without being downloaded; with "
+        "--resume the listing starts after the last key the previous run dealt with."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("url", metavar="s3://BUCKET/PREFIX", help="The bucket prefix to ingest.")
+        parser.add_argument("--dataset", required=True, metavar="NAME", help="Name of the target dataset.")
+        parser.add_argument(
+            "--create-dataset", action="store_true", help="Create the dataset if it does not exist yet."
+        )
+        parser.add_argument(
+            "--resume", action="store_true", help="Start after the last key the previous run dealt with."
+        )
+        parser.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
+
+    def handle(self, *args, **options):
+        try:
+            location = bucket_url_parse(options["url"])
+        except BucketError as exc:
+            raise CommandError(str(exc)) from None
+        dataset = _dataset(options["dataset"], create=options["create_dataset"])
+        url = str(location)
+        cursor = BucketCursor.objects.filter(dataset=dataset, url=url).first()
+        start_after = cursor.last_key if options["resume"] and cursor is not None else None
+        if start_after:
+            self.stdout.write(f"Resuming after {start_after!r}.")
+
+        run = _Run(dataset, location)
+        bar = tqdm(unit="object", file=sys.stderr, disable=options["no_progress"] or not sys.stderr.isatty())
+        with bar:
+            try:
+                report = images_ingest(
+                    dataset=dataset,
+                    items=run.items(start_after, bar),
+                    progress=lambda key: (run.done(key), bar.update(1)),
+                )
+            except BucketError as exc:
+                # Listing failed (missing bucket, denied access, endpoint down): what was done is kept and
+                # remembered, so --resume carries on from there.
+                raise CommandError(f"{exc} (after {run.listed} objects listed; re-run with --resume)") from None
+        report.rejected.extend(run.rejected)
+
+        out = self.stdout
+        out.write(
+            f"Dataset {dataset.name!r} from {url}: {run.listed} objects listed, stored {len(report.stored)}, "
+            f"{run.skipped} already stored (skipped), {len(report.near_duplicates)} flagged as "
+            f"near-duplicates, {len(report.rejected)} rejected."
+        )
+        for image in report.near_duplicates:
+            out.write(f"  {image.original_name}: image {image.pk} resembles image {image.near_duplicate_of_id}")
+        if report.rejected:
+            out.write("Rejected:")
+            for name, reason in report.rejected:
+                out.write(f"  {name}: {reason}")
+        if run.listed == 0 and start_after is None:
+            raise CommandError(f"no objects under {url}")
+        if not report.stored and report.rejected and not report.only_duplicates_rejected:
+            raise CommandError(f"none of the {len(report.rejected)} new objects was stored (reasons above)")
+
+
+class _Run:
+    """One pass over the listing: which keys are already in the dataset, which were refused before decoding,
+    and the cursor moved past every key dealt with."""
+
+    def __init__(self, dataset: Dataset, location: BucketLocation):
+        self.dataset = dataset
+        self.location = location
+        self.base = f"s3://{location.bucket}/"
+        self.stored_sources = set(
+            dataset.images.filter(source__startswith=str(location)).values_list("source", flat=True)
+        )
+        self.listed = 0
+        self.skipped = 0
+        self.rejected: list[tuple[str, str]] = []
+
+    def items(self, start_after: str | None, bar: tqdm) -> Iterator[IngestItem]:
+        """One object at a time: memory holds a single image however big the prefix is."""
+        url = str(self.location)
+        max_bytes = settings.CROWDLABEL["MAX_IMAGE_BYTES"]
+        for obj in bucket_objects(url, start_after=start_after):
+            self.listed += 1
+            source = self.base + obj.key
+            if source in self.stored_sources:
+                self.skipped += 1
+                self._passed(obj.key, bar)
+                continue
+            try:
+                data = bucket_object_read(url, obj.key, max_bytes=max_bytes)
+            except BucketError as exc:
+                self.rejected.append((obj.key, str(exc)))
+                self._passed(obj.key, bar)
+                continue
+            yield IngestItem(name=obj.key, data=data, source=source, size=obj.size)
+
+    def done(self, key: str) -> None:
+        BucketCursor.objects.update_or_create(
+            dataset=self.dataset, url=str(self.location), defaults={"last_key": key}
+        )
+
+    def _passed(self, key: str, bar: tqdm) -> None:
+        self.done(key)
+        bar.update(1)
