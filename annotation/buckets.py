@@ -65,7 +65,9 @@ def bucket_url_parse(url: str) -> BucketLocation:
     return BucketLocation(bucket=parts.netloc, prefix=parts.path.lstrip("/"))
 
 
-def bucket_objects(url: str, *, start_after: str | None = None, page_size: int = 1000) -> Iterator[BucketObject]:
+def bucket_objects(
+    url: str, *, start_after: str | None = None, page_size: int = 1000
+) -> Iterator[BucketObject]:
     """Every object under the URL's prefix in key order (S3 lists keys in UTF-8 byte order), one listing page
     of `page_size` keys (S3's maximum is 1000) at a time. `start_after` resumes after that key. Folder markers
     (keys ending in "/" of size 0) are left out."""
@@ -75,15 +77,19 @@ def bucket_objects(url: str, *, start_after: str | None = None, page_size: int =
     arguments = {"Bucket": location.bucket, "Prefix": location.prefix}
     if start_after:
         arguments["StartAfter"] = start_after
-    pages = _client().get_paginator("list_objects_v2").paginate(
-        **arguments, PaginationConfig={"PageSize": page_size}
+    pages = (
+        _client()
+        .get_paginator("list_objects_v2")
+        .paginate(**arguments, PaginationConfig={"PageSize": page_size})
     )
     with _translated(location.bucket):
         for page in pages:
             for entry in page.get("Contents", ()):
                 if entry["Key"].endswith("/") and entry["Size"] == 0:
                     continue
-                yield BucketObject(key=entry["Key"], size=entry["Size"], etag=entry.get("ETag", "").strip('"'))
+                yield BucketObject(
+                    key=entry["Key"], size=entry["Size"], etag=entry.get("ETag", "").strip('"')
+                )
 
 
 def bucket_object_read(url: str, key: str, *, max_bytes: int) -> bytes:
@@ -157,6 +163,8 @@ class _translated:
                     "s3:GetObject on it"
                 )
             if code in {"NoSuchKey", "404"} and self.key is not None:
-                return BucketError(f"bucket {bucket!r} has no object {self.key!r} (or there is no such bucket)")
+                return BucketError(
+                    f"bucket {bucket!r} has no object {self.key!r} (or there is no such bucket)"
+                )
             return BucketError(f"bucket {bucket!r}: {code or 'error'}: {exc}")
         return BucketError(f"bucket {bucket!r}: {exc}")

@@ -71,7 +71,9 @@ class BucketCursor(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["dataset", "url"], name="bucket_cursor_one_per_prefix")]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "url"], name="bucket_cursor_one_per_prefix")
+        ]
 
     def __str__(self) -> str:
         return f"{self.url} in {self.dataset_id}: after {self.last_key}"

@@ -14,8 +14,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.csp import media_origins
-from config.storage import s3_storage
 from config.secret_key import DEVELOPMENT_KEY, non_local_hosts, secret_key_problem
+from config.storage import s3_storage
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -260,9 +260,7 @@ CROWDLABEL = {
     "LOGIN_LOCK_MAX_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_MAX_SECONDS", 3600),
     # Origins images may load from besides our own (the S3 bucket is added by itself; a CDN goes here).
     "CSP_IMG_SOURCES": env_list("CROWDLABEL_CSP_IMG_SOURCES")
-    + media_origins(
-        AWS_STORAGE_BUCKET_NAME, AWS_S3_REGION_NAME, AWS_S3_ENDPOINT_URL
-    ),
+    + media_origins(AWS_STORAGE_BUCKET_NAME, AWS_S3_REGION_NAME, AWS_S3_ENDPOINT_URL),
     # Largest accepted image file, in bytes.
     "MAX_IMAGE_BYTES": env_int("CROWDLABEL_MAX_IMAGE_BYTES", 25 * 1024 * 1024),
     # Largest accepted image, in pixels (width x height): anything above is a decompression bomb to us.

@@ -35,7 +35,9 @@ def test_a_bad_bucket_url_is_refused_with_the_problem_named(url, problem):
 
 
 def test_a_bucket_url_splits_into_bucket_and_prefix_as_written():
-    assert bucket_url_parse("s3://photos.example/dogs/2024/") == buckets.BucketLocation("photos.example", "dogs/2024/")
+    assert bucket_url_parse("s3://photos.example/dogs/2024/") == buckets.BucketLocation(
+        "photos.example", "dogs/2024/"
+    )
     assert str(bucket_url_parse("s3://photos")) == "s3://photos/"
 
 

@@ -9,7 +9,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from annotation.buckets import BucketError, BucketLocation, bucket_object_read, bucket_objects, bucket_url_parse
+from annotation.buckets import (
+    BucketError,
+    BucketLocation,
+    bucket_object_read,
+    bucket_objects,
+    bucket_url_parse,
+)
 from annotation.ingest import IngestItem, images_ingest
 from annotation.management.commands.ingest_images import _dataset
 from annotation.models import BucketCursor, Dataset
@@ -57,7 +63,9 @@ class Command(BaseCommand):
             except BucketError as exc:
                 # Listing failed (missing bucket, denied access, endpoint down): what was done is kept and
                 # remembered, so --resume carries on from there.
-                raise CommandError(f"{exc} (after {run.listed} objects listed; re-run with --resume)") from None
+                raise CommandError(
+                    f"{exc} (after {run.listed} objects listed; re-run with --resume)"
+                ) from None
         report.rejected.extend(run.rejected)
 
         out = self.stdout
@@ -67,7 +75,9 @@ class Command(BaseCommand):
             f"near-duplicates, {len(report.rejected)} rejected."
         )
         for image in report.near_duplicates:
-            out.write(f"  {image.original_name}: image {image.pk} resembles image {image.near_duplicate_of_id}")
+            out.write(
+                f"  {image.original_name}: image {image.pk} resembles image {image.near_duplicate_of_id}"
+            )
         if report.rejected:
             out.write("Rejected:")
             for name, reason in report.rejected:
