@@ -3,6 +3,7 @@ project's own S3 storage (config/storage.py) on a fresh bucket per test."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
@@ -42,6 +43,7 @@ def s3_endpoint():
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one log line per request otherwise
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
