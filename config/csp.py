@@ -18,6 +18,13 @@ def media_origins(bucket: str, region: str | None, endpoint_url: str | None) -> 
     if endpoint_url:
         parts = urlsplit(endpoint_url)
         return [f"{parts.scheme}://{parts.netloc}"]
+    if "." in bucket:
+        # A dotted name cannot be a virtual host under HTTPS (the certificate covers one label): boto signs
+        # path-style URLs on the S3 endpoint itself, which must then be allowed.
+        hosts = ["https://s3.amazonaws.com"]
+        if region:
+            hosts.append(f"https://s3.{region}.amazonaws.com")
+        return hosts
     hosts = [f"https://{bucket}.s3.amazonaws.com"]
     if region:
         hosts.append(f"https://{bucket}.s3.{region}.amazonaws.com")

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import urllib.request
 import zipfile
 from urllib.parse import urlsplit
 
 import pytest
 from django.core.management import call_command
+from storages.backends.s3 import S3Storage
 
 from annotation.models import Box, BoxState, Image
 from annotation.vote_tasks import vote_tasks_create
 from config.csp import media_origins
+from config.storage import s3_storage
 from review import services as review_services
 from review.models import ReviewItem
 from tests import factories
@@ -141,3 +144,29 @@ def test_an_export_is_written_to_the_bucket_and_downloaded_through_its_endpoint(
     image_members = [n for n in archive.namelist() if n.startswith("images/")]
     originals = {i.file.open("rb").read() for i in stored}
     assert len(image_members) == 3 and {archive.read(n) for n in image_members} == originals
+
+
+@pytest.mark.parametrize(
+    ("bucket", "region", "endpoint"),
+    [
+        ("media", None, None),
+        ("media", "eu-west-1", None),
+        ("media.example.org", None, None),
+        ("media.example.org", "eu-west-1", None),
+        ("media.example.org", "us-east-1", None),
+        ("media", "eu-west-1", "https://minio.example.com:9000"),
+    ],
+)
+def test_the_csp_allows_the_origin_the_storage_signs_image_urls_for(bucket, region, endpoint, monkeypatch):
+    """Pages load images under the CSP's img-src: whatever host the storage redirects an image to must be in the
+    origins the settings derive from the same bucket, region and endpoint (a dotted bucket name is served
+    path-style from the S3 endpoint itself, not from a bucket subdomain)."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "k",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "AWS_CONFIG_FILE": os.devnull,
+    }.items():
+        monkeypatch.setenv(name, value)
+    storage = S3Storage(**s3_storage(bucket, region, endpoint)["OPTIONS"])
+    signed = urlsplit(storage.url("datasets/1/ab/abc.png"))
+    assert f"{signed.scheme}://{signed.netloc}" in media_origins(bucket, region, endpoint)
