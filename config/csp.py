@@ -4,6 +4,7 @@ policy (the MTurk page, which must be framed by the provider) keeps it."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -46,13 +47,19 @@ def policy(img_sources: list[str]) -> str:
     return "; ".join(f"{name} {' '.join(values)}" for name, values in directives.items())
 
 
+@lru_cache(maxsize=8)
+def _header(img_sources: tuple[str, ...]) -> str:
+    return policy(list(img_sources))
+
+
 class ContentSecurityPolicyMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
-        self.header = policy(settings.CROWDLABEL["CSP_IMG_SOURCES"])
 
     def __call__(self, request):
         response = self.get_response(request)
         if HEADER not in response.headers:
-            response.headers[HEADER] = self.header
+            # Read per response (built once per value): a process started before the setting changed, such as
+            # a test's live server, serves the current policy.
+            response.headers[HEADER] = _header(tuple(settings.CROWDLABEL["CSP_IMG_SOURCES"]))
         return response
