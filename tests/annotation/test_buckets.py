@@ -3,6 +3,8 @@ S3's 1000 keys, resuming after a key, the size limit checked before any download
 
 from __future__ import annotations
 
+import socket
+
 import boto3
 import pytest
 from moto.core.authorization import enable_iam_authentication
@@ -122,3 +124,20 @@ def test_an_object_over_the_limit_is_refused_without_being_downloaded(s3_source,
     assert downloads == [], "the size comes from the object's metadata, not from fetching it"
     assert bucket_object_read(f"s3://{bucket}/", "big.tif", max_bytes=2_000_000)[:4] == b"\0\0\0\0"
     assert len(downloads) == 1
+
+
+def test_missing_credentials_and_an_unreachable_endpoint_are_named(s3_source, settings, monkeypatch):
+    _, bucket = s3_source
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to ask on a test machine
+    with pytest.raises(BucketError, match=f"no AWS credentials to read bucket '{bucket}'"):
+        list(bucket_objects(f"s3://{bucket}/"))
+    monkeypatch.undo()
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]  # nothing listens once the socket is closed
+    settings.AWS_S3_ENDPOINT_URL = f"http://127.0.0.1:{closed_port}"
+    with pytest.raises(BucketError, match=f"cannot reach the S3 endpoint for bucket '{bucket}'"):
+        list(bucket_objects(f"s3://{bucket}/"))
