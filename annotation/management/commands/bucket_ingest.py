@@ -51,15 +51,11 @@ class Command(BaseCommand):
         if start_after:
             self.stdout.write(f"Resuming after {start_after!r}.")
 
-        run = _Run(dataset, location)
         bar = tqdm(unit="object", file=sys.stderr, disable=options["no_progress"] or not sys.stderr.isatty())
+        run = _Run(dataset, location, bar)
         with bar:
             try:
-                report = images_ingest(
-                    dataset=dataset,
-                    items=run.items(start_after, bar),
-                    progress=lambda key: (run.done(key), bar.update(1)),
-                )
+                report = images_ingest(dataset=dataset, items=run.items(start_after), progress=run.done)
             except BucketError as exc:
                 # Listing failed (missing bucket, denied access, endpoint down): what was done is kept and
                 # remembered, so --resume carries on from there.
@@ -92,9 +88,10 @@ class _Run:
     """One pass over the listing: which keys are already in the dataset, which were refused before decoding,
     and the cursor moved past every key dealt with."""
 
-    def __init__(self, dataset: Dataset, location: BucketLocation):
+    def __init__(self, dataset: Dataset, location: BucketLocation, bar: tqdm):
         self.dataset = dataset
         self.location = location
+        self.bar = bar
         self.base = f"s3://{location.bucket}/"
         self.stored_sources = set(
             dataset.images.filter(source__startswith=str(location)).values_list("source", flat=True)
@@ -103,7 +100,7 @@ class _Run:
         self.skipped = 0
         self.rejected: list[tuple[str, str]] = []
 
-    def items(self, start_after: str | None, bar: tqdm) -> Iterator[IngestItem]:
+    def items(self, start_after: str | None) -> Iterator[IngestItem]:
         """One object at a time: memory holds a single image however big the prefix is."""
         url = str(self.location)
         max_bytes = settings.CROWDLABEL["MAX_IMAGE_BYTES"]
@@ -112,21 +109,20 @@ class _Run:
             source = self.base + obj.key
             if source in self.stored_sources:
                 self.skipped += 1
-                self._passed(obj.key, bar)
+                self.done(obj.key)
                 continue
             try:
                 data = bucket_object_read(url, obj.key, max_bytes=max_bytes)
             except BucketError as exc:
                 self.rejected.append((obj.key, str(exc)))
-                self._passed(obj.key, bar)
+                self.done(obj.key)
                 continue
             yield IngestItem(name=obj.key, data=data, source=source, size=obj.size)
 
     def done(self, key: str) -> None:
+        """The key is dealt with (stored, skipped or refused): remembered at once, so an interrupted run resumes
+        after it."""
         BucketCursor.objects.update_or_create(
             dataset=self.dataset, url=str(self.location), defaults={"last_key": key}
         )
-
-    def _passed(self, key: str, bar: tqdm) -> None:
-        self.done(key)
-        bar.update(1)
+        self.bar.update(1)
