@@ -59,9 +59,8 @@ class Command(BaseCommand):
             except BucketError as exc:
                 # Listing failed (missing bucket, denied access, endpoint down): what was done is kept and
                 # remembered, so --resume carries on from there.
-                raise CommandError(
-                    f"{exc} (after {run.listed} objects listed; re-run with --resume)"
-                ) from None
+                done = f" (after {run.listed} objects; --resume carries on from there)" if run.listed else ""
+                raise CommandError(f"{exc}{done}") from None
         report.rejected.extend(run.rejected)
 
         out = self.stdout
