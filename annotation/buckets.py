@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 import boto3
@@ -117,14 +118,25 @@ def bucket_object_read(url: str, key: str, *, max_bytes: int) -> bytes:
 
 def _client():
     """A client on the media storage's endpoint, region and credentials (django-storages' setting names)."""
+    return _client_for(
+        settings.AWS_S3_ENDPOINT_URL,
+        settings.AWS_S3_REGION_NAME,
+        getattr(settings, "AWS_S3_ACCESS_KEY_ID", None) or getattr(settings, "AWS_ACCESS_KEY_ID", None),
+        getattr(settings, "AWS_S3_SECRET_ACCESS_KEY", None)
+        or getattr(settings, "AWS_SECRET_ACCESS_KEY", None),
+    )
+
+
+@lru_cache(maxsize=4)
+def _client_for(endpoint_url: str | None, region: str | None, access_key: str | None, secret_key: str | None):
+    # Building a client costs a few hundred milliseconds (it loads the service model), more than reading an
+    # image: one per configuration, shared (boto3 clients are thread-safe).
     return boto3.session.Session().client(
         "s3",
-        endpoint_url=settings.AWS_S3_ENDPOINT_URL,
-        region_name=settings.AWS_S3_REGION_NAME,
-        aws_access_key_id=getattr(settings, "AWS_S3_ACCESS_KEY_ID", None)
-        or getattr(settings, "AWS_ACCESS_KEY_ID", None),
-        aws_secret_access_key=getattr(settings, "AWS_S3_SECRET_ACCESS_KEY", None)
-        or getattr(settings, "AWS_SECRET_ACCESS_KEY", None),
+        endpoint_url=endpoint_url,
+        region_name=region,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
         config=Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=10, read_timeout=60),
     )
 

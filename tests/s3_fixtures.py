@@ -84,3 +84,19 @@ def s3_source(s3_endpoint, settings):
     settings.AWS_S3_ENDPOINT_URL = s3_endpoint
     settings.AWS_S3_REGION_NAME = REGION
     return s3_client(s3_endpoint), new_bucket(s3_endpoint, "source")
+
+
+@pytest.fixture
+def bucket_downloads(s3_source):
+    """The keys annotation.buckets fetches (GetObject calls its client sends to the endpoint), in order."""
+    from annotation import buckets
+
+    keys: list[str] = []
+
+    def record(params, **kwargs):
+        keys.append(params["Key"])
+
+    events = buckets._client().meta.events
+    events.register("provide-client-params.s3.GetObject", record)
+    yield keys
+    events.unregister("provide-client-params.s3.GetObject", record)

@@ -31,23 +31,6 @@ def run(url: str, dataset, **options) -> str:
     return out.getvalue()
 
 
-@pytest.fixture
-def downloads(monkeypatch):
-    """The keys fetched from the source bucket (GetObject calls on the real endpoint)."""
-    fetched: list[str] = []
-    make_client = buckets._client
-
-    def counting_client():
-        client = make_client()
-        client.meta.events.register(
-            "provide-client-params.s3.GetObject", lambda params, **kw: fetched.append(params["Key"])
-        )
-        return client
-
-    monkeypatch.setattr(buckets, "_client", counting_client)
-    return fetched
-
-
 def put(source, objects: dict[str, bytes]) -> None:
     client, bucket = source
     for key, data in objects.items():
@@ -89,30 +72,32 @@ def test_a_prefix_is_stored_in_the_media_bucket_and_bad_objects_are_reported_by_
     assert BucketCursor.objects.get(dataset=dataset).last_key == "photos/nested/c.jpg"
 
 
-def test_a_rerun_downloads_nothing_already_stored_and_adds_nothing(s3_media, s3_source, dataset, downloads):
+def test_a_rerun_downloads_nothing_already_stored_and_adds_nothing(
+    s3_media, s3_source, dataset, bucket_downloads
+):
     put(s3_source, {f"set/{n}.jpg": imagefiles.jpeg(10 + n) for n in range(3)})
     url = f"s3://{s3_source[1]}/set"
     run(url, dataset)
-    assert len(downloads) == 3
-    downloads.clear()
+    assert len(bucket_downloads) == 3
+    bucket_downloads.clear()
 
     output = run(url, dataset)
 
     assert "3 objects listed, stored 0, 3 already stored (skipped)" in output
-    assert downloads == [] and Image.objects.filter(dataset=dataset).count() == 3
+    assert bucket_downloads == [] and Image.objects.filter(dataset=dataset).count() == 3
 
 
-def test_resume_lists_only_the_keys_after_the_last_one_done(s3_media, s3_source, dataset, downloads):
+def test_resume_lists_only_the_keys_after_the_last_one_done(s3_media, s3_source, dataset, bucket_downloads):
     put(s3_source, {"p/1.jpg": imagefiles.jpeg(21), "p/2.jpg": imagefiles.jpeg(22)})
     url = f"s3://{s3_source[1]}/p/"
     run(url, dataset)
     put(s3_source, {"p/0.jpg": imagefiles.jpeg(20), "p/3.jpg": imagefiles.jpeg(23)})
-    downloads.clear()
+    bucket_downloads.clear()
 
     output = run(url, dataset, resume=True)
 
     assert "Resuming after 'p/2.jpg'" in output and "1 objects listed, stored 1" in output
-    assert downloads == ["p/3.jpg"]
+    assert bucket_downloads == ["p/3.jpg"]
     # Without --resume the whole prefix is listed again: the new key before the cursor is found, the rest skipped.
     output = run(url, dataset)
     assert "4 objects listed, stored 1, 3 already stored (skipped)" in output
@@ -146,6 +131,23 @@ def test_an_interrupted_run_resumes_after_the_last_key_it_dealt_with(
 
     assert "2 objects listed, stored 2" in output
     assert Image.objects.filter(dataset=dataset).count() == 5
+
+
+def test_a_cursor_behind_the_last_key_stored_costs_no_download(
+    s3_media, s3_source, dataset, bucket_downloads
+):
+    """A killed run may not have written its cursor for its last second: resuming from the older key skips the
+    keys it stored meanwhile without fetching them."""
+    put(s3_source, {f"k/{n}.jpg": imagefiles.jpeg(40 + n) for n in range(4)})
+    url = f"s3://{s3_source[1]}/k/"
+    run(url, dataset)
+    BucketCursor.objects.filter(dataset=dataset).update(last_key="k/0.jpg")
+    bucket_downloads.clear()
+
+    output = run(url, dataset, resume=True)
+
+    assert "3 objects listed, stored 0, 3 already stored (skipped)" in output and bucket_downloads == []
+    assert BucketCursor.objects.get(dataset=dataset).last_key == "k/3.jpg"
 
 
 @pytest.mark.parametrize(

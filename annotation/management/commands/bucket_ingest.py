@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 
 from django.conf import settings
@@ -19,6 +20,8 @@ from annotation.buckets import (
 from annotation.ingest import IngestItem, images_ingest
 from annotation.management.commands.ingest_images import _dataset
 from annotation.models import BucketCursor, Dataset
+
+CURSOR_SAVE_SECONDS = 1.0
 
 
 class Command(BaseCommand):
@@ -61,6 +64,8 @@ class Command(BaseCommand):
                 # remembered, so --resume carries on from there.
                 done = f" (after {run.listed} objects; --resume carries on from there)" if run.listed else ""
                 raise CommandError(f"{exc}{done}") from None
+            finally:
+                run.save()
         report.rejected.extend(run.rejected)
 
         out = self.stdout
@@ -98,6 +103,9 @@ class _Run:
         self.listed = 0
         self.skipped = 0
         self.rejected: list[tuple[str, str]] = []
+        self.last_key: str | None = None
+        self.saved_key: str | None = None
+        self.saved_at = time.monotonic()
 
     def items(self, start_after: str | None) -> Iterator[IngestItem]:
         """One object at a time: memory holds a single image however big the prefix is."""
@@ -119,9 +127,18 @@ class _Run:
             yield IngestItem(name=obj.key, data=data, source=source, size=obj.size)
 
     def done(self, key: str) -> None:
-        """The key is dealt with (stored, skipped or refused): remembered at once, so an interrupted run resumes
-        after it."""
-        BucketCursor.objects.update_or_create(
-            dataset=self.dataset, url=str(self.location), defaults={"last_key": key}
-        )
+        """The key is dealt with (stored, skipped or refused). The cursor is written at most once a second (a
+        commit per key would cost more than listing it) and when the run ends, however it ends; a killed
+        process loses at most that second, whose stored keys the resumed run skips without downloading."""
+        self.last_key = key
         self.bar.update(1)
+        if time.monotonic() - self.saved_at >= CURSOR_SAVE_SECONDS:
+            self.save()
+
+    def save(self) -> None:
+        if self.last_key is not None and self.last_key != self.saved_key:
+            BucketCursor.objects.update_or_create(
+                dataset=self.dataset, url=str(self.location), defaults={"last_key": self.last_key}
+            )
+            self.saved_key = self.last_key
+        self.saved_at = time.monotonic()
