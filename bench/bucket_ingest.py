@@ -111,7 +111,7 @@ def main() -> None:
         print(f"bucket_ingest from moto on loopback:           {n / bucket:8.1f} images/s  ({bucket:.2f} s)")
         print(f"bucket_ingest re-run (all {n} keys skipped):   {n / rerun:8.1f} keys/s    ({rerun:.2f} s)")
         print(
-            f"bucket / folder throughput: {local / bucket:.2f}x slower; re-run / first run: {rerun / bucket:.3f}"
+            f"throughput bucket / folder: {local / bucket:.2f}; re-run time / first run time: {rerun / bucket:.3f}"
         )
     finally:
         server.stop()
