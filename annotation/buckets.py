@@ -94,8 +94,8 @@ def bucket_objects(
 
 
 def bucket_object_read(url: str, key: str, *, max_bytes: int) -> bytes:
-    """The object's bytes. An object over `max_bytes` is refused from its listed size, before any of it is
-    downloaded; at most `max_bytes` + 1 bytes are ever fetched (the object may grow between the two calls)."""
+    """The object's bytes. An object over `max_bytes` is refused from the size in its metadata (a HEAD request),
+    before any of it is downloaded; at most `max_bytes` + 1 bytes are ever fetched (it may grow in between)."""
     location = bucket_url_parse(url)
     client = _client()
     with _translated(location.bucket, key):

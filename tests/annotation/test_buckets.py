@@ -76,6 +76,14 @@ def test_folder_markers_are_not_listed_as_objects(s3_source):
     assert [o.key for o in bucket_objects(f"s3://{bucket}/dogs")] == ["dogs/a.png"]
 
 
+def test_keys_with_spaces_plus_signs_and_accents_list_and_read_as_written(s3_source):
+    client, bucket = s3_source
+    key = "photos/chien de garde+été.jpg"
+    client.put_object(Bucket=bucket, Key=key, Body=b"woof")
+    assert [o.key for o in bucket_objects(f"s3://{bucket}/photos/")] == [key]
+    assert bucket_object_read(f"s3://{bucket}/photos/", key, max_bytes=10) == b"woof"
+
+
 def test_a_missing_bucket_is_named_in_the_error(s3_source):
     with pytest.raises(BucketError, match="no bucket named 'nobody-made-this-bucket'"):
         list(bucket_objects("s3://nobody-made-this-bucket/x"))
