@@ -12,7 +12,7 @@ def s3_storage(bucket: str, region: str | None, endpoint_url: str | None) -> dic
             "region_name": region,
             "endpoint_url": endpoint_url,
             "default_acl": None,
-            # Private bucket: image and export URLs are presigned and expire (AWS_QUERYSTRING_EXPIRE, 1 hour).
+            # Private bucket: image and export URLs are presigned and expire after an hour (django-storages' default).
             "querystring_auth": True,
             "file_overwrite": False,
         },
