@@ -57,7 +57,14 @@ def test_a_csp_without_the_buckets_origin_blocks_the_task_image(
 
     sign_in(page, live_server.url, "ann")
 
-    page.wait_for_function("() => document.querySelector('#status') !== null")
-    page.wait_for_timeout(1500)
-    assert fetched == [], "the browser never asked the bucket"
+    # The task is shown, and its image ends up broken: loading finished with nothing decoded.
+    page.wait_for_function(
+        "() => { const img = document.querySelector('img.task-image');"
+        " return img !== null && img.complete && img.naturalWidth === 0; }"
+    )
+    for _ in range(50):  # the console message may arrive a moment after the load failed
+        if any("Content Security Policy" in e for e in page.console_errors):
+            break
+        page.wait_for_timeout(100)
     assert any("Content Security Policy" in e for e in page.console_errors), page.console_errors
+    assert fetched == [], "the browser never asked the bucket"
