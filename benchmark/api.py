@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.files.storage import FileSystemStorage
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
@@ -113,11 +114,14 @@ class ExportFileView(ExportJobView):
         if job.state != "done" or not job.file:
             raise NotFound("This export has no file yet.")
         storage = job.file.storage
+        filename = job.file.name.rsplit("/", 1)[-1]
         if isinstance(storage, FileSystemStorage):
-            return FileResponse(
-                job.file.open("rb"), as_attachment=True, filename=job.file.name.rsplit("/", 1)[-1]
-            )
-        return HttpResponseRedirect(storage.url(job.file.name))
+            return FileResponse(job.file.open("rb"), as_attachment=True, filename=filename)
+        # The signed URL asks the bucket for the same attachment header the local download sends.
+        disposition = content_disposition_header(as_attachment=True, filename=filename)
+        return HttpResponseRedirect(
+            storage.url(job.file.name, parameters={"ResponseContentDisposition": disposition})
+        )
 
 
 class SubmissionsView(APIView):
