@@ -24,6 +24,7 @@ PURE_CORES = [
     "hierarchy/events.py",
     "review/overlaps.py",
     "benchmark/splits.py",
+    "benchmark/class_selection.py",
     "benchmark/metrics",
     "benchmark/exporters",
     "crowd/scenes.py",

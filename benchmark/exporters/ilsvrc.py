@@ -54,7 +54,11 @@ def export(ctx: ExportContext) -> None:
                     # Every image in every class's list: 1 present with its boxes, -1 verified absent, 0 not
                     # scored for that class (a partial positive, also blacklisted, or never decided).
                     for c in wnid:
-                        if c in boxed:
+                        if c in record.blacklisted:
+                            # Flagged too ambiguous to localize: not scored, detections there ignored.
+                            lists.add(c, f"{image.stem} 0\n")
+                            black.append(f"{image.id} {wnid[c]}\n")
+                        elif c in boxed:
                             lists.add(c, f"{image.stem} 1\n")
                         elif c in negatives:
                             lists.add(c, f"{image.stem} -1\n")
@@ -63,7 +67,7 @@ def export(ctx: ExportContext) -> None:
                             if c in positives:
                                 black.append(f"{image.id} {wnid[c]}\n")
                     # Classification truth is one class per image (ILSVRC §4.1): images showing one class.
-                    if len(positives) == 1:
+                    if len(positives) == 1 and not record.blacklisted:
                         single.append(f"{image.id} {next(iter(positives))}\n")
                 ctx.image_done()
                 if len(batch) >= LIST_FLUSH:
