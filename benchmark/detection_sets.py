@@ -259,17 +259,18 @@ def detection_set_freeze(
         locked.frozen = True
         locked.frozen_at = timezone.now()
         locked.save()
-        audit_record(
-            dataset=dataset,
-            actor=user,
-            action="detection_set.freeze",
-            parameters={"name": locked.name, "split_version": version.number},
-            result={
-                "classes": len(locked.classes),
-                "blacklisted": len(locked.snapshot["blacklist"]),
-                "attributed_boxes": len(attributes),
-            },
-        )
+        if user is not None:  # commands run without an account; the API always has one
+            audit_record(
+                dataset=dataset,
+                actor=user,
+                action="detection_set.freeze",
+                parameters={"name": locked.name, "split_version": version.number},
+                result={
+                    "classes": len(locked.classes),
+                    "blacklisted": len(locked.snapshot["blacklist"]),
+                    "attributed_boxes": len(attributes),
+                },
+            )
     return locked
 
 

@@ -93,8 +93,11 @@ def split_version_freeze(*, version: SplitVersion) -> SplitVersion:
 
 
 def export_source(
-    dataset: Dataset, split: str, version: SplitVersion | None = None
+    dataset: Dataset, split: str, version: SplitVersion | None = None, detection_set=None
 ) -> selectors.DatasetSource:
+    """The label source of an export; a frozen detection set exports on the split version it was frozen on."""
+    if version is None and detection_set is not None and detection_set.frozen:
+        version = detection_set.split_version
     if version is None:
         version = selectors.split_version_latest(dataset, frozen_only=True) or selectors.split_version_latest(
             dataset
@@ -103,7 +106,7 @@ def export_source(
         raise BenchmarkError(
             f"dataset {dataset.name} has no split version: run make_splits first, or export --split all"
         )
-    return selectors.DatasetSource(dataset, version)
+    return selectors.DatasetSource(dataset, version, detection_set)
 
 
 def export_run(
@@ -117,11 +120,13 @@ def export_run(
     version: SplitVersion | None = None,
     progress: Callable[[int], None] | None = None,
     hidden_truth: bool = True,
+    detection_set=None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Export to a directory or archive; with ``hidden_truth`` the withheld test labels go beside it."""
+    """Export to a directory or archive; with ``hidden_truth`` the withheld test labels go beside it. With a
+    detection set (``benchmark.detection_sets``) only its classes are exported, merged classes included."""
     if format_name not in FORMATS:
         raise BenchmarkError(f"unknown format {format_name!r}; choose from {', '.join(FORMATS)}")
-    source = export_source(dataset, split, version)
+    source = export_source(dataset, split, version, detection_set)
     options = ExportOptions(
         split=split, include_images=include_images, provenance=provenance, progress=progress
     )

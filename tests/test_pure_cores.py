@@ -25,6 +25,7 @@ PURE_CORES = [
     "review/overlaps.py",
     "benchmark/splits.py",
     "benchmark/class_selection.py",
+    "benchmark/dataset_stats.py",
     "benchmark/metrics",
     "benchmark/exporters",
     "crowd/scenes.py",
