@@ -1,5 +1,6 @@
 """PASCAL VOC layout: ``Annotations/{id}.xml`` per image, ``JPEGImages/``, ``ImageSets/Main/{split}.txt`` and
-per-class ``ImageSets/Main/{class}_{split}.txt`` lists, ``classes.txt`` (id, VOC name, wnid).
+per-class ``ImageSets/Main/{class}_{split}.txt`` lists, ``classes.txt`` (id, VOC name, wnid) and the
+``labelmap.txt`` that CVAT and datumaro read classes from.
 
 Corners follow the VOC devkit: 1-based inclusive pixel indices, so a continuous box [x1, x2) becomes
 xmin = round(x1) + 1, xmax = round(x2) and spans xmax - xmin + 1 = round(x2) - round(x1) pixels.
@@ -105,6 +106,13 @@ def classes_txt(categories: list[ExportCategory]) -> str:
 def export(ctx: ExportContext) -> None:
     slug = {c.id: c.slug for c in ctx.categories}
     ctx.tree.write_text("classes.txt", classes_txt(ctx.categories))
+    # The VOC devkit's class list is fixed; tools that read other classes (CVAT, datumaro) take them from a
+    # label map: ``name:color:parts:actions`` per line, colours left to the reader.
+    ctx.tree.write_text(
+        "labelmap.txt",
+        "# label:color_rgb:parts:actions\nbackground:0,0,0::\n"
+        + "".join(f"{c.slug}:::\n" for c in ctx.categories),
+    )
     for split in ctx.splits():
         labelled = ctx.labelled(split)
         with ExitStack() as stack:
