@@ -79,7 +79,10 @@ class DatasetExportsView(APIView):
                 split=data["split"],
                 include_images=data["include_images"],
                 provenance=data["provenance"],
+                detection_set=data["detection_set"],
             )
+        except services.UnknownDetectionSet as exc:
+            raise ValidationError({"detection_set": str(exc)}) from None
         except services.BenchmarkError as exc:
             raise ValidationError({"split": str(exc)}) from None
         job.refresh_from_db()

@@ -86,6 +86,12 @@ class ExportJob(models.Model):
     split = models.CharField(max_length=8, choices=ExportSplit.choices, default=ExportSplit.ALL)
     include_images = models.BooleanField(default=True)
     provenance = models.BooleanField(default=False)
+    detection_set = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Name of the detection set exported (empty: every class).",
+    )
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     progress = models.PositiveIntegerField(default=0, help_text="Images written so far.")
@@ -101,14 +107,22 @@ class ExportJob(models.Model):
         constraints = [
             # One export of the same content in flight at a time: a repeated POST joins it.
             models.UniqueConstraint(
-                fields=["dataset", "split_version", "format", "split", "include_images", "provenance"],
+                fields=[
+                    "dataset",
+                    "split_version",
+                    "format",
+                    "split",
+                    "include_images",
+                    "provenance",
+                    "detection_set",
+                ],
                 condition=Q(state__in=["queued", "running"]),
                 name="export_job_one_in_flight",
             ),
             # NULLs are distinct in unique indexes (and SQLite has no NULLS NOT DISTINCT): unsplit exports
             # get their own constraint.
             models.UniqueConstraint(
-                fields=["dataset", "format", "split", "include_images", "provenance"],
+                fields=["dataset", "format", "split", "include_images", "provenance", "detection_set"],
                 condition=Q(state__in=["queued", "running"], split_version__isnull=True),
                 name="export_job_one_in_flight_unsplit",
             ),

@@ -14,6 +14,13 @@ class ExportRequestSerializer(serializers.Serializer):
     split = serializers.ChoiceField(choices=("train", "val", "test", "all"), default="all")
     include_images = serializers.BooleanField(default=True)
     provenance = serializers.BooleanField(default=False)
+    detection_set = serializers.SlugField(
+        max_length=100,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Export only this detection set's classes (merged fine classes kept as attributes).",
+    )
 
 
 class ExportJobSerializer(serializers.ModelSerializer):
@@ -30,6 +37,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "split",
             "include_images",
             "provenance",
+            "detection_set",
             "state",
             "progress",
             "total",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 
 import pytest
 from django.core.management import call_command
@@ -355,3 +356,34 @@ def test_dataset_stats_command_writes_markdown_json_and_plots(zoo, tmp_path):
     assert (out / "classes_per_image.png").stat().st_size > 1000
     with pytest.raises(CommandError, match="not an empty directory"):
         cmd("dataset_stats", "--dataset", dataset.name, "--out", str(out))
+
+
+def test_an_export_job_of_a_frozen_detection_set_holds_only_its_classes(
+    organizer, zoo, django_capture_on_commit_callbacks
+):
+    dataset = zoo["dataset"]
+    client = client_for(organizer)
+    create_set(client, dataset, name="det", classes=[zoo["dog"].wnid], merge=True)
+    freeze_splits(dataset)
+    client.post(f"/api/v1/datasets/{dataset.pk}/detection-sets/det/freeze/")
+    url = f"/api/v1/datasets/{dataset.pk}/exports/"
+    missing = client.post(url, {"format": "coco", "detection_set": "nope"}, format="json")
+    assert missing.status_code == 400 and "no detection set 'nope'" in missing.json()["detection_set"]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            url,
+            {"format": "coco", "split": "train", "include_images": False, "detection_set": "det"},
+            format="json",
+        )
+    assert response.status_code == 201, response.content
+    job = client.get(f"/api/v1/exports/{response.json()['id']}/").json()
+    assert job["state"] == "done" and job["detection_set"] == "det"
+    download = client.get(f"/api/v1/exports/{job['id']}/file")
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
+    data = json.loads(archive.read("annotations/instances_train.json"))
+    assert [c["name"] for c in data["categories"]] == ["dog"]
+    assert {a["attributes"].get("fine_label") for a in data["annotations"]} == {"dalmatian", "beagle"}
+    # The same export without the set is another job, not this one joined.
+    with django_capture_on_commit_callbacks(execute=True):
+        other = client.post(url, {"format": "coco", "split": "train", "include_images": False}, format="json")
+    assert other.status_code == 201 and other.json()["id"] != job["id"]
