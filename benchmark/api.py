@@ -24,6 +24,7 @@ from .metrics import SubmissionError
 from .models import BlacklistEntry, Challenge, DetectionSet, ExportJob
 from .serializers import (
     BlacklistEntrySerializer,
+    BlacklistLiftSerializer,
     BlacklistRequestSerializer,
     BoxAttributesRequestSerializer,
     BoxAttributesSerializer,
@@ -331,6 +332,26 @@ class BlacklistView(APIView):
             raise ValidationError({"image": str(exc)}) from None
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(BlacklistEntrySerializer(entry).data, status=code)
+
+
+class BlacklistLiftView(APIView):
+    """Lift a blacklist flag (kept as a lifted entry; audited)."""
+
+    permission_classes = [IsAuthenticated, IsReviewer | IsOrganizer]
+
+    @extend_schema(request=BlacklistLiftSerializer, responses=BlacklistEntrySerializer)
+    def post(self, request, dataset_id: int):
+        dataset = _reviewed_dataset(request, dataset_id)
+        form = BlacklistLiftSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            entry = detection_sets.blacklist_lift(
+                dataset=dataset, image_id=data["image"], wnid=data.get("wnid"), user=request.user
+            )
+        except services.BenchmarkError as exc:
+            raise ValidationError({"image": str(exc)}) from None
+        return Response(BlacklistEntrySerializer(entry).data)
 
 
 class BoxAttributesView(APIView):

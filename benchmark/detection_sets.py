@@ -307,6 +307,30 @@ def blacklist_flag(
     return entry, True
 
 
+def blacklist_lift(*, dataset: Dataset, image_id: int, wnid: str | None, user) -> BlacklistEntry:
+    """Lift the active flag of an image (for one class, or the whole-image flag without ``wnid``): the entry
+    stays, marked lifted, and the audit trail records who lifted it."""
+    concept_id = concepts_by_wnid([wnid])[0] if wnid else None
+    with transaction.atomic():
+        entry = (
+            BlacklistEntry.objects.select_for_update()
+            .filter(dataset=dataset, image_id=image_id, concept_id=concept_id, lifted_at__isnull=True)
+            .first()
+        )
+        if entry is None:
+            raise BenchmarkError(f"image {image_id} has no active blacklist flag for {wnid or 'every class'}")
+        entry.lifted_at = timezone.now()
+        entry.save(update_fields=["lifted_at"])
+        audit_record(
+            dataset=dataset,
+            actor=user,
+            action="blacklist.lift",
+            parameters={"image": image_id, "class": wnid or "every class"},
+            result={"entry": entry.pk},
+        )
+    return entry
+
+
 def box_attributes_set(*, dataset: Dataset, box_id: int, user, **attributes: Any) -> BoxAttributes:
     """Record a box's VOC attributes (a new row: the latest row is current). Only accepted boxes of the
     dataset; attributes not given keep their current value."""

@@ -158,6 +158,13 @@ class BlacklistRequestSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=200)
 
 
+class BlacklistLiftSerializer(serializers.Serializer):
+    image = serializers.IntegerField(min_value=1)
+    wnid = serializers.RegexField(
+        r"^n[0-9]{8}$", max_length=9, required=False, help_text="The class; omit for the whole-image flag."
+    )
+
+
 class BlacklistEntrySerializer(serializers.ModelSerializer):
     wnid = serializers.CharField(source="concept.wnid", allow_null=True, read_only=True, default=None)
 

@@ -46,6 +46,11 @@ urlpatterns = [
         name="dataset-blacklist",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/blacklist/lift/?$",
+        api.BlacklistLiftView.as_view(),
+        name="dataset-blacklist-lift",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/box-attributes/?$",
         api.BoxAttributesView.as_view(),
         name="dataset-box-attributes",

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.models import AuditEntry, Box, BoxJob, BoxState, TaskState
-from benchmark.models import DetectionSet, SplitVersion
+from benchmark.models import BlacklistEntry, DetectionSet, SplitVersion
 from hierarchy.models import Concept, ConceptEdge
 from tests import factories
 from tests.benchmark.conftest import finalize
@@ -232,6 +232,31 @@ def test_a_reviewer_blacklists_an_image_its_boxes_leave_the_localization_truth(r
     assert not (tmp_path / f"yolo/labels/all/{image.pk:012d}.txt").read_text().strip()
     blacklist = (tmp_path / "ilsvrc/ImageSets/DET/all_blacklist.txt").read_text()
     assert f"{image.pk} {zoo['cat'].wnid}" in blacklist
+
+
+def test_lifting_a_flag_keeps_the_entry_and_brings_the_boxes_back(reviewer, zoo, tmp_path):
+    client = client_for(reviewer)
+    image = zoo["images"][7]
+    url = f"/api/v1/datasets/{zoo['dataset'].pk}/blacklist/"
+    client.post(url, {"image": image.pk, "wnid": zoo["cat"].wnid, "reason": "a pile of cats"}, format="json")
+    lifted = client.post(url + "lift/", {"image": image.pk, "wnid": zoo["cat"].wnid}, format="json")
+    assert lifted.status_code == 200 and lifted.json()["lifted_at"]
+    again = client.post(url + "lift/", {"image": image.pk, "wnid": zoo["cat"].wnid}, format="json")
+    assert again.status_code == 400 and "no active blacklist flag" in again.json()["image"]
+    assert client.get(url).json() == []
+    assert BlacklistEntry.objects.count() == 1  # lifted, not deleted
+    assert AuditEntry.objects.filter(action="blacklist.lift").count() == 1
+    cmd("export", "--dataset", zoo["dataset"].name, "--format", "coco", "--out", str(tmp_path / "c"),
+        "--no-images", "--no-progress")  # fmt: skip
+    coco = json.loads((tmp_path / "c/annotations/instances_all.json").read_text())
+    assert zoo["boxes"]["cat7"].pk in {a["id"] for a in coco["annotations"]}
+    # A new flag after lifting is a new entry (one active flag per pair).
+    assert (
+        client.post(
+            url, {"image": image.pk, "wnid": zoo["cat"].wnid, "reason": "again"}, format="json"
+        ).status_code
+        == 201
+    )
 
 
 def test_box_attributes_reach_voc_xml_and_difficult_boxes_are_neither_tp_nor_fp(reviewer, zoo, tmp_path):

@@ -165,6 +165,7 @@ for _operation in (
 for _operation in (
     "v1_datasets_blacklist_list",
     "v1_datasets_blacklist_create",
+    "v1_datasets_blacklist_lift_create",
     "v1_datasets_box_attributes_create",
 ):
     POLICY[_operation] = (frozenset({REVIEWER, ORG_A, ORG_B, STAFF}), "tenant")
