@@ -12,7 +12,7 @@ from annotation import kinds
 from annotation.models import Assignment, Box, Task
 from annotation.queue import TaskChange
 
-from . import box_questions, services
+from . import box_questions, services, voiding
 from .models import QuestionKind
 
 BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
@@ -29,6 +29,12 @@ def on_submit(assignment: Assignment) -> TaskChange:
     # vote_apply states its decision on the task it is given (it also serves vote_record, which saves the
     # task itself); handed back as the change the queue writes.
     return TaskChange(state=task.state, result=task.result)
+
+
+def on_withdraw(assignment: Assignment) -> TaskChange:
+    """The worker takes the answer back in the undo window: the vote leaves its open question's tally."""
+    voiding.vote_withdraw(assignment=assignment)
+    return TaskChange()
 
 
 def public_payload(task: Task) -> dict[str, Any]:
@@ -68,5 +74,6 @@ KIND_SPEC = kinds.register(
         clean_answer=kinds.yes_no_answer,
         on_submit=on_submit,
         public_payload=public_payload,
+        on_withdraw=on_withdraw,
     )
 )
