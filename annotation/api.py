@@ -444,7 +444,9 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         responses={
             201: AssignmentSerializer,
             200: OpenApiResponse(AssignmentSerializer, description="A retry of an undo already done."),
-            409: OpenApiResponse(description="The answer stands: the window passed or its question is settled."),
+            409: OpenApiResponse(
+                description="The answer stands: the window passed or its question is settled."
+            ),
         },
         description="Take back this submitted answer within `CROWDLABEL_ANSWER_UNDO_SECONDS` of sending it, "
         "while its question is undecided: the answer stops counting and the task is leased to you again (the "

@@ -95,7 +95,9 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
     worker's assignment is `Assignment.DoesNotExist`. Locks: task row, then assignment rows."""
     now = now or timezone.now()
     task_id = (
-        Assignment.objects.filter(pk=assignment, worker_id=worker.pk).values_list("task_id", flat=True).first()
+        Assignment.objects.filter(pk=assignment, worker_id=worker.pk)
+        .values_list("task_id", flat=True)
+        .first()
     )
     if task_id is None:
         raise Assignment.DoesNotExist(f"no assignment {assignment}")
@@ -112,7 +114,9 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
             )
             return Withdrawn(statements.assignment_read(connection, again), replayed=True)
         if current.state != AssignmentState.SUBMITTED:
-            raise UndoRefused(f"only a submitted answer can be taken back; this assignment is {current.state}")
+            raise UndoRefused(
+                f"only a submitted answer can be taken back; this assignment is {current.state}"
+            )
         window = undo_window()
         if current.submitted_at is None or now - current.submitted_at > window:
             raise UndoRefused(

@@ -68,7 +68,9 @@ def undo(api_client, worker, assignment_id: int):
     return api_client(worker.user).post(f"/api/v1/assignments/{assignment_id}/undo/")
 
 
-def test_undo_takes_the_vote_out_of_the_tally_and_leases_the_task_back(calibrated, organizer, concept, api_client):
+def test_undo_takes_the_vote_out_of_the_tally_and_leases_the_task_back(
+    calibrated, organizer, concept, api_client
+):
     question = one_question(organizer, concept)
     first, mistaken = make_workers(2, prefix="u")
     answer(first, question, True)
@@ -122,7 +124,9 @@ def test_the_decision_after_an_undo_equals_the_decision_without_the_withdrawn_vo
     assert decisions[0] == decisions[1]
 
 
-def test_an_undo_retried_returns_the_same_lease_and_changes_nothing(calibrated, organizer, concept, api_client):
+def test_an_undo_retried_returns_the_same_lease_and_changes_nothing(
+    calibrated, organizer, concept, api_client
+):
     question = one_question(organizer, concept)
     (w,) = make_workers(1, prefix="r")
     wrong = answer(w, question, True)
