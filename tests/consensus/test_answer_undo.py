@@ -23,6 +23,7 @@ from consensus.models import (
     Vote,
 )
 from tests import factories
+from tests.hierarchy.conftest import tiny_hierarchy  # noqa: F401  (a fixture, used by name)
 
 from .conftest import make_images, make_workers
 
@@ -216,3 +217,24 @@ def answer_task(worker, dataset, value: bool) -> Assignment:
     lease = queue.task_lease_next(worker=worker, dataset_id=dataset.pk)
     queue.assignment_submit(assignment=lease, answer={"answer": value}, idempotency_key=f"k{lease.pk}")
     return lease
+
+
+def test_a_hierarchy_question_answer_undone_no_longer_counts_when_the_next_answer_decides(
+    api_client, organizer, dataset, tiny_hierarchy
+):
+    factories.ImageFactory(dataset=dataset)
+    body = {"hierarchy": tiny_hierarchy.pk, "engine": "vote"}
+    assert api_client(organizer).post(f"/api/v1/datasets/{dataset.pk}/multilabel/", body).status_code == 201
+    (w,) = make_workers(1, prefix="h")
+    lease = queue.task_lease_next(worker=w, kinds_wanted=["hierarchy_question"])
+    queue.assignment_submit(assignment=lease, answer={"answer": True}, idempotency_key="h1")
+    assert undo(api_client, w, lease.pk).status_code == 201
+    task = Task.objects.get(pk=lease.task_id)
+    assert (task.state, task.answers_count) == (TaskState.LEASED, 0)
+    again = Assignment.objects.get(worker=w, state=AssignmentState.LEASED)
+    queue.assignment_submit(assignment=again, answer={"answer": False}, idempotency_key="h2")
+    task.refresh_from_db()
+    # Only the new "no" is counted: the kind recounts the submitted answers, and the withdrawn one is not.
+    counted = Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED)
+    assert list(counted.values_list("answer", flat=True)) == [{"answer": False}]
+    assert task.answers_count == 1
