@@ -220,7 +220,10 @@ def answer_task(worker, dataset, value: bool) -> Assignment:
 
 
 def test_a_hierarchy_question_answer_undone_no_longer_counts_when_the_next_answer_decides(
-    api_client, organizer, dataset, tiny_hierarchy
+    api_client,
+    organizer,
+    dataset,
+    tiny_hierarchy,  # noqa: F811  (the fixture imported above)
 ):
     factories.ImageFactory(dataset=dataset)
     body = {"hierarchy": tiny_hierarchy.pk, "engine": "vote"}
