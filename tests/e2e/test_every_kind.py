@@ -86,6 +86,11 @@ def test_every_kind_fits_the_screen_and_has_no_accessibility_violations(chromium
         sign_in_to(page, live_server.url, kinds)
         wait_for_image_loaded(page)
         expect(page.locator("h1.question")).to_contain_text(QUESTIONS[kind])
+        # The status line (the screen reader's live region) reads the question itself, never a kind's title
+        # with a placeholder ("Is there ANY ... in this image?").
+        question = page.locator("h1.question").text_content()
+        expect(page.locator("#status")).to_have_text(question)
+        assert "..." not in question
         assert violations(page) == []
         width = viewport["width"]
         assert page.evaluate("document.documentElement.scrollWidth") <= width
