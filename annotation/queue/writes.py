@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from annotation import kinds
+from annotation import hooks, kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 
 from . import statements
@@ -88,8 +88,8 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
     """Take back `worker`'s answer on this assignment and lease its task to them again, in one transaction.
 
     Only within the undo window after the submit, only for a kind that can revert its answer upstream (its
-    `on_withdraw`: a vote leaves its question's tally, a question already decided refuses), only in the open
-    pool, and only while no other worker holds the task; otherwise UndoRefused and nothing changes. The
+    `on_withdraw`: a vote leaves its question's tally, a question already decided refuses) or a task an undo
+    interceptor takes care of (gold: a reserved pool's tasks), and only while no other worker holds the task; otherwise UndoRefused and nothing changes. The
     answer stays on the assignment, now `withdrawn`; the task's answer count goes back down and a new lease
     (a new row) gives the task back. A retry of a done undo returns that lease and changes nothing. Another
     worker's assignment is `Assignment.DoesNotExist`. Locks: task row, then assignment rows."""
@@ -123,8 +123,6 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
                 f"an answer can be taken back within {int(window.total_seconds())} seconds of sending it; this one stands"
             )
         kind = kinds.get(task.kind)
-        if kind.on_withdraw is None or task.pool != OPEN_POOL:
-            raise UndoRefused("this answer can no longer be taken back: its task is settled")
         if task.state == TaskState.LEASED:
             if task.lease_expires_at is not None and task.lease_expires_at > now:
                 raise UndoRefused("another worker is answering this task now, so your answer stands")
@@ -133,7 +131,11 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
             )
         current.task = task
         try:
-            change = kind.on_withdraw(current)
+            change = _withdraw_intercepted(current)
+            if change is None:
+                if kind.on_withdraw is None or task.pool != OPEN_POOL:
+                    raise kinds.AnswerStands("this answer can no longer be taken back: its task is settled")
+                change = kind.on_withdraw(current)
         except kinds.AnswerStands as exc:
             raise UndoRefused(str(exc)) from None
         Assignment.objects.filter(pk=current.pk).update(state=AssignmentState.WITHDRAWN)
@@ -153,3 +155,11 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
             fields.append("result")
         task_save(task, fields)
         return Withdrawn(statements.assignment_read(connection, lease.pk), replayed=False)
+
+
+def _withdraw_intercepted(assignment: Assignment):
+    for intercept in hooks.withdraw_interceptors:
+        change = intercept(assignment)
+        if change is not None:
+            return change
+    return None
