@@ -1,7 +1,7 @@
 """Every task kind's page in real Chromium (issue 17): on a desktop and on a 390x844 touch screen, each kind -
-yes/no vote, image verification, hierarchy question, box to draw, box to check, coverage question - shows its
-question and image, fits the screen without cutting a button, speaks of tapping on a phone, and has no axe-core
-WCAG 2.1 AA violation, also with the undo bar of a yes/no answer on screen."""
+yes/no vote, image verification, hierarchy question (by either engine), box to draw, box to check, coverage
+question - shows its question (in the status line too) and image, fits the screen without cutting a button,
+speaks of tapping on a phone, and has no axe-core WCAG 2.1 AA violation, also with the undo bar on screen."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from consensus import verification
 from consensus.models import Question, QuestionKind
 from crowd import demo_tasks
 from crowd.management.commands.load_demo import DEMO_CONCEPTS
-from hierarchy.services import concepts_upsert
+from hierarchy.fixture import parse_fixture
+from hierarchy.services import concepts_upsert, hierarchy_load
+from multilabel.labeling import labeling_start
 from tests import factories
 from tests.e2e.test_accessibility import violations
 from tests.e2e.test_worker_forgiving import dataset_with_images
@@ -26,6 +28,7 @@ QUESTIONS = {
     "binary_vote": "Does this image show a car?",
     "image_verify": "car",
     "hierarchy_question": "Is there ANY ",  # animal or wheeled vehicle: the order picks one
+    "hierarchy_consensus": "Is there ANY ",  # the same question asked by the default (consensus) engine
     "box_draw": "Draw a box around one car",
     "box_quality": "Is this box tight around one whole visible car",
     "box_coverage": "Is every car in this image inside a box?",
@@ -46,6 +49,10 @@ def queue_one(kind: str) -> str:
     if kind == "hierarchy_question":
         demo_tasks.hierarchy_start(dataset, DEMO_CONCEPTS, images[:1])
         return "hierarchy_question"
+    if kind == "hierarchy_consensus":
+        hierarchy = hierarchy_load(parse_fixture(demo_tasks.demo_hierarchy(DEMO_CONCEPTS))).hierarchy
+        labeling_start(dataset=dataset, hierarchy=hierarchy, images=images[:1])
+        return "question"
     if kind == "box_draw":
         boxes.box_job_start(image=images[0], concept=car)
         return "box_draw"
@@ -91,6 +98,8 @@ def test_every_kind_fits_the_screen_and_has_no_accessibility_violations(chromium
         question = page.locator("h1.question").text_content()
         expect(page.locator("#status")).to_have_text(question)
         assert "..." not in question
+        if kind.startswith("hierarchy"):  # what counts, by either engine
+            expect(page.locator("p.examples")).to_contain_text("For example: ")
         assert violations(page) == []
         width = viewport["width"]
         assert page.evaluate("document.documentElement.scrollWidth") <= width
