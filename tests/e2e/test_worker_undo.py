@@ -4,7 +4,10 @@ taken back no longer counts; once the window has passed the offer is gone."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from django.db.utils import OperationalError
 from playwright.sync_api import expect
 
 from annotation import queue
@@ -24,6 +27,17 @@ def open_votes(live_server):
     dataset, _ = dataset_with_images(3)
     concept = factories.ConceptFactory(wnid="n02084071", name="dog", gloss="a domesticated canid")
     return vote_tasks_create(dataset=dataset, concept=concept, answers_wanted=3)
+
+
+def when_idle(read):
+    """Run these database reads once the page's background requests let SQLite's shared test database be read
+    (it refuses a read while the live server writes): retried for up to 3 s."""
+    for _ in range(30):
+        try:
+            return read()
+        except OperationalError:
+            time.sleep(0.1)
+    return read()
 
 
 def shown(page) -> str:
@@ -61,11 +75,14 @@ def test_the_last_answer_is_taken_back_and_its_task_answered_again(page, live_se
     expect(page.locator("#task-body")).to_have_attribute("data-assignment", second)
     wait_for_image_loaded(page)
 
-    withdrawn = Assignment.objects.get(pk=int(first))
+    def read():
+        withdrawn = Assignment.objects.get(pk=int(first))
+        redo = Assignment.objects.get(pk=int(again))
+        return withdrawn, redo, Task.objects.get(pk=withdrawn.task_id)
+
+    withdrawn, redo, task = when_idle(read)
     assert withdrawn.state == AssignmentState.WITHDRAWN and withdrawn.answer == {"answer": True}
-    redo = Assignment.objects.get(pk=int(again))
     assert redo.task_id == withdrawn.task_id and redo.answer == {"answer": False}
-    task = Task.objects.get(pk=withdrawn.task_id)
     assert task.answers_count == 1 and task.result == {"yes": 0, "no": 1}
 
 
@@ -81,7 +98,7 @@ def test_the_undo_offer_ends_with_its_window(page, live_server, open_votes, sett
     page.keyboard.press("u")
     page.wait_for_timeout(500)
     expect(page.locator("#answered")).to_have_text("1")
-    assert Assignment.objects.get(pk=int(first)).state == AssignmentState.SUBMITTED
+    assert when_idle(lambda: Assignment.objects.get(pk=int(first)).state) == AssignmentState.SUBMITTED
 
 
 def test_a_refused_undo_says_why_and_the_answer_stands(page, live_server, open_votes):
@@ -98,4 +115,32 @@ def test_a_refused_undo_says_why_and_the_answer_stands(page, live_server, open_v
     assert held is not None and held.task_id == Assignment.objects.get(pk=int(first)).task_id
     page.keyboard.press("u")
     expect(page.locator("#undo-bar")).to_contain_text("Your answer stands: another worker is answering")
-    assert Assignment.objects.get(pk=int(first)).state == AssignmentState.SUBMITTED
+    assert when_idle(lambda: Assignment.objects.get(pk=int(first)).state) == AssignmentState.SUBMITTED
+
+
+def test_an_undo_lost_on_the_network_is_offered_again_and_done_once(page, live_server, open_votes):
+    factories.user_with_roles("ann", ("workers",))
+    sign_in(page, live_server.url, "ann")
+    wait_for_image_loaded(page)
+    first = shown(page)
+    page.keyboard.press("y")
+    expect(page.locator("#answered")).to_have_text("1")
+    wait_for_image_loaded(page)
+    dropped = []
+
+    def drop_once(route):
+        if dropped:
+            return route.continue_()
+        dropped.append(route.request.url)
+        route.abort()
+
+    page.route("**/undo", drop_once)
+    page.keyboard.press("u")
+    expect(page.locator("#undo-bar")).to_contain_text("Could not take your answer back")
+    page.keyboard.press("u")
+    expect(page.locator("#undo-bar")).to_contain_text("taken back")
+    expect(page.locator("#answered")).to_have_text("0")
+    assert len(dropped) == 1
+    assert when_idle(lambda: Assignment.objects.get(pk=int(first)).state) == AssignmentState.WITHDRAWN
+    leases = Assignment.objects.filter(task__assignments__pk=int(first), state=AssignmentState.LEASED)
+    assert when_idle(leases.filter(worker__user__username="ann").count) == 1

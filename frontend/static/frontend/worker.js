@@ -366,7 +366,8 @@ function offerUndo(pending, question) {
   undoBar.hidden = true;
   if (pending.training || !undoMs || !pending.answer || typeof pending.answer.answer !== "boolean") return;
   const label = pending.answer.answer ? "Yes" : "No";
-  lastAnswer = { assignment: pending.assignment, question, label, timer: setTimeout(() => offerUndo({}), undoMs) };
+  const until = Date.now() + undoMs;
+  lastAnswer = { assignment: pending.assignment, question, label, until, timer: setTimeout(() => offerUndo({}), undoMs) };
   undoText.textContent = `You answered ${label} to “${question}”.`;
   undoButton.hidden = false;
   undoBar.hidden = false;
@@ -403,6 +404,14 @@ async function undo() {
     return present(lease);
   } catch (error) {
     if (signedOut(error)) return halt();
+    const left = target.until - Date.now();
+    if ((!error.status || error.status >= 500) && left > 0) {
+      // The server may not have heard (or its reply was lost): offer it again, a retry is answered the same.
+      lastAnswer = { ...target, timer: setTimeout(() => offerUndo({}), left) };
+      undoText.textContent = `Could not take your answer back (${error.message}).`;
+      undoButton.hidden = false;
+      return;
+    }
     undoSaid(`Your answer stands: ${error.message}`);
   } finally {
     busy = false;
