@@ -1,4 +1,4 @@
-"""Thin DRF views: datasets and image upload for organizers; next task, resume, submit, extend and skip for
+"""Thin DRF views: datasets and image upload for organizers; next task, resume, submit, undo, extend and skip for
 workers."""
 
 from __future__ import annotations
@@ -438,6 +438,32 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
             raise Conflict(str(exc), code=exc.code) from None
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
         return Response({**AssignmentSerializer(result.assignment).data, **result.extras}, status=code)
+
+    @extend_schema(
+        request=None,
+        responses={
+            201: AssignmentSerializer,
+            200: OpenApiResponse(AssignmentSerializer, description="A retry of an undo already done."),
+            409: OpenApiResponse(
+                description="The answer stands: the window passed or its question is settled."
+            ),
+        },
+        description="Take back this submitted answer within `CROWDLABEL_ANSWER_UNDO_SECONDS` of sending it, "
+        "while its question is undecided: the answer stops counting and the task is leased to you again (the "
+        "response is that new lease, as `tasks/next` hands one out). A retry returns the same lease.",
+    )
+    @action(detail=True, methods=["post"])
+    def undo(self, request, pk=None):
+        if parse_id(str(pk)) is None:
+            raise NotFound("No such assignment.")
+        try:
+            result = queue.assignment_withdraw(assignment=int(pk), worker=request.user.worker)
+        except Assignment.DoesNotExist:
+            raise NotFound("No such assignment.") from None
+        except queue.QueueError as exc:
+            raise Conflict(str(exc), code=exc.code) from None
+        code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
+        return Response(worker_view(result.lease), status=code)
 
     @extend_schema(request=None, responses=AssignmentSerializer)
     @action(detail=True, methods=["post"])

@@ -1,5 +1,5 @@
-"""Extension points of the queue for higher apps (gold): lease policies, submit interceptors, the extras of
-lease and submit responses. The queue calls them; it never imports the apps that register them. Everything
+"""Extension points of the queue for higher apps (gold): lease policies, submit and undo interceptors, the extras
+of lease and submit responses. The queue calls them; it never imports the apps that register them. Everything
 they return is data (`annotation.queue.contract`): the queue builds its SQL itself.
 
 Register in `AppConfig.ready`; registering the same callable twice is a no-op. Lease policies run before the
@@ -24,6 +24,10 @@ LeasePolicy = Callable[[Any, "LeaseRequest", datetime], "LeaseTerms | None"]
 # (assignment being submitted, its task row locked) -> the change to write to the task when the interceptor
 # handled the answer (the kind's handler is then skipped), or None when the answer is not its business.
 SubmitInterceptor = Callable[["Assignment"], "TaskChange | None"]
+# (assignment whose answer its worker takes back, task row locked) -> the change to write to the task when the
+# interceptor handled the undo (the kind's `on_withdraw` is then skipped), or None when it is not its business;
+# it may raise `kinds.AnswerStands` to refuse the undo.
+WithdrawInterceptor = Callable[["Assignment"], "TaskChange | None"]
 # (submitted assignment, fresh or replayed) -> extra keys for the submit response (e.g. qualification
 # feedback), or {}. Runs in the submit's transaction; the queue returns them in `SubmitResult.extras`.
 SubmitExtras = Callable[["Assignment"], dict[str, Any]]
@@ -33,6 +37,7 @@ LeaseExtras = Callable[["Assignment"], dict[str, Any]]
 
 lease_policies: list[LeasePolicy] = []
 submit_interceptors: list[SubmitInterceptor] = []
+withdraw_interceptors: list[WithdrawInterceptor] = []
 submit_extras: list[SubmitExtras] = []
 lease_extras: list[LeaseExtras] = []
 
@@ -49,6 +54,10 @@ def register_lease_policy(fn: LeasePolicy) -> LeasePolicy:
 
 def register_submit_interceptor(fn: SubmitInterceptor) -> SubmitInterceptor:
     return _add(submit_interceptors, fn)
+
+
+def register_withdraw_interceptor(fn: WithdrawInterceptor) -> WithdrawInterceptor:
+    return _add(withdraw_interceptors, fn)
 
 
 def register_submit_extras(fn: SubmitExtras) -> SubmitExtras:

@@ -19,6 +19,10 @@ class AnswerInvalid(Exception):
     """The submitted answer does not fit the task kind; the message says what is wrong."""
 
 
+class AnswerStands(Exception):
+    """A submitted answer cannot be taken back (its question is decided); the message says why."""
+
+
 def yes_no_answer(task: Task, answer: Any) -> dict[str, Any]:
     """The answer of every yes/no kind: `{"answer": true|false}`, nothing else stored."""
     if not isinstance(answer, dict) or "answer" not in answer:
@@ -27,6 +31,17 @@ def yes_no_answer(task: Task, answer: Any) -> dict[str, Any]:
     if not isinstance(value, bool):
         raise AnswerInvalid(f'"answer" must be true or false, got {value!r}')
     return {"answer": value}
+
+
+def recount_withdraw(assignment: Assignment) -> TaskChange:
+    """`on_withdraw` of the kinds that recount the submitted answers at every submit: a withdrawn answer is no
+    longer submitted, so it leaves the count by itself; a task already closed keeps its answers."""
+    from .models import TaskState
+    from .queue.contract import TaskChange
+
+    if assignment.task.state == TaskState.DONE:
+        raise AnswerStands("its question has been decided, so this answer stands")
+    return TaskChange()
 
 
 def _no_public_payload(task: Task) -> dict[str, Any]:
@@ -42,6 +57,10 @@ class TaskKind:
       `TaskChange` to write (state, result), or None for none: the queue has already counted the answer and
       reopened the task, and writes the change with its own fields in one UPDATE.
     - `public_payload(task)` is everything the worker's browser gets about the task besides the image.
+    - `on_withdraw(assignment)`, for kinds whose answers can be taken back within the undo window, runs in the
+      undo's transaction with the task row locked: it reverts what `on_submit` did upstream and returns the
+      `TaskChange` that puts the task back as it was without this answer, or raises AnswerStands. A kind
+      without one keeps every answer.
     """
 
     name: str
@@ -49,6 +68,7 @@ class TaskKind:
     clean_answer: Callable[[Task, Any], dict[str, Any]]
     on_submit: Callable[[Assignment], TaskChange | None]
     public_payload: Callable[[Task], dict[str, Any]] = _no_public_payload
+    on_withdraw: Callable[[Assignment], TaskChange] | None = None
 
 
 _registry: dict[str, TaskKind] = {}

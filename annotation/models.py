@@ -208,10 +208,13 @@ class AssignmentState(models.TextChoices):
     SUBMITTED = "submitted", "Submitted"
     EXPIRED = "expired", "Lease expired"
     RELEASED = "released", "Skipped by the worker"
+    WITHDRAWN = "withdrawn", "Answer taken back by the worker"
 
 
 class Assignment(models.Model):
-    """A worker's lease on a task and, once submitted, their answer. Never edited after submission."""
+    """A worker's lease on a task and, once submitted, their answer. Never edited after submission, except that
+    an answer its worker takes back within the undo window becomes `withdrawn` (answer kept) and the task is
+    leased to them again as a new row (`queue.assignment_withdraw`)."""
 
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="assignments")
     worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="assignments")
@@ -234,8 +237,13 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            # A worker answers a task at most once (and so never votes twice on one question).
-            models.UniqueConstraint(fields=["task", "worker"], name="assignment_one_per_worker_per_task"),
+            # A worker answers a task at most once (and so never votes twice on one question); an answer taken
+            # back stays as a withdrawn row beside the lease that replaces it.
+            models.UniqueConstraint(
+                fields=["task", "worker"],
+                condition=~Q(state="withdrawn"),
+                name="assignment_one_per_worker_per_task",
+            ),
             # At most one open lease per task.
             models.UniqueConstraint(
                 fields=["task"], condition=Q(state="leased"), name="assignment_one_open_lease"

@@ -282,6 +282,8 @@ CROWDLABEL = {
     ),
     # How long a worker holds a leased micro-task.
     "LEASE_SECONDS": env_int("CROWDLABEL_LEASE_SECONDS", 300),
+    # How long after sending it a worker may take back an answer (a mis-keyed Y/N) while its question is open.
+    "ANSWER_UNDO_SECONDS": env_int("CROWDLABEL_ANSWER_UNDO_SECONDS", 10),
     # An open question whose task nobody of its dataset's crowd can take (all voted, blocked, unqualified or
     # barred) is settled with the votes it has, or sent to review, once its task has been untouched this long
     # (consensus/starved.py; the review sweep runs it on a schedule).

@@ -45,6 +45,20 @@ def on_submit(assignment: Assignment) -> TaskChange:
     return TaskChange(state=TaskState.DONE, result=result)
 
 
+def on_withdraw(assignment: Assignment) -> TaskChange:
+    """The worker takes the answer back in the undo window: it leaves the running tally of the open task; a
+    closed task keeps it (its label is recorded)."""
+    task = assignment.task
+    if task.state == TaskState.DONE:
+        raise kinds.AnswerStands("its question has been decided, so this answer stands")
+    tally = task.result if isinstance(task.result, dict) and "yes" in task.result else None
+    if tally is None:
+        return TaskChange(result=_tally_from_answers(task, exclude=assignment))
+    yes = tally["yes"] - (1 if assignment.answer["answer"] else 0)
+    no = tally["no"] - (0 if assignment.answer["answer"] else 1)
+    return TaskChange(result={"yes": yes, "no": no})
+
+
 def _tally_from_answers(task: Task, exclude: Assignment) -> dict[str, int]:
     if task.answers_count <= 1:
         return {"yes": 0, "no": 0}
@@ -71,5 +85,6 @@ KIND_SPEC = kinds.register(
         clean_answer=kinds.yes_no_answer,
         on_submit=on_submit,
         public_payload=public_payload,
+        on_withdraw=on_withdraw,
     )
 )

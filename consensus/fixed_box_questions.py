@@ -102,6 +102,7 @@ def register() -> None:
                 clean_answer=kinds.yes_no_answer,
                 on_submit=on_submit,
                 public_payload=public_payload,
+                on_withdraw=kinds.recount_withdraw,
             )
         )
     questions.register_default(BACKEND)

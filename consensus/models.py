@@ -197,11 +197,18 @@ class Vote(models.Model):
         "annotation.Assignment", null=True, blank=True, on_delete=models.PROTECT, related_name="vote"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set once, when its worker takes the answer back within the undo window (consensus.voiding.vote_withdraw;
+    # the vote is voided too, so every count skips it): their new answer is a new vote.
+    withdrawn = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["question", "worker"], name="vote_one_per_worker_per_question")
+            models.UniqueConstraint(
+                fields=["question", "worker"],
+                condition=Q(withdrawn=False),
+                name="vote_one_per_worker_per_question",
+            )
         ]
 
     def __str__(self) -> str:
@@ -209,7 +216,7 @@ class Vote(models.Model):
 
 
 class VoteVoid(models.Model):
-    """A vote that no longer counts (its worker was found unreliable). The vote row stays; this fact is added
+    """A vote that no longer counts (its worker was found unreliable, or took it back at once). The vote row stays; this fact is added
     once and never removed. Counts, estimators and calibration tables skip voided votes."""
 
     vote = models.OneToOneField(Vote, on_delete=models.PROTECT, related_name="void")

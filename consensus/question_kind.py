@@ -11,8 +11,10 @@ from typing import Any
 from annotation import kinds
 from annotation.models import Assignment, Box, Task
 from annotation.queue import TaskChange
+from hierarchy.graph import graph_for
+from hierarchy.models import QuestionNode
 
-from . import box_questions, services
+from . import box_questions, services, voiding
 from .models import QuestionKind
 
 BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
@@ -29,6 +31,12 @@ def on_submit(assignment: Assignment) -> TaskChange:
     # vote_apply states its decision on the task it is given (it also serves vote_record, which saves the
     # task itself); handed back as the change the queue writes.
     return TaskChange(state=task.state, result=task.result)
+
+
+def on_withdraw(assignment: Assignment) -> TaskChange:
+    """The worker takes the answer back in the undo window: the vote leaves its open question's tally."""
+    voiding.vote_withdraw(assignment=assignment)
+    return TaskChange()
 
 
 def public_payload(task: Task) -> dict[str, Any]:
@@ -49,12 +57,33 @@ def public_payload(task: Task) -> dict[str, Any]:
         # in its payload, so its public payload has the same keys as a real question of its kind.
         shows_boxes = SHOWN_BOXES_KEY in task.payload
         shown = [int(b) for b in task.payload.get(SHOWN_BOXES_KEY, ())]
+    examples = [] if shows_boxes else _examples(task)
+    if examples:
+        payload["examples"] = examples
     if shows_boxes:
         # Box questions show the accepted boxes too: coverage judges them all, and a quality verifier can see
         # a box that repeats one of them.
         found = {b.pk: b for b in Box.objects.filter(pk__in=shown)}
         payload["boxes"] = [_coords(found[b]) for b in shown if b in found]
     return payload
+
+
+def _examples(task: Task) -> list[str]:
+    """What counts as a yes to a question about a hierarchy's inner node ("Is there ANY animal?"): names of
+    leaves below it ("such as dog, domestic cat"), as the hierarchy's own `hierarchy_question` kind shows them.
+    Worked out from the task's concept alone (the newest hierarchy with it as an inner node), so a gold item
+    about the same concept shows the very same list."""
+    if task.concept_id is None:
+        return []
+    node = (
+        QuestionNode.objects.filter(concept_id=task.concept_id, leaf=False)
+        .order_by("-hierarchy_id")
+        .values_list("hierarchy_id", "node_id")
+        .first()
+    )
+    if node is None:
+        return []
+    return graph_for(node[0]).examples(node[1])
 
 
 def _coords(box: Box) -> dict[str, float]:
@@ -68,5 +97,6 @@ KIND_SPEC = kinds.register(
         clean_answer=kinds.yes_no_answer,
         on_submit=on_submit,
         public_payload=public_payload,
+        on_withdraw=on_withdraw,
     )
 )

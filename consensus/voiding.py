@@ -1,6 +1,7 @@
 """Voiding votes: a higher app (gold) that finds a worker unreliable voids their votes; the questions they touched
 are recounted without them, open ones keep collecting votes, and decided ones are re-checked by the stopping
-rule and reopened when the remaining votes no longer decide them.
+rule and reopened when the remaining votes no longer decide them. A worker taking back their own vote within the
+undo window (`vote_withdraw`) is the same repair for one open question.
 
 Locks: every touched task (by id), then every touched question (by id), the queue's task-then-question order.
 """
@@ -13,8 +14,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Q
 
-from annotation import queue
-from annotation.models import Task, TaskState
+from annotation import kinds, queue
+from annotation.models import Assignment, Task, TaskState
 
 from . import events
 from .final_labels import question_final_label
@@ -76,6 +77,34 @@ def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
             if task is not None:
                 queue.task_save(task, ["state", "result", "lease_expires_at"])
     return report
+
+
+WITHDRAWN_REASON = "taken back by its worker"
+
+
+def vote_withdraw(*, assignment: Assignment) -> None:
+    """The queue's undo (task row locked): the vote this assignment cast stops counting, as if never cast.
+
+    Refused (AnswerStands) once the question is decided or paused for its calibration table, or when the
+    remaining votes would decide it now (a new table since): an undo never settles a question. The vote row
+    stays, marked withdrawn and voided, so the worker's new answer is a new vote and every count skips it."""
+    task = assignment.task
+    question = Question.objects.select_for_update().get(task=task)
+    if question.state != QuestionState.OPEN or task.state == TaskState.DONE:
+        raise kinds.AnswerStands("its question has been decided, so this answer stands")
+    vote = Vote.objects.select_related("void").get(assignment=assignment)
+    Vote.objects.filter(pk=vote.pk).update(withdrawn=True)
+    if getattr(vote, "void", None) is None:  # a vote voided meanwhile already counts for nothing
+        VoteVoid.objects.create(vote=vote, reason=WITHDRAWN_REASON)
+        if vote.answer:
+            question.yes_count -= 1
+        else:
+            question.no_count -= 1
+        question.save(update_fields=["yes_count", "no_count"])
+    report = VoidReport()
+    _repair(question, task, report)
+    if report.decided_now:
+        raise kinds.AnswerStands("the other answers now decide its question, so this answer stands")
 
 
 def _repair(question: Question, task: Task | None, report: VoidReport) -> None:

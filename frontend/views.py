@@ -1,5 +1,6 @@
 """Server-rendered shells for the browser pages; everything dynamic goes through the REST API."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
@@ -29,5 +30,9 @@ def worker(request):
     return render(
         request,
         "frontend/worker.html",
-        {"is_worker": hasattr(request.user, "worker"), "kinds": request.GET.get("kinds", "")},
+        {
+            "is_worker": hasattr(request.user, "worker"),
+            "kinds": request.GET.get("kinds", ""),
+            "undo_seconds": settings.CROWDLABEL["ANSWER_UNDO_SECONDS"],
+        },
     )

@@ -12,6 +12,7 @@ class GoldConfig(AppConfig):
 
         hooks.register_lease_policy(serving.lease_policy)
         hooks.register_submit_interceptor(services.gold_submit_intercept)
+        hooks.register_withdraw_interceptor(services.gold_withdraw_intercept)
         hooks.register_submit_extras(services.qualification_feedback)
         hooks.register_lease_extras(services.training_progress)
         boxes.verdict_hook_register(services.drawer_verdict_record)

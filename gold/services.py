@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import queue
+from annotation import kinds, queue
 from annotation.models import Assignment, AssignmentState, Box
 from consensus.models import Vote
 from consensus.voiding import votes_void
@@ -42,6 +42,8 @@ def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
     if task.pool != GOLD_POOL:
         return None
     item = GoldItem.objects.get(task_id=task.pk)
+    if GoldServing.objects.filter(item=item, worker=assignment.worker).exists():
+        return queue.TaskChange()  # answered again after an undo: the first answer is the one scored
     purpose, attempt = lease_purpose(assignment.lease_note) or (Purpose.EMBEDDED, None)
     serving = GoldServing.objects.create(
         item=item,
@@ -60,6 +62,19 @@ def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
         correct=bool(assignment.answer["answer"]) == item.answer,
     )
     score_update(worker=assignment.worker, dataset_id=task.dataset_id, kind=item.kind, serving=serving)
+    return queue.TaskChange()
+
+
+def gold_withdraw_intercept(assignment: Assignment) -> queue.TaskChange | None:
+    """Queue undo interceptor: an embedded gold item's answer is taken back as any undecided question's is, as
+    far as the worker can tell (a new lease on the same task), so an undo tells no gold item apart; its score
+    keeps the answer first given (a gold answer is never rewritten) and the answer given again is not scored.
+    A training (qualification) answer stands: those items are announced and their feedback already shown."""
+    if assignment.task.pool != GOLD_POOL:
+        return None
+    found = lease_purpose(assignment.lease_note)
+    if found is not None and found[0] == Purpose.QUALIFICATION:
+        raise kinds.AnswerStands("a training answer stands: the right answer has been shown")
     return queue.TaskChange()
 
 

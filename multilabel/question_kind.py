@@ -59,5 +59,6 @@ KIND_SPEC = kinds.register(
         clean_answer=kinds.yes_no_answer,
         on_submit=on_submit,
         public_payload=public_payload,
+        on_withdraw=kinds.recount_withdraw,
     )
 )

@@ -1,7 +1,8 @@
 """The micro-task queue: the only code that writes Task and Assignment rows, and the home of its hot SQL.
 
 - `services`: lease the next task, submit once, release, extend, expire;
-- `writes`: create tasks and change a task's own fields for the pipelines above (one code path for all);
+- `writes`: create tasks and change a task's own fields for the pipelines above (one code path for all), and
+  take an answer back within the undo window;
 - `contract`: the data the apps above exchange with the queue (lease terms, draws, task changes, results);
 - `statements` and `sqlrows`: the hand-written SQL and the rows-to-instances helper it uses.
 """
@@ -30,7 +31,17 @@ from .services import (
     leases_expire,
     task_lease_next,
 )
-from .writes import assignments_import, task_create, task_save, tasks_create, tasks_update
+from .writes import (
+    UndoRefused,
+    Withdrawn,
+    assignment_withdraw,
+    assignments_import,
+    task_create,
+    task_save,
+    tasks_create,
+    tasks_update,
+    undo_window,
+)
 
 __all__ = [
     "KEEP",
@@ -46,9 +57,12 @@ __all__ = [
     "QueueError",
     "SubmitResult",
     "TaskChange",
+    "UndoRefused",
+    "Withdrawn",
     "assignment_extend",
     "assignment_release",
     "assignment_submit",
+    "assignment_withdraw",
     "available_tasks",
     "lease_duration",
     "lease_terms",
@@ -58,4 +72,5 @@ __all__ = [
     "tasks_create",
     "task_lease_next",
     "tasks_update",
+    "undo_window",
 ]

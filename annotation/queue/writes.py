@@ -1,7 +1,8 @@
 """The only writers of Task rows besides leasing and submitting: creating tasks (every pipeline's and gold's
 alike, so ids, timestamps and columns come from one code path) and changing a task's own fields outside a
-submit (a question paused or reopened by consensus, a voided vote's repair). Assignment rows are written only
-by leasing, submitting, releasing, extending and expiring (`services`).
+submit (a question paused or reopened by consensus, a voided vote's repair), and taking an answer back within
+the undo window. Assignment rows are written only by leasing, submitting, releasing, extending and expiring
+(`services`), and by that undo (here).
 
 A test scans the code and watches the database to hold everyone else to it (tests/annotation/test_queue_writes.py).
 """
@@ -9,11 +10,19 @@ A test scans the code and watches the database to hold everyone else to it (test
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
+from django.conf import settings
+from django.db import connections, transaction
 from django.utils import timezone
 
-from annotation.models import Assignment, AssignmentState, Task
+from annotation import hooks, kinds
+from annotation.models import Assignment, AssignmentState, Task, TaskState
+
+from . import statements
+from .contract import KEEP, OPEN_POOL
+from .services import QueueError, lease_duration
 
 _WRITABLE = frozenset(
     {"state", "result", "priority", "answers_wanted", "answers_count", "lease_expires_at", "payload"}
@@ -57,3 +66,100 @@ def tasks_update(task_ids: Iterable[int], **values: Any) -> int:
     if unknown:
         raise ValueError(f"the queue keeps these task fields to itself: {', '.join(sorted(unknown))}")
     return Task.objects.filter(pk__in=list(task_ids)).update(**values, updated_at=timezone.now())
+
+
+class UndoRefused(QueueError):
+    code = "undo_refused"
+
+
+class Withdrawn(NamedTuple):
+    """An undo's outcome: the new lease on the task the answer was taken from, and whether this was a retry
+    of an undo already done (the lease it made then, as it is now)."""
+
+    lease: Assignment
+    replayed: bool
+
+
+def undo_window() -> timedelta:
+    return timedelta(seconds=settings.CROWDLABEL["ANSWER_UNDO_SECONDS"])
+
+
+def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None) -> Withdrawn:
+    """Take back `worker`'s answer on this assignment and lease its task to them again, in one transaction.
+
+    Only within the undo window after the submit, only for a kind that can revert its answer upstream (its
+    `on_withdraw`: a vote leaves its question's tally, a question already decided refuses) or a task an undo
+    interceptor takes care of (gold: a reserved pool's tasks), and only while no other worker holds the task; otherwise UndoRefused and nothing changes. The
+    answer stays on the assignment, now `withdrawn`; the task's answer count goes back down and a new lease
+    (a new row) gives the task back. A retry of a done undo returns that lease and changes nothing. Another
+    worker's assignment is `Assignment.DoesNotExist`. Locks: task row, then assignment rows."""
+    now = now or timezone.now()
+    task_id = (
+        Assignment.objects.filter(pk=assignment, worker_id=worker.pk)
+        .values_list("task_id", flat=True)
+        .first()
+    )
+    if task_id is None:
+        raise Assignment.DoesNotExist(f"no assignment {assignment}")
+    connection = connections[Assignment.objects.db]
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=task_id)
+        current = Assignment.objects.select_for_update().get(pk=assignment)
+        if current.state == AssignmentState.WITHDRAWN:
+            again = (
+                Assignment.objects.filter(task_id=task_id, worker_id=worker.pk, pk__gt=current.pk)
+                .order_by("id")
+                .values_list("pk", flat=True)
+                .first()
+            )
+            return Withdrawn(statements.assignment_read(connection, again), replayed=True)
+        if current.state != AssignmentState.SUBMITTED:
+            raise UndoRefused(
+                f"only a submitted answer can be taken back; this assignment is {current.state}"
+            )
+        window = undo_window()
+        if current.submitted_at is None or now - current.submitted_at > window:
+            raise UndoRefused(
+                f"an answer can be taken back within {int(window.total_seconds())} seconds of sending it; this one stands"
+            )
+        kind = kinds.get(task.kind)
+        if task.state == TaskState.LEASED:
+            if task.lease_expires_at is not None and task.lease_expires_at > now:
+                raise UndoRefused("another worker is answering this task now, so your answer stands")
+            Assignment.objects.filter(task_id=task_id, state=AssignmentState.LEASED).update(
+                state=AssignmentState.EXPIRED
+            )
+        current.task = task
+        try:
+            change = _withdraw_intercepted(current)
+            if change is None:
+                if kind.on_withdraw is None or task.pool != OPEN_POOL:
+                    raise kinds.AnswerStands("this answer can no longer be taken back: its task is settled")
+                change = kind.on_withdraw(current)
+        except kinds.AnswerStands as exc:
+            raise UndoRefused(str(exc)) from None
+        Assignment.objects.filter(pk=current.pk).update(state=AssignmentState.WITHDRAWN)
+        expires_at = now + lease_duration()
+        lease = Assignment.objects.create(
+            task_id=task_id,
+            worker_id=worker.pk,
+            state=AssignmentState.LEASED,
+            leased_at=now,
+            expires_at=expires_at,
+        )
+        task.answers_count -= 1
+        task.state, task.lease_expires_at = TaskState.LEASED, expires_at
+        fields = ["answers_count", "state", "lease_expires_at"]
+        if change.result is not KEEP:
+            task.result = change.result
+            fields.append("result")
+        task_save(task, fields)
+        return Withdrawn(statements.assignment_read(connection, lease.pk), replayed=False)
+
+
+def _withdraw_intercepted(assignment: Assignment):
+    for intercept in hooks.withdraw_interceptors:
+        change = intercept(assignment)
+        if change is not None:
+            return change
+    return None

@@ -39,6 +39,7 @@ def test_migrate_and_load_demo_succeed_on_an_empty_sqlite_file_and_reloading_add
         ]
     # A newcomer finds every page the demo promises: yes/no votes, boxes to draw, a drawn box to check.
     assert kinds["binary_vote"] > 0 and kinds["box_draw"] >= 4 and kinds["question"] >= 1, kinds
+    assert kinds["hierarchy_question"] >= 1, kinds
     assert shown == 2
     assert list((var_dir / "media").rglob("*.png")), "demo images were not stored under the var dir"
 
@@ -48,6 +49,6 @@ def test_migrate_and_load_demo_succeed_on_an_empty_sqlite_file_and_reloading_add
     assert count(db_path, "annotation_task") == tasks
     assert count(db_path, "annotation_image") == images
     assert count(db_path, "annotation_conceptexample") == 2
-    assert count(db_path, "auth_user") == 4
+    assert count(db_path, "auth_user") == 4 + 6  # the demo accounts and the scripted demo crowd
     # The same logins are printed again, with the same tokens.
     assert first.stdout.splitlines()[-4:] == second.stdout.splitlines()[-4:]

@@ -1,5 +1,6 @@
 """axe-core (vendored in tests/a11y) on the sign-in, worker and reviewer pages in real Chromium: no WCAG 2.1 A
-or AA violation, on a desktop and on a phone-sized screen."""
+or AA violation, on a desktop and on a phone-sized screen (every task kind, and the worker's undo bar:
+tests/e2e/test_every_kind.py)."""
 
 from __future__ import annotations
 
@@ -91,4 +92,8 @@ def test_the_reviewer_page_has_no_violations(page, live_server, viewport):
     page.wait_for_selector("#queue-counts td", state="attached")  # no eval: the page's CSP forbids it
     assert page.get_by_role("heading", level=1).count() == 1
     assert "box A and box B" in page.locator("#stage-image").get_attribute("alt")
+    assert violations(page) == []
+    # After a decision: the undo bar, and the empty queue, pass too.
+    page.keyboard.press("1")
+    page.locator("#undo-bar:not([hidden])").wait_for()
     assert violations(page) == []

@@ -107,6 +107,20 @@ def test_progress_query_count_does_not_grow_with_images(
 
 
 @pytest.mark.django_db
+def test_the_default_engine_keeps_the_examples_of_an_inner_node(
+    api_client, organizer, worker, dataset, tiny_hierarchy, images
+):
+    """Issue 17: the consensus engine's `question` tasks dropped the "for example" names of a hierarchy question."""
+    body = {"hierarchy": tiny_hierarchy.pk, "images": [images[0].pk]}
+    assert api_client(organizer).post(URL.format(dataset.pk), body, format="json").status_code == 201
+    reply = api_client(worker).get("/api/v1/tasks/next", {"kinds": "question"})
+    assert reply.status_code == 200
+    payload = reply.json()["task"]["payload"]
+    assert payload["question"] == "Is there ANY animal in this image?"
+    assert payload["examples"] == ["dog", "cat"]
+
+
+@pytest.mark.django_db
 def test_worker_sees_the_question_with_gloss_and_examples_and_nothing_else(
     api_client, organizer, worker, dataset, tiny_hierarchy, images
 ):

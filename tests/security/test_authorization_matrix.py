@@ -54,6 +54,7 @@ POLICY: dict[str, tuple[frozenset[str], str | dict[str, str]]] = {
     "v1_assignments_extend_create": (W, "own"),
     "v1_assignments_release_create": (W, "own"),
     "v1_assignments_submit_create": (W, "own"),
+    "v1_assignments_undo_create": (W, "own"),
     # provider sessions: a signed bundle session, never an account's token
     "bundle_next": (frozenset(), "shared"),
     "bundle_image": (frozenset(), "shared"),

@@ -1,5 +1,7 @@
-"""Load the demo: a small hierarchy, a dataset of generated images, demo accounts, and tasks of several kinds:
-yes/no votes, boxes to draw, and a drawn box to check (so a newcomer sees the vote, draw and quality pages)."""
+"""Load the demo: a small hierarchy, a dataset of generated images (and one real photograph), demo accounts, and
+tasks of every kind: yes/no votes, image verification, hierarchy questions, boxes to draw, a drawn box to check,
+a coverage question and a duplicate pair of boxes to review (`crowd.demo_tasks`), so a newcomer sees every
+worker page and the review page."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from annotation.models import Box, Dataset
 from annotation.vote_tasks import KIND as VOTE_KIND
 from annotation.vote_tasks import vote_tasks_create
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
+from crowd import demo_tasks
 from crowd.services import roles_ensure, token_for, user_create
 from hierarchy.services import concepts_upsert
 
@@ -55,6 +58,17 @@ DEMO_ACCOUNTS = [
     ("worker", "worker-demo-pass", (WORKERS,)),
     ("worker2", "worker2-demo-pass", (WORKERS,)),
 ]
+
+
+def demo_photograph() -> IngestItem:
+    """The one real photograph an installed dependency ships under a free licence: matplotlib's sample portrait
+    of Grace Hopper (a U.S. Navy photograph, public domain). No package the project uses ships free photographs
+    of the demo's concepts (dogs, cats, cars), so the other demo images stay generated."""
+    from matplotlib import cbook
+
+    with cbook.get_sample_data("grace_hopper.jpg") as photo:
+        data = photo.read()
+    return IngestItem(name="grace-hopper.jpg", data=data, source="matplotlib sample data (public domain)")
 
 
 def demo_image(index: int, rng: random.Random) -> bytes:
@@ -102,13 +116,31 @@ class Command(BaseCommand):
         rng = random.Random(0)
         report = images_ingest(
             dataset=dataset,
-            items=(
-                IngestItem(name=f"demo-{i:03d}.png", data=demo_image(i, rng), source="generated")
-                for i in range(images)
-            ),
+            items=[
+                *(
+                    IngestItem(name=f"demo-{i:03d}.png", data=demo_image(i, rng), source="generated")
+                    for i in range(images)
+                ),
+                demo_photograph(),
+            ],
         )
         created = vote_tasks_create(dataset=dataset, concept=concepts["n02084071"], answers_wanted=3)
         drawn, checks = self.box_tasks(dataset, concepts["n02958343"])
+        demo_images = list(dataset.images.order_by("id"))
+        verifications = demo_tasks.verification_start(dataset, concepts["n02121808"])
+        labelings = demo_tasks.hierarchy_start(dataset, DEMO_CONCEPTS, demo_images[-4:])
+        organizers = list(dataset.organizers.all())
+        boxed, _ = demo_tasks.boxes_dataset(organizers)
+        if not boxed.images.exists():
+            images_ingest(
+                dataset=boxed,
+                items=[
+                    IngestItem(
+                        name="boxes-000.png", data=demo_image(800, random.Random(800)), source="generated"
+                    )
+                ],
+            )
+        crowd = demo_tasks.crowd_boxes(boxed, concepts["n02958343"], boxed.images.order_by("id").first())
         for polarity, index, caption in (
             ("positive", 900, "what counts"),
             ("negative", 901, "what does not"),
@@ -128,7 +160,13 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Demo dataset {dataset.name!r}: {dataset.images.count()} images "
             f"({len(report.stored)} new), {len(created)} new vote tasks, {drawn} new box jobs "
-            f"(draw tasks), {checks} new drawn boxes to check (quality tasks)."
+            f"(draw tasks), {checks} new drawn boxes to check (quality tasks), {verifications} new image "
+            f"verification questions, {labelings} new images with hierarchy questions."
+        )
+        self.stdout.write(
+            f"Dataset {boxed.name!r}: the demo crowd gave {crowd.answers} answers; {crowd.accepted_boxes} boxes "
+            f"accepted, a coverage question {'waits' if demo_tasks.coverage_waiting(boxed) else 'does not wait'}"
+            f" for 'worker', {crowd.review_items} review items wait for 'reviewer' (/review/)."
         )
         self.stdout.write(
             "Draw tasks: /worker/?kinds=box_draw; the box to check goes to 'worker' (worker2 drew it)."

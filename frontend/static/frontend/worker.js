@@ -3,7 +3,8 @@
 // While a task is on screen the next one is leased and its image decoded (one task ahead, never more), so an
 // answer brings the next task from memory; the answer goes to the server in the background, in order, with its
 // Idempotency-Key, retried until it is stored. Answers not yet stored stay in sessionStorage until they are:
-// across a network outage, a reload and a trip to sign in again.
+// across a network outage, a reload and a trip to sign in again. The last yes/no answer can be taken back for a
+// few seconds (Undo, U or Ctrl+Z): the task comes back on screen and the one shown waits its turn.
 
 import { api, stored, submitAnswer, tabStorage } from "./api.js";
 import { showExamples } from "./examples.js";
@@ -28,6 +29,10 @@ const skipButton = document.getElementById("skip");
 const skippedCounter = document.getElementById("skipped");
 const unsaved = document.getElementById("unsaved");
 const shortcuts = document.getElementById("shortcuts");
+const undoBar = document.getElementById("undo-bar");
+const undoText = document.getElementById("undo-text");
+const undoButton = document.getElementById("undo");
+const undoMs = 1000 * Number(app.dataset.undoSeconds || 0);
 const renderers = new Map();
 const waiting = []; // assignments this worker holds that are not on screen yet (resumed after a reload)
 // `?prefetch=off` shows the page as it was before prefetching (store the answer, then lease the next): the
@@ -39,6 +44,7 @@ let ahead = null; // the promise of the task leased one ahead (an assignment, or
 let busy = false; // a skip, or (without prefetching, and for training) an answer, is on its way
 let halted = false; // signed out: nothing more is leased or taken until the worker signs in again
 let retryTimer = null;
+let lastAnswer = null; // { assignment, question, label, timer } of the answer that can still be taken back
 
 async function rendererFor(kind) {
   if (!renderers.has(kind)) {
@@ -237,6 +243,7 @@ function take(entry, answer) {
   if (!entry.answerable) return; // seen for less than MIN_LOOK_MS
   const pending = { assignment: entry.assignment.id, answer, training: Boolean(entry.assignment.training) };
   outboxPut(pending);
+  offerUndo(pending, entry.question);
   if (prefetching && !pending.training) {
     deliver(); // in the background
     next(); // the task leased ahead, from memory
@@ -351,6 +358,66 @@ function showFeedback(pending, feedback) {
   }
 }
 
+// Only a yes/no answer outside training can be taken back (the server says so for anything else, too); the
+// offer ends a little before the server's window, which starts when the answer is stored, not taken.
+function offerUndo(pending, question) {
+  clearTimeout(lastAnswer && lastAnswer.timer);
+  lastAnswer = null;
+  undoBar.hidden = true;
+  if (pending.training || !undoMs || !pending.answer || typeof pending.answer.answer !== "boolean") return;
+  const label = pending.answer.answer ? "Yes" : "No";
+  const until = Date.now() + undoMs;
+  lastAnswer = { assignment: pending.assignment, question, label, until, timer: setTimeout(() => offerUndo({}), undoMs) };
+  undoText.textContent = `You answered ${label} to “${question}”.`;
+  undoButton.hidden = false;
+  undoBar.hidden = false;
+}
+
+function undoSaid(message) {
+  undoText.textContent = message;
+  undoButton.hidden = true;
+  undoBar.hidden = false;
+  setTimeout(() => {
+    if (!lastAnswer && undoButton.hidden) undoBar.hidden = true;
+  }, 6000);
+}
+
+// Take the last answer back: once it is stored (the server decides whether it still may), the task it answered
+// is leased to this worker again and shown; the task on screen goes first in line after it.
+async function undo() {
+  const target = lastAnswer;
+  if (!target || busy || halted) return;
+  clearTimeout(target.timer);
+  lastAnswer = null;
+  busy = true;
+  undoButton.hidden = true;
+  undoText.textContent = "Taking your answer back…";
+  try {
+    if (!(await deliver())) return;
+    const lease = await api(base, `assignments/${target.assignment}/undo`, { method: "POST" });
+    answered.textContent = String(Math.max(0, Number(answered.textContent) - 1));
+    if (current) waiting.unshift(current.assignment);
+    leave();
+    clearTimeout(retryTimer);
+    undoSaid(`Your ${target.label} is taken back: answer again.`);
+    busy = false;
+    return present(lease);
+  } catch (error) {
+    if (signedOut(error)) return halt();
+    const left = target.until - Date.now();
+    if ((!error.status || error.status >= 500) && left > 0) {
+      // The server may not have heard (or its reply was lost): offer it again, a retry is answered the same.
+      lastAnswer = { ...target, timer: setTimeout(() => offerUndo({}), left) };
+      undoText.textContent = `Could not take your answer back (${error.message}).`;
+      undoButton.hidden = false;
+      return;
+    }
+    undoSaid(`Your answer stands: ${error.message}`);
+  } finally {
+    busy = false;
+  }
+}
+
 function expired(entry) {
   if (current !== entry) return;
   delete body.dataset.answerable;
@@ -374,6 +441,7 @@ async function skip(entry) {
 }
 
 skipButton.addEventListener("click", () => current && skip(current));
+undoButton.addEventListener("click", undo);
 // The shortcut list opens as a dialog beside the task; while it is open the task's keys do nothing
 // (binary_vote.onShortcut checks for an open dialog), and Esc or ? closes it.
 function showShortcuts() {
@@ -385,6 +453,12 @@ document.getElementById("help").addEventListener("click", showShortcuts);
 // kinds' shortcuts: not while typing, not with a modifier (Shift excepted: "?" needs it), never on auto-repeat.
 document.addEventListener("keydown", (event) => {
   if (event.target && ["INPUT", "TEXTAREA"].includes(event.target.tagName)) return;
+  const ctrlZ = (event.ctrlKey || event.metaKey) && !event.altKey && (event.key === "z" || event.key === "Z");
+  if (ctrlZ && !shortcuts.open && !event.repeat) {
+    if (lastAnswer) event.preventDefault(); // nothing to take back: the browser's own undo
+    undo();
+    return;
+  }
   if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
   if (shortcuts.open) {
     if (event.key === "Escape" || event.key === "?") {
@@ -399,6 +473,9 @@ document.addEventListener("keydown", (event) => {
   } else if ((event.key === "s" || event.key === "S") && current) {
     event.preventDefault();
     skip(current);
+  } else if ((event.key === "u" || event.key === "U") && lastAnswer) {
+    event.preventDefault();
+    undo();
   }
 });
 

@@ -1,9 +1,11 @@
 // Consensus questions ("does this image show X?", "is this box tight?", "is every X boxed?") use the yes/no
 // page of the plain binary vote: the same question, Yes/No buttons and Y/N keys. Box questions draw the image
 // with boxview.js's overlay, as the box_quality and box_coverage pages do: the accepted boxes, and the judged
-// box highlighted.
+// box highlighted. A question about an inner node of a hierarchy ("Is there ANY animal?") lists examples of what
+// counts, as the hierarchy_question page does.
 
-import { render as renderYesNo, yesNo } from "./binary_vote.js";
+import { yesNo } from "./binary_vote.js";
+import { render as renderYesNo } from "./hierarchy_question.js"; // yes/no, with the examples when there are some
 import { boxRect, conceptHeader, imageStage } from "../boxview.js";
 
 const coords = (b) => [b.x1, b.y1, b.x2, b.y2];

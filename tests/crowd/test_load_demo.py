@@ -1,0 +1,69 @@
+"""`load_demo` (`make run`) gives a newcomer every page at once (issue 17): the demo worker can lease a task of
+each kind - a yes/no vote, image verification, a hierarchy question, a box to draw, a box to check and a
+coverage question - and the demo reviewer gets a review item; loading again adds nothing."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from annotation import queue
+from annotation.models import Image, Task
+from consensus.models import QuestionKind
+from crowd.models import Worker
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EVERY_KIND = {
+    "binary_vote",
+    "hierarchy_question",
+    "box_draw",
+    QuestionKind.IMAGE_VERIFY,
+    QuestionKind.BOX_QUALITY,
+    QuestionKind.BOX_COVERAGE,
+}
+
+
+def shown_as(assignment) -> str:
+    """The page a lease opens: its task kind, or for a consensus question the question's kind."""
+    task = assignment.task
+    return task.question.kind if task.kind == "question" else task.kind
+
+
+def load() -> str:
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    return out.getvalue()
+
+
+def test_the_demo_worker_leases_every_task_kind_and_the_reviewer_gets_an_item(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    printed = load()
+    assert "a coverage question waits for 'worker'" in printed
+    worker = Worker.objects.get(user__username="worker")
+    seen: dict[str, int] = {}
+    for _ in range(Task.objects.count()):
+        lease = queue.task_lease_next(worker=worker)
+        if lease is None:
+            break
+        seen.setdefault(shown_as(lease), lease.pk)
+    assert set(seen) >= EVERY_KIND, sorted(seen)
+
+    response = client_for(get_user_model().objects.get(username="reviewer")).get("/api/v1/review/next")
+    assert response.status_code == 200, response.content
+    assert response.json()["kind"] == "duplicate"
+
+
+def test_the_demo_has_one_real_photograph_and_loading_again_adds_nothing(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    load()
+    photo = Image.objects.get(original_name="grace-hopper.jpg")
+    assert (photo.width, photo.height) == (512, 600)
+    tasks, images = Task.objects.count(), Image.objects.count()
+    again = load()
+    assert "the demo crowd gave 0 answers" in again
+    assert (Task.objects.count(), Image.objects.count()) == (tasks, images)
