@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0012_assignment_withdrawn'),
+        ('annotation', '0013_assignment_withdrawn'),
         ('consensus', '0006_task_topics_from_question_kinds'),
         ('crowd', '0005_mturk_qualification_confirmation_spend'),
     ]

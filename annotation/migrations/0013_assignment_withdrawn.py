@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0011_queue_pools_topics_and_lease_notes'),
+        ('annotation', '0012_bucket_cursor'),
         ('crowd', '0005_mturk_qualification_confirmation_spend'),
     ]
 
