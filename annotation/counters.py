@@ -1,5 +1,5 @@
 """Per-dataset counters the organizer's progress and cost pages read instead of aggregating millions of rows:
-box counts (`DatasetTally`) and micro-tasks, answers and worker-seconds per stage and concept (`UsageCounter`).
+image and box counts (`DatasetTally`) and micro-tasks, answers and worker-seconds per stage and concept (`UsageCounter`).
 
 They change only here, with F() updates inside the caller's transaction (the one that writes the boxes, tasks
 or answers they count), so a rolled-back write leaves them untouched and concurrent writers add up exactly: the
@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum, Value
 from django.db.models.functions import Coalesce, NullIf
 
-from .models import Assignment, AssignmentState, Box, BoxState, DatasetTally, Task, UsageCounter
+from .models import Assignment, AssignmentState, Box, BoxState, DatasetTally, Image, Task, UsageCounter
 
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -40,6 +40,11 @@ def _add(model, keys: dict, deltas: dict[str, int]) -> None:
             model.objects.create(**keys, **deltas)
     except IntegrityError:  # another transaction created the row meanwhile (it waited for its commit)
         rows.update(**change)
+
+
+def images_counted(dataset_id: int, n: int) -> None:
+    """Images stored in the dataset."""
+    _add(DatasetTally, {"dataset_id": dataset_id}, {"images": n})
 
 
 def boxes_counted(dataset_id: int, *, drawn: int = 0, accepted: int = 0) -> None:
@@ -86,7 +91,11 @@ def counters_expected(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, 
     boxes = Box.objects.filter(image__dataset_id=dataset_id).aggregate(
         drawn=Count("id"), accepted=Count("id", filter=Q(state=BoxState.ACCEPTED))
     )
-    tally = {"boxes_drawn": boxes["drawn"], "boxes_accepted": boxes["accepted"]}
+    tally = {
+        "images": Image.objects.filter(dataset_id=dataset_id).count(),
+        "boxes_drawn": boxes["drawn"],
+        "boxes_accepted": boxes["accepted"],
+    }
     usage: dict[tuple[str, int | None], dict[str, int]] = {}
     for row in (
         Task.objects.filter(dataset_id=dataset_id)
@@ -112,8 +121,9 @@ def counters_expected(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, 
 
 def counters_stored(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, int | None], dict[str, int]]]:
     """The counters as stored, in the shape of `counters_expected` (zero rows left out)."""
-    found = DatasetTally.objects.filter(dataset_id=dataset_id).values("boxes_drawn", "boxes_accepted").first()
-    tally = found or {"boxes_drawn": 0, "boxes_accepted": 0}
+    fields = ("images", "boxes_drawn", "boxes_accepted")
+    found = DatasetTally.objects.filter(dataset_id=dataset_id).values(*fields).first()
+    tally = found or dict.fromkeys(fields, 0)
     usage = {
         (r["stage"], r["concept_id"]): {k: r[k] for k in ("tasks", "answers", "worker_microseconds")}
         for r in UsageCounter.objects.filter(dataset_id=dataset_id).values(

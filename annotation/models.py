@@ -91,6 +91,8 @@ class Box(models.Model):
             ),
             models.CheckConstraint(condition=Q(x1__gte=0) & Q(y1__gte=0), name="box_non_negative_origin"),
         ]
+        # The organizer's progress counts the boxes of the last minutes (its rate and ETA) by creation time.
+        indexes = [models.Index(fields=["created_at"], name="box_created_idx")]
 
     def __str__(self) -> str:
         return f"box {self.pk} [{self.x1:.0f},{self.y1:.0f},{self.x2:.0f},{self.y2:.0f}]"
@@ -422,11 +424,12 @@ class ConceptExample(models.Model):
 
 
 class DatasetTally(models.Model):
-    """A dataset's box counts, kept exact by `annotation.counters` in the transactions that draw boxes and change
-    their state (F() updates), so the organizer's progress reads one row instead of counting every box through
-    its image. `manage.py counters_recount` rebuilds it from the boxes."""
+    """A dataset's image and box counts, kept exact by `annotation.counters` in the transactions that store
+    images, draw boxes and change their state (F() updates), so the organizer's pages read one row instead of
+    counting every image and every box through its image. `manage.py counters_recount` rebuilds it."""
 
     dataset = models.OneToOneField(Dataset, on_delete=models.CASCADE, primary_key=True, related_name="tally")
+    images = models.BigIntegerField(default=0)
     boxes_drawn = models.BigIntegerField(default=0)
     boxes_accepted = models.BigIntegerField(default=0)
 

@@ -52,9 +52,9 @@ def dataset_progress(dataset: Dataset, now=None) -> dict:
             "id", filter=Q(status__in=[BoxJobStatus.DONE, BoxJobStatus.REVIEW], updated_at__gte=since)
         ),
     )
-    # Box counts from the dataset's tally (kept in the transactions that write boxes), not from counting a
-    # million boxes through their images; only the recent window is counted, by the boxes' creation index.
-    # No tally row: no box was ever drawn in the dataset.
+    # Image and box counts from the dataset's tally (kept in the transactions that store images and write
+    # boxes), not from counting a million boxes through their images; only the recent window is counted, by
+    # the boxes' creation index. No tally row: nothing was ever stored in the dataset.
     recent_boxes = (
         Box.objects.filter(created_at__gte=since, state=BoxState.ACCEPTED, image__dataset=OuterRef("dataset"))
         .order_by()
@@ -64,14 +64,14 @@ def dataset_progress(dataset: Dataset, now=None) -> dict:
     )
     tally = DatasetTally.objects.filter(dataset=dataset).annotate(recent=Coalesce(Subquery(recent_boxes), 0))
     boxes = next(
-        iter(tally.values("boxes_drawn", "boxes_accepted", "recent")),
-        {"boxes_drawn": 0, "boxes_accepted": 0, "recent": 0},
+        iter(tally.values("images", "boxes_drawn", "boxes_accepted", "recent")),
+        {"images": 0, "boxes_drawn": 0, "boxes_accepted": 0, "recent": 0},
     )
+    images = boxes["images"]
     boxes = {"drawn": boxes["boxes_drawn"], "verified": boxes["boxes_accepted"], "recent": boxes["recent"]}
     review = ReviewItem.objects.filter(dataset=dataset).aggregate(
         total=Count("id"), open=Count("id", filter=Q(state__in=OPEN_STATES))
     )
-    images = dataset.images.count()
     stages = [
         _stage("verification", "Candidates verified", verify["done"], verify["total"], verify["recent"]),
         _stage(

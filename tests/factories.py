@@ -59,6 +59,18 @@ class ImageFactory(factory.django.DjangoModelFactory):
     phash = "0000000000000000"
     file = factory.django.FileField(filename="img.png", data=b"not decoded in these tests")
 
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        # Counted in the dataset's tally as ingestion (annotation.ingest) counts every image it stores.
+        from django.db import transaction
+
+        from annotation import counters
+
+        with transaction.atomic():
+            image = super()._create(model_class, *args, **kwargs)
+            counters.images_counted(image.dataset_id, 1)
+        return image
+
 
 class TaskFactory(factory.django.DjangoModelFactory):
     class Meta:

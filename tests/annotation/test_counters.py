@@ -44,6 +44,7 @@ def test_after_a_simulated_boxes_run_every_counter_equals_a_recount_from_boxes_t
     )
     dataset = Dataset.objects.order_by("-id").first()
     tally, usage = counters.counters_stored(dataset.pk)
+    assert tally["images"] == 4, "every uploaded image is counted"
     assert tally["boxes_drawn"] > 0 and tally["boxes_accepted"] > 0, "the run drew and accepted boxes"
     assert {stage for stage, _ in usage} >= {"box_draw", "box_quality"}, usage
     assert (
@@ -115,12 +116,12 @@ def test_imported_history_is_counted_with_its_worker_time(dataset):
 def test_counters_recount_command_repairs_wrong_counters_and_names_a_missing_dataset(dataset):
     task = factories.TaskFactory(image=factories.ImageFactory(dataset=dataset))
     UsageCounter.objects.filter(dataset=dataset).update(tasks=40, answers=3)
-    DatasetTally.objects.create(dataset=dataset, boxes_drawn=5)
+    DatasetTally.objects.filter(dataset=dataset).update(images=9, boxes_drawn=5)
     out = io.StringIO()
     call_command("counters_recount", dataset=[dataset.pk], stdout=out)
     assert f"dataset {dataset.pk} ({dataset.name}): 2 counter row(s) corrected" in out.getvalue()
     assert counters.counters_stored(dataset.pk) == (
-        {"boxes_drawn": 0, "boxes_accepted": 0},
+        {"images": 1, "boxes_drawn": 0, "boxes_accepted": 0},
         {("binary_vote", task.concept_id): {"tasks": 1, "answers": 0, "worker_microseconds": 0}},
     )
     with pytest.raises(CommandError, match="no dataset with id 987654"):
