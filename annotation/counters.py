@@ -10,7 +10,7 @@ transaction created it first, the UPDATE runs again. `counters_expected` recompu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
@@ -27,7 +27,8 @@ def task_stage(task: Task) -> str:
     return task.topic or task.kind
 
 
-def _add(model, keys: dict, deltas: dict[str, int]) -> None:
+def counter_add(model, keys: dict, deltas: dict[str, int]) -> None:
+    """Add `deltas` to the counter row of `model` with `keys` (F() updates; a missing row is created)."""
     deltas = {name: d for name, d in deltas.items() if d}
     if not deltas:
         return
@@ -44,12 +45,12 @@ def _add(model, keys: dict, deltas: dict[str, int]) -> None:
 
 def images_counted(dataset_id: int, n: int) -> None:
     """Images stored in the dataset."""
-    _add(DatasetTally, {"dataset_id": dataset_id}, {"images": n})
+    counter_add(DatasetTally, {"dataset_id": dataset_id}, {"images": n})
 
 
 def boxes_counted(dataset_id: int, *, drawn: int = 0, accepted: int = 0) -> None:
     """Boxes drawn in the dataset, and the change in how many of them are accepted."""
-    _add(DatasetTally, {"dataset_id": dataset_id}, {"boxes_drawn": drawn, "boxes_accepted": accepted})
+    counter_add(DatasetTally, {"dataset_id": dataset_id}, {"boxes_drawn": drawn, "boxes_accepted": accepted})
 
 
 def accepted_delta(before: Iterable[str], after: Iterable[str]) -> int:
@@ -68,13 +69,13 @@ def tasks_counted(tasks: Iterable[Task]) -> None:
     for (dataset_id, stage, concept_id), n in sorted(
         groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0)
     ):
-        _add(UsageCounter, _usage_key(dataset_id, stage, concept_id), {"tasks": n})
+        counter_add(UsageCounter, _usage_key(dataset_id, stage, concept_id), {"tasks": n})
 
 
 def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None) -> None:
     """Submitted answers on the task and the time they took (submission minus lease time)."""
     spent = 0 if worker_time is None else worker_time // _MICROSECOND
-    _add(
+    counter_add(
         UsageCounter,
         _usage_key(task.dataset_id, task_stage(task), task.concept_id),
         {"answers": answers, "worker_microseconds": spent},
@@ -134,6 +135,17 @@ def counters_stored(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, in
     return tally, usage
 
 
+# Higher apps' own counters (consensus's question tally), rebuilt by `counters_recount` in its transaction:
+# dataset id -> how many of their rows changed. Registered in `AppConfig.ready`.
+_recounters: list[Callable[[int], int]] = []
+
+
+def register_recount(fn: Callable[[int], int]) -> Callable[[int], int]:
+    if fn not in _recounters:
+        _recounters.append(fn)
+    return fn
+
+
 def counters_recount(dataset_id: int) -> int:
     """Rewrite the dataset's counters from the facts; returns how many counter rows changed. The dataset's
     counter rows are locked first, so writers that hold them finish before the recount reads, and the rest
@@ -154,4 +166,6 @@ def counters_recount(dataset_id: int) -> int:
                 continue
             UsageCounter.objects.update_or_create(**_usage_key(dataset_id, *key), defaults=want)
             changed += 1
+        for recount in _recounters:
+            changed += recount(dataset_id)
         return changed

@@ -16,7 +16,7 @@ from django.db.models import Count, Q
 from annotation import queue
 from annotation.models import Task, TaskState
 
-from . import events
+from . import events, tally
 from .final_labels import question_final_label
 from .models import (
     DECIDED_STATES,
@@ -121,6 +121,7 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
     question.p = estimate.p if estimate is not None else None
     question.decided_at = None
     question.save(update_fields=["state", "p", "decided_at"])
+    tally.decided_changed(question, was_decided=True)
     QuestionDecision.objects.create(
         question=question,
         decision=Verdict.REOPENED,

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from django.db.models import Count, Q
 
 from annotation.models import Dataset, UsageCounter
-from consensus.models import DECIDED_STATES, Question
+from consensus.models import QuestionTally
 from crowd.providers.spend import dataset_spend
 from hierarchy.models import QuestionNode
 from multilabel.models import ImageLabeling
@@ -28,10 +28,10 @@ def dataset_usage(dataset: Dataset) -> list[UsageRow]:
         if r["tasks"] or r["answers"]
     }
     decided = {
-        (r["kind"], r["concept__wnid"]): r["n"]
-        for r in Question.objects.filter(dataset=dataset, state__in=DECIDED_STATES)
-        .values("kind", "concept__wnid")
-        .annotate(n=Count("id"))
+        (r["kind"], r["concept__wnid"]): r["decided"]
+        for r in QuestionTally.objects.filter(dataset=dataset, decided__gt=0).values(
+            "kind", "concept__wnid", "decided"
+        )
     }
     rows = []
     for key in sorted(usage):

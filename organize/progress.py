@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import Box, BoxJob, BoxJobStatus, BoxState, Dataset, DatasetTally
-from consensus.models import DECIDED_STATES, Question, QuestionKind
+from consensus.models import DECIDED_STATES, Question, QuestionKind, QuestionTally
 from multilabel.models import ImageLabeling, LabelingStatus
 from review.models import OPEN_STATES, ReviewItem
 
@@ -34,10 +34,30 @@ def _stage(key: str, label: str, done: int, total: int, recent: int, extra: dict
 
 def dataset_progress(dataset: Dataset, now=None) -> dict:
     since = (now or timezone.now()) - RATE_WINDOW
-    verify = Question.objects.filter(dataset=dataset, kind=QuestionKind.IMAGE_VERIFY).aggregate(
-        total=Count("id"),
-        done=Count("id", filter=Q(state__in=DECIDED_STATES)),
-        recent=Count("id", filter=Q(state__in=DECIDED_STATES, decided_at__gte=since)),
+
+    # Questions asked and decided from the dataset's question tally (kept in the transactions that create
+    # and decide them); only the recent window is counted, by the (dataset, kind, decided_at) index.
+    def per_dataset(rows, total):
+        return Coalesce(Subquery(rows.order_by().values("dataset").annotate(n=total).values("n")), 0)
+
+    verify_tally = QuestionTally.objects.filter(dataset=OuterRef("pk"), kind=QuestionKind.IMAGE_VERIFY)
+    verify = (
+        Dataset.objects.filter(pk=dataset.pk)
+        .annotate(
+            total=per_dataset(verify_tally, Sum("questions")),
+            done=per_dataset(verify_tally, Sum("decided")),
+            recent=per_dataset(
+                Question.objects.filter(
+                    dataset=OuterRef("pk"),
+                    kind=QuestionKind.IMAGE_VERIFY,
+                    state__in=DECIDED_STATES,
+                    decided_at__gte=since,
+                ),
+                Count("id"),
+            ),
+        )
+        .values("total", "done", "recent")
+        .get()
     )
     labelings = ImageLabeling.objects.filter(dataset=dataset).aggregate(
         total=Count("id"),

@@ -25,6 +25,8 @@ from annotation.models import (
     Task,
     UsageCounter,
 )
+from consensus import tally as question_tally
+from consensus.models import Question
 from review import services as review
 from review.models import Decision, ReviewKind
 from tests import factories
@@ -33,6 +35,7 @@ from tests.threads import in_thread
 
 def assert_counters_match_a_recount(dataset_id: int) -> None:
     assert counters.counters_stored(dataset_id) == counters.counters_expected(dataset_id)
+    assert question_tally.tally_stored(dataset_id) == question_tally.tally_expected(dataset_id)
 
 
 # transaction=True: the consensus engine rebuilds calibration tables on commit, as in production.
@@ -52,6 +55,26 @@ def test_after_a_simulated_boxes_run_every_counter_equals_a_recount_from_boxes_t
         == Assignment.objects.filter(task__dataset=dataset, state=AssignmentState.SUBMITTED).count()
     )
     assert all(u["worker_microseconds"] > 0 for u in usage.values() if u["answers"])
+    assert_counters_match_a_recount(dataset.pk)
+    assert counters.counters_recount(dataset.pk) == 0, "nothing to correct"
+
+
+# transaction=True: as above.
+@pytest.mark.django_db(transaction=True)
+def test_after_a_simulated_verification_run_the_question_tally_equals_a_recount():
+    call_command(
+        "simulate", scenario="verify", images=30, workers=12, synsets=2, seed=3, stdout=io.StringIO(),
+        no_progress=True,
+    )  # fmt: skip
+    dataset = Dataset.objects.order_by("-id").first()
+    questions = question_tally.tally_stored(dataset.pk)
+    assert {kind for kind, _ in questions} == {"image_verify"}, questions
+    assert (
+        sum(q["questions"] for q in questions.values())
+        == Question.objects.filter(dataset=dataset).count()
+        > 0
+    )
+    assert sum(q["decided"] for q in questions.values()) > 0
     assert_counters_match_a_recount(dataset.pk)
     assert counters.counters_recount(dataset.pk) == 0, "nothing to correct"
 
