@@ -29,16 +29,17 @@ _IMAGE = OuterRef("pk")
 def _stage_conditions() -> dict[str, Q | Exists]:
     open_questions = (QuestionState.WAITING, QuestionState.OPEN)
     open_jobs = (BoxJobStatus.NEEDS_DRAW, BoxJobStatus.AWAITING_QUALITY, BoxJobStatus.AWAITING_COVERAGE)
-    in_review = Q(image=_IMAGE) | Q(box_a__image=_IMAGE)
-    started = (
-        Exists(Question.objects.filter(image=_IMAGE))
-        | Exists(ImageLabeling.objects.filter(image=_IMAGE))
-        | Exists(BoxJob.objects.filter(image=_IMAGE))
-        | Exists(ReviewItem.objects.filter(in_review))
-        | Exists(FinalLabel.objects.filter(image=_IMAGE))
+    in_review = Q(image=_IMAGE)  # the image the reviewer looks at (a pair's, an ambiguous item's)
+    # NOT EXISTS ... AND NOT EXISTS ... (not NOT (EXISTS OR EXISTS)): PostgreSQL plans each as an anti-join.
+    unstarted = (
+        ~Exists(Question.objects.filter(image=_IMAGE))
+        & ~Exists(ImageLabeling.objects.filter(image=_IMAGE))
+        & ~Exists(BoxJob.objects.filter(image=_IMAGE))
+        & ~Exists(ReviewItem.objects.filter(in_review))
+        & ~Exists(FinalLabel.objects.filter(image=_IMAGE))
     )
     return {
-        "unstarted": ~started,
+        "unstarted": unstarted,
         "verification": Exists(
             Question.objects.filter(image=_IMAGE, kind=QuestionKind.IMAGE_VERIFY, state__in=open_questions)
         ),
