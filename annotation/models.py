@@ -61,6 +61,24 @@ class Image(models.Model):
         return f"image {self.pk} ({self.original_name})"
 
 
+class BucketCursor(models.Model):
+    """How far `bucket_ingest` got through a bucket prefix for a dataset: the last key it dealt with (stored or
+    refused), so `--resume` lists only the keys after it (annotation/buckets.py)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="bucket_cursors")
+    url = models.CharField(max_length=1100, help_text="s3://bucket/prefix as given to bucket_ingest.")
+    last_key = models.CharField(max_length=1024)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "url"], name="bucket_cursor_one_per_prefix")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.url} in {self.dataset_id}: after {self.last_key}"
+
+
 class BoxState(models.TextChoices):
     PENDING = "pending", "Awaiting quality check"
     ACCEPTED = "accepted", "Accepted"

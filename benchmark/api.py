@@ -1,10 +1,12 @@
-"""Thin views: export jobs for a dataset's organizers; submissions and the leaderboard of a challenge."""
+"""Thin views: export jobs and detection sets for a dataset's organizers; blacklist flags and box attributes
+for reviewers; submissions and the leaderboard of a challenge."""
 
 from __future__ import annotations
 
 from django.core.files.storage import FileSystemStorage
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
@@ -16,18 +18,28 @@ from rest_framework.views import APIView
 from annotation.audit import audit_record
 from annotation.models import Dataset
 from config.parsers import MultiPartParser
-from config.roles import IsOrganizer
+from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
 
-from . import challenges, services
+from . import challenges, detection_sets, services
 from .metrics import SubmissionError
-from .models import Challenge, ExportJob
+from .models import BlacklistEntry, Challenge, DetectionSet, ExportJob
 from .serializers import (
+    BlacklistEntrySerializer,
+    BlacklistLiftSerializer,
+    BlacklistRequestSerializer,
+    BoxAttributesRequestSerializer,
+    BoxAttributesSerializer,
+    ClassStatisticsSerializer,
+    DetectionSetRequestSerializer,
+    DetectionSetSerializer,
     ExportJobSerializer,
     ExportRequestSerializer,
     LeaderboardRowSerializer,
+    MergeTodoSerializer,
     SubmissionProblemsSerializer,
     SubmissionSerializer,
     SubmissionUploadSerializer,
+    TodoJobsSerializer,
 )
 
 
@@ -69,7 +81,10 @@ class DatasetExportsView(APIView):
                 split=data["split"],
                 include_images=data["include_images"],
                 provenance=data["provenance"],
+                detection_set=data["detection_set"],
             )
+        except services.UnknownDetectionSet as exc:
+            raise ValidationError({"detection_set": str(exc)}) from None
         except services.BenchmarkError as exc:
             raise ValidationError({"split": str(exc)}) from None
         job.refresh_from_db()
@@ -113,11 +128,14 @@ class ExportFileView(ExportJobView):
         if job.state != "done" or not job.file:
             raise NotFound("This export has no file yet.")
         storage = job.file.storage
+        filename = job.file.name.rsplit("/", 1)[-1]
         if isinstance(storage, FileSystemStorage):
-            return FileResponse(
-                job.file.open("rb"), as_attachment=True, filename=job.file.name.rsplit("/", 1)[-1]
-            )
-        return HttpResponseRedirect(storage.url(job.file.name))
+            return FileResponse(job.file.open("rb"), as_attachment=True, filename=filename)
+        # The signed URL asks the bucket for the same attachment header the local download sends.
+        disposition = content_disposition_header(as_attachment=True, filename=filename)
+        return HttpResponseRedirect(
+            storage.url(job.file.name, parameters={"ResponseContentDisposition": disposition})
+        )
 
 
 class SubmissionsView(APIView):
@@ -172,3 +190,193 @@ class LeaderboardView(APIView):
     def get(self, request, pk: int):
         challenge = get_object_or_404(Challenge, pk=pk)
         return Response(LeaderboardRowSerializer(challenges.leaderboard(challenge), many=True).data)
+
+
+# --- detection sets: class selection, merging, freezing ------------------------------------------------------
+
+
+def _organized_dataset(request, dataset_id: int) -> Dataset:
+    return get_object_or_404(_organized(request.user, Dataset.objects.all(), "organizers"), pk=dataset_id)
+
+
+def _set_of(dataset: Dataset, name: str) -> DetectionSet:
+    return get_object_or_404(DetectionSet.objects.select_related("split_version"), dataset=dataset, name=name)
+
+
+class ClassStatisticsView(APIView):
+    """Per-class statistics of the dataset's final boxes, to choose a detection set's classes by."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=ClassStatisticsSerializer(many=True))
+    def get(self, request, dataset_id: int):
+        dataset = _organized_dataset(request, dataset_id)
+        return Response(ClassStatisticsSerializer(detection_sets.class_statistics(dataset), many=True).data)
+
+
+class DetectionSetsView(APIView):
+    """The dataset's detection sets; POST applies the class rules and stores one."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=DetectionSetSerializer(many=True))
+    def get(self, request, dataset_id: int):
+        dataset = _organized_dataset(request, dataset_id)
+        rows = DetectionSet.objects.filter(dataset=dataset).select_related("split_version")
+        return Response(DetectionSetSerializer(rows, many=True).data)
+
+    @extend_schema(
+        request=DetectionSetRequestSerializer,
+        responses={201: DetectionSetSerializer},
+        description="Refused (400, naming both) when one class is an ancestor of another; classes whose "
+        "objects average more than `max_area_share` of the image are dropped, listed in `report.dropped`. "
+        "Posting a name again replaces that set unless it is frozen.",
+    )
+    def post(self, request, dataset_id: int):
+        dataset = _organized_dataset(request, dataset_id)
+        form = DetectionSetRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            detection_set = detection_sets.detection_set_create(
+                dataset=dataset,
+                user=request.user,
+                name=data["name"],
+                wnids=data["classes"],
+                merge=data["merge"],
+                max_area_share=data["max_area_share"],
+                min_instances=data["min_instances"],
+            )
+        except services.BenchmarkError as exc:
+            raise ValidationError({"classes": str(exc)}) from None
+        return Response(DetectionSetSerializer(detection_set).data, status=status.HTTP_201_CREATED)
+
+
+class DetectionSetTodoView(APIView):
+    """What a basic-level merge still owes: images showing a merged class not yet boxed for all of it."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=MergeTodoSerializer(many=True))
+    def get(self, request, dataset_id: int, name: str):
+        detection_set = _set_of(_organized_dataset(request, dataset_id), name)
+        todo = [t.as_dict() for t in detection_sets.merge_todo(detection_set)]
+        return Response(MergeTodoSerializer(todo, many=True).data)
+
+    @extend_schema(
+        request=None,
+        responses=TodoJobsSerializer,
+        description="Start a box job of the merged class on every owed image (existing jobs are kept).",
+    )
+    def post(self, request, dataset_id: int, name: str):
+        detection_set = _set_of(_organized_dataset(request, dataset_id), name)
+        return Response(detection_sets.merge_todo_jobs(detection_set=detection_set, user=request.user))
+
+
+class DetectionSetFreezeView(APIView):
+    """Freeze a detection set on the latest frozen split version (snapshot of blacklist and attributes)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=None, responses=DetectionSetSerializer)
+    def post(self, request, dataset_id: int, name: str):
+        detection_set = _set_of(_organized_dataset(request, dataset_id), name)
+        try:
+            detection_set = detection_sets.detection_set_freeze(
+                detection_set=detection_set, user=request.user
+            )
+        except services.BenchmarkError as exc:
+            raise ValidationError({"split_version": str(exc)}) from None
+        return Response(DetectionSetSerializer(detection_set).data)
+
+
+# --- reviewers: blacklist and box attributes -----------------------------------------------------------------
+
+
+def _reviewed_dataset(request, dataset_id: int) -> Dataset:
+    """Reviewers work on every dataset (the review queue is platform-wide); organizers on their own."""
+    if has_role(request.user, REVIEWERS):
+        return get_object_or_404(Dataset, pk=dataset_id)
+    return _organized_dataset(request, dataset_id)
+
+
+class BlacklistView(APIView):
+    """Images flagged too ambiguous to localize: left out of the localization truth, listed in exports."""
+
+    permission_classes = [IsAuthenticated, IsReviewer | IsOrganizer]
+
+    @extend_schema(responses=BlacklistEntrySerializer(many=True))
+    def get(self, request, dataset_id: int):
+        dataset = _reviewed_dataset(request, dataset_id)
+        rows = BlacklistEntry.objects.filter(dataset=dataset, lifted_at__isnull=True).select_related(
+            "concept"
+        )
+        return Response(BlacklistEntrySerializer(rows, many=True).data)
+
+    @extend_schema(
+        request=BlacklistRequestSerializer,
+        responses={201: BlacklistEntrySerializer, 200: BlacklistEntrySerializer},
+        description="Flag an image for one class (`wnid`) or every class. Flagging again returns the active "
+        "entry (200). Recorded in the dataset's audit trail.",
+    )
+    def post(self, request, dataset_id: int):
+        dataset = _reviewed_dataset(request, dataset_id)
+        form = BlacklistRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            entry, created = detection_sets.blacklist_flag(
+                dataset=dataset,
+                image_id=data["image"],
+                wnid=data.get("wnid"),
+                reason=data["reason"],
+                user=request.user,
+            )
+        except services.BenchmarkError as exc:
+            raise ValidationError({"image": str(exc)}) from None
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(BlacklistEntrySerializer(entry).data, status=code)
+
+
+class BlacklistLiftView(APIView):
+    """Lift a blacklist flag (kept as a lifted entry; audited)."""
+
+    permission_classes = [IsAuthenticated, IsReviewer | IsOrganizer]
+
+    @extend_schema(request=BlacklistLiftSerializer, responses=BlacklistEntrySerializer)
+    def post(self, request, dataset_id: int):
+        dataset = _reviewed_dataset(request, dataset_id)
+        form = BlacklistLiftSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        try:
+            entry = detection_sets.blacklist_lift(
+                dataset=dataset, image_id=data["image"], wnid=data.get("wnid"), user=request.user
+            )
+        except services.BenchmarkError as exc:
+            raise ValidationError({"image": str(exc)}) from None
+        return Response(BlacklistEntrySerializer(entry).data)
+
+
+class BoxAttributesView(APIView):
+    """Set an accepted box's PASCAL VOC attributes (difficult, truncated, occluded, viewpoint)."""
+
+    permission_classes = [IsAuthenticated, IsReviewer | IsOrganizer]
+
+    @extend_schema(
+        request=BoxAttributesRequestSerializer,
+        responses={201: BoxAttributesSerializer},
+        description="Attributes not given keep their value. `difficult` boxes are neither true nor false "
+        "positives in voc07/voc12 scoring. Recorded in the dataset's audit trail.",
+    )
+    def post(self, request, dataset_id: int):
+        dataset = _reviewed_dataset(request, dataset_id)
+        form = BoxAttributesRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = dict(form.validated_data)
+        box_id = data.pop("box")
+        try:
+            row = detection_sets.box_attributes_set(dataset=dataset, box_id=box_id, user=request.user, **data)
+        except services.BenchmarkError as exc:
+            raise ValidationError({"box": str(exc)}) from None
+        return Response(BoxAttributesSerializer(row).data, status=status.HTTP_201_CREATED)

@@ -33,7 +33,10 @@ PRIMARY_METRIC: dict[str, tuple[str, bool]] = {
     "ilsvrc-cls": ("top5_error", False),
     "ilsvrc-loc": ("top5_error", False),
 }
-_truth_cache: dict[tuple[int, str], Truth] = {}
+# Hidden test labels read once per process. The key names the challenge row itself (its creation time with its
+# id): ids come back after a database is restored or rebuilt, and the truth file's name repeats with them, so
+# neither alone may serve another challenge's labels.
+_truth_cache: dict[tuple[int, str, str], Truth] = {}
 
 
 class NotATeamMember(BenchmarkError):
@@ -79,7 +82,7 @@ def challenge_truth(challenge: Challenge) -> Truth:
                     )
                     with out.open("rb") as data:
                         challenge.ground_truth.save(out.name, File(data), save=True)
-    key = (challenge.pk, challenge.ground_truth.name)
+    key = (challenge.pk, challenge.created_at.isoformat(), challenge.ground_truth.name)
     if key not in _truth_cache:
         with tempfile.TemporaryDirectory(prefix="truth-") as scratch:
             local = Path(scratch) / Path(challenge.ground_truth.name).name

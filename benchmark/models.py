@@ -86,6 +86,12 @@ class ExportJob(models.Model):
     split = models.CharField(max_length=8, choices=ExportSplit.choices, default=ExportSplit.ALL)
     include_images = models.BooleanField(default=True)
     provenance = models.BooleanField(default=False)
+    detection_set = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Name of the detection set exported (empty: every class).",
+    )
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     progress = models.PositiveIntegerField(default=0, help_text="Images written so far.")
@@ -101,14 +107,22 @@ class ExportJob(models.Model):
         constraints = [
             # One export of the same content in flight at a time: a repeated POST joins it.
             models.UniqueConstraint(
-                fields=["dataset", "split_version", "format", "split", "include_images", "provenance"],
+                fields=[
+                    "dataset",
+                    "split_version",
+                    "format",
+                    "split",
+                    "include_images",
+                    "provenance",
+                    "detection_set",
+                ],
                 condition=Q(state__in=["queued", "running"]),
                 name="export_job_one_in_flight",
             ),
             # NULLs are distinct in unique indexes (and SQLite has no NULLS NOT DISTINCT): unsplit exports
             # get their own constraint.
             models.UniqueConstraint(
-                fields=["dataset", "format", "split", "include_images", "provenance"],
+                fields=["dataset", "format", "split", "include_images", "provenance", "detection_set"],
                 condition=Q(state__in=["queued", "running"], split_version__isnull=True),
                 name="export_job_one_in_flight_unsplit",
             ),
@@ -174,3 +188,103 @@ class Submission(models.Model):
 
     def __str__(self) -> str:
         return f"submission {self.pk} of {self.team} ({self.state})"
+
+
+class DetectionSet(models.Model):
+    """An organizer's class list for a detection benchmark over a dataset (ILSVRC §3.1.1, §3.3): the selected
+    classes, the fine classes merged into each (basic-level merging), the rules applied and their report.
+    Freezing pins it to a frozen split version and snapshots the blacklist and box attributes, so later flags
+    change nothing in it."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="detection_sets")
+    name = models.SlugField(max_length=100)
+    classes = models.JSONField(help_text="Concept ids of the selected classes, sorted.")
+    merges = models.JSONField(default=dict, blank=True, help_text='{"fine concept id": selected concept id}')
+    max_area_share = models.FloatField(null=True, blank=True)
+    min_instances = models.PositiveIntegerField(default=0)
+    report = models.JSONField(default=dict, help_text="Per-class statistics, dropped classes and why.")
+    split_version = models.ForeignKey(SplitVersion, null=True, blank=True, on_delete=models.PROTECT)
+    frozen = models.BooleanField(default=False)
+    snapshot = models.JSONField(
+        default=dict, blank=True, help_text="At freezing: blacklist pairs, box attributes, negatives."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    frozen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["dataset", "name"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "name"], name="detection_set_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.dataset} detection set {self.name}{' (frozen)' if self.frozen else ''}"
+
+    def mapping(self) -> dict[int, int]:
+        """Concept id -> the selected class it is exported as (selected classes map to themselves)."""
+        out = {int(c): int(c) for c in self.classes}
+        out.update({int(k): int(v) for k, v in self.merges.items()})
+        return out
+
+
+class BlacklistEntry(models.Model):
+    """A reviewer's flag: this image is too ambiguous to localize (a bunch of bananas, a crowd; ILSVRC §3.3
+    discarded 3.5% of CLS-LOC val), for one class or (concept empty) for every class. Its boxes leave the
+    localization truth. Lifting is a state (``lifted_at``), never a deletion."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="blacklist")
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="blacklist_entries")
+    concept = models.ForeignKey(
+        "hierarchy.Concept", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    reason = models.CharField(max_length=200)
+    flagged_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    lifted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["image", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["image", "concept"],
+                condition=Q(lifted_at__isnull=True, concept__isnull=False),
+                name="blacklist_one_active_per_class",
+            ),
+            models.UniqueConstraint(
+                fields=["image"],
+                condition=Q(lifted_at__isnull=True, concept__isnull=True),
+                name="blacklist_one_active_whole_image",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"image {self.image_id} blacklisted for {self.concept_id or 'every class'}"
+
+
+class Viewpoint(models.TextChoices):
+    FRONTAL = "frontal", "Frontal"
+    REAR = "rear", "Rear"
+    LEFT = "left", "Left"
+    RIGHT = "right", "Right"
+    UNSPECIFIED = "unspecified", "Unspecified"
+
+
+class BoxAttributes(models.Model):
+    """PASCAL VOC's per-object attributes (§3.3) as a reviewer set them. Append-only: the latest row of a box
+    is its current attributes. ``truncated`` empty means "not said" (exports then use the image border)."""
+
+    box = models.ForeignKey("annotation.Box", on_delete=models.PROTECT, related_name="attribute_rows")
+    difficult = models.BooleanField(default=False)
+    truncated = models.BooleanField(null=True, blank=True)
+    occluded = models.BooleanField(default=False)
+    viewpoint = models.CharField(max_length=16, choices=Viewpoint.choices, default=Viewpoint.UNSPECIFIED)
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["box", "-id"]
+        indexes = [models.Index(fields=["box", "-id"], name="box_attributes_latest_idx")]
+
+    def __str__(self) -> str:
+        return f"attributes of box {self.box_id} ({self.created_at:%Y-%m-%d})"

@@ -7,8 +7,9 @@ carries is decided when it is written (`annotation.final_labels`), never here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import IO, Any
 
 from django.core.files.storage import default_storage
@@ -19,8 +20,9 @@ from annotation.vote_tasks import KIND as BINARY_VOTE
 from consensus.models import Question, QuestionKind
 from hierarchy.models import Concept, ConceptEdge, QuestionNode
 
+from .class_selection import ImageVerdicts, merged_verdicts
 from .exporters.base import SPLIT_NAMES, ExportBox, ExportCategory, ExportImage, ExportLabel
-from .models import ImageSplit, SplitVersion
+from .models import BlacklistEntry, BoxAttributes, DetectionSet, ImageSplit, SplitVersion
 
 CHUNK = 10_000  # rows per server-side cursor fetch: memory stays flat whatever the dataset size
 
@@ -82,7 +84,12 @@ def dataset_class_ids(dataset: Dataset) -> set[int]:
 def dataset_categories(dataset: Dataset) -> list[ExportCategory]:
     """Every class of the dataset (whatever the split, so class ids and indices agree across splits, and even
     with no instance), with its first parent (by wnid) as COCO supercategory."""
-    ids = dataset_class_ids(dataset)
+    return categories_of(dataset_class_ids(dataset))
+
+
+def categories_of(concept_ids: Iterable[int]) -> list[ExportCategory]:
+    """Export categories of the given concepts, each with its first parent (by wnid) as supercategory."""
+    ids = set(concept_ids)
     parents: dict[int, str] = {}
     for child_id, parent_name in (
         ConceptEdge.objects.filter(child_id__in=ids)
@@ -96,6 +103,24 @@ def dataset_categories(dataset: Dataset) -> list[ExportCategory]:
         .order_by("id")
         .values_list("id", "wnid", "name")
     ]
+
+
+def merged_image_verdicts(
+    dataset: Dataset, mapping: dict[int, int], images: QuerySet | None = None
+) -> Iterator[ImageVerdicts]:
+    """Each image's final labels lifted to a detection set's classes (``class_selection.merged_verdicts``),
+    in image order; images without a final label of a mapped class are skipped."""
+    for image_id, rows in groupby(
+        (lab for lab in image_labels(dataset, images) if lab.concept_id in mapping),
+        key=lambda lab: lab.image_id,
+    ):
+        labels: dict[int, bool] = {}
+        boxed: list[int] = []
+        for lab in rows:
+            labels[lab.concept_id] = lab.positive
+            if lab.boxes:
+                boxed.append(lab.concept_id)
+        yield merged_verdicts(image_id, labels, boxed, mapping)
 
 
 def split_version_latest(dataset: Dataset, frozen_only: bool = False) -> SplitVersion | None:
@@ -130,21 +155,106 @@ def near_duplicate_groups(dataset: Dataset) -> dict[int, int]:
     return groups
 
 
+def box_attributes_current(dataset: Dataset) -> dict[int, dict[str, Any]]:
+    """Box id -> its latest attributes (difficult, truncated, occluded, viewpoint), for boxes that have any."""
+    rows = (
+        BoxAttributes.objects.filter(box__image__dataset=dataset)
+        .order_by("box_id", "-id")
+        .values_list("box_id", "difficult", "truncated", "occluded", "viewpoint")
+    )
+    out: dict[int, dict[str, Any]] = {}
+    for box_id, difficult, truncated, occluded, viewpoint in rows.iterator(CHUNK):
+        out.setdefault(
+            box_id,
+            {"difficult": difficult, "truncated": truncated, "occluded": occluded, "viewpoint": viewpoint},
+        )
+    return out
+
+
+def blacklist_active(dataset: Dataset) -> list[tuple[int, int | None]]:
+    """(image id, concept id or None for every class) of the flags not lifted, in image order."""
+    return list(
+        BlacklistEntry.objects.filter(dataset=dataset, lifted_at__isnull=True)
+        .order_by("image_id", "concept_id")
+        .values_list("image_id", "concept_id")
+    )
+
+
+def concept_parents() -> dict[int, list[int]]:
+    """The is-a DAG as child -> parents (every hierarchy's edges: concepts are shared)."""
+    parents: dict[int, list[int]] = {}
+    for child, parent in ConceptEdge.objects.order_by("child_id", "parent_id").values_list(
+        "child_id", "parent_id"
+    ):
+        parents.setdefault(child, []).append(parent)
+    return parents
+
+
 class DatasetSource:
     """A dataset's finalized labels as the exporters read them, split by a split version (or one pseudo
-    split "all" when the dataset has none)."""
+    split "all" when the dataset has none). With a detection set, only its classes are exported, fine
+    classes under their merged class (the fine name kept on each box), and a frozen set's snapshot supplies
+    the blacklist and box attributes."""
 
-    def __init__(self, dataset: Dataset, version: SplitVersion | None):
+    def __init__(
+        self, dataset: Dataset, version: SplitVersion | None, detection_set: DetectionSet | None = None
+    ):
         self.dataset = dataset
         self.version = version
+        self.detection_set = detection_set
         self.dataset_name = dataset.name
         self.dataset_version = version.label if version is not None else "unsplit"
+        if detection_set is not None:
+            self.dataset_version += f"+{detection_set.name}"
         self._categories: list[ExportCategory] | None = None
+        self._attributes: dict[int, dict[str, Any]] | None = None
+        self._blacklist: list[tuple[int, int | None]] | None = None
+        self._mapping = detection_set.mapping() if detection_set is not None else None
 
     def categories(self) -> Sequence[ExportCategory]:
         if self._categories is None:
-            self._categories = dataset_categories(self.dataset)
+            if self.detection_set is None:
+                self._categories = dataset_categories(self.dataset)
+            else:
+                self._categories = categories_of(self.detection_set.classes)
         return self._categories
+
+    def _box_attributes(self) -> dict[int, dict[str, Any]]:
+        if self._attributes is None:
+            if self.detection_set is not None and self.detection_set.frozen:
+                snap = self.detection_set.snapshot.get("box_attributes", {})
+                self._attributes = {int(k): v for k, v in snap.items()}
+            else:
+                self._attributes = box_attributes_current(self.dataset)
+        return self._attributes
+
+    def blacklist(self, split: str) -> Iterator[tuple[int, int]]:
+        if self._blacklist is None:
+            if self.detection_set is not None and self.detection_set.frozen:
+                rows = self.detection_set.snapshot.get("blacklist", [])
+                self._blacklist = [(int(i), None if c is None else int(c)) for i, c in rows]
+            else:
+                self._blacklist = blacklist_active(self.dataset)
+        ids = None
+        if self.version is not None:
+            ids = set(
+                ImageSplit.objects.filter(version=self.version, split=split).values_list(
+                    "image_id", flat=True
+                )
+            )
+        every = [c.id for c in self.categories()]
+        mapping = self._mapping
+        pairs: set[tuple[int, int]] = set()
+        for image_id, concept_id in self._blacklist:
+            if ids is not None and image_id not in ids:
+                continue
+            if concept_id is None:
+                pairs.update((image_id, c) for c in every)
+            elif mapping is None:
+                pairs.add((image_id, concept_id))
+            elif concept_id in mapping:
+                pairs.add((image_id, mapping[concept_id]))
+        return iter(sorted(pairs))
 
     def splits(self) -> Sequence[str]:
         if self.version is None:
@@ -172,16 +282,28 @@ class DatasetSource:
         qs = FinalBox.objects.filter(dataset=self.dataset)
         if self.version is not None:
             qs = qs.filter(image_id__in=self._image_ids(split))
+        mapping = self._mapping
+        if mapping is not None:
+            qs = qs.filter(concept_id__in=list(mapping))
+        attributes = self._box_attributes()
         rows = qs.order_by("image_id", "box_id").values_list(
-            "box_id", "image_id", "concept_id", "x1", "y1", "x2", "y2"
+            "box_id", "image_id", "concept_id", "concept__name", "x1", "y1", "x2", "y2"
         )
-        for row in rows.iterator(chunk_size=CHUNK):
-            yield ExportBox(*row)
+        for box_id, image_id, concept_id, concept_name, *corners in rows.iterator(chunk_size=CHUNK):
+            fine = ""
+            if mapping is not None and mapping[concept_id] != concept_id:
+                fine, concept_id = concept_name, mapping[concept_id]
+            yield ExportBox(box_id, image_id, concept_id, *corners, **attributes.get(box_id, {}), fine=fine)
 
     def labels(self, split: str) -> Iterator[ExportLabel]:
         images = None if self.version is None else self._image_ids(split)
-        for label in image_labels(self.dataset, images):
-            yield ExportLabel(label.image_id, label.concept_id, label.positive)
+        if self._mapping is None:
+            for label in image_labels(self.dataset, images):
+                yield ExportLabel(label.image_id, label.concept_id, label.positive)
+            return
+        for verdicts in merged_image_verdicts(self.dataset, self._mapping, images):
+            for c in sorted(verdicts.present | verdicts.absent):
+                yield ExportLabel(verdicts.image_id, c, c in verdicts.present)
 
     def provenance(self, split: str) -> Iterator[dict[str, Any]]:
         images = None if self.version is None else self._image_ids(split)

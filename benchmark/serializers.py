@@ -6,7 +6,7 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from .exporters import FORMATS
-from .models import ExportJob, Submission
+from .models import BlacklistEntry, BoxAttributes, DetectionSet, ExportJob, Submission, Viewpoint
 
 
 class ExportRequestSerializer(serializers.Serializer):
@@ -14,6 +14,13 @@ class ExportRequestSerializer(serializers.Serializer):
     split = serializers.ChoiceField(choices=("train", "val", "test", "all"), default="all")
     include_images = serializers.BooleanField(default=True)
     provenance = serializers.BooleanField(default=False)
+    detection_set = serializers.SlugField(
+        max_length=100,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Export only this detection set's classes (merged fine classes kept as attributes).",
+    )
 
 
 class ExportJobSerializer(serializers.ModelSerializer):
@@ -30,6 +37,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "split",
             "include_images",
             "provenance",
+            "detection_set",
             "state",
             "progress",
             "total",
@@ -77,3 +85,112 @@ class LeaderboardRowSerializer(serializers.Serializer):
     value = serializers.FloatField()
     scores = serializers.DictField(child=serializers.FloatField())
     created_at = serializers.DateTimeField()
+
+
+class DetectionSetRequestSerializer(serializers.Serializer):
+    name = serializers.SlugField(max_length=100)
+    classes = serializers.ListField(
+        child=serializers.RegexField(r"^n[0-9]{8}$", max_length=9), min_length=1, max_length=5000
+    )
+    merge = serializers.BooleanField(
+        default=False, help_text="Export every dataset class below a named class as it (dog breeds as dog)."
+    )
+    max_area_share = serializers.FloatField(
+        default=0.5,
+        allow_null=True,
+        min_value=0.0001,
+        max_value=1.0,
+        help_text="Drop classes whose objects average more of the image than this (ILSVRC DET: 0.5); "
+        "null keeps every class.",
+    )
+    min_instances = serializers.IntegerField(default=0, min_value=0)
+
+
+class DetectionSetSerializer(serializers.ModelSerializer):
+    split_version = serializers.IntegerField(source="split_version.number", allow_null=True, read_only=True)
+
+    class Meta:
+        model = DetectionSet
+        fields = [
+            "id",
+            "name",
+            "classes",
+            "merges",
+            "max_area_share",
+            "min_instances",
+            "report",
+            "split_version",
+            "frozen",
+            "created_at",
+            "frozen_at",
+        ]
+        read_only_fields = fields
+
+
+class ClassStatisticsSerializer(serializers.Serializer):
+    concept_id = serializers.IntegerField()
+    wnid = serializers.CharField()
+    name = serializers.CharField()
+    instances = serializers.IntegerField()
+    images = serializers.IntegerField()
+    mean_area_share = serializers.FloatField()
+    median_area_share = serializers.FloatField()
+
+
+class MergeTodoSerializer(serializers.Serializer):
+    image = serializers.IntegerField()
+    concept_id = serializers.IntegerField(source="class")
+    boxed = serializers.ListField(child=serializers.IntegerField())
+    owed = serializers.ListField(child=serializers.IntegerField())
+
+
+class TodoJobsSerializer(serializers.Serializer):
+    owed = serializers.IntegerField()
+    created = serializers.IntegerField()
+    existing = serializers.IntegerField()
+
+
+class BlacklistRequestSerializer(serializers.Serializer):
+    image = serializers.IntegerField(min_value=1)
+    wnid = serializers.RegexField(
+        r"^n[0-9]{8}$", max_length=9, required=False, help_text="The class; omit for every class."
+    )
+    reason = serializers.CharField(max_length=200)
+
+
+class BlacklistLiftSerializer(serializers.Serializer):
+    image = serializers.IntegerField(min_value=1)
+    wnid = serializers.RegexField(
+        r"^n[0-9]{8}$", max_length=9, required=False, help_text="The class; omit for the whole-image flag."
+    )
+
+
+class BlacklistEntrySerializer(serializers.ModelSerializer):
+    wnid = serializers.CharField(source="concept.wnid", allow_null=True, read_only=True, default=None)
+
+    class Meta:
+        model = BlacklistEntry
+        fields = ["id", "image", "wnid", "reason", "flagged_by", "created_at", "lifted_at"]
+        read_only_fields = fields
+
+
+class BoxAttributesRequestSerializer(serializers.Serializer):
+    box = serializers.IntegerField(min_value=1)
+    difficult = serializers.BooleanField(required=False)
+    truncated = serializers.BooleanField(required=False, allow_null=True)
+    occluded = serializers.BooleanField(required=False)
+    viewpoint = serializers.ChoiceField(choices=Viewpoint.choices, required=False)
+
+    def validate(self, attrs):
+        if len(attrs) == 1:
+            raise serializers.ValidationError(
+                "give at least one of difficult, truncated, occluded, viewpoint"
+            )
+        return attrs
+
+
+class BoxAttributesSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = BoxAttributes
+        fields = ["id", "box", "difficult", "truncated", "occluded", "viewpoint", "set_by", "created_at"]
+        read_only_fields = fields

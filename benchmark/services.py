@@ -17,7 +17,7 @@ from outbox import services as outbox
 
 from . import selectors
 from .exporters import FORMATS, ExportOptions, export, export_dataset
-from .models import ExportJob, ImageSplit, JobState, SplitVersion
+from .models import DetectionSet, ExportJob, ImageSplit, JobState, SplitVersion
 from .splits import ImageRecord, SplitRatios, make_splits
 
 BULK = 5000
@@ -25,6 +25,10 @@ BULK = 5000
 
 class BenchmarkError(ValueError):
     """Bad input a person can fix (unknown split, no split version...)."""
+
+
+class UnknownDetectionSet(BenchmarkError):
+    """A detection set name the dataset does not have."""
 
 
 def split_version_create(
@@ -93,8 +97,11 @@ def split_version_freeze(*, version: SplitVersion) -> SplitVersion:
 
 
 def export_source(
-    dataset: Dataset, split: str, version: SplitVersion | None = None
+    dataset: Dataset, split: str, version: SplitVersion | None = None, detection_set=None
 ) -> selectors.DatasetSource:
+    """The label source of an export; a frozen detection set exports on the split version it was frozen on."""
+    if version is None and detection_set is not None and detection_set.frozen:
+        version = detection_set.split_version
     if version is None:
         version = selectors.split_version_latest(dataset, frozen_only=True) or selectors.split_version_latest(
             dataset
@@ -103,7 +110,7 @@ def export_source(
         raise BenchmarkError(
             f"dataset {dataset.name} has no split version: run make_splits first, or export --split all"
         )
-    return selectors.DatasetSource(dataset, version)
+    return selectors.DatasetSource(dataset, version, detection_set)
 
 
 def export_run(
@@ -117,11 +124,13 @@ def export_run(
     version: SplitVersion | None = None,
     progress: Callable[[int], None] | None = None,
     hidden_truth: bool = True,
+    detection_set=None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Export to a directory or archive; with ``hidden_truth`` the withheld test labels go beside it."""
+    """Export to a directory or archive; with ``hidden_truth`` the withheld test labels go beside it. With a
+    detection set (``benchmark.detection_sets``) only its classes are exported, merged classes included."""
     if format_name not in FORMATS:
         raise BenchmarkError(f"unknown format {format_name!r}; choose from {', '.join(FORMATS)}")
-    source = export_source(dataset, split, version)
+    source = export_source(dataset, split, version, detection_set)
     options = ExportOptions(
         split=split, include_images=include_images, provenance=provenance, progress=progress
     )
@@ -134,7 +143,14 @@ def export_run(
 
 
 def export_job_request(
-    *, dataset: Dataset, user, format_name: str, split: str, include_images: bool, provenance: bool
+    *,
+    dataset: Dataset,
+    user,
+    format_name: str,
+    split: str,
+    include_images: bool,
+    provenance: bool,
+    detection_set: str = "",
 ) -> tuple[ExportJob, bool]:
     """Queue an export job, or return the identical one already in flight (a repeated POST changes nothing).
     The Celery task is enqueued once the row is committed."""
@@ -143,6 +159,16 @@ def export_job_request(
     )
     if version is None and split != "all":
         raise BenchmarkError(f"dataset {dataset.name} has no split version: make splits first, or export all")
+    if detection_set:
+        chosen = (
+            DetectionSet.objects.filter(dataset=dataset, name=detection_set)
+            .select_related("split_version")
+            .first()
+        )
+        if chosen is None:
+            raise UnknownDetectionSet(f"dataset {dataset.name} has no detection set {detection_set!r}")
+        if chosen.frozen:
+            version = chosen.split_version
     fields = {
         "dataset": dataset,
         "split_version": version,
@@ -150,6 +176,7 @@ def export_job_request(
         "split": split,
         "include_images": include_images,
         "provenance": provenance,
+        "detection_set": detection_set,
     }
     with transaction.atomic():
         try:
@@ -201,6 +228,11 @@ def export_job_run(job_id: int) -> ExportJob:
                 version=job.split_version,
                 progress=progress,
                 hidden_truth=False,
+                detection_set=(
+                    DetectionSet.objects.filter(dataset=job.dataset, name=job.detection_set).first()
+                    if job.detection_set
+                    else None
+                ),
             )
         except BenchmarkError as exc:
             ExportJob.objects.filter(pk=job_id).update(

@@ -20,4 +20,39 @@ urlpatterns = [
         api.LeaderboardView.as_view(),
         name="challenge-leaderboard",
     ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/class-statistics/?$",
+        api.ClassStatisticsView.as_view(),
+        name="dataset-class-statistics",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/detection-sets/?$",
+        api.DetectionSetsView.as_view(),
+        name="dataset-detection-sets",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/detection-sets/(?P<name>[-a-zA-Z0-9_]+)/todo/?$",
+        api.DetectionSetTodoView.as_view(),
+        name="detection-set-todo",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/detection-sets/(?P<name>[-a-zA-Z0-9_]+)/freeze/?$",
+        api.DetectionSetFreezeView.as_view(),
+        name="detection-set-freeze",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/blacklist/?$",
+        api.BlacklistView.as_view(),
+        name="dataset-blacklist",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/blacklist/lift/?$",
+        api.BlacklistLiftView.as_view(),
+        name="dataset-blacklist-lift",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/box-attributes/?$",
+        api.BoxAttributesView.as_view(),
+        name="dataset-box-attributes",
+    ),
 ]

@@ -4,6 +4,7 @@ policy (the MTurk page, which must be framed by the provider) keeps it."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -18,6 +19,13 @@ def media_origins(bucket: str, region: str | None, endpoint_url: str | None) -> 
     if endpoint_url:
         parts = urlsplit(endpoint_url)
         return [f"{parts.scheme}://{parts.netloc}"]
+    if "." in bucket:
+        # A dotted name cannot be a virtual host under HTTPS (the certificate covers one label): boto signs
+        # path-style URLs on the S3 endpoint itself, which must then be allowed.
+        hosts = ["https://s3.amazonaws.com"]
+        if region:
+            hosts.append(f"https://s3.{region}.amazonaws.com")
+        return hosts
     hosts = [f"https://{bucket}.s3.amazonaws.com"]
     if region:
         hosts.append(f"https://{bucket}.s3.{region}.amazonaws.com")
@@ -39,13 +47,19 @@ def policy(img_sources: list[str]) -> str:
     return "; ".join(f"{name} {' '.join(values)}" for name, values in directives.items())
 
 
+@lru_cache(maxsize=8)
+def _header(img_sources: tuple[str, ...]) -> str:
+    return policy(list(img_sources))
+
+
 class ContentSecurityPolicyMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
-        self.header = policy(settings.CROWDLABEL["CSP_IMG_SOURCES"])
 
     def __call__(self, request):
         response = self.get_response(request)
         if HEADER not in response.headers:
-            response.headers[HEADER] = self.header
+            # Read per response (built once per value): a process started before the setting changed, such as
+            # a test's live server, serves the current policy.
+            response.headers[HEADER] = _header(tuple(settings.CROWDLABEL["CSP_IMG_SOURCES"]))
         return response

@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.csp import media_origins
 from config.secret_key import DEVELOPMENT_KEY, non_local_hosts, secret_key_problem
+from config.storage import s3_storage
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -226,18 +227,12 @@ if not PRODUCTION:
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("CROWDLABEL_MEDIA_ROOT", VAR_DIR / "media"))
 AWS_STORAGE_BUCKET_NAME = os.environ.get("AWS_STORAGE_BUCKET_NAME", "")
+# The S3 endpoint and region serve the media bucket and the buckets images are ingested from
+# (annotation/buckets.py); credentials come from the usual AWS variables or the instance role.
+AWS_S3_REGION_NAME = os.environ.get("AWS_S3_REGION_NAME") or None
+AWS_S3_ENDPOINT_URL = os.environ.get("AWS_S3_ENDPOINT_URL") or None
 if AWS_STORAGE_BUCKET_NAME:
-    _default_storage = {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {
-            "bucket_name": AWS_STORAGE_BUCKET_NAME,
-            "region_name": os.environ.get("AWS_S3_REGION_NAME") or None,
-            "endpoint_url": os.environ.get("AWS_S3_ENDPOINT_URL") or None,
-            "default_acl": None,
-            "querystring_auth": True,
-            "file_overwrite": False,
-        },
-    }
+    _default_storage = s3_storage(AWS_STORAGE_BUCKET_NAME, AWS_S3_REGION_NAME, AWS_S3_ENDPOINT_URL)
 else:
     _default_storage = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
 STORAGES = {
@@ -265,11 +260,7 @@ CROWDLABEL = {
     "LOGIN_LOCK_MAX_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_MAX_SECONDS", 3600),
     # Origins images may load from besides our own (the S3 bucket is added by itself; a CDN goes here).
     "CSP_IMG_SOURCES": env_list("CROWDLABEL_CSP_IMG_SOURCES")
-    + media_origins(
-        AWS_STORAGE_BUCKET_NAME,
-        os.environ.get("AWS_S3_REGION_NAME") or None,
-        os.environ.get("AWS_S3_ENDPOINT_URL") or None,
-    ),
+    + media_origins(AWS_STORAGE_BUCKET_NAME, AWS_S3_REGION_NAME, AWS_S3_ENDPOINT_URL),
     # Largest accepted image file, in bytes.
     "MAX_IMAGE_BYTES": env_int("CROWDLABEL_MAX_IMAGE_BYTES", 25 * 1024 * 1024),
     # Largest accepted image, in pixels (width x height): anything above is a decompression bomb to us.

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from consensus import reliability_fits
 from tests import factories
 
-pytest_plugins = ["tests.browser_fixtures"]
+pytest_plugins = ["tests.browser_fixtures", "tests.s3_fixtures"]
 
 REQUIRE_SERVICES = os.environ.get("CROWDLABEL_REQUIRE_SERVICES") == "1"
 

@@ -24,6 +24,8 @@ PURE_CORES = [
     "hierarchy/events.py",
     "review/overlaps.py",
     "benchmark/splits.py",
+    "benchmark/class_selection.py",
+    "benchmark/dataset_stats.py",
     "benchmark/metrics",
     "benchmark/exporters",
     "crowd/scenes.py",

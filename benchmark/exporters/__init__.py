@@ -21,6 +21,7 @@ from .base import (
     manifest_dict,
     output_directory,
     utcnow,
+    write_blacklist,
     write_provenance,
 )
 
@@ -45,6 +46,7 @@ def export(source: LabelSource, format_name: str, out: Path, options: ExportOpti
         tree = OutputTree(root)
         ctx = ExportContext(source, options, tree, exported_at)
         exporter(ctx)
+        write_blacklist(ctx)
         if options.provenance:
             write_provenance(ctx)
         manifest = manifest_dict(ctx, format_name, exported_at)

@@ -38,9 +38,15 @@ class ExportImage:
         return self.file_name.rsplit(".", 1)[0]
 
 
+VIEWPOINTS = ("frontal", "rear", "left", "right", "unspecified")  # PASCAL VOC's poses
+
+
 @dataclass(frozen=True, slots=True)
 class ExportBox:
-    """An accepted box in continuous pixel coordinates (x2 > x1, y2 > y1)."""
+    """An accepted box in continuous pixel coordinates (x2 > x1, y2 > y1), with its VOC attributes
+    (PASCAL VOC §3.3): ``difficult`` boxes are left out of scoring, ``truncated`` None means "not said"
+    (the exporters then take a box touching the border as truncated). ``fine`` names the fine class a
+    box had before basic-level merging ("dalmatian" for a box exported as "dog")."""
 
     id: int
     image_id: int
@@ -49,6 +55,11 @@ class ExportBox:
     y1: float
     x2: float
     y2: float
+    difficult: bool = False
+    truncated: bool | None = None
+    occluded: bool = False
+    viewpoint: str = "unspecified"
+    fine: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +98,10 @@ class LabelSource(Protocol):
     def boxes(self, split: str) -> Iterator[ExportBox]: ...
 
     def labels(self, split: str) -> Iterator[ExportLabel]: ...
+
+    def blacklist(self, split: str) -> Iterator[tuple[int, int]]:
+        """(image id, category id) pairs too ambiguous to localize, ordered by image id."""
+        ...
 
     def provenance(self, split: str) -> Iterator[dict[str, Any]]: ...
 
@@ -184,11 +199,14 @@ class ExportCounts:
 
 @dataclass(frozen=True)
 class ImageRecord:
-    """One image with its boxes and image-level labels, as the per-image exporters consume it."""
+    """One image with its boxes and image-level labels, as the per-image exporters consume it.
+    ``blacklisted`` classes were flagged too ambiguous to localize (ILSVRC §3.3: bunches of bananas, crowds):
+    their boxes are left out of the localization truth, their image-level labels stay."""
 
     image: ExportImage
     boxes: list[ExportBox]
     labels: list[ExportLabel]
+    blacklisted: frozenset[int] = frozenset()
 
     def positive_classes(self) -> set[int]:
         return {b.category_id for b in self.boxes} | {lab.category_id for lab in self.labels if lab.positive}
@@ -199,13 +217,21 @@ class ImageRecord:
 
 
 def per_image(
-    images: Iterable[ExportImage], boxes: Iterable[ExportBox], labels: Iterable[ExportLabel]
+    images: Iterable[ExportImage],
+    boxes: Iterable[ExportBox],
+    labels: Iterable[ExportLabel],
+    blacklist: Iterable[tuple[int, int]] = (),
 ) -> Iterator[ImageRecord]:
-    """Merge three streams ordered by image id into one record per image (a merge join: memory stays at
-    one image's rows, whatever the dataset's size)."""
-    box_it, label_it = iter(boxes), iter(labels)
-    next_box, next_label = next(box_it, None), next(label_it, None)
+    """Merge the streams ordered by image id into one record per image (a merge join: memory stays at
+    one image's rows, whatever the dataset's size). Boxes of a blacklisted (image, class) pair are dropped."""
+    box_it, label_it, black_it = iter(boxes), iter(labels), iter(blacklist)
+    next_box, next_label, next_black = next(box_it, None), next(label_it, None), next(black_it, None)
     for image in images:
+        black: set[int] = set()
+        while next_black is not None and next_black[0] <= image.id:
+            if next_black[0] == image.id:
+                black.add(next_black[1])
+            next_black = next(black_it, None)
         own_boxes: list[ExportBox] = []
         while next_box is not None and next_box.image_id <= image.id:
             if next_box.image_id == image.id:
@@ -216,7 +242,9 @@ def per_image(
             if next_label.image_id == image.id:
                 own_labels.append(next_label)
             next_label = next(label_it, None)
-        yield ImageRecord(image, own_boxes, own_labels)
+        if black:
+            own_boxes = [b for b in own_boxes if b.category_id not in black]
+        yield ImageRecord(image, own_boxes, own_labels, frozenset(black))
 
 
 class ExportContext:
@@ -235,6 +263,7 @@ class ExportContext:
         self.tree = tree
         self.counts = ExportCounts()
         self.categories = list(source.categories())
+        self.blacklisted: dict[str, list[tuple[int, int]]] = {}
         self._written = 0
 
     def splits(self) -> list[str]:
@@ -258,12 +287,7 @@ class ExportContext:
     def boxes(self, split: str) -> Iterator[ExportBox]:
         if not self.labelled(split):
             return iter(())
-        return self._count_boxes(split)
-
-    def _count_boxes(self, split: str) -> Iterator[ExportBox]:
-        for box in self.source.boxes(split):
-            self.counts.boxes[(box.category_id, split)] += 1
-            yield box
+        return iter(self.source.boxes(split))
 
     def labels(self, split: str) -> Iterator[ExportLabel]:
         if not self.labelled(split):
@@ -276,8 +300,33 @@ class ExportContext:
                 self.counts.positives[(label.category_id, split)] += 1
             yield label
 
+    def blacklist(self, split: str) -> Iterator[tuple[int, int]]:
+        if not self.labelled(split):
+            return iter(())
+        return self._keep_blacklist(split)
+
+    def _keep_blacklist(self, split: str) -> Iterator[tuple[int, int]]:
+        kept = self.blacklisted.setdefault(split, [])
+        for pair in self.source.blacklist(split):
+            kept.append(pair)
+            yield pair
+
     def records(self, split: str) -> Iterator[ImageRecord]:
-        return per_image(self.images(split), self.boxes(split), self.labels(split))
+        merged = per_image(self.images(split), self.boxes(split), self.labels(split), self.blacklist(split))
+        return self._count_boxes(split, merged)
+
+    def box_records(self, split: str) -> Iterator[ImageRecord]:
+        """A second pass for formats that write boxes apart from images (COCO): each image with its boxes
+        (blacklisted pairs dropped), images not counted again, no labels."""
+        merged = per_image(self.source.images(split), self.boxes(split), (), self.blacklist(split))
+        return self._count_boxes(split, merged)
+
+    def _count_boxes(self, split: str, records: Iterator[ImageRecord]) -> Iterator[ImageRecord]:
+        # Counted after the merge, so the manifest counts the boxes written (not the blacklisted ones).
+        for record in records:
+            for box in record.boxes:
+                self.counts.boxes[(box.category_id, split)] += 1
+            yield record
 
     def copy_image(self, relpath: str, image: ExportImage) -> None:
         if self.options.include_images:
@@ -310,6 +359,19 @@ def write_provenance(ctx: ExportContext) -> None:
                 out.write("\n".join(batch) + "\n")
 
 
+def write_blacklist(ctx: ExportContext) -> None:
+    """``blacklist/{split}.txt`` in every format: ``image_id category_id wnid`` per pair flagged too ambiguous
+    to localize (their boxes are not in the localization truth). Written for labelled splits only."""
+    wnid = {c.id: c.wnid for c in ctx.categories}
+    for split in ctx.splits():
+        if not ctx.labelled(split):
+            continue
+        pairs = sorted(set(ctx.blacklisted.get(split, ())))
+        ctx.tree.write_text(
+            f"blacklist/{split}.txt", "".join(f"{i} {c} {wnid.get(c, c)}\n" for i, c in pairs)
+        )
+
+
 def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -> dict[str, Any]:
     return {
         "dataset": ctx.source.dataset_name,
@@ -320,6 +382,7 @@ def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -
         "labels_withheld": sorted(set(ctx.splits()) & set(ctx.options.withheld)),
         "images_included": ctx.options.include_images,
         "counts": ctx.counts.as_dict(ctx.categories),
+        "blacklisted": {s: len(set(pairs)) for s, pairs in sorted(ctx.blacklisted.items())},
         "files": {k: {"sha256": v.sha256, "bytes": v.bytes} for k, v in sorted(ctx.tree.files.items())},
     }
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from .base import ExportContext, json_line_batches
+from .base import ExportBox, ExportContext, json_line_batches
+from .voc import truncated
 
 INFO_VERSION = "1.0"
 
@@ -60,11 +61,30 @@ def _image_rows(ctx: ExportContext, split: str):
 
 
 def _box_rows(ctx: ExportContext, split: str):
-    # float repr is valid JSON and round-trips exactly, as json.dumps would write it.
-    for b in ctx.boxes(split):
-        w = b.x2 - b.x1
-        h = b.y2 - b.y1
-        yield (
-            f'{{"id": {b.id}, "image_id": {b.image_id}, "category_id": {b.category_id}, '
-            f'"bbox": [{b.x1!r}, {b.y1!r}, {w!r}, {h!r}], "area": {w * h!r}, "iscrowd": 0}}'
-        )
+    # float repr is valid JSON and round-trips exactly, as json.dumps would write it. The box is also written
+    # as a one-polygon segmentation (corners clockwise from top-left): detectron2's and mmdetection's COCO
+    # loaders expect the field, and datumaro warns without it. Boxes of blacklisted pairs are not written.
+    for record in ctx.box_records(split):
+        for b in record.boxes:
+            w = b.x2 - b.x1
+            h = b.y2 - b.y1
+            x1, y1, x2, y2 = b.x1, b.y1, b.x2, b.y2
+            yield (
+                f'{{"id": {b.id}, "image_id": {b.image_id}, "category_id": {b.category_id}, '
+                f'"bbox": [{x1!r}, {y1!r}, {w!r}, {h!r}], "area": {w * h!r}, "iscrowd": 0, '
+                f'"segmentation": [[{x1!r}, {y1!r}, {x2!r}, {y1!r}, {x2!r}, {y2!r}, {x1!r}, {y2!r}]], '
+                f'"attributes": {_attributes(b, record.image.width, record.image.height)}}}'
+            )
+
+
+def _attributes(b: ExportBox, width: int, height: int) -> str:
+    """CVAT/datumaro-style per-annotation attributes: the VOC flags, and the fine label after a merge."""
+    attributes: dict[str, object] = {
+        "difficult": b.difficult,
+        "truncated": bool(truncated(b, width, height)),
+        "occluded": b.occluded,
+        "viewpoint": b.viewpoint,
+    }
+    if b.fine:
+        attributes["fine_label"] = b.fine
+    return json.dumps(attributes)

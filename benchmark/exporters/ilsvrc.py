@@ -1,7 +1,9 @@
 """ILSVRC layout: ``classes.txt`` (id, wnid, name), ``Data/{split}/``, per-image detection XML with wnids as
 object names (``Annotations/{split}/``), ``ImageSets/{split}.txt``, per-class DET lists
 ``ImageSets/DET/{split}_{wnid}.txt`` listing every image of the split (1 verified positive with boxes, -1
-verified negative, 0 neither: a partial positive or a pair nobody decided), the blacklist ``ImageSets/DET/{split}_blacklist.txt`` and classification/localization truth
+verified negative, 0 neither: a partial positive or a pair nobody decided), the blacklist ``ImageSets/DET/{split}_blacklist.txt`` (partial positives and reviewers' flags), the negative
+images ``ImageSets/DET/{split}_negative_images.txt`` (verified absent for every class) and
+classification/localization truth
 ``CLS-LOC/{split}_labels.txt``.
 
 Corners are 0-based inclusive pixel indices (xmin = round(x1), xmax = round(x2) - 1), read back with the
@@ -35,10 +37,14 @@ def export(ctx: ExportContext) -> None:
             if labelled:
                 blacklist = stack.enter_context(ctx.tree.open(f"ImageSets/DET/{split}_blacklist.txt"))
                 cls_loc = stack.enter_context(ctx.tree.open(f"CLS-LOC/{split}_labels.txt"))
+                negative_list = stack.enter_context(
+                    ctx.tree.open(f"ImageSets/DET/{split}_negative_images.txt")
+                )
             lists = ClassLists(ctx, stack, lambda c, s=split: f"ImageSets/DET/{s}_{wnid[c]}.txt")
             batch: list[str] = []
             black: list[str] = []
             single: list[str] = []
+            negative_images: list[str] = []
             for record in ctx.records(split):
                 image = record.image
                 ctx.copy_image(f"Data/{split}/{image.file_name}", image)
@@ -51,10 +57,18 @@ def export(ctx: ExportContext) -> None:
                     )
                     boxed = {b.category_id for b in record.boxes}
                     positives, negatives = record.positive_classes(), record.negative_classes()
+                    # A negative image (ILSVRC §3.3.3) is verified absent for every class of the export: the
+                    # re-verification a detection set needs before an image is used as a pure negative.
+                    if wnid and negatives >= set(wnid) and not record.blacklisted:
+                        negative_images.append(f"{image.stem} {image.id}\n")
                     # Every image in every class's list: 1 present with its boxes, -1 verified absent, 0 not
                     # scored for that class (a partial positive, also blacklisted, or never decided).
                     for c in wnid:
-                        if c in boxed:
+                        if c in record.blacklisted:
+                            # Flagged too ambiguous to localize: not scored, detections there ignored.
+                            lists.add(c, f"{image.stem} 0\n")
+                            black.append(f"{image.id} {wnid[c]}\n")
+                        elif c in boxed:
                             lists.add(c, f"{image.stem} 1\n")
                         elif c in negatives:
                             lists.add(c, f"{image.stem} -1\n")
@@ -63,7 +77,7 @@ def export(ctx: ExportContext) -> None:
                             if c in positives:
                                 black.append(f"{image.id} {wnid[c]}\n")
                     # Classification truth is one class per image (ILSVRC §4.1): images showing one class.
-                    if len(positives) == 1:
+                    if len(positives) == 1 and not record.blacklisted:
                         single.append(f"{image.id} {next(iter(positives))}\n")
                 ctx.image_done()
                 if len(batch) >= LIST_FLUSH:
@@ -72,10 +86,13 @@ def export(ctx: ExportContext) -> None:
                     if labelled:
                         blacklist.write("".join(black))
                         cls_loc.write("".join(single))
+                        negative_list.write("".join(negative_images))
                         black.clear()
                         single.clear()
+                        negative_images.clear()
             image_list.write("".join(batch))
             if labelled:
                 blacklist.write("".join(black))
                 cls_loc.write("".join(single))
+                negative_list.write("".join(negative_images))
             lists.close()

@@ -18,6 +18,7 @@ class MemorySource:
     boxes_: list[ExportBox]
     labels_: list[ExportLabel] = field(default_factory=list)
     image_bytes: dict[int, bytes] = field(default_factory=dict)
+    blacklist_: list[tuple[int, int]] = field(default_factory=list)  # (image id, category id)
     dataset_version: str = "memory"
 
     def categories(self) -> Sequence[ExportCategory]:
@@ -41,6 +42,10 @@ class MemorySource:
         ids = self._split_ids(split)
         rows = (lab for lab in self.labels_ if lab.image_id in ids)
         return iter(sorted(rows, key=lambda lab: (lab.image_id, lab.category_id)))
+
+    def blacklist(self, split: str) -> Iterator[tuple[int, int]]:
+        ids = self._split_ids(split)
+        return iter(sorted(pair for pair in self.blacklist_ if pair[0] in ids))
 
     def provenance(self, split: str) -> Iterator[dict[str, Any]]:
         for label in self.labels(split):

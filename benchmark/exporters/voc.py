@@ -1,5 +1,6 @@
 """PASCAL VOC layout: ``Annotations/{id}.xml`` per image, ``JPEGImages/``, ``ImageSets/Main/{split}.txt`` and
-per-class ``ImageSets/Main/{class}_{split}.txt`` lists, ``classes.txt`` (id, VOC name, wnid).
+per-class ``ImageSets/Main/{class}_{split}.txt`` lists, ``classes.txt`` (id, VOC name, wnid) and the
+``labelmap.txt`` that CVAT and datumaro read classes from.
 
 Corners follow the VOC devkit: 1-based inclusive pixel indices, so a continuous box [x1, x2) becomes
 xmin = round(x1) + 1, xmax = round(x2) and spans xmax - xmin + 1 = round(x2) - round(x1) pixels.
@@ -24,9 +25,29 @@ def devkit_corners(box: ExportBox, width: int, height: int) -> tuple[int, int, i
 
 
 def truncated(box: ExportBox, width: int, height: int) -> int:
-    # We do not ask workers whether an object continues outside the frame; a box touching the image border
-    # is the best evidence we have (VOC's "truncated").
+    # A reviewer's (or the attribute task's) word decides; without one, a box touching the image border is the
+    # best evidence we have that the object continues outside the frame (VOC's "truncated").
+    if box.truncated is not None:
+        return int(box.truncated)
     return int(box.x1 <= 0.5 or box.y1 <= 0.5 or box.x2 >= width - 0.5 or box.y2 >= height - 0.5)
+
+
+def _object_xml(name: str, box: ExportBox, image: ExportImage, corners) -> str:
+    xmin, ymin, xmax, ymax = corners(box, image.width, image.height)
+    # The fine label of a merged class rides along as a CVAT/datumaro-style attribute.
+    extra = (
+        f"<attributes><attribute><name>fine_label</name><value>{escape(box.fine)}</value></attribute>"
+        "</attributes>"
+        if box.fine
+        else ""
+    )
+    return (
+        f"  <object><name>{escape(name)}</name><pose>{box.viewpoint.capitalize()}</pose>"
+        f"<truncated>{truncated(box, image.width, image.height)}</truncated>"
+        f"<occluded>{int(box.occluded)}</occluded><difficult>{int(box.difficult)}</difficult>"
+        f"<bndbox><xmin>{xmin}</xmin><ymin>{ymin}</ymin><xmax>{xmax}</xmax><ymax>{ymax}</ymax></bndbox>"
+        f"{extra}</object>\n"
+    )
 
 
 def annotation_xml(
@@ -45,13 +66,7 @@ def annotation_xml(
         "  <segmented>0</segmented>\n",
     ]
     for name, box in objects:
-        xmin, ymin, xmax, ymax = corners(box, image.width, image.height)
-        parts.append(
-            f"  <object><name>{escape(name)}</name><pose>Unspecified</pose>"
-            f"<truncated>{truncated(box, image.width, image.height)}</truncated><difficult>0</difficult>"
-            f"<bndbox><xmin>{xmin}</xmin><ymin>{ymin}</ymin><xmax>{xmax}</xmax><ymax>{ymax}</ymax></bndbox>"
-            "</object>\n"
-        )
+        parts.append(_object_xml(name, box, image, corners))
     parts.append("</annotation>\n")
     return "".join(parts)
 
@@ -91,6 +106,13 @@ def classes_txt(categories: list[ExportCategory]) -> str:
 def export(ctx: ExportContext) -> None:
     slug = {c.id: c.slug for c in ctx.categories}
     ctx.tree.write_text("classes.txt", classes_txt(ctx.categories))
+    # The VOC devkit's class list is fixed; tools that read other classes (CVAT, datumaro) take them from a
+    # label map: ``name:color:parts:actions`` per line, colours left to the reader.
+    ctx.tree.write_text(
+        "labelmap.txt",
+        "# label:color_rgb:parts:actions\nbackground:0,0,0::\n"
+        + "".join(f"{c.slug}:::\n" for c in ctx.categories),
+    )
     for split in ctx.splits():
         labelled = ctx.labelled(split)
         with ExitStack() as stack:
@@ -116,9 +138,9 @@ def _write_image(ctx: ExportContext, record: ImageRecord, slug: dict[int, str], 
     ctx.copy_image(f"JPEGImages/{image.file_name}", image)
     if lists is not None:
         # Only verified verdicts are listed: 1 present, -1 verified absent (VOC's lists are exhaustive; ours
-        # say nothing about classes nobody asked about).
+        # say nothing about classes nobody asked about); a blacklisted pair is 0, VOC's "not scored".
         for c in sorted(record.positive_classes()):
-            lists.add(c, f"{image.stem}  1\n")
+            lists.add(c, f"{image.stem}  {0 if c in record.blacklisted else 1}\n")
         for c in sorted(record.negative_classes()):
             lists.add(c, f"{image.stem} -1\n")
     ctx.image_done()

@@ -13,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from annotation.models import Box, BoxState
+from benchmark.final_labels import final_labels_rebuild
 from benchmark.models import Challenge, ExportJob, ImageSplit, SplitVersion, Submission, Team
 from tests import factories
 from tests.conftest import client_for
@@ -118,9 +119,11 @@ def team_user(challenge):
 
 
 def hidden_boxes(challenge):
-    ids = ImageSplit.objects.filter(version=challenge.split_version, split="test").values_list(
-        "image_id", flat=True
-    )
+    return hidden_boxes_of(challenge.split_version)
+
+
+def hidden_boxes_of(version):
+    ids = ImageSplit.objects.filter(version=version, split="test").values_list("image_id", flat=True)
     return list(Box.objects.filter(image_id__in=ids, state=BoxState.ACCEPTED))
 
 
@@ -153,6 +156,35 @@ def test_a_valid_submission_is_scored_against_the_hidden_test_labels(challenge, 
     assert body["state"] == "scored" and body["scores"]["AP50"] == pytest.approx(1.0)
     board = client_for(team_user).get(f"/api/v1/challenges/{challenge.pk}/leaderboard").json()
     assert board[0]["team"] == "alices" and board[0]["metric"] == "AP" and board[0]["rank"] == 1
+
+
+def test_a_challenge_reusing_an_old_id_and_truth_file_name_is_scored_against_its_own_labels(
+    challenge, team_user
+):
+    """Ids come back after a database is rebuilt, and the truth file's name with them: the truth read once per
+    process must still be this challenge's own hidden labels, not the earlier row's."""
+    assert submit(team_user, challenge, perfect_results(challenge)).status_code == 201
+    challenge.refresh_from_db()
+    pk, truth_name = challenge.pk, challenge.ground_truth.name
+    dataset, version = challenge.dataset, challenge.split_version
+    assert truth_name
+    challenge.ground_truth.delete(save=False)
+    Submission.objects.filter(team__challenge=challenge).delete()
+    challenge.delete()
+    for box in hidden_boxes_of(version):
+        box.x1, box.x2 = box.x1 + 40, box.x2 + 40  # the labels change while the old truth sits in memory
+        box.save(update_fields=["x1", "x2"])
+    final_labels_rebuild(dataset)
+    again = Challenge.objects.create(
+        pk=pk, name="det", dataset=dataset, split_version=version, protocol="coco"
+    )
+    team = Team.objects.create(challenge=again, name="alices")
+    team.members.add(team_user)
+    response = submit(team_user, again, perfect_results(again))
+    # The same id and the same file name as before.
+    assert Challenge.objects.get(pk=pk).ground_truth.name == truth_name
+    assert response.status_code == 201, response.content
+    assert response.json()["scores"]["AP50"] == pytest.approx(1.0)
 
 
 def test_bad_submissions_are_refused_with_every_problem_and_do_not_count(challenge, team_user):

@@ -154,8 +154,22 @@ for _operation in (
     "v1_datasets_examples_list",
     "v1_datasets_examples_create",
     "v1_datasets_examples_remove_create",
+    "v1_datasets_class_statistics_list",
+    "v1_datasets_detection_sets_list",
+    "v1_datasets_detection_sets_create",
+    "v1_datasets_detection_sets_freeze_create",
+    "v1_datasets_detection_sets_todo_list",
+    "v1_datasets_detection_sets_todo_create",
 ):
     POLICY[_operation] = (ORGS, "tenant")
+# Blacklist flags and box attributes: reviewers (on any dataset, like the review queue) and the organizers.
+for _operation in (
+    "v1_datasets_blacklist_list",
+    "v1_datasets_blacklist_create",
+    "v1_datasets_blacklist_lift_create",
+    "v1_datasets_box_attributes_create",
+):
+    POLICY[_operation] = (frozenset({REVIEWER, ORG_A, ORG_B, STAFF}), "tenant")
 # The hierarchy tree: organizers, platform-wide (hierarchies are shared, like the hierarchy list).
 POLICY["v1_hierarchies_tree_retrieve"] = (ORGS, "shared")
 # An example image: like an image file, its dataset's organizers, workers with a task there, and reviewers.
@@ -167,6 +181,8 @@ UNBUILT = {
     "/api/v1/datasets/{dataset_id}/confusable-pairs/{pair_id}/": "no confusable pair is built",
     "/api/v1/datasets/{id}/examples/{example_id}/remove/": "no example image is built",
     "/api/v1/examples/{id}/file/": "no example image is built",
+    "/api/v1/datasets/{dataset_id}/detection-sets/{name}/freeze/": "no detection set is built",
+    "/api/v1/datasets/{dataset_id}/detection-sets/{name}/todo/": "no detection set is built",
 }
 
 

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from annotation.models import Dataset
 from benchmark.exporters import FORMATS
 from benchmark.exporters.base import hidden_truth_path
-from benchmark.models import SplitVersion
+from benchmark.models import DetectionSet, SplitVersion
 from benchmark.services import BenchmarkError, export_run
 
 
@@ -32,6 +32,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--split-version", type=int, help="Split version number (default: latest frozen)."
         )
+        parser.add_argument(
+            "--detection-set",
+            metavar="NAME",
+            help="Export only this detection set's classes (merged fine classes kept as box attributes).",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **options):
@@ -42,7 +47,16 @@ class Command(BaseCommand):
         if options["split_version"] is not None:
             version = SplitVersion.objects.filter(dataset=dataset, number=options["split_version"]).first()
             if version is None:
-                raise CommandError(f"dataset {dataset.name} has no split version {options['version']}")
+                raise CommandError(f"dataset {dataset.name} has no split version {options['split_version']}")
+        detection_set = None
+        if options["detection_set"]:
+            detection_set = DetectionSet.objects.filter(
+                dataset=dataset, name=options["detection_set"]
+            ).first()
+            if detection_set is None:
+                raise CommandError(
+                    f"dataset {dataset.name} has no detection set {options['detection_set']!r}"
+                )
         out = Path(options["out"])
         bar = tqdm(
             total=dataset.images.count(),
@@ -64,6 +78,7 @@ class Command(BaseCommand):
                 provenance=options["provenance"],
                 version=version,
                 progress=progress,
+                detection_set=detection_set,
             )
         except BenchmarkError as exc:
             raise CommandError(str(exc)) from None
