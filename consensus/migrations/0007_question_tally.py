@@ -31,7 +31,7 @@ def tally_fill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0012_dataset_tally_and_usage_counters'),
+        ('annotation', '0013_dataset_tally_and_usage_counters'),
         ('consensus', '0006_task_topics_from_question_kinds'),
         ('hierarchy', '0004_labeling_models_move_to_multilabel'),
     ]

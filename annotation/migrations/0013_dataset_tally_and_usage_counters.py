@@ -51,7 +51,7 @@ def counters_fill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0011_queue_pools_topics_and_lease_notes'),
+        ('annotation', '0012_bucket_cursor'),
         ('crowd', '0005_mturk_qualification_confirmation_spend'),
         ('hierarchy', '0004_labeling_models_move_to_multilabel'),
     ]
