@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.files.storage import FileSystemStorage
 from django.db import transaction
 from django.db.models import Count
+from django.db.models.functions import Coalesce
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -25,6 +26,7 @@ from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
 from . import boxes, examples, hooks, kinds, queue, vote_tasks
 from .audit import audit_record, request_parameters
+from .image_filters import IMAGE_FILTER_PARAMETERS, images_filtered
 from .ingest import images_ingest, item_read
 from .models import (
     Assignment,
@@ -86,7 +88,8 @@ class DatasetViewSet(
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self):
-        qs = Dataset.objects.annotate(image_count=Count("images"))
+        # The tally is kept with the images (annotation.counters); counting them per dataset is a scan.
+        qs = Dataset.objects.annotate(image_count=Coalesce("tally__images", 0))
         if getattr(self, "swagger_fake_view", False):  # schema generation runs without a user
             return qs.none()
         if not self.request.user.is_superuser:
@@ -99,31 +102,13 @@ class DatasetViewSet(
         dataset.image_count = 0  # what the list's annotation gives: a new dataset has no images yet
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("name", str, description="Only images whose file name contains this text."),
-            OpenApiParameter(
-                "near_duplicate", bool, description="true: only images flagged as near-duplicates."
-            ),
-            OpenApiParameter(
-                "concept", str, description="Only images with a present final label of this wnid."
-            ),
-        ],
+        parameters=IMAGE_FILTER_PARAMETERS,
         responses=ImageSerializer(many=True),
     )
     @action(detail=True, methods=["get"], url_path="images")
     def images(self, request, pk=None):
         dataset = self.get_object()
-        params = request.query_params
-        qs = dataset.images.order_by("id")
-        if params.get("name"):
-            qs = qs.filter(original_name__icontains=params["name"])
-        if params.get("near_duplicate") not in (None, ""):
-            if params["near_duplicate"] not in ("true", "false"):
-                raise ValidationError({"near_duplicate": "must be true or false"})
-            qs = qs.filter(near_duplicate_of__isnull=params["near_duplicate"] == "false")
-        if params.get("concept"):
-            concept = concept_by_wnid(params["concept"])
-            qs = qs.filter(final_labels__concept=concept, final_labels__present=True)
+        qs = images_filtered(dataset.images.order_by("id"), request.query_params)
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(ImageSerializer(page, many=True).data)
 

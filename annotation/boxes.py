@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from hierarchy.models import Concept
 
-from . import geometry, pipeline, questions, queue
+from . import counters, geometry, pipeline, questions, queue
 from .models import (
     Box,
     BoxJob,
@@ -173,6 +173,7 @@ def box_submit(*, task: Task, worker, box: geometry.Box) -> Box:
         state=BoxState.PENDING,
         drawn_by=worker,
     )
+    counters.boxes_counted(job.dataset_id, drawn=1)
     _advance(job, lambda s: pipeline.box_drawn(s, created.pk, worker.pk))
     return created
 
@@ -300,6 +301,7 @@ def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]
                 _ask(job, questions.COVERAGE, None, box_ids, excluded)
             case pipeline.AcceptBox(box_id=box_id):
                 if Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.ACCEPTED):
+                    counters.boxes_counted(job.dataset_id, accepted=1)
                     accepted.append(box_id)
             case pipeline.DiscardBox(box_id=box_id):
                 Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.REJECTED)

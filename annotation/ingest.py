@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
+from . import counters
 from .imagecheck import CheckedImage, Header, ImageRejected, check_image, hamming_distances
 from .models import Dataset, Image
 
@@ -161,6 +162,7 @@ def _store(
     try:
         with transaction.atomic():
             image.save()
+            counters.images_counted(dataset.pk, 1)
     except IntegrityError:
         # A concurrent upload of the same bytes won the race; drop our copy of the file.
         image.file.storage.delete(image.file.name)

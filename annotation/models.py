@@ -109,6 +109,8 @@ class Box(models.Model):
             ),
             models.CheckConstraint(condition=Q(x1__gte=0) & Q(y1__gte=0), name="box_non_negative_origin"),
         ]
+        # The organizer's progress counts the boxes of the last minutes (its rate and ETA) by creation time.
+        indexes = [models.Index(fields=["created_at"], name="box_created_idx")]
 
     def __str__(self) -> str:
         return f"box {self.pk} [{self.x1:.0f},{self.y1:.0f},{self.x2:.0f},{self.y2:.0f}]"
@@ -445,3 +447,51 @@ class ConceptExample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.polarity} example {self.pk} of {self.concept_id} for {self.kind}"
+
+
+class DatasetTally(models.Model):
+    """A dataset's image and box counts, kept exact by `annotation.counters` in the transactions that store
+    images, draw boxes and change their state (F() updates), so the organizer's pages read one row instead of
+    counting every image and every box through its image. `manage.py counters_recount` rebuilds it."""
+
+    dataset = models.OneToOneField(Dataset, on_delete=models.CASCADE, primary_key=True, related_name="tally")
+    images = models.BigIntegerField(default=0)
+    boxes_drawn = models.BigIntegerField(default=0)
+    boxes_accepted = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"tally of dataset {self.dataset_id}"
+
+
+class UsageCounter(models.Model):
+    """Micro-tasks created, answers submitted and worker-seconds (submission minus lease time, in microseconds
+    so sums are exact) per stage (the task's topic, a consensus question's kind, else its kind) and concept,
+    kept by the queue in the transactions that create tasks and store answers (`annotation.counters`). The cost
+    ledger reads these rows instead of grouping every answer."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    stage = models.CharField(max_length=64)
+    concept = models.ForeignKey(
+        "hierarchy.Concept", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    tasks = models.BigIntegerField(default=0)
+    answers = models.BigIntegerField(default=0)
+    worker_microseconds = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "stage", "concept"],
+                condition=Q(concept__isnull=False),
+                name="usage_counter_unique_concept",
+            ),
+            models.UniqueConstraint(
+                fields=["dataset", "stage"],
+                condition=Q(concept__isnull=True),
+                name="usage_counter_unique_none",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"usage of dataset {self.dataset_id}: {self.stage}/{self.concept_id}"

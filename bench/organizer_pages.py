@@ -1,9 +1,9 @@
 """Render times of the organizer workspace's pages and endpoints with one large dataset: p50 and p99 of each
 (target: p99 under 300 ms), with the query count of one request, and `/healthz` as the in-process floor.
 
-Usage: python bench/organizer_pages.py [--images 200000] [--boxes 1000000] [--repeat 30] [--quick]
+Usage: python bench/organizer_pages.py [--images 200000] [--boxes 1000000] [--repeat 30] [--quick] [--db NAME]
 
-Uses its own PostgreSQL database (cl_orgbench, created and migrated on first use; set BENCH_PG when PostgreSQL
+Uses its own PostgreSQL database (cl_orgbench unless --db names another, created and migrated on first use; set BENCH_PG when PostgreSQL
 is not at postgres://postgres@127.0.0.1:5432). Images and boxes are loaded with COPY, the rest with
 bulk_create, and kept for the next run (the dataset is named after its size). Requests go through Django's
 test client in this process (middleware, sessions, views, SQL, serialization; no HTTP server or network).
@@ -32,20 +32,20 @@ ORGANIZER = "bench-organizer"
 TARGET_MS = 300.0
 
 
-def setup_django() -> None:
-    os.environ["DATABASE_URL"] = f"{PG}/{DB_NAME}"
+def setup_django(db_name: str) -> None:
+    os.environ["DATABASE_URL"] = f"{PG}/{db_name}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
     django.setup()
 
 
-def ensure_database() -> None:
+def ensure_database(db_name: str) -> None:
     import psycopg
 
     with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db_name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{db_name}"')
 
 
 def _copy_images_and_boxes(cursor, dataset, concepts, workers, n_images: int, n_boxes: int, rng):
@@ -84,6 +84,7 @@ def populate(n_images: int, n_boxes: int) -> str:
     from django.utils import timezone
 
     from annotation import queue
+    from annotation.counters import counters_recount
     from annotation.models import (
         Assignment,
         AssignmentState,
@@ -147,6 +148,7 @@ def populate(n_images: int, n_boxes: int) -> str:
                 [
                     Task(
                         kind="question",
+                        topic="image_verify",
                         dataset=dataset,
                         image_id=int(image_ids[i]),
                         concept_id=concept_ids[cls[i]],
@@ -284,6 +286,8 @@ def populate(n_images: int, n_boxes: int) -> str:
                 for n in range(500)
             ]
         )
+        # Images and boxes came by COPY, around the services that keep the dataset's counters.
+        counters_recount(dataset.pk)
         with connection.cursor() as cursor:
             for table in (
                 "annotation_image",
@@ -320,6 +324,9 @@ def targets(dataset, image_id: int, worker_id: int, n_images: int) -> list[tuple
         f"datasets/{d}/images",
         f"datasets/{d}/images?page={middle_page}",
         f"datasets/{d}/images?concept={dataset.concepts.order_by('id').first().wnid}",
+        f"datasets/{d}/image-grid?stage=verification",
+        f"datasets/{d}/image-grid?stage=unstarted",
+        f"datasets/{d}/image-grid?stage=review&page=20",
         f"datasets/{d}/images/{image_id}",
         f"datasets/{d}/people/{worker_id}",
         f"datasets/{d}/concepts",
@@ -391,11 +398,12 @@ def main() -> None:
     parser.add_argument("--boxes", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=30, help="Timed requests per page (after one untimed).")
     parser.add_argument("--quick", action="store_true", help="20,000 images, 100,000 boxes, 10 requests each")
+    parser.add_argument("--db", default=DB_NAME, help=f"The PostgreSQL database to use (default {DB_NAME}).")
     args = parser.parse_args()
     if args.quick:
         args.images, args.boxes, args.repeat = 20_000, 100_000, 10
-    ensure_database()
-    setup_django()
+    ensure_database(args.db)
+    setup_django(args.db)
     name = populate(args.images, args.boxes)
     rows = measure(name, args.repeat)
     print(

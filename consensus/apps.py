@@ -23,3 +23,10 @@ class ConsensusConfig(AppConfig):
             from .box_questions import connect
 
             connect()
+
+        # `counters_recount` rebuilds the question tally with the queue's counters.
+        from annotation.counters import register_recount
+
+        from .tally import tally_recount
+
+        register_recount(tally_recount)

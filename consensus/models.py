@@ -173,6 +173,8 @@ class Question(models.Model):
         indexes = [
             models.Index(fields=["kind", "concept", "role", "state"], name="question_calibration_idx"),
             models.Index(fields=["dataset", "concept", "state"], name="question_progress_idx"),
+            # The organizer's progress counts the questions decided in the last minutes (rate and ETA).
+            models.Index(fields=["dataset", "kind", "decided_at"], name="question_decided_recent_idx"),
         ]
 
     def __str__(self) -> str:
@@ -284,3 +286,25 @@ class QuestionDecision(models.Model):
 
     def __str__(self) -> str:
         return f"question {self.question_id}: {self.decision}"
+
+
+class QuestionTally(models.Model):
+    """Questions asked and decided (accepted, rejected or sent to review) per dataset, kind and concept, kept
+    exact by `consensus.tally` in the transactions that create and decide questions (F() updates), so the
+    organizer's progress and cost ledger read these rows instead of counting every question.
+    `manage.py counters_recount` rebuilds them."""
+
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=32, choices=QuestionKind.choices)
+    concept = models.ForeignKey("hierarchy.Concept", on_delete=models.PROTECT, related_name="+")
+    questions = models.BigIntegerField(default=0)
+    decided = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "kind", "concept"], name="question_tally_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} questions of dataset {self.dataset_id} about {self.concept_id}"

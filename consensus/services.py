@@ -23,9 +23,10 @@ from annotation.queue import QueueError
 from hierarchy.models import Concept
 from outbox import services as outbox
 
-from . import events, wording
+from . import events, tally, wording
 from .calibration import DEFAULT_CAP, ConfidenceTable, build_table, prior_table
 from .models import (
+    DECIDED_STATES,
     VERDICT_STATE,
     CalibrationTable,
     ConsensusSettings,
@@ -262,10 +263,12 @@ def _finalize(
     """Close the question with a verdict, record the decision row, close its task, announce the event."""
     now = timezone.now()
     verdict = Verdict(decision.value)
+    was_decided = question.state in DECIDED_STATES
     question.state = VERDICT_STATE[verdict]
     question.p = estimate.p
     question.decided_at = now
     question.save(update_fields=["state", "p", "decided_at"])
+    tally.decided_changed(question, was_decided)
     row = QuestionDecision.objects.create(
         question=question,
         decision=verdict,
@@ -426,6 +429,7 @@ def questions_create(
                 )
             )
         Question.objects.bulk_create(questions, batch_size=500)
+        tally.questions_counted(questions)
         served = [q for q in questions if q.state == QuestionState.OPEN]
         _serve(served, text, settings, priority)
     return questions

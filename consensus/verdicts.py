@@ -13,7 +13,7 @@ from django.utils import timezone
 from annotation import queue
 from annotation.models import Task
 
-from . import events
+from . import events, tally
 from .models import (
     VERDICT_STATE,
     ConsensusSettings,
@@ -44,6 +44,7 @@ def question_review_decide(*, question_id: int, accept: bool, reviewer) -> Quest
         question.state = VERDICT_STATE[verdict]
         question.decided_at = timezone.now()
         question.save(update_fields=["state", "decided_at"])
+        tally.decided_changed(question, was_decided=True)  # from review: decided before and after
         row = QuestionDecision.objects.create(
             question=question,
             decision=verdict,

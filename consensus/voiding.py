@@ -17,7 +17,7 @@ from django.db.models import Count, Q
 from annotation import kinds, queue
 from annotation.models import Assignment, Task, TaskState
 
-from . import events
+from . import events, tally
 from .final_labels import question_final_label
 from .models import (
     DECIDED_STATES,
@@ -150,6 +150,7 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
     question.p = estimate.p if estimate is not None else None
     question.decided_at = None
     question.save(update_fields=["state", "p", "decided_at"])
+    tally.decided_changed(question, was_decided=True)
     QuestionDecision.objects.create(
         question=question,
         decision=Verdict.REOPENED,

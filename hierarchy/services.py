@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -46,6 +47,30 @@ class ConceptConflict(ValueError):
     def __init__(self, errors: list[str]):
         self.errors = errors
         super().__init__("; ".join(errors))
+
+
+# wnids -> {wnid: names of the datasets that use it}. Concepts are the ground floor: the apps that use them
+# (annotation: datasets' picked classes and tasks) register here in `AppConfig.ready`, so every loader of a
+# hierarchy (the upload endpoint, `load_hierarchy`, the simulator) applies the same "concept in use" rule.
+ConceptUsers = Callable[[list[str]], Mapping[str, Iterable[str]]]
+_concept_users: list[ConceptUsers] = []
+
+
+def register_concept_users(fn: ConceptUsers) -> ConceptUsers:
+    """Registering the same callable twice is a no-op (`ready()` may run twice)."""
+    if fn not in _concept_users:
+        _concept_users.append(fn)
+    return fn
+
+
+def concepts_in_use(wnids: Iterable[str]) -> dict[str, list[str]]:
+    """wnid -> the sorted names of the datasets using it, as the registered apps say (only the given wnids)."""
+    wnids = sorted(set(wnids))
+    users: dict[str, set[str]] = defaultdict(set)
+    for fn in _concept_users:
+        for wnid, names in fn(wnids).items():
+            users[wnid].update(names)
+    return {wnid: sorted(names) for wnid, names in users.items()}
 
 
 def concept_conflicts(fixture: HierarchyFixture, in_use: Mapping[str, Iterable[str]]) -> list[str]:
@@ -93,9 +118,9 @@ def hierarchy_load(
     Every node gets a concept: its synset when its id is a wnid (with is-a edges between synset nodes), else a
     local concept named by its question id, so the consensus engine has a subject for every question. Loading
     the same name and version again is a no-op when the DAG is the same and refused when it differs (bump the
-    version: stored labeling states refer to the DAG they were recorded on). With `in_use` (wnid -> names of
-    the datasets using it), a file that would change such a concept's gloss or parents is refused
-    (ConceptConflict) and nothing is stored."""
+    version: stored labeling states refer to the DAG they were recorded on). A file that would change the gloss
+    or parents of a concept in use (`in_use`: wnid -> names of the datasets using it; by default what the
+    registered apps say, `concepts_in_use`) is refused (ConceptConflict) and nothing is stored."""
     dag = fixture.to_dag()  # raises DagError on a structural problem the fixture parser did not catch
     with transaction.atomic():
         existing = (
@@ -110,7 +135,9 @@ def hierarchy_load(
             return LoadResult(
                 existing, False, existing.nodes.count(), existing.nodes.filter(leaf=True).count()
             )
-        conflicts = concept_conflicts(fixture, in_use or {})
+        if in_use is None:
+            in_use = concepts_in_use(node.wnid for node in fixture.nodes if node.wnid)
+        conflicts = concept_conflicts(fixture, in_use)
         if conflicts:
             raise ConceptConflict(conflicts)
         concepts = concepts_upsert(

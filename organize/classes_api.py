@@ -15,7 +15,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.audit import audit_record
-from annotation.models import Dataset, Task
 from config.roles import IsOrganizer
 from hierarchy.algorithm import DagError
 from hierarchy.fixture import FixtureError, parse_fixture
@@ -28,20 +27,6 @@ from .scoping import organizer_dataset
 class Conflict(APIException):
     status_code = status.HTTP_409_CONFLICT
     default_code = "conflict"
-
-
-def concepts_in_use(wnids) -> dict[str, list[str]]:
-    """wnid -> names of the datasets that picked the concept or hold tasks about it (only the given wnids)."""
-    users: dict[str, set[str]] = defaultdict(set)
-    picked = Dataset.concepts.through.objects.filter(concept__wnid__in=wnids)
-    for wnid, name in picked.values_list("concept__wnid", "dataset__name"):
-        users[wnid].add(name)
-    tasked = (
-        Task.objects.filter(concept__wnid__in=wnids).values_list("concept__wnid", "dataset__name").distinct()
-    )
-    for wnid, name in tasked:
-        users[wnid].add(name)
-    return {wnid: sorted(names) for wnid, names in users.items()}
 
 
 class UploadResultSerializer(serializers.Serializer):
@@ -69,9 +54,8 @@ class HierarchyUploadView(APIView):
             fixture = parse_fixture(request.data, source="uploaded hierarchy")
         except FixtureError as exc:
             raise ValidationError({"errors": exc.errors}) from None
-        in_use = concepts_in_use([node.wnid for node in fixture.nodes if node.wnid])
         try:
-            result = hierarchy_load(fixture, in_use=in_use)
+            result = hierarchy_load(fixture)  # refuses to rewrite a concept in use (hierarchy.services)
         except DagError as exc:
             raise ValidationError({"errors": exc.problems}) from None
         except ConceptConflict as exc:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Q
 
-from annotation.models import Assignment, AssignmentState, Dataset, Task
-from consensus.models import DECIDED_STATES, Question
+from annotation.models import Dataset, UsageCounter
+from consensus.models import QuestionTally
 from crowd.providers.spend import dataset_spend
 from hierarchy.models import QuestionNode
 from multilabel.models import ImageLabeling
@@ -19,36 +18,31 @@ from .models import CostSettings
 
 
 def dataset_usage(dataset: Dataset) -> list[UsageRow]:
-    stage = Coalesce("question__kind", "kind")
-    tasks = {
-        (r["stage"], r["concept__wnid"] or ""): r["n"]
-        for r in Task.objects.filter(dataset=dataset)
-        .values("concept__wnid", stage=stage)
-        .annotate(n=Count("id"))
-    }
-    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
-    answers = {
-        (r["stage"], r["task__concept__wnid"] or ""): (r["n"], r["seconds"])
-        for r in Assignment.objects.filter(task__dataset=dataset, state=AssignmentState.SUBMITTED)
-        .values("task__concept__wnid", stage=Coalesce("task__question__kind", "task__kind"))
-        .annotate(n=Count("id"), seconds=Sum(spent))
+    # Tasks, answers and worker-seconds from the dataset's usage counters (kept by the queue in the
+    # transactions that create tasks and store answers), not from grouping every answer.
+    usage = {
+        (r["stage"], r["concept__wnid"] or ""): (r["tasks"], r["answers"], r["worker_microseconds"])
+        for r in UsageCounter.objects.filter(dataset=dataset).values(
+            "stage", "concept__wnid", "tasks", "answers", "worker_microseconds"
+        )
+        if r["tasks"] or r["answers"]
     }
     decided = {
-        (r["kind"], r["concept__wnid"]): r["n"]
-        for r in Question.objects.filter(dataset=dataset, state__in=DECIDED_STATES)
-        .values("kind", "concept__wnid")
-        .annotate(n=Count("id"))
+        (r["kind"], r["concept__wnid"]): r["decided"]
+        for r in QuestionTally.objects.filter(dataset=dataset, decided__gt=0).values(
+            "kind", "concept__wnid", "decided"
+        )
     }
     rows = []
-    for key in sorted(set(tasks) | set(answers)):
-        n, seconds = answers.get(key, (0, None))
+    for key in sorted(usage):
+        tasks, answers, microseconds = usage[key]
         rows.append(
             UsageRow(
                 stage=key[0],
                 wnid=key[1],
-                tasks=tasks.get(key, 0),
-                answers=n,
-                worker_seconds=round(seconds.total_seconds(), 1) if seconds else 0.0,
+                tasks=tasks,
+                answers=answers,
+                worker_seconds=round(microseconds / 1e6, 1),
                 decided_questions=decided.get(key, 0),
             )
         )

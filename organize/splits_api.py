@@ -1,5 +1,5 @@
-"""Split versions from the browser: compute one (a preview: seed, ratios and the counts per split, stratified by
-class as `benchmark.splits` does), then freeze it. The logic is `benchmark.services`; the CLI is `make_splits`."""
+"""Split versions from the browser: compute one (a preview: seed, ratios, source rules and the counts per split,
+stratified by class as `benchmark.splits` does), then freeze it. The logic is `benchmark.services`; the CLI is `make_splits`."""
 
 from __future__ import annotations
 
@@ -21,24 +21,49 @@ from config.roles import IsOrganizer
 from .scoping import organizer_dataset
 
 
+class SourceRuleSerializer(serializers.Serializer):
+    """Other shares for the images whose recorded source starts with `source` (`make_splits --source-rule`)."""
+
+    source = serializers.CharField(max_length=500, help_text="A prefix of the images' source (longest wins).")
+    train = serializers.FloatField(min_value=0, max_value=1)
+    val = serializers.FloatField(min_value=0, max_value=1)
+    test = serializers.FloatField(min_value=0, max_value=1)
+
+    def validate(self, data):
+        try:
+            data["ratios"] = SplitRatios(data["train"], data["val"], data["test"])
+        except ValueError as exc:
+            raise serializers.ValidationError(f"source {data['source']!r}: {exc}") from None
+        return data
+
+
 class SplitRequestSerializer(serializers.Serializer):
     train = serializers.FloatField(min_value=0, max_value=1, default=0.6)
     val = serializers.FloatField(min_value=0, max_value=1, default=0.13)
     test = serializers.FloatField(min_value=0, max_value=1, default=0.27)
     seed = serializers.IntegerField(min_value=0, default=0)
+    source_rules = SourceRuleSerializer(many=True, required=False, max_length=50)
 
     def validate(self, data):
         try:
             data["ratios"] = SplitRatios(data["train"], data["val"], data["test"])
         except ValueError as exc:
             raise serializers.ValidationError({"ratios": str(exc)}) from None
+        sources = [rule["source"] for rule in data.get("source_rules", [])]
+        repeated = sorted({s for s in sources if sources.count(s) > 1})
+        if repeated:
+            raise serializers.ValidationError(
+                {
+                    "source_rules": f"one rule per source; given more than once: {', '.join(map(repr, repeated))}"
+                }
+            )
         return data
 
 
 class SplitVersionSerializer(serializers.ModelSerializer):
     class Meta:
         model = SplitVersion
-        fields = ["number", "seed", "ratios", "frozen", "manifest", "created_at"]
+        fields = ["number", "seed", "ratios", "source_rules", "frozen", "manifest", "created_at"]
 
 
 class SplitVersionsView(APIView):
@@ -60,12 +85,18 @@ class SplitVersionsView(APIView):
         data = form.validated_data
         try:
             with transaction.atomic():
-                version = split_version_create(dataset=dataset, ratios=data["ratios"], seed=data["seed"])
+                rules = {rule["source"]: rule["ratios"] for rule in data.get("source_rules", [])}
+                version = split_version_create(
+                    dataset=dataset, ratios=data["ratios"], seed=data["seed"], source_rules=rules
+                )
                 audit_record(
                     dataset=dataset,
                     actor=request.user,
                     action="splits.compute",
-                    parameters={k: data[k] for k in ("train", "val", "test", "seed")},
+                    parameters={
+                        **{k: data[k] for k in ("train", "val", "test", "seed")},
+                        "source_rules": version.source_rules,
+                    },
                     result={"version": version.number, "counts": version.manifest.get("counts", {})},
                 )
         except BenchmarkError as exc:

@@ -8,6 +8,7 @@ from . import (
     classes_api,
     confusable_api,
     duplicates_api,
+    grid_api,
     image_api,
     people_api,
     quality_api,
@@ -18,6 +19,11 @@ from . import (
 )
 
 urlpatterns = [
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/image-grid/?$",
+        grid_api.DatasetImageGridView.as_view(),
+        name="dataset-image-grid",
+    ),
     re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/progress/?$",
         api.DatasetProgressView.as_view(),

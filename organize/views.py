@@ -7,7 +7,7 @@ import functools
 
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
+from django.db.models.functions import Coalesce
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
@@ -36,7 +36,7 @@ def organizer_page(view):
 @require_GET
 @organizer_page
 def datasets(request):
-    rows = organizer_datasets(request.user).annotate(image_count=Count("images")).order_by("-id")
+    rows = organizer_datasets(request.user).annotate(image_count=Coalesce("tally__images", 0)).order_by("-id")
     return render(request, "organize/datasets.html", {"datasets": rows})
 
 

@@ -20,6 +20,7 @@ from django.db.models import Max, Min, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation import counters
 from annotation.models import Box, BoxState, Dataset, Image
 from outbox import services as outbox
 
@@ -550,6 +551,12 @@ def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, re
             changed.append(boxes[pk])
         for box in changed:
             box.save(update_fields=["state", "concept"])
+        counters.boxes_counted(
+            item.dataset_id,
+            accepted=counters.accepted_delta(
+                (before[str(b.pk)]["state"] for b in changed), (b.state for b in changed)
+            ),
+        )
         dismissed = _dismiss_items_of_removed(item, removed)
 
         row = ReviewDecision.objects.create(
@@ -639,6 +646,12 @@ def review_undo(
                 box.state, box.concept_id = old["state"], old["concept"]
                 box.save(update_fields=["state", "concept"])
                 restored.append(box)
+        counters.boxes_counted(
+            item.dataset_id,
+            accepted=counters.accepted_delta(
+                (current[str(b.pk)]["state"] for b in restored), (b.state for b in restored)
+            ),
+        )
         reopened = list(
             ReviewItem.objects.filter(
                 pk__in=decision.after.get("dismissed_items", []), state=ItemState.DISMISSED

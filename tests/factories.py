@@ -59,6 +59,18 @@ class ImageFactory(factory.django.DjangoModelFactory):
     phash = "0000000000000000"
     file = factory.django.FileField(filename="img.png", data=b"not decoded in these tests")
 
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        # Counted in the dataset's tally as ingestion (annotation.ingest) counts every image it stores.
+        from django.db import transaction
+
+        from annotation import counters
+
+        with transaction.atomic():
+            image = super()._create(model_class, *args, **kwargs)
+            counters.images_counted(image.dataset_id, 1)
+        return image
+
 
 class TaskFactory(factory.django.DjangoModelFactory):
     class Meta:
@@ -70,3 +82,10 @@ class TaskFactory(factory.django.DjangoModelFactory):
     concept = factory.SubFactory(ConceptFactory)
     payload = factory.LazyAttribute(lambda t: {"question": f"Does this image show a {t.concept.name}?"})
     answers_wanted = 1
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        # Through the queue's task writer, as every pipeline creates tasks, so the usage counters count them.
+        from annotation import queue
+
+        return queue.task_create(**kwargs)

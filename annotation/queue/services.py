@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
-from annotation import hooks, kinds
+from annotation import counters, hooks, kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 
 from . import sqlrows, statements
@@ -213,6 +213,7 @@ def assignment_submit(
         sqlrows.update(connection, Task, task.pk, written)
         for name, value in written.items():
             setattr(task, name, value)
+        counters.answers_counted(task, answers=1, worker_time=now - current.leased_at)
         return SubmitResult(current, replayed=False, extras=_submit_extras(current))
 
 

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from annotation import hooks, kinds
+from annotation import counters, hooks, kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 
 from . import statements
@@ -30,8 +30,12 @@ _WRITABLE = frozenset(
 
 
 def tasks_create(tasks: Iterable[Task], *, batch_size: int = 500) -> list[Task]:
-    """Insert these unsaved tasks in order (ids follow the order given) and return them with their ids."""
-    return Task.objects.bulk_create(list(tasks), batch_size=batch_size)
+    """Insert these unsaved tasks in order (ids follow the order given) and return them with their ids; the
+    dataset's usage counters count them in the same transaction."""
+    with transaction.atomic():
+        created = Task.objects.bulk_create(list(tasks), batch_size=batch_size)
+        counters.tasks_counted(created)
+    return created
 
 
 def assignments_import(assignments: Iterable[Assignment], *, batch_size: int = 500) -> list[Assignment]:
@@ -41,7 +45,28 @@ def assignments_import(assignments: Iterable[Assignment], *, batch_size: int = 5
     live = [a for a in rows if a.state == AssignmentState.LEASED]
     if live:
         raise ValueError("only finished assignments are imported; leases are taken through task_lease_next")
-    return Assignment.objects.bulk_create(rows, batch_size=batch_size)
+    with transaction.atomic():
+        created = Assignment.objects.bulk_create(rows, batch_size=batch_size)
+        _imported_answers_counted(created)
+    return created
+
+
+def _imported_answers_counted(assignments: list[Assignment]) -> None:
+    submitted = [a for a in assignments if a.state == AssignmentState.SUBMITTED]
+    tasks = Task.objects.in_bulk({a.task_id for a in submitted})
+    per_task: dict[int, list[Assignment]] = {}
+    for a in submitted:
+        per_task.setdefault(a.task_id, []).append(a)
+    groups: dict[tuple, tuple[Task, int, timedelta]] = {}
+    for task_id, rows in per_task.items():
+        task = tasks[task_id]
+        key = (task.dataset_id, counters.task_stage(task), task.concept_id or 0)
+        spent = sum((a.submitted_at - a.leased_at for a in rows if a.submitted_at), timedelta(0))
+        _, n, total = groups.get(key, (task, 0, timedelta(0)))
+        groups[key] = (task, n + len(rows), total + spent)
+    for key in sorted(groups):
+        task, n, total = groups[key]
+        counters.answers_counted(task, answers=n, worker_time=total)
 
 
 def task_create(**fields: Any) -> Task:
@@ -139,6 +164,8 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
         except kinds.AnswerStands as exc:
             raise UndoRefused(str(exc)) from None
         Assignment.objects.filter(pk=current.pk).update(state=AssignmentState.WITHDRAWN)
+        # A withdrawn answer leaves the cost ledger's counts as if it had never been given.
+        counters.answers_counted(task, answers=-1, worker_time=-(current.submitted_at - current.leased_at))
         expires_at = now + lease_duration()
         lease = Assignment.objects.create(
             task_id=task_id,

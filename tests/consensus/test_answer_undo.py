@@ -97,6 +97,21 @@ def test_undo_takes_the_vote_out_of_the_tally_and_leases_the_task_back(
     assert Vote.objects.filter(question=question, worker=mistaken, void__isnull=True).count() == 1
 
 
+def test_an_undone_answer_leaves_the_cost_counters_equal_to_a_recount(
+    calibrated, organizer, concept, api_client
+):
+    """The cost ledger counts answers and worker time as they are given: a withdrawn one is taken out again."""
+    from annotation.counters import counters_expected, counters_stored
+
+    question = one_question(organizer, concept)
+    first, mistaken = make_workers(2, prefix="c")
+    answer(first, question, True)
+    wrong = answer(mistaken, question, True)
+    assert undo(api_client, mistaken, wrong.pk).status_code == 201
+    # The usage part: this test's images are made by a test helper, not through ingestion's counted writer.
+    assert counters_stored(question.dataset_id)[1] == counters_expected(question.dataset_id)[1]
+
+
 def test_the_decision_after_an_undo_equals_the_decision_without_the_withdrawn_vote(
     calibrated, organizer, concept, api_client
 ):

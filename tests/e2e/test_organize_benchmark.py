@@ -119,3 +119,48 @@ def test_an_organizer_creates_a_challenge_adds_a_team_and_sees_its_leaderboard(p
     page.get_by_role("button", name="Leaderboard of det-2026").click()
     expect(page.locator("#leaderboard tbody tr[data-team='alices']")).to_contain_text("AP 1.0000")
     assert page.console_errors == []
+
+
+def test_an_organizer_holds_out_a_source_with_a_rule_and_filters_the_grid_by_split_and_stage(
+    page, live_server
+):
+    organizer = factories.user_with_roles("rita", ("organizers",))
+    dataset = factories.DatasetFactory(organizers=[organizer], name="held-out")
+    for n in range(4):
+        factories.ImageFactory(dataset=dataset, source=f"lab-b/{n}", original_name=f"lab-b-{n}.png")
+    for n in range(6):
+        factories.ImageFactory(dataset=dataset, source="flickr", original_name=f"flickr-{n}.png")
+
+    page.goto(f"{live_server.url}/accounts/login/?next=/organize/datasets/{dataset.pk}/benchmark/")
+    page.get_by_label("Username").fill("rita")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state("networkidle")
+
+    rules = page.locator("#source-rules")
+    rules.fill("lab-b=0:1:x")
+    page.get_by_role("button", name="Preview split").click()
+    expect(page.locator("#split-error")).to_contain_text("line 1")
+    assert not SplitVersion.objects.filter(dataset=dataset).exists()
+    rules.fill("lab-b=0:1")  # val 0, test 1: every lab-b image held out for test
+    page.get_by_label("Train", exact=True).fill("1")
+    page.get_by_label("Val", exact=True).fill("0")
+    page.get_by_label("Test", exact=True).fill("0")
+    page.get_by_role("button", name="Preview split").click()
+    row = page.locator("#versions tbody tr[data-version='1']")
+    expect(row.locator(".rules")).to_contain_text("lab-b: 0 / 0 / 1")
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Freeze version 1").click()
+    expect(row).to_contain_text("frozen")
+
+    page.goto(f"{live_server.url}/organize/datasets/{dataset.pk}/images/")
+    expect(page.locator("#grid-status")).to_have_text("10 images")
+    page.locator("#filters select[name='split']").select_option("test")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("#grid-status")).to_have_text("4 images")
+    expect(page.locator("#grid figcaption").first).to_contain_text("lab-b-")
+    page.locator("#filters select[name='split']").select_option("")
+    page.locator("#filters select[name='stage']").select_option("unstarted")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("#grid-status")).to_have_text("10 images")
+    assert page.console_errors == []

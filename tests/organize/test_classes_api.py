@@ -78,6 +78,37 @@ def test_a_gloss_or_parent_conflicting_with_a_used_concept_is_refused_naming_bot
     assert Concept.objects.get(wnid=cat["id"]).gloss == cat["gloss"]
 
 
+def test_load_hierarchy_on_the_command_line_refuses_the_same_rewrite_of_a_concept_in_use(
+    api_client, organizer, tmp_path
+):
+    """The upload and `load_hierarchy` share one rule (hierarchy.services): a concept another dataset holds
+    tasks about keeps its gloss, the refusal names both glosses and the dataset, and nothing is stored."""
+    from django.core.management import CommandError, call_command
+
+    assert upload(api_client(organizer), VOC20).status_code == 201
+    cat = next(n for n in VOC20["nodes"] if n["name"] == "cat")
+    factories.TaskFactory(
+        image=factories.ImageFactory(dataset=factories.DatasetFactory(name="shelter")),
+        concept=Concept.objects.get(wnid=cat["id"]),
+    )
+    changed = json.loads(json.dumps(VOC20))
+    changed["version"] = "2"
+    next(n for n in changed["nodes"] if n["id"] == cat["id"])["gloss"] = "a small robot"
+    path = tmp_path / "voc20-v2.json"
+    path.write_text(json.dumps(changed))
+    with pytest.raises(CommandError) as refused:
+        call_command("load_hierarchy", str(path))
+    text = str(refused.value)
+    assert "nothing stored" in text and "'a small robot'" in text and repr(cat["gloss"]) in text
+    assert "shelter" in text
+    assert Hierarchy.objects.count() == 1
+    assert Concept.objects.get(wnid=cat["id"]).gloss == cat["gloss"]
+    changed["nodes"] = [n if n["id"] != cat["id"] else {**n, "gloss": cat["gloss"]} for n in changed["nodes"]]
+    path.write_text(json.dumps(changed))
+    call_command("load_hierarchy", str(path))  # the same file without the rewrite loads
+    assert Hierarchy.objects.count() == 2
+
+
 def test_the_dataset_picks_its_classes_among_a_hierarchys_leaves(api_client, organizer, dataset):
     client = api_client(organizer)
     hierarchy = upload(client, VOC20).data["hierarchy"]

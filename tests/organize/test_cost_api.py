@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from annotation import queue
 from annotation.models import Assignment, AssignmentState
 from crowd.models import Worker
 from tests import factories
@@ -15,9 +16,20 @@ pytestmark = pytest.mark.django_db
 
 
 def answered(task, worker, seconds):
+    """A submitted answer that took `seconds`, through the queue's history import (which counts it)."""
     now = timezone.now()
-    a = Assignment.objects.create(task=task, worker=worker, expires_at=now, state=AssignmentState.SUBMITTED)
-    Assignment.objects.filter(pk=a.pk).update(leased_at=now - timedelta(seconds=seconds), submitted_at=now)
+    queue.assignments_import(
+        [
+            Assignment(
+                task=task,
+                worker=worker,
+                leased_at=now - timedelta(seconds=seconds),
+                expires_at=now,
+                submitted_at=now,
+                state=AssignmentState.SUBMITTED,
+            )
+        ]
+    )
 
 
 def test_the_ledger_counts_tasks_answers_and_seconds_per_stage_and_synset(

@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import AuditEntry
+from benchmark.models import SplitVersion
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -151,6 +152,8 @@ def test_endpoints_take_a_fixed_number_of_queries(
     api_client, organizer, big_dataset, django_assert_max_num_queries
 ):
     client = api_client(organizer)
+    concept_wnid = big_dataset.images.first().boxes.first().concept.wnid
+    SplitVersion.objects.create(dataset=big_dataset, number=1, seed=0, ratios={}, manifest={}, frozen=True)
     for url, most in [
         ("/api/v1/datasets/{id}/progress", 8),
         ("/api/v1/datasets/{id}/audit", 4),
@@ -160,6 +163,9 @@ def test_endpoints_take_a_fixed_number_of_queries(
         ("/api/v1/datasets/{id}/split-versions", 3),
         ("/api/v1/datasets/{id}/review", 3),
         ("/api/v1/datasets/{id}/images", 4),
+        ("/api/v1/datasets/{id}/image-grid", 4),
+        ("/api/v1/datasets/{id}/image-grid?stage=unstarted&concept=" + concept_wnid, 5),
+        ("/api/v1/datasets/{id}/image-grid?stage=boxing&split=train", 5),
         ("/api/v1/datasets/{id}/quality", 8),
         ("/api/v1/datasets/{id}/consensus-settings", 3),
         ("/api/v1/datasets/{id}/gold-settings", 3),

@@ -127,6 +127,7 @@ for _operation in (
     "v1_datasets_boxes_list",
     "v1_datasets_images_list",
     "v1_datasets_images_create",
+    "v1_datasets_image_grid_list",
     "v1_datasets_multilabel_retrieve",
     "v1_datasets_multilabel_create",
     "v1_datasets_vote_results_list",

@@ -6,14 +6,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from hierarchy.algorithm import DagError
 from hierarchy.fixture import FixtureError, load_fixture
-from hierarchy.services import HierarchyConflict, hierarchy_load
+from hierarchy.services import ConceptConflict, HierarchyConflict, hierarchy_load
 
 
 class Command(BaseCommand):
     help = (
         "Load a question hierarchy (crowdlabel-hierarchy/1 JSON, see docs/hierarchy.md). The file is refused, "
         "with every offending entry named, on cycles, unknown parents, duplicate ids, or leaves without a path "
-        "to a root; nothing is stored then. Loading the same name and version twice is a no-op."
+        "to a root; nothing is stored then. Loading the same name and version twice is a no-op. A file that would "
+        "change the gloss or add a parent of a concept a dataset uses is refused, naming both values and the "
+        "datasets (concepts are shared by every dataset)."
     )
 
     def add_arguments(self, parser):
@@ -28,6 +30,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         except (DagError, HierarchyConflict) as exc:
             raise CommandError(f"{opts['file']}: {exc}") from None
+        except ConceptConflict as exc:
+            lines = "\n".join(f"  {error}" for error in exc.errors)
+            raise CommandError(
+                f"{opts['file']}: refused, it would rewrite concepts datasets use (nothing stored):\n{lines}"
+            ) from None
         h = result.hierarchy
         verb = "loaded" if result.created else "already loaded (same DAG)"
         self.stdout.write(

@@ -20,9 +20,27 @@ async function refreshVersions() {
     }
     return el("tr", { "data-version": v.number }, el("td", { text: String(v.number) }), el("td", { text: String(v.seed) }),
       el("td", { text: `${v.ratios.train} / ${v.ratios.val} / ${v.ratios.test}` }),
+      el("td", { class: "rules", text: Object.entries(v.source_rules || {}).map(([s, r]) => `${s}: ${r.train} / ${r.val} / ${r.test}`).join("; ") || "none" }),
       el("td", { class: "counts", text: Object.entries(counts).map(([k, n]) => `${k} ${n}`).join(", ") }),
       el("td", {}, state));
   }));
+}
+
+// "SOURCE=TRAIN:VAL:TEST" or "SOURCE=VAL:TEST" (train takes the rest), as `make_splits --source-rule` reads them.
+function parseRules(text) {
+  const rules = [];
+  for (const [n, raw] of text.split("\n").entries()) {
+    const line = raw.trim();
+    if (!line) continue;
+    const at = line.lastIndexOf("=");
+    const shares = at > 0 ? line.slice(at + 1).split(":").map(Number) : [];
+    if (at <= 0 || (shares.length !== 2 && shares.length !== 3) || shares.some((x) => Number.isNaN(x))) {
+      throw new Error(`source rule on line ${n + 1} ("${line}"): expected SOURCE=VAL:TEST or SOURCE=TRAIN:VAL:TEST`);
+    }
+    if (shares.length === 2) shares.unshift(Math.max(0, 1 - shares[0] - shares[1]));
+    rules.push({ source: line.slice(0, at), train: shares[0], val: shares[1], test: shares[2] });
+  }
+  return rules;
 }
 
 document.getElementById("split-form").addEventListener("submit", async (event) => {
@@ -32,6 +50,7 @@ document.getElementById("split-form").addEventListener("submit", async (event) =
   const data = formData(event.target);
   const body = { train: Number(data.train), val: Number(data.val), test: Number(data.test), seed: Number(data.seed) };
   try {
+    body.source_rules = parseRules(data.source_rules || "");
     await api(base, `datasets/${id}/split-versions`, { method: "POST", body });
     await refreshVersions();
   } catch (err) {

@@ -133,7 +133,7 @@ async function loadPage(number) {
   const params = new URLSearchParams({ page: String(number), ...formData(document.getElementById("filters")) });
   const status = document.getElementById("grid-status");
   try {
-    const page = await api(base, `datasets/${id}/images?${params}`);
+    const page = await api(base, `datasets/${id}/image-grid?${params}`);
     currentPage = number;
     document.getElementById("grid").replaceChildren(...page.results.map((img) => el("figure", { "data-image": img.id },
       el("a", { href: `/organize/datasets/${id}/images/${img.id}/` },
@@ -150,4 +150,8 @@ async function loadPage(number) {
 document.getElementById("prev").addEventListener("click", () => loadPage(currentPage - 1));
 document.getElementById("next").addEventListener("click", () => loadPage(currentPage + 1));
 document.getElementById("filters").addEventListener("submit", (e) => { e.preventDefault(); loadPage(1); });
+api(base, `datasets/${id}/concepts`).then((body) => {
+  document.getElementById("filter-concept").append(
+    ...body.selected.map((c) => el("option", { value: c.wnid, text: `${c.name} (${c.wnid})` })));
+}).catch(() => {});  // the class filter stays "any"; the grid itself reports errors
 loadPage(1);

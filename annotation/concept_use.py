@@ -1,0 +1,21 @@
+"""Which datasets use a concept (picked it as a class, or hold tasks about it): what a hierarchy loader must not
+silently rewrite (hierarchy.services.concepts_in_use asks this through its registry)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .models import Dataset, Task
+
+
+def concept_users(wnids: list[str]) -> dict[str, set[str]]:
+    users: dict[str, set[str]] = defaultdict(set)
+    picked = Dataset.concepts.through.objects.filter(concept__wnid__in=wnids)
+    for wnid, name in picked.values_list("concept__wnid", "dataset__name"):
+        users[wnid].add(name)
+    tasked = (
+        Task.objects.filter(concept__wnid__in=wnids).values_list("concept__wnid", "dataset__name").distinct()
+    )
+    for wnid, name in tasked:
+        users[wnid].add(name)
+    return users

@@ -1,0 +1,171 @@
+"""Per-dataset counters the organizer's progress and cost pages read instead of aggregating millions of rows:
+image and box counts (`DatasetTally`) and micro-tasks, answers and worker-seconds per stage and concept (`UsageCounter`).
+
+They change only here, with F() updates inside the caller's transaction (the one that writes the boxes, tasks
+or answers they count), so a rolled-back write leaves them untouched and concurrent writers add up exactly: the
+row lock an UPDATE takes serializes them until commit. A missing row is created in a savepoint; when another
+transaction created it first, the UPDATE runs again. `counters_expected` recomputes every value from the facts
+(`manage.py counters_recount` writes it back, for data loaded around the services, e.g. by COPY)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum, Value
+from django.db.models.functions import Coalesce, NullIf
+
+from .models import Assignment, AssignmentState, Box, BoxState, DatasetTally, Image, Task, UsageCounter
+
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def task_stage(task: Task) -> str:
+    """The stage a task's work is counted under: a consensus question's kind (its topic), else its kind."""
+    return task.topic or task.kind
+
+
+def counter_add(model, keys: dict, deltas: dict[str, int]) -> None:
+    """Add `deltas` to the counter row of `model` with `keys` (F() updates; a missing row is created)."""
+    deltas = {name: d for name, d in deltas.items() if d}
+    if not deltas:
+        return
+    rows = model.objects.filter(**keys)
+    change = {name: F(name) + d for name, d in deltas.items()}
+    if rows.update(**change):
+        return
+    try:
+        with transaction.atomic():
+            model.objects.create(**keys, **deltas)
+    except IntegrityError:  # another transaction created the row meanwhile (it waited for its commit)
+        rows.update(**change)
+
+
+def images_counted(dataset_id: int, n: int) -> None:
+    """Images stored in the dataset."""
+    counter_add(DatasetTally, {"dataset_id": dataset_id}, {"images": n})
+
+
+def boxes_counted(dataset_id: int, *, drawn: int = 0, accepted: int = 0) -> None:
+    """Boxes drawn in the dataset, and the change in how many of them are accepted."""
+    counter_add(DatasetTally, {"dataset_id": dataset_id}, {"boxes_drawn": drawn, "boxes_accepted": accepted})
+
+
+def accepted_delta(before: Iterable[str], after: Iterable[str]) -> int:
+    """How many more boxes are accepted after a change of states (the states before and after, same boxes)."""
+    return sum(s == BoxState.ACCEPTED for s in after) - sum(s == BoxState.ACCEPTED for s in before)
+
+
+def _usage_key(dataset_id: int, stage: str, concept_id: int | None) -> dict:
+    return {"dataset_id": dataset_id, "stage": stage, "concept_id": concept_id}
+
+
+def tasks_counted(tasks: Iterable[Task]) -> None:
+    """New tasks, one counter update per (dataset, stage, concept), in a fixed order (no lock-order deadlock
+    between two transactions creating tasks of the same keys)."""
+    groups = Counter((t.dataset_id, task_stage(t), t.concept_id) for t in tasks)
+    for (dataset_id, stage, concept_id), n in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0)
+    ):
+        counter_add(UsageCounter, _usage_key(dataset_id, stage, concept_id), {"tasks": n})
+
+
+def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None) -> None:
+    """Submitted answers on the task and the time they took (submission minus lease time)."""
+    spent = 0 if worker_time is None else worker_time // _MICROSECOND
+    counter_add(
+        UsageCounter,
+        _usage_key(task.dataset_id, task_stage(task), task.concept_id),
+        {"answers": answers, "worker_microseconds": spent},
+    )
+
+
+def _stage_expression(prefix: str = ""):
+    return Coalesce(NullIf(f"{prefix}topic", Value("")), f"{prefix}kind")
+
+
+def counters_expected(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, int | None], dict[str, int]]]:
+    """What the counters of a dataset should hold, recomputed from its boxes, tasks and answers: the tally's
+    fields, and {(stage, concept id): {tasks, answers, worker_microseconds}}."""
+    boxes = Box.objects.filter(image__dataset_id=dataset_id).aggregate(
+        drawn=Count("id"), accepted=Count("id", filter=Q(state=BoxState.ACCEPTED))
+    )
+    tally = {
+        "images": Image.objects.filter(dataset_id=dataset_id).count(),
+        "boxes_drawn": boxes["drawn"],
+        "boxes_accepted": boxes["accepted"],
+    }
+    usage: dict[tuple[str, int | None], dict[str, int]] = {}
+    for row in (
+        Task.objects.filter(dataset_id=dataset_id)
+        .values("concept_id", stage=_stage_expression())
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        usage[(row["stage"], row["concept_id"])] = {"tasks": row["n"], "answers": 0, "worker_microseconds": 0}
+    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
+    for row in (
+        Assignment.objects.filter(task__dataset_id=dataset_id, state=AssignmentState.SUBMITTED)
+        .values("task__concept_id", stage=_stage_expression("task__"))
+        .annotate(n=Count("id"), spent=Sum(spent))
+        .order_by()
+    ):
+        entry = usage.setdefault(
+            (row["stage"], row["task__concept_id"]), {"tasks": 0, "answers": 0, "worker_microseconds": 0}
+        )
+        entry["answers"] = row["n"]
+        entry["worker_microseconds"] = (row["spent"] or timedelta(0)) // _MICROSECOND
+    return tally, usage
+
+
+def counters_stored(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, int | None], dict[str, int]]]:
+    """The counters as stored, in the shape of `counters_expected` (zero rows left out)."""
+    fields = ("images", "boxes_drawn", "boxes_accepted")
+    found = DatasetTally.objects.filter(dataset_id=dataset_id).values(*fields).first()
+    tally = found or dict.fromkeys(fields, 0)
+    usage = {
+        (r["stage"], r["concept_id"]): {k: r[k] for k in ("tasks", "answers", "worker_microseconds")}
+        for r in UsageCounter.objects.filter(dataset_id=dataset_id).values(
+            "stage", "concept_id", "tasks", "answers", "worker_microseconds"
+        )
+        if r["tasks"] or r["answers"] or r["worker_microseconds"]
+    }
+    return tally, usage
+
+
+# Higher apps' own counters (consensus's question tally), rebuilt by `counters_recount` in its transaction:
+# dataset id -> how many of their rows changed. Registered in `AppConfig.ready`.
+_recounters: list[Callable[[int], int]] = []
+
+
+def register_recount(fn: Callable[[int], int]) -> Callable[[int], int]:
+    if fn not in _recounters:
+        _recounters.append(fn)
+    return fn
+
+
+def counters_recount(dataset_id: int) -> int:
+    """Rewrite the dataset's counters from the facts; returns how many counter rows changed. The dataset's
+    counter rows are locked first, so writers that hold them finish before the recount reads, and the rest
+    wait for it. Meant for repairs and bulk loads: a writer that creates a counter row for a key seen for the
+    first time while the recount runs is not waited for."""
+    with transaction.atomic():
+        list(DatasetTally.objects.select_for_update().filter(dataset_id=dataset_id))
+        list(UsageCounter.objects.select_for_update().filter(dataset_id=dataset_id).order_by("id"))
+        tally, usage = counters_expected(dataset_id)
+        stored_tally, stored_usage = counters_stored(dataset_id)
+        changed = 0
+        if tally != stored_tally:
+            DatasetTally.objects.update_or_create(dataset_id=dataset_id, defaults=tally)
+            changed += 1
+        for key in sorted(set(usage) | set(stored_usage), key=lambda k: (k[0], k[1] or 0)):
+            want = usage.get(key, {"tasks": 0, "answers": 0, "worker_microseconds": 0})
+            if stored_usage.get(key) == want:
+                continue
+            UsageCounter.objects.update_or_create(**_usage_key(dataset_id, *key), defaults=want)
+            changed += 1
+        for recount in _recounters:
+            changed += recount(dataset_id)
+        return changed
