@@ -97,7 +97,7 @@ def legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
                 values.append(int(part[2:] or "0", 16))
             elif re.fullmatch(r"0[0-7]+", part):
                 values.append(int(part, 8))
-            elif re.fullmatch(r"[0-9]+", part):
+            elif re.fullmatch(r"0|[1-9][0-9]*", part):
                 values.append(int(part, 10))
             else:
                 return None
@@ -151,8 +151,8 @@ def refusal(address: Address) -> str | None:
         ("is_loopback", "a loopback"),
         ("is_link_local", "a link-local"),
         ("is_multicast", "a multicast"),
-        ("is_private", "a private"),
         ("is_reserved", "a reserved"),
+        ("is_private", "a private or special-purpose"),
     ):
         if getattr(address, test):
             return f"{address} is {what} address"
