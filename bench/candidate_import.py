@@ -79,7 +79,10 @@ def main() -> None:
                 f"  concurrency {concurrency}: {seconds:6.2f} s, {n / seconds:6.1f} images/s "
                 f"({job.stored} stored, {job.failed} failed)"
             )
-        print(f"  concurrency 8 vs 1: {figures[8] / figures[1]:.2f}x (one download at a time per host; the pool downloads while rows are ingested)")
+        print(
+            f"  concurrency 8 vs 1: {figures[8] / figures[1]:.2f}x "
+            "(one download at a time per host; the pool downloads while rows are ingested)"
+        )
         limits, _ = services.limits_from_settings()
         start = time.perf_counter()
         got = sum(
