@@ -31,6 +31,8 @@ from .models import Candidate, CandidateImport, CandidateRow, ImportState, RowSt
 from .rowfile import ListedRow, ListRefused, rows_parse
 
 RUN_TASK = "candidates.tasks.candidate_import_run"
+INGEST_CHUNK = 50  # downloads per ingestion call
+INGEST_BYTES = 64 * 1024 * 1024  # or fewer, when they hold this many bytes
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -202,17 +204,23 @@ def candidate_import_run(
                 image_id,
                 attempts=0,
             )
+    # Downloads arrive while earlier ones are ingested; the ingestion takes them in chunks, so the dataset's
+    # hash index is loaded once per chunk and at most INGEST_BYTES of downloads wait in memory.
+    waiting: list[tuple[Outcome, list[CandidateRow]]] = []
+    held = 0
     for outcome in _downloads(list(by_url), limits, pool, fetcher):
         group = by_url[outcome.url]
         if outcome.fetched is None:
             for row in group:
                 _settle(job.dataset_id, row, RowState.FAILED, outcome.error, None, outcome.attempts)
             continue
-        state, reason, image_id = _ingest(job.dataset, group[0], outcome.fetched)
-        for position, row in enumerate(group):
-            # the first row stored the bytes; the others with the same URL link to that image
-            row_state = state if position == 0 or state == RowState.FAILED else RowState.DUPLICATE
-            _settle(job.dataset_id, row, row_state, reason, image_id, outcome.attempts)
+        waiting.append((outcome, group))
+        held += len(outcome.fetched.data)
+        if len(waiting) >= INGEST_CHUNK or held >= INGEST_BYTES:
+            _ingest_settle(job.dataset, waiting)
+            waiting, held = [], 0
+    if waiting:
+        _ingest_settle(job.dataset, waiting)
     job.refresh_from_db()
     if job.rows.filter(state=RowState.PENDING).exists():
         if requeue:
@@ -224,29 +232,56 @@ def candidate_import_run(
     return job
 
 
-def _ingest(dataset: Dataset, row: CandidateRow, fetched: Fetched) -> tuple[str, str, int | None]:
-    """Store the downloaded bytes through the ingestion (its checks, hashes and near-duplicate flag), or find
-    the image already holding them."""
-    sha256 = hashlib.sha256(fetched.data).hexdigest()
-    existing = dataset.images.filter(sha256=sha256).values_list("pk", flat=True).first()
-    if existing is not None:
-        return RowState.DUPLICATE, f"same bytes as image {existing}", existing
-    item = IngestItem(name=_file_name(fetched.final_url, row.pk), data=fetched.data, source=row.url)
-    report = images_ingest(dataset=dataset, items=[item])
-    if report.stored:
-        image = report.stored[0]
-        kept = dedup.kept_copy_choose(image)
-        note = ""
-        if kept.pk != image.pk:
-            note = f"near-duplicate of image {kept.pk}"
-        elif image.near_duplicates.exists():
-            note = "near-duplicate kept for its higher resolution"
-        return RowState.STORED, note, image.pk
-    name, reason = report.rejected[0]
-    existing = dataset.images.filter(sha256=sha256).values_list("pk", flat=True).first()
-    if existing is not None:  # stored by a concurrent import between our look-up and the ingest
-        return RowState.DUPLICATE, f"same bytes as image {existing}", existing
-    return RowState.FAILED, reason, None
+def _ingest_settle(dataset: Dataset, waiting: list[tuple[Outcome, list[CandidateRow]]]) -> None:
+    """Store downloaded bytes through the ingestion (its checks, hashes and near-duplicate flag) in one call,
+    or link rows to the image already holding them; then settle every row. Of several rows with one URL, the
+    first stored the bytes and the others link to that image."""
+    results: dict[int, tuple[str, str, int | None]] = {}
+    items: list[IngestItem] = []
+    for index, (outcome, group) in enumerate(waiting):
+        fetched = outcome.fetched
+        assert fetched is not None
+        existing = _image_with_bytes(dataset, fetched.data)
+        if existing is not None:
+            results[index] = (RowState.DUPLICATE, f"same bytes as image {existing}", existing)
+            continue
+        # the row id keeps names unique within the call: the report names what it stored and refused
+        name = f"{group[0].pk}-{_file_name(fetched.final_url, group[0].pk)}"
+        items.append(IngestItem(name=name, data=fetched.data, source=group[0].url))
+    if items:
+        report = images_ingest(dataset=dataset, items=items)
+        stored = {image.original_name: image for image in report.stored}
+        refused = dict(report.rejected)
+        by_name = {item.name[:255]: item for item in items}
+        for index, (outcome, group) in enumerate(waiting):
+            if index in results:
+                continue
+            name = f"{group[0].pk}-{_file_name(outcome.fetched.final_url, group[0].pk)}"[:255]
+            if name in stored:
+                image = stored[name]
+                kept = dedup.kept_copy_choose(image)
+                note = ""
+                if kept.pk != image.pk:
+                    note = f"near-duplicate of image {kept.pk}"
+                elif image.near_duplicates.exists():
+                    note = "near-duplicate kept for its higher resolution"
+                results[index] = (RowState.STORED, note, image.pk)
+                continue
+            existing = _image_with_bytes(dataset, by_name[name].data)
+            if existing is not None:  # the same bytes came twice in this chunk, or from a concurrent import
+                results[index] = (RowState.DUPLICATE, f"same bytes as image {existing}", existing)
+            else:
+                results[index] = (RowState.FAILED, refused.get(name, "not stored"), None)
+    for index, (outcome, group) in enumerate(waiting):
+        state, reason, image_id = results[index]
+        for position, row in enumerate(group):
+            row_state = state if position == 0 or state == RowState.FAILED else RowState.DUPLICATE
+            _settle(dataset.pk, row, row_state, reason, image_id, outcome.attempts)
+
+
+def _image_with_bytes(dataset: Dataset, data: bytes) -> int | None:
+    sha256 = hashlib.sha256(data).hexdigest()
+    return dataset.images.filter(sha256=sha256).values_list("pk", flat=True).first()
 
 
 _COUNTER = {

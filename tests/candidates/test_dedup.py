@@ -139,3 +139,30 @@ def test_recompressed_copies_are_found_at_any_quality(
         django_capture_on_commit_callbacks,
     )
     assert image_of(second).near_duplicate_of_id == image_of(first).pk
+
+
+def test_copies_within_one_import_keep_the_biggest_and_exact_repeats_link(
+    site, candidate_settings, dataset, dog, django_capture_on_commit_callbacks
+):
+    files = {
+        "/small.jpg": copy(70, (100, 75)),
+        "/big.jpg": copy(70, (500, 375)),
+        "/mid.jpg": copy(70, (250, 187), quality=50),
+        "/again.jpg": copy(70, (100, 75)),  # the same bytes as /small.jpg
+        "/else.jpg": copy(71, (300, 200)),
+    }
+    for path, data in files.items():
+        site.image(path, data)
+    body = "url,concept,query\n" + "".join(f"{site.url(p)},n02084071,dog\n" for p in files)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = services.candidate_import_create(dataset=dataset, name="l.csv", data=body.encode())
+    job.refresh_from_db()
+    assert (job.stored, job.duplicates, job.failed) == (4, 1, 0)
+    rows = {row.url.rsplit("/", 1)[1]: row for row in job.rows.all()}
+    assert rows["again.jpg"].image_id == rows["small.jpg"].image_id
+    big = Image.objects.get(pk=rows["big.jpg"].image_id)
+    assert big.near_duplicate_of_id is None
+    for name in ("small.jpg", "mid.jpg"):
+        assert Image.objects.get(pk=rows[name].image_id).near_duplicate_of_id == big.pk
+    assert Image.objects.get(pk=rows["else.jpg"].image_id).near_duplicate_of_id is None
+    assert sorted(i.pk for i in pool_images(dataset, dog)) == sorted([big.pk, rows["else.jpg"].image_id])
