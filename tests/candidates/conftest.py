@@ -30,8 +30,8 @@ def candidate_settings(settings, site):
         "CANDIDATE_HOST_INTERVAL_SECONDS": 0.0,
         "CANDIDATE_ATTEMPTS": 2,
         "CANDIDATE_BACKOFF_SECONDS": 0.01,
-        "CANDIDATE_TIMEOUT_SECONDS": 0.5,
-        "CANDIDATE_TOTAL_SECONDS": 3.0,
+        "CANDIDATE_TIMEOUT_SECONDS": 1.5,
+        "CANDIDATE_TOTAL_SECONDS": 6.0,
         "MAX_IMAGE_BYTES": 200_000,
     }
     return settings

@@ -37,7 +37,7 @@ def scene(site, refused_site, candidate_settings):
     site.image("/a.jpg", jpeg(1))
     site.image("/b.png", encode(picture(2), "PNG"), "image/png")
     site.image("/a-copy.jpg", jpeg(1))  # the same bytes at another URL
-    site.routes["/slow.jpg"] = slow(2.0, jpeg(3))
+    site.routes["/slow.jpg"] = slow(6.0, jpeg(3))
     site.routes["/to-private"] = (302, {"Location": "http://10.0.0.1/x.jpg"}, b"")
     site.routes["/to-other-port"] = (302, {"Location": refused_site.url("/a.jpg")}, b"")
     site.routes["/page.html"] = (200, {"Content-Type": "text/html"}, b"<html>not an image</html>")
