@@ -12,6 +12,7 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("hierarchy",),
     ("annotation",),
     ("outbox",),
+    ("candidates",),
     ("consensus",),
     ("gold", "multilabel"),
     ("review",),

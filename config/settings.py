@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "hierarchy",
     "annotation",
     "outbox",
+    "candidates",
     "consensus",
     "gold",
     "multilabel",
@@ -274,6 +275,19 @@ CROWDLABEL = {
     "MAX_PIXELS_PER_REQUEST": env_int("CROWDLABEL_MAX_PIXELS_PER_REQUEST", 250_000_000),
     # Hamming distance (of 64 bits) under which two images' perceptual hashes count as near-duplicates.
     "NEAR_DUPLICATE_DISTANCE": env_int("CROWDLABEL_NEAR_DUPLICATE_DISTANCE", 6),
+    # Candidate URL imports (candidates/, docs/candidates.md): host:port endpoints let through the address
+    # checks (empty: only public addresses), downloads at once, seconds between two requests to one host,
+    # attempts per URL with their first back-off, per-read and whole-download time limits, redirect hops,
+    # and rows one background task takes before it queues the next batch.
+    "CANDIDATE_ALLOWED_HOSTS": env_list("CROWDLABEL_CANDIDATE_ALLOWED_HOSTS"),
+    "CANDIDATE_CONCURRENCY": env_int("CROWDLABEL_CANDIDATE_CONCURRENCY", 8),
+    "CANDIDATE_HOST_INTERVAL_SECONDS": env_float("CROWDLABEL_CANDIDATE_HOST_INTERVAL_SECONDS", 0.5),
+    "CANDIDATE_ATTEMPTS": env_int("CROWDLABEL_CANDIDATE_ATTEMPTS", 3),
+    "CANDIDATE_BACKOFF_SECONDS": env_float("CROWDLABEL_CANDIDATE_BACKOFF_SECONDS", 2.0),
+    "CANDIDATE_TIMEOUT_SECONDS": env_float("CROWDLABEL_CANDIDATE_TIMEOUT_SECONDS", 10.0),
+    "CANDIDATE_TOTAL_SECONDS": env_float("CROWDLABEL_CANDIDATE_TOTAL_SECONDS", 60.0),
+    "CANDIDATE_MAX_REDIRECTS": env_int("CROWDLABEL_CANDIDATE_MAX_REDIRECTS", 5),
+    "CANDIDATE_BATCH_ROWS": env_int("CROWDLABEL_CANDIDATE_BATCH_ROWS", 200),
     # Who decides the box pipeline's quality and coverage questions: "consensus" (calibrated, sequential; the
     # default) or "fixed" (annotation's fixed vote: quality 2 yes or 2 no, coverage 3 yes or 1 no), kept for
     # comparison (docs/boxes.md). The older name CROWDLABEL_BOX_QUALITY_BACKEND is still read.

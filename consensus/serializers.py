@@ -62,6 +62,7 @@ class VerificationPlanSerializer(serializers.Serializer):
     calibration = serializers.IntegerField()
     waiting = serializers.IntegerField()
     table_reused = serializers.BooleanField()
+    from_pool = serializers.BooleanField(help_text="The images came from the concept's candidate pool.")
 
 
 class DecisionSerializer(serializers.ModelSerializer):

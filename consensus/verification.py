@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Count, Sum
 
 from annotation.models import Dataset, Image
+from candidates.selectors import pool_exists, pool_images
 from hierarchy.models import Concept
 
 from .calibration import calibration_sample_size
@@ -26,6 +27,7 @@ class VerificationPlan:
     calibration: int
     waiting: int
     table_reused: bool
+    from_pool: bool = False  # the images came from the concept's candidate pool
 
 
 def verification_queue(
@@ -35,7 +37,9 @@ def verification_queue(
     images: Sequence[Image] | None = None,
     calibrate: bool | None = None,
 ) -> VerificationPlan:
-    """Queue "does this image show CONCEPT?" for candidate images (all of the dataset's by default).
+    """Queue "does this image show CONCEPT?" for candidate images: by default the concept's candidate pool
+    (`candidates`: each pool image's kept copy, the query that found it kept as provenance) when the dataset
+    has one for the concept, otherwise all of the dataset's images.
 
     Calibration (default: only when (image_verify, concept) has no table yet and this dataset has not started
     one): a seeded random subset of the new candidates, `calibration_fraction` of them clamped to
@@ -44,6 +48,9 @@ def verification_queue(
     Images that already have the question are skipped, so queuing twice asks nothing twice."""
     kind = QuestionKind.IMAGE_VERIFY
     settings = ConsensusSettings.for_dataset(dataset.pk)
+    from_pool = images is None and pool_exists(dataset, concept)
+    if from_pool:
+        images = pool_images(dataset, concept)
     with transaction.atomic():
         pool = dataset.images.all() if images is None else Image.objects.filter(pk__in=[i.pk for i in images])
         asked = Question.objects.filter(dataset=dataset, kind=kind, concept=concept).values_list("image_id")
@@ -76,6 +83,7 @@ def verification_queue(
         calibration=int(flags.sum()),
         waiting=sum(1 for q in questions if q.state == QuestionState.WAITING),
         table_reused=has_table and not calibrate,
+        from_pool=from_pool,
     )
 
 

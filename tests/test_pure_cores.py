@@ -39,6 +39,8 @@ PURE_CORES = [
     "organize/ledger.py",
     "config/layers.py",
     "organize/quality_stats.py",
+    "hierarchy/queries.py",
+    "candidates/addresses.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 

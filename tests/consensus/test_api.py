@@ -49,7 +49,13 @@ def test_organizer_queues_verification_for_their_dataset(api_client, organizer, 
         format="json",
     )
     assert response.status_code == 201, response.content
-    assert response.json() == {"created": 25, "calibration": 20, "waiting": 5, "table_reused": False}
+    assert response.json() == {
+        "created": 25,
+        "calibration": 20,
+        "waiting": 5,
+        "table_reused": False,
+        "from_pool": False,
+    }
 
 
 def test_verification_refuses_unknown_concepts_and_foreign_images(api_client, organizer, dataset, concept):

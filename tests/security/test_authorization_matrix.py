@@ -22,6 +22,7 @@ from rest_framework.test import APIClient
 
 from annotation import queue
 from benchmark.models import Challenge, ExportJob, SplitVersion
+from candidates.models import CandidateImport
 from consensus.models import Question, QuestionKind
 from crowd.models import StudyLink
 from hierarchy.models import Hierarchy
@@ -161,6 +162,10 @@ for _operation in (
     "v1_datasets_detection_sets_freeze_create",
     "v1_datasets_detection_sets_todo_list",
     "v1_datasets_detection_sets_todo_create",
+    "v1_datasets_candidate_imports_list",
+    "v1_datasets_candidate_imports_create",
+    "v1_datasets_candidate_imports_retrieve",
+    "v1_datasets_candidates_precision_list",
 ):
     POLICY[_operation] = (ORGS, "tenant")
 # Blacklist flags and box attributes: reviewers (on any dataset, like the review queue) and the organizers.
@@ -244,6 +249,7 @@ def tenant(organizer, worker, reviewer, tag: str) -> dict:
         ).pk,
         "hierarchy": Hierarchy.objects.create(name=f"h {tag}", version="1", fingerprint=tag).pk,
         "wnid": concept.wnid,
+        "candidate_import": CandidateImport.objects.create(dataset=dataset, source_name=f"{tag}.csv").pk,
     }
 
 
@@ -267,7 +273,7 @@ ID_OF = {
 
 MISSING = {
     "wnid": "n99999999",
-    **{name: 999999 for name in (*set(ID_OF.values()), "dataset", "worker", "split")},
+    **{name: 999999 for name in (*set(ID_OF.values()), "dataset", "worker", "split", "candidate_import")},
 }
 
 
@@ -282,7 +288,7 @@ def concrete(path: str, rows: dict) -> str:
             return str(rows["worker"])
         if name == "number":
             return str(rows["split"])
-        if name in ("challenge_id", "image_id", "hierarchy_id"):
+        if name in ("challenge_id", "image_id", "hierarchy_id", "candidate_import_id"):
             return str(rows[name.removesuffix("_id")])
         if path in UNBUILT and (name != "id" or not path.startswith("/api/v1/datasets/")):
             return "999999"

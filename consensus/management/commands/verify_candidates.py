@@ -52,8 +52,9 @@ class Command(BaseCommand):
                 dataset=dataset, concept=concept, images=images, calibrate=calibrate
             )
             reuse = " (reusing the concept's calibration table)" if plan.table_reused else ""
+            origin = " from its candidate pool" if plan.from_pool else ""
             self.stdout.write(
-                f"queued {plan.created} questions for {concept.wnid} ({concept.name}) in {dataset.name}: "
+                f"queued {plan.created} questions{origin} for {concept.wnid} ({concept.name}) in {dataset.name}: "
                 f"{plan.calibration} calibration, {plan.waiting} waiting for the table{reuse}"
             )
         progress = verification.verification_progress(dataset=dataset, concept=concept)

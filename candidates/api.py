@@ -1,0 +1,102 @@
+"""The candidate import API: start an import of a URL list, follow its progress, and read per-query
+precision of a concept's pool once verification decided some of it. Organizers of the dataset only."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.audit import audit_record
+from annotation.models import Dataset
+from annotation.serializers import concept_by_wnid
+from config.parsers import MultiPartParser
+from config.roles import IsOrganizer
+
+from . import selectors, services
+from .models import CandidateImport
+from .serializers import ImportProgressSerializer, ImportUploadSerializer, QueryPrecisionSerializer
+
+MAX_LIST_BYTES = 50 * 1024 * 1024
+
+
+def organizer_dataset(request, dataset_id: int) -> Dataset:
+    qs = Dataset.objects.all()
+    if not request.user.is_superuser:
+        qs = qs.filter(organizers=request.user)
+    return get_object_or_404(qs, pk=dataset_id)
+
+
+class CandidateImportListView(APIView):
+    """The dataset's candidate imports (newest first), and starting a new one from an uploaded list."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(responses=ImportProgressSerializer(many=True))
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        jobs = CandidateImport.objects.filter(dataset=dataset).order_by("-id")[:50]
+        body = [services.import_progress(job, failures=0) for job in jobs]
+        return Response(ImportProgressSerializer(body, many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": ImportUploadSerializer},
+        responses={202: ImportProgressSerializer},
+        description="Record every row of the list (refused rows with their reason) and queue the downloads; "
+        "follow the import at its own URL. Re-importing a list fetches nothing twice.",
+    )
+    def post(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        form = ImportUploadSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        if upload.size > MAX_LIST_BYTES:
+            raise ValidationError(
+                {"file": [f"the list is {upload.size:,} bytes; at most {MAX_LIST_BYTES:,}"]}
+            )
+        name = (upload.name or "list.csv").rsplit("/", 1)[-1][:200]
+        try:
+            job = services.candidate_import_create(
+                dataset=dataset, name=name, data=upload.read(), actor=request.user
+            )
+        except services.ImportRefused as exc:
+            raise ValidationError({"file": [str(exc)]}) from None
+        job.refresh_from_db()
+        body = ImportProgressSerializer(services.import_progress(job)).data
+        audit_record(
+            dataset=dataset,
+            actor=request.user,
+            action="candidates.import",
+            parameters={"file": name},
+            result={"import": job.pk, "rows": job.total},
+        )
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class CandidateImportView(APIView):
+    """One import's progress: counts by outcome and the first failed rows with their reasons."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=ImportProgressSerializer)
+    def get(self, request, dataset_id: int, candidate_import_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        job = get_object_or_404(CandidateImport, pk=candidate_import_id, dataset=dataset)
+        return Response(ImportProgressSerializer(services.import_progress(job)).data)
+
+
+class QueryPrecisionView(APIView):
+    """Per query that found candidates for the concept: found, decided, present and their precision."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=QueryPrecisionSerializer(many=True))
+    def get(self, request, dataset_id: int, wnid: str):
+        dataset = organizer_dataset(request, dataset_id)
+        concept = concept_by_wnid(wnid)
+        return Response(QueryPrecisionSerializer(selectors.query_precision(dataset, concept), many=True).data)

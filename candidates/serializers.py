@@ -1,0 +1,44 @@
+"""Shapes of the candidate import API."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class ImportUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(
+        allow_empty_file=True,
+        help_text="A .csv (header url,concept[,query,source]) or .jsonl file of (url, concept, query, source) rows.",
+    )
+
+
+class FailureSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    url = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class ImportProgressSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    dataset = serializers.IntegerField()
+    source_name = serializers.CharField()
+    state = serializers.CharField(help_text="queued, running or done.")
+    total = serializers.IntegerField()
+    done = serializers.IntegerField(help_text="Rows settled so far (stored + duplicates + skipped + failed).")
+    stored = serializers.IntegerField()
+    duplicates = serializers.IntegerField(help_text="Rows whose bytes were already in the dataset.")
+    skipped = serializers.IntegerField(help_text="Rows whose URL an earlier import of the dataset fetched.")
+    failed = serializers.IntegerField()
+    failures = FailureSerializer(many=True, help_text="The first failed rows with their reasons.")
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class QueryPrecisionSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    found = serializers.IntegerField(help_text="Pool entries the query found.")
+    decided = serializers.IntegerField(help_text="Of them, images with a final label for the concept.")
+    present = serializers.IntegerField(help_text="Of those, images the label says show the concept.")
+    precision = serializers.FloatField(
+        allow_null=True, help_text="present / decided; null before any decision."
+    )

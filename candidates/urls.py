@@ -1,0 +1,21 @@
+from django.urls import re_path
+
+from . import api
+
+urlpatterns = [
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/candidate-imports/?$",
+        api.CandidateImportListView.as_view(),
+        name="candidate-imports",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/candidate-imports/(?P<candidate_import_id>[0-9]+)/?$",
+        api.CandidateImportView.as_view(),
+        name="candidate-import",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/candidates/(?P<wnid>[^/]+)/precision/?$",
+        api.QueryPrecisionView.as_view(),
+        name="candidate-query-precision",
+    ),
+]
