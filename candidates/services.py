@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotation import buckets
 from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Dataset
 from hierarchy.models import Concept
@@ -38,15 +39,6 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 class ImportRefused(ValueError):
     """The import as a whole cannot start (bad file, unknown dataset or concept, no bucket support)."""
-
-
-def _buckets():
-    """The bucket backend (annotation.buckets), imported only for s3:// sources."""
-    try:
-        from annotation import buckets
-    except ImportError:
-        raise ImportRefused("s3 sources need annotation/buckets.py") from None
-    return buckets
 
 
 def limits_from_settings() -> tuple[FetchLimits, PoolSettings]:
@@ -92,12 +84,14 @@ def candidate_import_bucket(
     """Record every object under an s3://bucket/prefix as a row for one concept (source "bucket")."""
     if not url.startswith("s3://") or not url[5:].split("/", 1)[0]:
         raise ImportRefused(f"{url!r} is not an s3://bucket/prefix URL")
-    buckets = _buckets()
     bucket = url[5:].split("/", 1)[0]
-    listed = [
-        ListedRow(line=n, url=f"s3://{bucket}/{obj.key}", concept=concept, query=query, source="bucket")
-        for n, obj in enumerate(buckets.bucket_objects(url), start=1)
-    ]
+    try:
+        listed = [
+            ListedRow(line=n, url=f"s3://{bucket}/{obj.key}", concept=concept, query=query, source="bucket")
+            for n, obj in enumerate(buckets.bucket_objects(url), start=1)
+        ]
+    except buckets.BucketError as exc:  # a bad URL, a missing bucket, denied access: named by the message
+        raise ImportRefused(str(exc)) from None
     if not listed:
         raise ImportRefused(f"{url}: no objects under this prefix")
     return _create(dataset, url, listed, actor)
@@ -165,14 +159,13 @@ def _downloads(
     yield from fetch_many(http, limits, pool, fetcher=fetcher)
     s3 = [u for u in urls if u.startswith("s3://")]
     if s3:
-        buckets = _buckets()
         for index, url in enumerate(s3):
             bucket, _, key = url[5:].partition("/")
             outcome = Outcome(index=index, url=url, attempts=1)
             try:
                 data = buckets.bucket_object_read(f"s3://{bucket}", key, max_bytes=limits.max_bytes)
                 outcome.fetched = Fetched(url=url, final_url=url, content_type="", data=data)
-            except Exception as exc:  # a missing key, a too large object, an unreachable endpoint
+            except buckets.BucketError as exc:  # a missing key, a too large object, an unreachable endpoint
                 outcome.error = f"bucket read failed: {exc}"[:500]
             yield outcome
 

@@ -187,16 +187,6 @@ def test_a_list_refused_as_a_whole_names_the_problem_and_records_nothing(db, dat
     assert not CandidateImport.objects.exists()
 
 
-def test_an_s3_source_without_the_bucket_module_is_refused_clearly(db, dataset, dog):
-    try:
-        import annotation.buckets  # noqa: F401
-    except ImportError:
-        with pytest.raises(services.ImportRefused, match="s3 sources need annotation/buckets.py"):
-            services.candidate_import_bucket(dataset=dataset, url="s3://bucket/prefix", concept=dog.wnid)
-    else:
-        pytest.skip("the bucket backend is present: its own tests cover s3 imports")
-
-
 def test_command_prints_progress_and_each_failure(
     transactional_db, site, candidate_settings, tmp_path, capsys
 ):
