@@ -170,6 +170,8 @@ def assignment_submit(
         current = statements.assignment_read(
             connection, assignment_id, worker.pk if worker is not None else None, lock=True
         )
+        if worker is not None:
+            current.worker = worker  # the read matched a.worker_id: the hooks' `assignment.worker` costs no query
         task = current.task
         kind = kinds.get(task.kind)
         stored = False
