@@ -119,6 +119,14 @@ def _apply(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | No
         # NOTHING waits for it to commit), and only those pairs go round again, now locked and updated: no
         # savepoint, which is two round trips on the submit that closes a vote.
         pending = entries
+        if len(entries) == 1:
+            # One pair (a vote closing): it mostly has no row yet, so it is inserted first, one statement, and
+            # locked and merged only when a row exists. (With several pairs, inserting first would lock new rows
+            # before existing ones, the reverse of every other writer's order.)
+            [(pair, entry)] = entries.items()
+            row = None if entry is None else _row_new(dataset_id, pair, {source: entry}, timezone.now())
+            if row is not None and _insert_skipping_conflicts(connections[FinalLabel.objects.db], [row]):
+                return 1
         for _attempt in range(3):
             pending = {pair: entries[pair] for pair in _apply_once(dataset_id, source, pending)}
             if not pending:
@@ -162,9 +170,7 @@ def _apply_once(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any]
             create.append(row)
         else:
             update.append(row)
-        row.present, row.source, row.probability = resolved.present, resolved.source, resolved.probability
-        row.yes_count, row.no_count, row.box_count = resolved.yes, resolved.no, resolved.boxes
-        row.evidence, row.updated_at = evidence, now
+        _row_fill(row, resolved, evidence, now)
     if delete:
         FinalLabel.objects.filter(pk__in=delete).delete()
     if update:
@@ -179,6 +185,22 @@ def _apply_once(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any]
     for start in range(0, len(create), _CHUNK):
         created |= _insert_skipping_conflicts(connection, create[start : start + _CHUNK])
     return {(row.image_id, row.concept_id) for row in create} - created
+
+
+def _row_fill(row: FinalLabel, resolved, evidence: dict[str, Any], now) -> None:
+    row.present, row.source, row.probability = resolved.present, resolved.source, resolved.probability
+    row.yes_count, row.no_count, row.box_count = resolved.yes, resolved.no, resolved.boxes
+    row.evidence, row.updated_at = evidence, now
+
+
+def _row_new(dataset_id: int, pair: Pair, evidence: dict[str, Any], now) -> FinalLabel | None:
+    """The unsaved row of a pair that has only this evidence, or None when it decides nothing."""
+    resolved = resolve(evidence)
+    if resolved is None:
+        return None
+    row = FinalLabel(dataset_id=dataset_id, image_id=pair[0], concept_id=pair[1])
+    _row_fill(row, resolved, evidence, now)
+    return row
 
 
 def _insert_skipping_conflicts(connection, rows: list[FinalLabel]) -> set[Pair]:
