@@ -171,7 +171,8 @@ def assignment_submit(
             connection, assignment_id, worker.pk if worker is not None else None, lock=True
         )
         if worker is not None:
-            current.worker = worker  # the read matched a.worker_id: the hooks' `assignment.worker` costs no query
+            # The read matched a.worker_id, so the hooks' `assignment.worker` costs no query.
+            current.worker = worker
         task = current.task
         kind = kinds.get(task.kind)
         stored = False
