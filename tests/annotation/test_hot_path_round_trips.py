@@ -21,12 +21,12 @@ from tests.gold.conftest import make_images, make_workers, production_questions
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 # Next task: token (with user and worker), the gold policy's one-statement context, the lease statement, the
-# task's example images; a question task also reads its question for the payload.
+# task's example images (a question that shows no boxes needs no read of its question row for the payload).
 VOTE_NEXT = 4
-QUESTION_NEXT = 5
+QUESTION_NEXT = 4
 # With gold in the dataset the policy looks its candidates up (settings, scores, the next task, the lease count,
 # the candidates) and the side not taken is looked up too, so gold and normal leases cost the same.
-QUESTION_NEXT_WITH_GOLD = 12
+QUESTION_NEXT_WITH_GOLD = 11
 # Submit: token, BEGIN, lock the task and read the assignment, store the answer, write the task, COMMIT; the
 # plain vote that closes also inserts its final label (a new pair: one statement, no savepoint).
 VOTE_SUBMIT_CLOSING = 7
