@@ -233,6 +233,7 @@ def run(
     kill_every: float,
     kill_gunicorn_worker: bool,
     gunicorn_workers: int,
+    worker_class: str = "sync",
     admin_url: str,
     recovery: float | None = None,
     db_name: str = DB_NAME,
@@ -263,7 +264,7 @@ def run(
         result.cost = cycle_cost(tokens[0])
         port = qt.free_port()
         with open(os.path.join(var_dir, "gunicorn.log"), "w") as log:
-            gunicorn = qt.gunicorn_start(port, env, gunicorn_workers, "sync", log)
+            gunicorn = qt.gunicorn_start(port, env, gunicorn_workers, worker_class, log)
             drive(port, tokens[:4], "cycle", 1.0)  # warm-up, not reported
             reference, _ = drive(port, [None] * clients, "healthz", min(10.0, duration / 6))
             next_fault = [time.time() + kill_every]
@@ -369,6 +370,11 @@ def main() -> None:
     parser.add_argument("--kill-gunicorn-worker", action="store_true", help="also SIGKILL a gunicorn worker")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
     parser.add_argument(
+        "--worker-class",
+        default="sync",
+        help="gunicorn worker class (sync closes each HTTP connection; gthread keeps it)",
+    )
+    parser.add_argument(
         "--admin-url",
         default=os.environ.get("BENCH_POSTGRES_URL", f"postgres://postgres@{HOST}:5432/postgres"),
     )
@@ -382,6 +388,7 @@ def main() -> None:
         kill_every=args.kill_every,
         kill_gunicorn_worker=args.kill_gunicorn_worker,
         gunicorn_workers=args.gunicorn_workers,
+        worker_class=args.worker_class,
         admin_url=args.admin_url,
         db_name=args.db_name,
     )
