@@ -51,6 +51,7 @@ class Run:
     backends_killed: int = 0
     workers_killed: int = 0
     integrity: dict = field(default_factory=dict)
+    cost: dict = field(default_factory=dict)
 
     def of(self, what: str, after: float | None = None) -> list[Sample]:
         return [s for s in self.samples if s.what == what and (after is None or s.started > after)]
@@ -159,6 +160,55 @@ def integrity_check(database_url: str) -> dict:
         }
 
 
+def _backend_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a PostgreSQL backend on this machine (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cycle_cost(token: str, cycles: int = 200) -> dict:
+    """What one cycle (next task + submit) costs, measured in-process where the machine's load cannot change
+    it: the statements sent to PostgreSQL per request (every one, transaction control included: each is a
+    round trip), and the CPU per cycle of Django (this process, without gunicorn's HTTP handling) and of its
+    PostgreSQL backend (from /proc, so the server must run on this machine). Consumes `cycles` + 1 tasks."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_AUTHORIZATION=f"Token {token}")
+
+    def one(key: str) -> None:
+        response = client.get("/api/v1/tasks/next")
+        assert response.status_code == 200, response.content  # setup check, not a timing assertion
+        response = client.post(
+            f"/api/v1/assignments/{response.json()['id']}/submit",
+            {"answer": {"answer": True}},
+            content_type="application/json",
+            HTTP_IDEMPOTENCY_KEY=key,
+        )
+        assert response.status_code == 201, response.content
+
+    with CaptureQueriesContext(connection) as counted:
+        one("cost-counted")
+    statements = len(counted.captured_queries)
+    one("cost-warm")  # prepared statements and caches as a long-running process has them
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    db0, app0, wall0 = _backend_cpu_seconds(pid), time.process_time(), time.perf_counter()
+    for i in range(cycles):
+        one(f"cost-{i}")
+    app, db = time.process_time() - app0, _backend_cpu_seconds(pid) - db0
+    wall = time.perf_counter() - wall0
+    connection.close()
+    return {
+        "statements_per_cycle": statements,
+        "app_cpu_ms_per_cycle": 1000 * app / cycles,
+        "db_cpu_ms_per_cycle": 1000 * db / cycles,
+        "wall_ms_per_cycle": 1000 * wall / cycles,
+        "cycles": cycles,
+    }
+
+
 def drive(port, tokens, mode, seconds, faults=None) -> tuple[list[Sample], float]:
     stop, out = threading.Event(), []
     workers = [Worker(port, t, stop, out, mode) for t in tokens]
@@ -183,6 +233,7 @@ def run(
     kill_every: float,
     kill_gunicorn_worker: bool,
     gunicorn_workers: int,
+    worker_class: str = "sync",
     admin_url: str,
     recovery: float | None = None,
     db_name: str = DB_NAME,
@@ -210,9 +261,10 @@ def run(
     gunicorn = None
     try:
         tokens, _ = qt.data_create(clients, n_tasks)
+        result.cost = cycle_cost(tokens[0])
         port = qt.free_port()
         with open(os.path.join(var_dir, "gunicorn.log"), "w") as log:
-            gunicorn = qt.gunicorn_start(port, env, gunicorn_workers, "sync", log)
+            gunicorn = qt.gunicorn_start(port, env, gunicorn_workers, worker_class, log)
             drive(port, tokens[:4], "cycle", 1.0)  # warm-up, not reported
             reference, _ = drive(port, [None] * clients, "healthz", min(10.0, duration / 6))
             next_fault = [time.time() + kill_every]
@@ -278,6 +330,17 @@ def report(result: Run, clients: int) -> None:
             f"load requests/s over it: {len(load) / seconds / ref_rps:.2f}"
         )
     print(f"  integrity: {result.integrity}")
+    cost = result.cost
+    if cost:
+        print(
+            f"  one cycle in-process ({cost['cycles']} cycles, no load generator, no faults): "
+            f"{cost['statements_per_cycle']} statements (round trips), CPU {cost['app_cpu_ms_per_cycle']:.1f} ms "
+            f"Django + {cost['db_cpu_ms_per_cycle']:.1f} ms PostgreSQL, {cost['wall_ms_per_cycle']:.1f} ms wall"
+        )
+        cpu = cost["app_cpu_ms_per_cycle"] + cost["db_cpu_ms_per_cycle"]
+        print(
+            f"  so {os.cpu_count()} idle cores could serve at most {1000 * (os.cpu_count() or 1) / cpu:.0f} cycles/s"
+        )
     print("  (status 0: the connection failed; the machine is shared, so figures vary with other load)")
 
 
@@ -294,6 +357,7 @@ def summary(result: Run) -> dict:
         "status": {str(k): v for k, v in Counter(s.status for s in load).items()},
         "status_after_faults": {str(k): v for k, v in Counter(s.status for s in after).items()},
         "integrity": result.integrity,
+        "cost": result.cost,
     }
 
 
@@ -305,6 +369,11 @@ def main() -> None:
     parser.add_argument("--kill-every", type=float, default=3.0, help="seconds between backend kills")
     parser.add_argument("--kill-gunicorn-worker", action="store_true", help="also SIGKILL a gunicorn worker")
     parser.add_argument("--gunicorn-workers", type=int, default=4)
+    parser.add_argument(
+        "--worker-class",
+        default="sync",
+        help="gunicorn worker class (sync closes each HTTP connection; gthread keeps it)",
+    )
     parser.add_argument(
         "--admin-url",
         default=os.environ.get("BENCH_POSTGRES_URL", f"postgres://postgres@{HOST}:5432/postgres"),
@@ -319,6 +388,7 @@ def main() -> None:
         kill_every=args.kill_every,
         kill_gunicorn_worker=args.kill_gunicorn_worker,
         gunicorn_workers=args.gunicorn_workers,
+        worker_class=args.worker_class,
         admin_url=args.admin_url,
         db_name=args.db_name,
     )

@@ -169,6 +169,9 @@ if DATABASE_URL:
             DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
         )
     }
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # The same backend with a health check that needs no round trip (config/postgresql/base.py).
+        DATABASES["default"]["ENGINE"] = "config.postgresql"
     if env_bool("DB_ASYNC_COMMIT") and DATABASES["default"]["ENGINE"].endswith("postgresql"):
         # For throwaway test databases only: commits stop waiting for the disk flush.
         DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"

@@ -48,6 +48,10 @@ def public_payload(task: Task) -> dict[str, Any]:
     box = task.box
     if box is not None:
         payload["box"] = _coords(box)
+    if task.topic not in BOX_KINDS and SHOWN_BOXES_KEY not in task.payload:
+        # The topic is the question's kind (consensus/migrations/0006 for older tasks): a question that shows
+        # no boxes needs nothing more, real or gold, so neither reads the question row on the hot path.
+        return payload
     question = getattr(task, "question", None)
     if question is not None:
         shows_boxes = question.kind in BOX_KINDS

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
@@ -258,16 +258,17 @@ def decided_so_far(question: Question) -> DecidedSoFar:
 
 
 def _finalize(
-    question: Question, task: Task | None, decision: Decision, estimate: Estimate, settings
+    question: Question, task: Task | None, decision: Decision, estimate: Estimate, settings, also=()
 ) -> None:
-    """Close the question with a verdict, record the decision row, close its task, announce the event."""
+    """Close the question with a verdict, record the decision row, close its task, announce the event. `also`:
+    more of the question's fields to write in the same UPDATE (a vote's counts)."""
     now = timezone.now()
     verdict = Verdict(decision.value)
     was_decided = question.state in DECIDED_STATES
     question.state = VERDICT_STATE[verdict]
     question.p = estimate.p
     question.decided_at = now
-    question.save(update_fields=["state", "p", "decided_at"])
+    question.save(update_fields=["state", "p", "decided_at", *also])
     tally.decided_changed(question, was_decided)
     row = QuestionDecision.objects.create(
         question=question,
@@ -506,25 +507,34 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
 
     Changes `task.state`/`task.result` in memory; the caller saves the task (the queue's submit does).
     Must run inside a transaction that holds the task row lock."""
-    question = Question.objects.select_for_update().get(task=task)
+    # The dataset's settings come with the locked question (a LEFT JOIN; only the question row is locked).
+    question = (
+        Question.objects.select_for_update(of=("self",))
+        .select_related("dataset__consensus_settings")
+        .get(task=task)
+    )
+    question.task = task  # also the task's cached `question`: the kind's public payload reads it
     if question.state != QuestionState.OPEN:
         raise QuestionClosed(
             f"this question is {question.get_state_display().lower()}; it takes no more votes"
         )
     if task.state == TaskState.DONE:
         raise QuestionClosed("this question is waiting for its calibration table; it takes no vote now")
-    try:
-        with transaction.atomic():
-            Vote.objects.create(question=question, worker=worker, answer=answer, assignment=assignment)
-    except IntegrityError:
-        raise AlreadyVoted("you already answered this question") from None
+    if not _vote_insert(question, worker, answer, assignment):
+        raise AlreadyVoted("you already answered this question")
     # The question row is locked until commit, so the in-memory counts are exact.
     if answer:
         question.yes_count += 1
     else:
         question.no_count += 1
-    question.save(update_fields=["yes_count", "no_count"])
-    settings = ConsensusSettings.for_dataset(question.dataset_id)
+    counts = ["yes_count", "no_count"]
+    if question.role == QuestionRole.CALIBRATION or question.n_votes < question.min_votes:
+        # The kind's calibration reads (`_kind_has_calibration_data`, `calibration_subjects`) take a calibration
+        # question's votes from its row, so they are written before deciding; a production question's go with
+        # its P or verdict, in one UPDATE.
+        question.save(update_fields=counts)
+        counts = []
+    settings = _settings_loaded(question)
     if question.n_votes < question.min_votes:
         return question
     decision, estimate = _decide(question, settings)
@@ -542,10 +552,45 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
             _task_continue(task, settings)
     if decision == Decision.ASK_MORE:
         question.p = estimate.p
-        question.save(update_fields=["p"])
+        question.save(update_fields=["p", *counts])
     else:
-        _finalize(question, task, decision, estimate, settings)
+        _finalize(question, task, decision, estimate, settings, also=counts)
     return question
+
+
+def _settings_loaded(question: Question) -> ConsensusSettings:
+    """The settings of a question loaded with `select_related("dataset__consensus_settings")`, or the defaults
+    (`ConsensusSettings.for_dataset` without its query)."""
+    try:
+        return question.dataset.consensus_settings
+    except ConsensusSettings.DoesNotExist:
+        return ConsensusSettings(dataset_id=question.dataset_id)
+
+
+def _vote_insert(question: Question, worker, answer: bool, assignment) -> bool:
+    """Store the vote; False when the worker already voted on the question (the one-vote constraint).
+
+    On PostgreSQL one INSERT ... ON CONFLICT DO NOTHING, so the submit's transaction needs no savepoint (two
+    round trips on every vote); elsewhere the savepoint catches the IntegrityError."""
+    vote = Vote(question=question, worker=worker, answer=answer, assignment=assignment)
+    connection = connections[Vote.objects.db]
+    if connection.vendor != "postgresql":
+        try:
+            with transaction.atomic():
+                vote.save(force_insert=True)
+        except IntegrityError:
+            return False
+        return True
+    fields = [f for f in Vote._meta.concrete_fields if not f.primary_key]
+    qn = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {qn(Vote._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING RETURNING {qn(Vote._meta.pk.column)}"
+    )
+    with connection.cursor() as cursor:
+        # pre_save fills created_at (auto_now_add) as Model.save would.
+        cursor.execute(sql, [f.get_db_prep_save(f.pre_save(vote, add=True), connection) for f in fields])
+        return cursor.fetchone() is not None
 
 
 def _table_coming(question: Question, settings: ConsensusSettings) -> bool:

@@ -170,6 +170,9 @@ def assignment_submit(
         current = statements.assignment_read(
             connection, assignment_id, worker.pk if worker is not None else None, lock=True
         )
+        if worker is not None:
+            # The read matched a.worker_id, so the hooks' `assignment.worker` costs no query.
+            current.worker = worker
         task = current.task
         kind = kinds.get(task.kind)
         stored = False

@@ -78,7 +78,7 @@ def test_development_defaults_are_sqlite_eager_celery_local_files_and_no_debug(v
 
 def test_database_url_selects_postgresql(var_dir):
     seen = settings_under(var_dir, DATABASE_URL="postgres://crowd:secret@db.example.org:5432/crowdlabel")
-    assert seen["engine"] == "django.db.backends.postgresql"
+    assert seen["engine"] == "config.postgresql"  # Django's backend with a local health check
     assert seen["db_name"] == "crowdlabel"
     assert seen["db_host"] == "db.example.org"
 

@@ -1,0 +1,105 @@
+"""Round trips to PostgreSQL per request of the worker's hot path (next task, submit), every statement counted:
+transaction control (BEGIN, SAVEPOINT, COMMIT) is a round trip too, and on a loaded two-core machine the load
+run (bench/load.py) spends its time in them. Pinned as upper bounds at the figures measured when they were cut,
+for the plain vote kind and the verification `question` kind (with and without gold in the dataset), so a
+change that adds a round trip shows here. The health check between requests adds none
+(tests/config/test_pg_health_check.py)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from consensus.models import Question, QuestionKind, QuestionState
+from gold.items import GoldSpec, gold_items_create
+from gold.models import GoldSettings
+from tests import factories
+from tests.annotation.test_queue_queries import token_client
+from tests.gold.conftest import make_images, make_workers, production_questions
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+# Next task: token (with user and worker), the gold policy's one-statement context, the lease statement, the
+# task's example images (a question that shows no boxes needs no read of its question row for the payload).
+VOTE_NEXT = 4
+QUESTION_NEXT = 4
+# With gold in the dataset the policy looks its candidates up (settings, scores, the next task, the lease count,
+# the candidates) and the side not taken is looked up too, so gold and normal leases cost the same.
+QUESTION_NEXT_WITH_GOLD = 11
+# Submit: token, BEGIN, lock the task and read the assignment, store the answer, write the task, COMMIT; the
+# plain vote that closes also inserts its final label (a new pair: one statement, no savepoint).
+VOTE_SUBMIT_CLOSING = 7
+# A vote on a question: lock the question (its dataset's settings joined), insert the vote (no savepoint), its
+# counts, the calibration table in use, then P (asking more) or the verdict, its decision row, the final label,
+# the hierarchy and review subscribers of the decision.
+QUESTION_SUBMIT_ASKING_MORE = 10
+QUESTION_SUBMIT_DECIDING = 15
+
+
+def next_and_submit(client) -> tuple[list[str], list[str], dict]:
+    with CaptureQueriesContext(connection) as leased:
+        response = client.get("/api/v1/tasks/next")
+    assert response.status_code == 200, response.content
+    assignment = response.json()
+    with CaptureQueriesContext(connection) as submitted:
+        response = client.post(
+            f"/api/v1/assignments/{assignment['id']}/submit",
+            {"answer": {"answer": True}},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY=f"key-{assignment['id']}",
+        )
+    assert response.status_code == 201, response.content
+    sql = lambda ctx: [q["sql"] for q in ctx.captured_queries]  # noqa: E731
+    return sql(leased), sql(submitted), assignment
+
+
+def within(statements: list[str], bound: int) -> bool:
+    return len(statements) <= bound
+
+
+def test_a_plain_vote_cycle_stays_within_its_round_trips(worker):
+    factories.TaskFactory(answers_wanted=1)
+    leased, submitted, _ = next_and_submit(token_client(worker))
+    assert within(leased, VOTE_NEXT), "\n".join(leased)
+    assert within(submitted, VOTE_SUBMIT_CLOSING), "\n".join(submitted)
+    assert not [s for s in submitted if s.upper().startswith("SAVEPOINT")], "\n".join(submitted)
+
+
+@pytest.fixture
+def concept(db):
+    return factories.ConceptFactory(wnid="n02123045", name="tabby cat", gloss="a cat with a striped coat")
+
+
+def test_a_verification_question_cycle_stays_within_its_round_trips(dataset, concept):
+    production_questions(dataset, concept, make_images(dataset, 1), vote_cap=15)
+    question = Question.objects.get()
+    rounds = []
+    for worker in make_workers(3):
+        rounds.append(next_and_submit(token_client(worker.user)))
+    question.refresh_from_db()
+    assert question.state == QuestionState.ACCEPTED  # three yes votes decide it under the installed table
+    for leased, _, _ in rounds:
+        assert within(leased, QUESTION_NEXT), "\n".join(leased)
+    for _, submitted, _ in rounds[:2]:
+        assert within(submitted, QUESTION_SUBMIT_ASKING_MORE), "\n".join(submitted)
+    assert within(rounds[2][1], QUESTION_SUBMIT_DECIDING), "\n".join(rounds[2][1])
+    for _, submitted, _ in rounds:
+        assert not [s for s in submitted if s.upper().startswith("SAVEPOINT")], "\n".join(submitted)
+
+
+def test_a_lease_in_a_dataset_with_gold_stays_within_its_round_trips(dataset, concept):
+    images = make_images(dataset, 20)
+    production_questions(dataset, concept, images[:10], vote_cap=15)
+    gold_items_create(
+        dataset=dataset,
+        specs=[
+            GoldSpec(kind=QuestionKind.IMAGE_VERIFY, concept=concept, image=image, answer=True)
+            for image in images[10:]
+        ],
+    )
+    GoldSettings.objects.create(dataset=dataset, rate=0.5, qualification_size=0, qualification_pass=0)
+    client = token_client(make_workers(1)[0].user)
+    for _ in range(6):
+        leased, _, _ = next_and_submit(client)
+        assert within(leased, QUESTION_NEXT_WITH_GOLD), "\n".join(leased)
