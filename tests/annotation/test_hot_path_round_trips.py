@@ -27,14 +27,16 @@ QUESTION_NEXT = 4
 # With gold in the dataset the policy looks its candidates up (settings, scores, the next task, the lease count,
 # the candidates) and the side not taken is looked up too, so gold and normal leases cost the same.
 QUESTION_NEXT_WITH_GOLD = 11
-# Submit: token, BEGIN, lock the task and read the assignment, store the answer, write the task, COMMIT; the
-# plain vote that closes also inserts its final label (a new pair: one statement, no savepoint).
-VOTE_SUBMIT_CLOSING = 7
+# Submit: token, BEGIN, lock the task and read the assignment, store the answer, write the task, add to the
+# usage counter (the cost ledger), COMMIT; the plain vote that closes also inserts its final label (a new pair:
+# one statement, no savepoint).
+VOTE_SUBMIT_CLOSING = 8
 # A vote on a question: lock the question (its dataset's settings joined), insert the vote (no savepoint), its
 # counts, the calibration table in use, then P (asking more) or the verdict, its decision row, the final label,
-# the hierarchy and review subscribers of the decision.
-QUESTION_SUBMIT_ASKING_MORE = 10
-QUESTION_SUBMIT_DECIDING = 15
+# the hierarchy and review subscribers of the decision, and the usage counter (a decision also moves the
+# question tally of the organizer's progress page).
+QUESTION_SUBMIT_ASKING_MORE = 11
+QUESTION_SUBMIT_DECIDING = 16
 
 
 def next_and_submit(client) -> tuple[list[str], list[str], dict]:

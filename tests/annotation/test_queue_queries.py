@@ -24,11 +24,12 @@ pytestmark = pytest.mark.django_db
 # Next task: token, the gold lease hook's "any gold?" check, then the lease itself: one statement on
 # PostgreSQL (lock, reclaim, lease, insert and read back), four on SQLite (no SKIP LOCKED, no data-modifying CTE);
 # then the task's example images (annotation/examples.py), handed out with the lease only.
-# Submit: token, lock the task and read the assignment, store the answer, write the task. The submit that closes
+# Submit: token, lock the task and read the assignment, store the answer, write the task, add the answer and its
+# worker time to the dataset's usage counter (the cost ledger, annotation/counters.py). The submit that closes
 # a vote also writes its final label in the same transaction: on PostgreSQL one INSERT ... ON CONFLICT DO NOTHING
 # for a pair without a row (annotation/final_labels.py), elsewhere lock the (image, class) row, insert it.
 NEXT_TASK_QUERIES = {"postgresql": 4, "sqlite": 7}
-SUBMIT_QUERIES = 4
+SUBMIT_QUERIES = 5
 CLOSING_SUBMIT_QUERIES = {"postgresql": SUBMIT_QUERIES + 1, "sqlite": SUBMIT_QUERIES + 2}
 
 
