@@ -6,6 +6,7 @@ box judged and the accepted boxes; never the votes so far, P, the question's rol
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from annotation import kinds
@@ -13,7 +14,7 @@ from annotation.models import Assignment, Box, Task
 from annotation.queue import TaskChange
 
 from . import box_questions, services
-from .models import QuestionKind
+from .models import Question, QuestionKind
 
 BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
 # The payload key of a task that is not a consensus question but shows boxes like one (gold box questions).
@@ -29,6 +30,24 @@ def on_submit(assignment: Assignment) -> TaskChange:
     # vote_apply states its decision on the task it is given (it also serves vote_record, which saves the
     # task itself); handed back as the change the queue writes.
     return TaskChange(state=task.state, result=task.result)
+
+
+def on_submit_adopting(adopt: Callable[[Assignment], Question]) -> Callable[[Assignment], TaskChange]:
+    """The submit of a count-rule task kind (`binary_vote`, the fixed `box_quality`/`box_coverage`,
+    `hierarchy_question`): the same vote path as `question` tasks. A task of such a kind queued before its
+    kind's tasks were consensus questions has none: `adopt` creates it (the task's earlier answers become its
+    votes),
+    then the vote goes in. The one engine decides both."""
+
+    def submit(assignment: Assignment) -> TaskChange:
+        try:
+            return on_submit(assignment)
+        except Question.DoesNotExist:
+            # Raised by the question lookup, before anything was written.
+            adopt(assignment)
+            return on_submit(assignment)
+
+    return submit
 
 
 def public_payload(task: Task) -> dict[str, Any]:

@@ -40,7 +40,15 @@ from .models import (
 )
 from .reliability import posterior_positive
 from .reliability_fits import fit_for
-from .stopping import DecidedSoFar, Decision, ThresholdPolicy, settle_at_cap, thresholds_for_precision
+from .stopping import (
+    DecidedSoFar,
+    Decision,
+    ThresholdPolicy,
+    decide,
+    policy_of,
+    settle_at_cap,
+    thresholds_for_precision,
+)
 
 TASK_KIND = "question"
 # Calibration questions are served before production ones: production of a new concept waits for their table.
@@ -203,7 +211,16 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     return Estimate(p, row)
 
 
-def _decide(question: Question, settings: ConsensusSettings) -> tuple[Decision, Estimate]:
+COUNTED = Estimate(None, None, Estimator.COUNT)
+
+
+def _decide(question: Question, settings: ConsensusSettings | None) -> tuple[Decision, Estimate]:
+    """The question's decision on its votes so far: by its own count rule when it carries one (the plain vote,
+    the fixed box questions, multi-label's `vote` engine; no settings needed), else by the dataset's calibrated
+    policy, a REVIEW at the cap settled where the decided set allows (`question_settle`)."""
+    if question.rule:
+        return decide(None, question.yes_count, question.no_count, policy_of(question.rule)), COUNTED
+    assert settings is not None
     estimate = _estimate(question, settings)
     policy = policy_for(settings, question.kind, question.subject)
     p = float("nan") if estimate.p is None else estimate.p
@@ -257,15 +274,23 @@ def decided_so_far(question: Question) -> DecidedSoFar:
 
 
 def _finalize(
-    question: Question, task: Task | None, decision: Decision, estimate: Estimate, settings
+    question: Question,
+    task: Task | None,
+    decision: Decision,
+    estimate: Estimate,
+    settings,
+    *,
+    counts: bool = False,
 ) -> None:
-    """Close the question with a verdict, record the decision row, close its task, announce the event."""
+    """Close the question with a verdict, record the decision row, close its task, announce the event
+    (`counts`: the vote counts changed in memory are written in the same statement)."""
     now = timezone.now()
-    verdict = Verdict(decision.value)
+    verdict = verdict_for(question, decision)
     question.state = VERDICT_STATE[verdict]
     question.p = estimate.p
     question.decided_at = now
-    question.save(update_fields=["state", "p", "decided_at"])
+    fields = ["state", "p", "decided_at"] + (["yes_count", "no_count"] if counts else [])
+    question.save(update_fields=fields)
     row = QuestionDecision.objects.create(
         question=question,
         decision=verdict,
@@ -275,7 +300,16 @@ def _finalize(
         estimator=estimate.estimator,
         table=estimate.table,
     )
-    if task is not None:
+    if task is not None and question.rule:
+        # The result the count-rule task kinds have always carried (read back by final_labels_rebuild).
+        task.state = TaskState.DONE
+        task.result = {
+            "answer": {Verdict.ACCEPT: True, Verdict.REJECT: False}.get(verdict),
+            "yes": question.yes_count,
+            "no": question.no_count,
+            "rule": str(policy_of(question.rule)),
+        }
+    elif task is not None:
         task.state = TaskState.DONE
         task.result = {
             "decision": verdict.value,
@@ -285,6 +319,13 @@ def _finalize(
             "no": question.no_count,
         }
     events.announce(events.QuestionDecided(question=question, decision=row))
+
+
+def verdict_for(question: Question, decision: Decision) -> Verdict:
+    """The verdict a final decision gives the question: a count rule may close a REVIEW unanswered."""
+    if decision == Decision.REVIEW and (question.rule or {}).get("on_review") == "close":
+        return Verdict.UNANSWERED
+    return Verdict(decision.value)
 
 
 # --- creating questions ------------------------------------------------------------------------------------
@@ -299,9 +340,31 @@ class Target:
     box: Box | None = None
     subject: dict[str, Any] | None = None
     round: int = 0
+    # The payload of the question's task when its task kind shows more than the wording (a count-rule kind).
+    payload: dict[str, Any] | None = None
 
 
-def _task_for(question: Question, text: str, settings: ConsensusSettings, priority: int) -> Task:
+def _task_for(
+    question: Question,
+    text: str,
+    settings: ConsensusSettings,
+    priority: int,
+    task_kind: str = TASK_KIND,
+    payload: dict[str, Any] | None = None,
+) -> Task:
+    if question.rule:
+        # A count-rule question is served under its own task kind (the page its workers know), up to its cap.
+        return Task(
+            kind=task_kind,
+            topic=question.kind,
+            dataset_id=question.dataset_id,
+            image_id=question.image_id,
+            concept_id=question.concept_id,
+            box_id=question.box_id,
+            payload=payload if payload is not None else {"question": text},
+            priority=priority,
+            answers_wanted=policy_of(question.rule).cap,
+        )
     calibration = question.role == QuestionRole.CALIBRATION
     return question_task(
         dataset_id=question.dataset_id,
@@ -380,8 +443,14 @@ def questions_create(
     calibration: Sequence[bool] | None = None,
     text: str | None = None,
     priority: int = 0,
+    rule: dict[str, Any] | None = None,
+    task_kind: str = TASK_KIND,
 ) -> list[Question]:
     """Create one question (and its queue task) per target.
+
+    With a `rule` (`stopping.rule_of`: a fixed majority, first-to-k or margin) the questions are decided by
+    that count policy: no calibration, never waiting, served at once under `task_kind` with each target's
+    `payload`. Without one, by the dataset's calibrated policy, as follows.
 
     `calibration[i]` says whether target i is a calibration question. While (kind, concept) has no table in use
     (`table_in_use`), a question is a production question that *waits* (no task) only when enough calibration
@@ -400,6 +469,11 @@ def questions_create(
         raise ValueError("calibration must say one flag per target")
     settings = ConsensusSettings.for_dataset(dataset.pk)
     text = text or question_text(kind, concept)
+    if rule:
+        policy_of(rule)  # a bad spec fails here, naming what is wrong
+        return _rule_questions_create(
+            dataset, kind, concept, targets, text, priority, rule, task_kind, settings
+        )
     with transaction.atomic():
         has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
         if not has_table:
@@ -429,6 +503,89 @@ def questions_create(
         served = [q for q in questions if q.state == QuestionState.OPEN]
         _serve(served, text, settings, priority)
     return questions
+
+
+def _rule_questions_create(
+    dataset: Dataset,
+    kind: str,
+    concept: Concept,
+    targets: Sequence[Target],
+    text: str,
+    priority: int,
+    rule: dict[str, Any],
+    task_kind: str,
+    settings: ConsensusSettings,
+) -> list[Question]:
+    with transaction.atomic():
+        questions = [
+            Question(
+                kind=kind,
+                dataset=dataset,
+                concept=concept,
+                image=target.image,
+                box=target.box,
+                subject=target.subject or {},
+                round=target.round,
+                rule=rule,
+                role=QuestionRole.PRODUCTION,
+                state=QuestionState.OPEN,
+                min_votes=1,
+            )
+            for target in targets
+        ]
+        Question.objects.bulk_create(questions, batch_size=500)
+        _serve(questions, text, settings, priority, task_kind, [t.payload for t in targets])
+    return questions
+
+
+def question_adopt(
+    *,
+    task: Task,
+    current,
+    kind: str,
+    rule: dict[str, Any],
+    subject: dict[str, Any] | None = None,
+    round: int = 0,
+) -> Question:
+    """The question of an open task of a count-rule kind queued before its kinds were consensus questions (or
+    created bare, as the queue's own tests do): created now, linked to the task, with the task's submitted
+    answers but the `current` assignment's (which the caller votes next) as its votes. Runs in the submit's transaction, the task row locked, so it is created once."""
+    from annotation.models import Assignment, AssignmentState
+
+    if task.concept_id is None:
+        raise QuestionClosed("this task names no concept, so it asks nothing the engine can decide")
+    policy_of(rule)
+    question = Question.objects.create(
+        kind=kind,
+        dataset_id=task.dataset_id,
+        concept_id=task.concept_id,
+        image_id=task.image_id,
+        box_id=task.box_id,
+        subject=subject or {},
+        round=round,
+        rule=rule,
+        task=task,
+    )
+    earlier = list(
+        Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED, vote__isnull=True)
+        .exclude(pk=current.pk)
+        .order_by("submitted_at", "id")
+        .values_list("pk", "worker_id", "answer")
+    )
+    votes = [
+        Vote(
+            question=question,
+            worker_id=worker_id,
+            answer=bool((answer or {}).get("answer")),
+            assignment_id=pk,
+        )
+        for pk, worker_id, answer in earlier
+    ]
+    Vote.objects.bulk_create(votes)
+    question.yes_count = sum(1 for v in votes if v.answer)
+    question.no_count = len(votes) - question.yes_count
+    question.save(update_fields=["yes_count", "no_count"])
+    return question
 
 
 def _roles_without_table(
@@ -469,14 +626,24 @@ def _pk(obj) -> int | None:
     return None if obj is None else obj.pk
 
 
-def _serve(questions: list[Question], text: str | None, settings: ConsensusSettings, priority: int) -> None:
+def _serve(
+    questions: list[Question],
+    text: str | None,
+    settings: ConsensusSettings,
+    priority: int,
+    task_kind: str = TASK_KIND,
+    payloads: Sequence[dict[str, Any] | None] | None = None,
+) -> None:
     """Create the queue tasks of these questions and link them."""
     if not questions:
         return
     concepts = {c.pk: c for c in Concept.objects.filter(pk__in={q.concept_id for q in questions})}
+    payloads = payloads or [None] * len(questions)
     tasks = [
-        _task_for(q, text or question_text(q.kind, concepts[q.concept_id]), settings, priority)
-        for q in questions
+        _task_for(
+            q, text or question_text(q.kind, concepts[q.concept_id]), settings, priority, task_kind, payload
+        )
+        for q, payload in zip(questions, payloads, strict=True)
     ]
     queue.tasks_create(tasks, batch_size=500)
     for question, task in zip(questions, tasks, strict=True):
@@ -519,10 +686,19 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
         question.yes_count += 1
     else:
         question.no_count += 1
+    if question.rule:
+        # A count rule needs neither settings nor a table, and has no calibration role; the counts are written
+        # with the verdict when this vote decides.
+        decision, estimate = _decide(question, None)
+        if decision == Decision.ASK_MORE:
+            question.save(update_fields=["yes_count", "no_count"])
+        else:
+            _finalize(question, task, decision, estimate, None, counts=True)
+        return question
     question.save(update_fields=["yes_count", "no_count"])
-    settings = ConsensusSettings.for_dataset(question.dataset_id)
     if question.n_votes < question.min_votes:
         return question
+    settings = ConsensusSettings.for_dataset(question.dataset_id)
     decision, estimate = _decide(question, settings)
     if question.role == QuestionRole.CALIBRATION and question.n_votes == question.min_votes:
         # Its calibration votes are in: they may complete a batch (or refine the table), so a rebuild check

@@ -22,6 +22,7 @@ from .models import (
     DECIDED_STATES,
     VERDICT_STATE,
     ConsensusSettings,
+    Estimator,
     Question,
     QuestionDecision,
     QuestionRole,
@@ -30,7 +31,7 @@ from .models import (
     Vote,
     VoteVoid,
 )
-from .services import _decide, _finalize
+from .services import _decide, _finalize, verdict_for
 from .stopping import Decision
 
 
@@ -105,7 +106,7 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
     else:
         decision, estimate = Decision.ASK_MORE, None
     if decision != Decision.ASK_MORE:
-        if decision.value == current.value:
+        if verdict_for(question, decision) == current:
             report.confirmed.append(question.pk)
         else:
             _finalize(question, task, decision, estimate, settings)
@@ -127,7 +128,7 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
         p=question.p,
         yes_count=question.yes_count,
         no_count=question.no_count,
-        estimator=settings.estimator,
+        estimator=Estimator.COUNT if question.rule else settings.estimator,
         table=estimate.table if estimate is not None else None,
     )
     if task is not None:
