@@ -47,6 +47,7 @@ def on_submit_adopting(adopt: Callable[[Assignment], Question]) -> Callable[[Ass
             adopt(assignment)
             return on_submit(assignment)
 
+    submit.engine = on_submit  # type: ignore[attr-defined]  # what it routes to (tests/consensus/test_one_engine.py)
     return submit
 
 
