@@ -354,9 +354,10 @@ def _task_for(
 ) -> Task:
     if question.rule:
         # A count-rule question is served under its own task kind (the page its workers know), up to its cap.
+        # No topic: gold qualification gates `question` tasks by topic, and gold is served only among those,
+        # so a topic here would withhold these tasks from workers who cannot qualify on them.
         return Task(
             kind=task_kind,
-            topic=question.kind,
             dataset_id=question.dataset_id,
             image_id=question.image_id,
             concept_id=question.concept_id,
