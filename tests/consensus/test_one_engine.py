@@ -201,3 +201,64 @@ def test_the_multilabel_vote_engine_asks_consensus_questions_with_margin_rules(d
         assert question.rule == rule_of(HIGH_LEVEL)
         assert question.round == question.subject["labeling"], "each labeling asks its own question"
     assert Task.objects.filter(kind=TASK_KIND).count() == 2
+
+
+@pytest.mark.django_db
+def test_an_open_vote_task_from_before_is_adopted_with_its_earlier_answers_as_votes():
+    from django.utils import timezone
+
+    from annotation.models import Assignment
+    from consensus.models import Vote
+
+    task = factories.TaskFactory(answers_wanted=3)  # queued bare, as before plain votes were questions
+    earlier = factories.user_with_roles("earlier", ("workers",)).worker
+    first = Assignment.objects.create(
+        task=task, worker=earlier, state="submitted", expires_at=timezone.now(), answer={"answer": False}
+    )
+    Task.objects.filter(pk=task.pk).update(answers_count=1)
+    (voter,) = workers(1)
+    answer(voter, "binary_vote", {"answer": False})
+    question = Question.objects.get(task=task)
+    assert (question.kind, policy_of(question.rule)) == (QuestionKind.BINARY_VOTE, MajorityPolicy(3))
+    votes = list(Vote.objects.filter(question=question).order_by("id").values_list("assignment_id", "answer"))
+    assert votes[0] == (first.pk, False) and len(votes) == 2
+    assert question.state == QuestionState.REJECTED
+
+
+@pytest.mark.django_db
+def test_a_starved_plain_vote_closes_unanswered_rather_than_reaching_a_reviewer(dataset):
+    from consensus.starved import question_settle_starved
+    from consensus.stopping import Decision
+    from review.models import ReviewItem
+
+    (task,) = vote_tasks.vote_tasks_create(
+        dataset=dataset, concept=factories.ConceptFactory(), images=[image(dataset)], answers_wanted=3
+    )
+    (voter,) = workers(1)
+    answer(voter, "binary_vote", {"answer": True})
+    question = Question.objects.get(task=task)
+    assert question_settle_starved(question) is Decision.REVIEW
+    question.refresh_from_db()
+    assert question.state == QuestionState.UNANSWERED and not ReviewItem.objects.exists()
+    assert Task.objects.get(pk=task.pk).result == {"answer": None, "yes": 1, "no": 0, "rule": "majority of 3"}
+
+
+@pytest.mark.django_db
+def test_voiding_the_vote_that_decided_a_plain_vote_reopens_it_and_withdraws_its_label(dataset):
+    from consensus.models import Vote
+    from consensus.voiding import votes_void
+
+    concept = factories.ConceptFactory()
+    (task,) = vote_tasks.vote_tasks_create(
+        dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=1
+    )
+    (voter,) = workers(1)
+    answer(voter, "binary_vote", {"answer": True})
+    assert FinalLabel.objects.get(image_id=task.image_id, concept=concept).present is True
+    report = votes_void(votes=Vote.objects.values_list("pk", flat=True), reason="worker blocked")
+    question = Question.objects.get(task=task)
+    assert report.reopened == [question.pk] and question.state == QuestionState.OPEN
+    assert Task.objects.get(pk=task.pk).state == TaskState.OPEN
+    assert not FinalLabel.objects.filter(
+        image_id=task.image_id, concept=concept, present__isnull=False
+    ).exists()
