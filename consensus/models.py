@@ -25,18 +25,17 @@ class Estimator(models.TextChoices):
     COUNT = "count", "Vote counts under the question's own count rule"
 
 
+# A dataset chooses between the calibrated estimators; COUNT belongs to questions carrying their own rule.
+SETTINGS_ESTIMATORS = [(value, label) for value, label in Estimator.choices if value != Estimator.COUNT]
+
+
 class ConsensusSettings(models.Model):
     """How a dataset's binary questions are decided. A dataset without a row uses the defaults."""
 
     dataset = models.OneToOneField(
         "annotation.Dataset", on_delete=models.CASCADE, related_name="consensus_settings"
     )
-    # A dataset chooses between the calibrated estimators; COUNT belongs to questions carrying their own rule.
-    estimator = models.CharField(
-        max_length=16,
-        choices=[(value, label) for value, label in Estimator.choices if value != Estimator.COUNT],
-        default=Estimator.WEIGHTED,
-    )
+    estimator = models.CharField(max_length=16, choices=SETTINGS_ESTIMATORS, default=Estimator.WEIGHTED)
     target_precision = models.FloatField(
         default=DEFAULT_TARGET_PRECISION, help_text="Accept when P(positive) reaches this."
     )
