@@ -16,8 +16,9 @@ from annotation.vote_tasks import KIND, question_text
 from hierarchy.models import Concept
 
 from . import question_kind
+from .count_questions import count_questions_create, question_adopt
 from .models import Question, QuestionKind
-from .services import Target, question_adopt, questions_create
+from .services import Target
 from .stopping import MajorityPolicy, rule_of
 
 
@@ -36,7 +37,7 @@ def votes_ask(
     ).values_list("image_id", flat=True):
         rounds[image_id] = rounds.get(image_id, 0) + 1
     text = question_text(concept.name)
-    created = questions_create(
+    created = count_questions_create(
         dataset=dataset,
         kind=QuestionKind.BINARY_VOTE,
         concept=concept,

@@ -14,6 +14,7 @@ from hierarchy.models import Concept
 
 from . import events
 from .calibration import prior_table
+from .count_questions import count_questions_create
 from .models import CalibrationTable, Question, QuestionKind, Verdict
 from .services import TASK_KIND, Target, _table_cap, questions_create, table_newest
 
@@ -57,17 +58,22 @@ def box_question_ask(
         target = Target(image=image, subject=subject, round=earlier + 1, payload=payload)
         kind = str(QuestionKind.BOX_COVERAGE)
     concept = Concept.objects.get(pk=question.concept_id)
-    if not rule:
-        table_ensure(kind, concept)
+    dataset = Dataset.objects.get(pk=question.dataset_id)
+    if rule:
+        (created,) = count_questions_create(
+            dataset=dataset,
+            kind=kind,
+            concept=concept,
+            targets=[target],
+            rule=rule,
+            task_kind=task_kind,
+            text=question.text,
+            priority=PRIORITY,
+        )
+        return created
+    table_ensure(kind, concept)
     (created,) = questions_create(
-        dataset=Dataset.objects.get(pk=question.dataset_id),
-        kind=kind,
-        concept=concept,
-        targets=[target],
-        text=question.text,
-        priority=PRIORITY,
-        rule=rule,
-        task_kind=task_kind,
+        dataset=dataset, kind=kind, concept=concept, targets=[target], text=question.text, priority=PRIORITY
     )
     return created
 

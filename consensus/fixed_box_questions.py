@@ -13,8 +13,8 @@ from annotation import kinds, questions
 from annotation.models import Assignment, Box, Task
 
 from . import box_questions, events, question_kind
+from .count_questions import question_adopt
 from .models import Question, QuestionKind
-from .services import question_adopt
 from .stopping import FirstToPolicy, rule_of
 
 # The policy per question; the question takes at most yes + no - 1 votes.

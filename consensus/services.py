@@ -444,14 +444,9 @@ def questions_create(
     calibration: Sequence[bool] | None = None,
     text: str | None = None,
     priority: int = 0,
-    rule: dict[str, Any] | None = None,
-    task_kind: str = TASK_KIND,
 ) -> list[Question]:
-    """Create one question (and its queue task) per target.
-
-    With a `rule` (`stopping.rule_of`: a fixed majority, first-to-k or margin) the questions are decided by
-    that count policy: no calibration, never waiting, served at once under `task_kind` with each target's
-    `payload`. Without one, by the dataset's calibrated policy, as follows.
+    """Create one question (and its queue task) per target, decided by the dataset's calibrated policy (questions
+    carrying a count rule are created by `consensus.count_questions`).
 
     `calibration[i]` says whether target i is a calibration question. While (kind, concept) has no table in use
     (`table_in_use`), a question is a production question that *waits* (no task) only when enough calibration
@@ -470,11 +465,6 @@ def questions_create(
         raise ValueError("calibration must say one flag per target")
     settings = ConsensusSettings.for_dataset(dataset.pk)
     text = text or question_text(kind, concept)
-    if rule:
-        policy_of(rule)  # a bad spec fails here, naming what is wrong
-        return _rule_questions_create(
-            dataset, kind, concept, targets, text, priority, rule, task_kind, settings
-        )
     with transaction.atomic():
         has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
         if not has_table:
@@ -504,89 +494,6 @@ def questions_create(
         served = [q for q in questions if q.state == QuestionState.OPEN]
         _serve(served, text, settings, priority)
     return questions
-
-
-def _rule_questions_create(
-    dataset: Dataset,
-    kind: str,
-    concept: Concept,
-    targets: Sequence[Target],
-    text: str,
-    priority: int,
-    rule: dict[str, Any],
-    task_kind: str,
-    settings: ConsensusSettings,
-) -> list[Question]:
-    with transaction.atomic():
-        questions = [
-            Question(
-                kind=kind,
-                dataset=dataset,
-                concept=concept,
-                image=target.image,
-                box=target.box,
-                subject=target.subject or {},
-                round=target.round,
-                rule=rule,
-                role=QuestionRole.PRODUCTION,
-                state=QuestionState.OPEN,
-                min_votes=1,
-            )
-            for target in targets
-        ]
-        Question.objects.bulk_create(questions, batch_size=500)
-        _serve(questions, text, settings, priority, task_kind, [t.payload for t in targets])
-    return questions
-
-
-def question_adopt(
-    *,
-    task: Task,
-    current,
-    kind: str,
-    rule: dict[str, Any],
-    subject: dict[str, Any] | None = None,
-    round: int = 0,
-) -> Question:
-    """The question of an open task of a count-rule kind queued before its kinds were consensus questions (or
-    created bare, as the queue's own tests do): created now, linked to the task, with the task's submitted
-    answers but the `current` assignment's (which the caller votes next) as its votes. Runs in the submit's transaction, the task row locked, so it is created once."""
-    from annotation.models import Assignment, AssignmentState
-
-    if task.concept_id is None:
-        raise QuestionClosed("this task names no concept, so it asks nothing the engine can decide")
-    policy_of(rule)
-    question = Question.objects.create(
-        kind=kind,
-        dataset_id=task.dataset_id,
-        concept_id=task.concept_id,
-        image_id=task.image_id,
-        box_id=task.box_id,
-        subject=subject or {},
-        round=round,
-        rule=rule,
-        task=task,
-    )
-    earlier = list(
-        Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED, vote__isnull=True)
-        .exclude(pk=current.pk)
-        .order_by("submitted_at", "id")
-        .values_list("pk", "worker_id", "answer")
-    )
-    votes = [
-        Vote(
-            question=question,
-            worker_id=worker_id,
-            answer=bool((answer or {}).get("answer")),
-            assignment_id=pk,
-        )
-        for pk, worker_id, answer in earlier
-    ]
-    Vote.objects.bulk_create(votes)
-    question.yes_count = sum(1 for v in votes if v.answer)
-    question.no_count = len(votes) - question.yes_count
-    question.save(update_fields=["yes_count", "no_count"])
-    return question
 
 
 def _roles_without_table(

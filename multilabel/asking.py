@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from annotation.models import Dataset, Image
 from consensus import events as consensus_events
+from consensus.count_questions import count_questions_create
 from consensus.models import Question, QuestionKind, QuestionState
 from consensus.services import REJECT_ERROR_KEY, TARGET_PRECISION_KEY, Target, questions_create
 from consensus.stopping import MarginPolicy, rule_of
@@ -116,7 +117,7 @@ def _open_vote_questions(
             )
         if not targets:
             continue
-        questions_create(
+        count_questions_create(
             dataset=datasets[dataset_id],
             kind=kind_for(node.leaf),
             concept=node.concept,

@@ -10,8 +10,8 @@ from typing import Any
 from annotation import kinds
 from annotation.models import Assignment, Task
 from consensus import question_kind
+from consensus.count_questions import question_adopt
 from consensus.models import Question
-from consensus.services import question_adopt
 from hierarchy.graph import graph_for
 
 from .asking import TASK_KIND, kind_for, vote_rule_for

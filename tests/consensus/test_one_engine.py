@@ -28,6 +28,7 @@ DECIDERS = {"decide", "decide_many", "first_decisions", "outcome_of", "settle_at
 # Where they may be called: the engine, and the pure modules that define and simulate the rules.
 ENGINE = {
     "consensus/services.py",  # the one engine
+    "consensus/count_questions.py",  # adoption turns an old task's answers into votes of the engine
     "consensus/stopping.py",  # the policies
     "consensus/reliability.py",  # the weighted estimator's vectorised stream (pure)
     "consensus/simulation.py",  # simulated crowds for the cost benches and `simulate`
