@@ -600,6 +600,8 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
         decision, estimate = _decide(question, None)
         if decision == Decision.ASK_MORE:
             question.save(update_fields=["yes_count", "no_count"])
+            # The running tally the vote-results API shows while a count-rule task is open.
+            task.result = {"yes": question.yes_count, "no": question.no_count}
         else:
             _finalize(question, task, decision, estimate, None, counts=True)
         return question

@@ -128,7 +128,9 @@ def test_a_plain_vote_is_a_consensus_question_with_a_fixed_majority_decided_by_t
     question = Question.objects.get(task=task)
     assert (question.kind, task.kind) == (QuestionKind.BINARY_VOTE, "binary_vote")
     assert policy_of(question.rule) == MajorityPolicy(3) and task.answers_wanted == 3
-    vote(workers(3), "binary_vote", True)
+    first, *others = workers(3)
+    assert answer(first, "binary_vote", {"answer": True}).result == {"yes": 1, "no": 0}, "the running tally"
+    vote(others, "binary_vote", True)
     question.refresh_from_db()
     row = QuestionDecision.objects.get(question=question)
     assert (question.state, row.decision, row.estimator) == (
