@@ -33,17 +33,6 @@ def yes_no_answer(task: Task, answer: Any) -> dict[str, Any]:
     return {"answer": value}
 
 
-def recount_withdraw(assignment: Assignment) -> TaskChange:
-    """`on_withdraw` of the kinds that recount the submitted answers at every submit: a withdrawn answer is no
-    longer submitted, so it leaves the count by itself; a task already closed keeps its answers."""
-    from .models import TaskState
-    from .queue.contract import TaskChange
-
-    if assignment.task.state == TaskState.DONE:
-        raise AnswerStands("its question has been decided, so this answer stands")
-    return TaskChange()
-
-
 def _no_public_payload(task: Task) -> dict[str, Any]:
     return dict(task.payload)
 

@@ -1,18 +1,28 @@
 """Plain vote tasks: "does this image show CONCEPT?" asked of several workers, queued per image.
 
-This module only queues them (the queue's business); the consensus engine decides them
-(`consensus/binary_vote.py`, a fixed majority of `answers_wanted` votes with early stop, a policy of
-`consensus/stopping.py`).
+This module says which images to ask; the consensus engine, a layer above, asks them: each becomes a consensus
+question with a fixed majority of `answers_wanted` votes as its rule (`consensus/binary_vote.py`, registered
+here with `register_backend` in its `AppConfig.ready`), served as a `binary_vote` task.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db import transaction
 
-from . import queue
 from .models import Dataset, Image, Task, TaskState
 
 KIND = "binary_vote"
+
+# Asks the votes: (dataset=, concept=, images=, answers_wanted=, priority=) -> the tasks created.
+VoteBackend = Callable[..., list[Task]]
+_backend: VoteBackend | None = None
+
+
+def register_backend(backend: VoteBackend) -> None:
+    global _backend
+    _backend = backend
 
 
 def question_text(concept_name: str) -> str:
@@ -41,17 +51,9 @@ def vote_tasks_create(
             .exclude(state=TaskState.CANCELLED)
             .values_list("image_id", flat=True)
         )
-        tasks = [
-            Task(
-                kind=KIND,
-                dataset=dataset,
-                image=image,
-                concept=concept,
-                payload={"question": question_text(concept.name)},
-                answers_wanted=answers_wanted,
-                priority=priority,
-            )
-            for image in image_qs.order_by("id")
-            if image.pk not in already
-        ]
-        return queue.tasks_create(tasks, batch_size=1000)
+        fresh = [image for image in image_qs.order_by("id") if image.pk not in already]
+        if _backend is None:
+            raise LookupError("no backend asks plain votes (is the consensus app installed?)")
+        return _backend(
+            dataset=dataset, concept=concept, images=fresh, answers_wanted=answers_wanted, priority=priority
+        )

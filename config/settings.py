@@ -407,6 +407,8 @@ SPECTACULAR_SETTINGS = {
         "QuestionKindEnum": "consensus.models.QuestionKind",
         "ReviewKindEnum": "review.models.ReviewKind",
         "QuestionRoleEnum": "consensus.models.QuestionRole",
+        "EstimatorEnum": "consensus.models.Estimator",
+        "SettingsEstimatorEnum": "consensus.models.SETTINGS_ESTIMATORS",
         "InvitationRoleEnum": "crowd.models.InvitationRole",
     },
 }

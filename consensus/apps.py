@@ -6,10 +6,12 @@ class ConsensusConfig(AppConfig):
     name = "consensus"
 
     def ready(self) -> None:
-        # Registers the `question` and plain `binary_vote` task kinds with the queue, and the fixed box-question
-        # backend with its two task kinds as the box pipeline's default.
+        # Registers the `question` and plain `binary_vote` task kinds with the queue (every one a consensus
+        # question), the engine as the asker of annotation's plain votes, and the fixed box-question backend
+        # with its two task kinds as the box pipeline's default.
         from . import binary_vote, fixed_box_questions, question_kind  # noqa: F401
 
+        binary_vote.connect()
         fixed_box_questions.register()
 
         # Decided image-verification questions become final labels (annotation.final_labels).

@@ -1,73 +1,71 @@
-"""The plain vote kind decided by the consensus engine's fixed-majority policy: a `binary_vote` task (queued by
-`annotation.vote_tasks`) closes once one side holds a strict majority of its `answers_wanted` votes, or with no
-answer when an even number of votes ends in a tie (`consensus.stopping.MajorityPolicy`: the tie is its REVIEW).
-The verdict becomes a final label (`annotation.final_labels`, source `binary_vote`).
+"""The plain vote as consensus questions: "does this image show CONCEPT?" asked of a fixed number of workers
+(`annotation.vote_tasks` queues them through `votes_ask` below), each a `binary_vote` question carrying a fixed
+majority of `answers_wanted` as its rule (`consensus.stopping.MajorityPolicy`, early stop), decided by the one
+engine (`consensus.services.vote_apply`). A tie at the cap closes the question unanswered (the rule's
+``on_review: close``), not sent to a person. The verdict becomes a final label (`consensus.final_labels`,
+source `binary_vote`). The task kind stays `binary_vote`: the page, HITs and bundles its workers know.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q
-
-from annotation import kinds
-from annotation.final_evidence import BINARY_VOTE
-from annotation.final_labels import LabelVerdict, final_labels_record
-from annotation.models import Assignment, AssignmentState, Task, TaskState
-from annotation.queue.contract import TaskChange
+from annotation import kinds, vote_tasks
+from annotation.models import Assignment, Dataset, Image, Task
 from annotation.vote_tasks import KIND, question_text
+from hierarchy.models import Concept
 
-from .stopping import Decision, MajorityPolicy, decide, outcome_of
-
-
-def on_submit(assignment: Assignment) -> TaskChange:
-    """Count the answer and close the task once the majority is settled.
-
-    The running yes/no tally lives in `task.result` while the task is open: the queue holds the task row
-    locked, so the count in the row is exact and no query over the answers is needed."""
-    task = assignment.task
-    tally = task.result if isinstance(task.result, dict) and "yes" in task.result else None
-    if tally is None:
-        tally = _tally_from_answers(task, exclude=assignment)  # tasks from before the tally was kept
-    yes = tally["yes"] + (1 if assignment.answer["answer"] else 0)
-    no = tally["no"] + (0 if assignment.answer["answer"] else 1)
-    decision = decide(None, yes, no, MajorityPolicy(task.answers_wanted))
-    if decision is Decision.ASK_MORE:
-        return TaskChange(result={"yes": yes, "no": no})
-    outcome = outcome_of(decision)  # a tie at the cap (Decision.REVIEW) closes the task unanswered
-    result = {"answer": outcome, "yes": yes, "no": no, "rule": f"majority of {task.answers_wanted}"}
-    if task.image_id is not None and task.concept_id is not None:
-        final_labels_record(
-            dataset_id=task.dataset_id,
-            source=BINARY_VOTE,
-            verdicts=[LabelVerdict(task.image_id, task.concept_id, outcome, yes, no, ref={"task": task.pk})],
-        )
-    return TaskChange(state=TaskState.DONE, result=result)
+from . import question_kind
+from .count_questions import count_questions_create, question_adopt
+from .models import Question, QuestionKind
+from .services import Target
+from .stopping import MajorityPolicy, rule_of
 
 
-def on_withdraw(assignment: Assignment) -> TaskChange:
-    """The worker takes the answer back in the undo window: it leaves the running tally of the open task; a
-    closed task keeps it (its label is recorded)."""
-    task = assignment.task
-    if task.state == TaskState.DONE:
-        raise kinds.AnswerStands("its question has been decided, so this answer stands")
-    tally = task.result if isinstance(task.result, dict) and "yes" in task.result else None
-    if tally is None:
-        return TaskChange(result=_tally_from_answers(task, exclude=assignment))
-    yes = tally["yes"] - (1 if assignment.answer["answer"] else 0)
-    no = tally["no"] - (0 if assignment.answer["answer"] else 1)
-    return TaskChange(result={"yes": yes, "no": no})
+def rule_for(answers_wanted: int) -> dict:
+    return rule_of(MajorityPolicy(answers_wanted), on_review="close")
 
 
-def _tally_from_answers(task: Task, exclude: Assignment) -> dict[str, int]:
-    if task.answers_count <= 1:
-        return {"yes": 0, "no": 0}
-    counts = (
-        Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED)
-        .exclude(pk=exclude.pk)
-        .aggregate(total=Count("id"), yes=Count("id", filter=Q(answer__answer=True)))
+def votes_ask(
+    *, dataset: Dataset, concept: Concept, images: list[Image], answers_wanted: int, priority: int
+) -> list[Task]:
+    """One plain-vote question (and its `binary_vote` task) per image. An image asked again after its earlier
+    task was cancelled gets the next round."""
+    rounds: dict[int, int] = {}
+    for image_id in Question.objects.filter(
+        dataset=dataset, kind=QuestionKind.BINARY_VOTE, concept=concept, image__in=images
+    ).values_list("image_id", flat=True):
+        rounds[image_id] = rounds.get(image_id, 0) + 1
+    text = question_text(concept.name)
+    created = count_questions_create(
+        dataset=dataset,
+        kind=QuestionKind.BINARY_VOTE,
+        concept=concept,
+        targets=[Target(image=image, round=rounds.get(image.pk, 0)) for image in images],
+        text=text,
+        priority=priority,
+        rule=rule_for(answers_wanted),
+        task_kind=KIND,
     )
-    return {"yes": counts["yes"], "no": counts["total"] - counts["yes"]}
+    return [q.task for q in created]
+
+
+def adopt(assignment: Assignment) -> Question:
+    """A `binary_vote` task queued without a question (before plain votes were consensus questions)."""
+    task = assignment.task
+    earlier = Question.objects.filter(
+        dataset_id=task.dataset_id,
+        kind=QuestionKind.BINARY_VOTE,
+        concept_id=task.concept_id,
+        image=task.image_id,
+    ).count()
+    return question_adopt(
+        task=task,
+        current=assignment,
+        kind=QuestionKind.BINARY_VOTE,
+        rule=rule_for(task.answers_wanted),
+        round=earlier,
+    )
 
 
 def public_payload(task: Task) -> dict[str, Any]:
@@ -83,8 +81,13 @@ KIND_SPEC = kinds.register(
         name=KIND,
         title="Yes/no question about an image",
         clean_answer=kinds.yes_no_answer,
-        on_submit=on_submit,
+        on_submit=question_kind.on_submit_adopting(adopt),
         public_payload=public_payload,
-        on_withdraw=on_withdraw,
+        on_withdraw=question_kind.on_withdraw,  # an answer taken back leaves its question's tally
     )
 )
+
+
+def connect() -> None:
+    """Make the engine the one that asks annotation's plain votes (called from `ConsensusConfig.ready`)."""
+    vote_tasks.register_backend(votes_ask)

@@ -14,12 +14,13 @@ from hierarchy.models import Concept
 
 from . import events
 from .calibration import prior_table
+from .count_questions import count_questions_create
 from .models import CalibrationTable, Question, QuestionKind, Verdict
-from .services import Target, _table_cap, questions_create, table_newest
+from .services import TASK_KIND, Target, _table_cap, questions_create, table_newest
 
 SUBJECT_KEY = "box_pipeline"
 KINDS = (questions.QUALITY, questions.COVERAGE)
-_OUTCOME = {Verdict.ACCEPT: True, Verdict.REJECT: False, Verdict.REVIEW: None}
+_OUTCOME = {Verdict.ACCEPT: True, Verdict.REJECT: False, Verdict.REVIEW: None, Verdict.UNANSWERED: None}
 # The table a box question kind starts from when its concept has none (docs/boxes.md, "Calibration"): workers
 # assumed right 90% of the time. Under the default thresholds (accept at P >= 0.997, reject at P <= 0.02) it
 # accepts at 3 more yes than no and rejects at 2 more no than yes: the fixed rule's few votes, but sequential.
@@ -31,39 +32,57 @@ PRIOR_ACCURACY = 0.9
 PRIORITY = 10
 
 
+def box_question_ask(
+    question: questions.BinaryQuestion, *, rule: dict | None = None, task_kind: str = TASK_KIND
+) -> Question:
+    """The consensus question that asks the box pipeline's `question`: calibrated (no `rule`, served as a
+    `question` task) or under a count rule (the fixed backend, served under its own `task_kind`)."""
+    # `exclude_workers` keeps the drawer(s) off this question, whenever its task is served.
+    subject = {SUBJECT_KEY: question.as_dict(), "exclude_workers": list(question.exclude_workers)}
+    # The fixed backend's task kinds show the question from their payload (consensus.fixed_box_questions).
+    payload = {"job": question.job_id, "question": question.as_dict()} if rule else None
+    if question.kind == questions.QUALITY:
+        box = Box.objects.select_related("image").get(pk=question.box_id)
+        target = Target(image=box.image, box=box, subject=subject, payload=payload)
+        kind = str(QuestionKind.BOX_QUALITY)
+    else:
+        # The caller holds the job row lock, so counting the earlier rounds cannot race.
+        earlier = Question.objects.filter(
+            dataset_id=question.dataset_id,
+            kind=QuestionKind.BOX_COVERAGE,
+            concept_id=question.concept_id,
+            image_id=question.image_id,
+            box__isnull=True,
+        ).count()
+        image = Image.objects.get(pk=question.image_id)
+        target = Target(image=image, subject=subject, round=earlier + 1, payload=payload)
+        kind = str(QuestionKind.BOX_COVERAGE)
+    concept = Concept.objects.get(pk=question.concept_id)
+    dataset = Dataset.objects.get(pk=question.dataset_id)
+    if rule:
+        (created,) = count_questions_create(
+            dataset=dataset,
+            kind=kind,
+            concept=concept,
+            targets=[target],
+            rule=rule,
+            task_kind=task_kind,
+            text=question.text,
+            priority=PRIORITY,
+        )
+        return created
+    table_ensure(kind, concept)
+    (created,) = questions_create(
+        dataset=dataset, kind=kind, concept=concept, targets=[target], text=question.text, priority=PRIORITY
+    )
+    return created
+
+
 class ConsensusBackend:
     name = "consensus"
 
     def ask(self, question: questions.BinaryQuestion) -> str:
-        # `exclude_workers` keeps the drawer(s) off this question, whenever its task is served.
-        subject = {SUBJECT_KEY: question.as_dict(), "exclude_workers": list(question.exclude_workers)}
-        if question.kind == questions.QUALITY:
-            box = Box.objects.select_related("image").get(pk=question.box_id)
-            target = Target(image=box.image, box=box, subject=subject)
-            kind = str(QuestionKind.BOX_QUALITY)
-        else:
-            # The caller holds the job row lock, so counting the earlier rounds cannot race.
-            earlier = Question.objects.filter(
-                dataset_id=question.dataset_id,
-                kind=QuestionKind.BOX_COVERAGE,
-                concept_id=question.concept_id,
-                image_id=question.image_id,
-                box__isnull=True,
-            ).count()
-            image = Image.objects.get(pk=question.image_id)
-            target = Target(image=image, subject=subject, round=earlier + 1)
-            kind = str(QuestionKind.BOX_COVERAGE)
-        concept = Concept.objects.get(pk=question.concept_id)
-        table_ensure(kind, concept)
-        (created,) = questions_create(
-            dataset=Dataset.objects.get(pk=question.dataset_id),
-            kind=kind,
-            concept=concept,
-            targets=[target],
-            text=question.text,
-            priority=PRIORITY,
-        )
-        return f"question:{created.pk}"
+        return f"question:{box_question_ask(question).pk}"
 
 
 BACKEND = ConsensusBackend()
@@ -92,6 +111,13 @@ def table_ensure(kind: str, concept: Concept) -> CalibrationTable:
 
 
 def on_decided(event: events.QuestionDecided) -> None:
+    """A box question decided by the calibrated rule (or its reviewer) goes back to its job."""
+    if not event.question.rule:
+        box_question_report(event)
+
+
+def box_question_report(event: events.QuestionDecided) -> None:
+    """Hand a decided box question's outcome to its job (`annotation.boxes.on_question_decided`)."""
     asked = (event.question.subject or {}).get(SUBJECT_KEY)
     if asked is None:
         return  # a box question some other pipeline asked

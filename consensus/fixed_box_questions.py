@@ -1,21 +1,23 @@
 """The fixed box-question backend (`CROWDLABEL_BOX_QUESTION_BACKEND=fixed`, and the box pipeline's default until
-the consensus backend of `consensus/box_questions.py` takes a kind over): a `box_quality` or `box_coverage` task
-asked of a few workers and decided by a first-to-k policy of the consensus engine (`consensus.stopping.
-FirstToPolicy`), which stops as soon as one side has the votes it needs; each decision goes back to
-`annotation.boxes.on_question_decided`.
+the calibrated backend of `consensus/box_questions.py` takes a kind over): a `box_quality` or `box_coverage`
+question is a consensus question carrying a first-to-k rule (`consensus.stopping.FirstToPolicy`, stopping as soon
+as one side has the votes it needs), decided by the one engine and served under its own task kind; each
+decision goes back to `annotation.boxes.on_question_decided` (`box_questions.box_question_report`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from annotation import boxes, kinds, questions, queue
-from annotation.models import Assignment, AssignmentState, Box, Task, TaskExclusion, TaskState
-from annotation.queue.contract import TaskChange
+from annotation import kinds, questions
+from annotation.models import Assignment, Box, Task
 
-from .stopping import Decision, FirstToPolicy, decide, outcome_of
+from . import box_questions, events, question_kind
+from .count_questions import question_adopt
+from .models import Question, QuestionKind
+from .stopping import FirstToPolicy, rule_of
 
-# The policy per question; the task takes at most yes + no - 1 votes.
+# The policy per question; the question takes at most yes + no - 1 votes.
 # QUALITY: a majority of 3 with early stop. COVERAGE is asymmetric: a wrong "yes, every instance is boxed"
 # loses an instance for good, while a wrong "no" only costs one more DRAW round whose drawer can answer
 # "nothing left"; so "yes" needs three votes and a single "no" queues another DRAW. On the simulated crowd
@@ -26,47 +28,54 @@ POLICIES: dict[str, FirstToPolicy] = {
     questions.COVERAGE: FirstToPolicy(yes_needed=3, no_needed=1),
 }
 # Verification before drawing: finishing open jobs first keeps few boxes pending at any time.
-PRIORITY = 10
+PRIORITY = box_questions.PRIORITY
 
 
 class FixedRuleBackend:
     name = "fixed-majority"
 
     def ask(self, question: questions.BinaryQuestion) -> str:
-        task = queue.task_create(
-            kind=question.kind,
-            dataset_id=question.dataset_id,
-            image_id=question.image_id,
-            concept_id=question.concept_id,
-            box_id=question.box_id,
-            payload={"job": question.job_id, "question": question.as_dict()},
-            answers_wanted=POLICIES[question.kind].cap,
-            priority=PRIORITY,
+        created = box_questions.box_question_ask(
+            question, rule=rule_of(POLICIES[question.kind]), task_kind=question.kind
         )
-        TaskExclusion.objects.bulk_create(
-            TaskExclusion(task=task, worker_id=w) for w in question.exclude_workers
-        )
-        return f"task:{task.pk}"
+        return f"task:{created.task_id}"
 
 
 BACKEND = FixedRuleBackend()
 
 
-def on_submit(assignment: Assignment) -> TaskChange | None:
+def on_decided(event: events.QuestionDecided) -> None:
+    """A box question decided by its first-to-k rule goes back to its job."""
+    if event.question.rule:
+        box_questions.box_question_report(event)
+
+
+def adopt(assignment: Assignment) -> Question:
+    """A fixed box-question task queued before these were consensus questions (no question yet)."""
     task = assignment.task
-    answers = list(
-        Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
+    asked = questions.BinaryQuestion.from_dict(task.payload["question"])
+    subject = {box_questions.SUBJECT_KEY: asked.as_dict(), "exclude_workers": list(asked.exclude_workers)}
+    earlier = 0
+    if asked.kind == questions.COVERAGE:
+        earlier = Question.objects.filter(
+            dataset_id=task.dataset_id,
+            kind=QuestionKind.BOX_COVERAGE,
+            concept_id=task.concept_id,
+            image_id=task.image_id,
+            box__isnull=True,
+        ).count()
+    return question_adopt(
+        task=task,
+        current=assignment,
+        kind=asked.kind,
+        rule=rule_of(POLICIES[asked.kind]),
+        subject=subject,
+        round=earlier + 1 if asked.kind == questions.COVERAGE else 0,
     )
-    yes = sum(1 for a in answers if a.get("answer") is True)
-    no = len(answers) - yes
-    policy = POLICIES[task.kind]
-    decision = decide(None, yes, no, policy)
-    if decision is Decision.ASK_MORE and yes + no < task.answers_wanted:
-        return None
-    outcome = outcome_of(decision)
-    boxes.on_question_decided(questions.BinaryQuestion.from_dict(task.payload["question"]), outcome)
-    result = {"answer": outcome, "yes": yes, "no": no, "rule": str(policy)}
-    return TaskChange(state=TaskState.DONE, result=result)
+
+
+# One handler object for both kinds, so registering twice (ready() run again) registers the same kind.
+on_submit = question_kind.on_submit_adopting(adopt)
 
 
 def _box(box: Box) -> list[float]:
@@ -89,8 +98,8 @@ def public_payload(task: Task) -> dict[str, Any]:
 
 
 def register() -> None:
-    """Register the two box-question task kinds and make this the backend of every kind no other backend took
-    (called from `ConsensusConfig.ready`)."""
+    """Register the two box-question task kinds, subscribe to their rule-decided questions and make this the
+    backend of every kind no other backend took (called from `ConsensusConfig.ready`)."""
     for kind, title in (
         (questions.QUALITY, "Check a box"),
         (questions.COVERAGE, "Check that every instance is boxed"),
@@ -102,7 +111,8 @@ def register() -> None:
                 clean_answer=kinds.yes_no_answer,
                 on_submit=on_submit,
                 public_payload=public_payload,
-                on_withdraw=kinds.recount_withdraw,
+                on_withdraw=question_kind.on_withdraw,
             )
         )
+        events.subscribe(kind, on_decided)
     questions.register_default(BACKEND)

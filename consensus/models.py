@@ -16,11 +16,17 @@ class QuestionKind(models.TextChoices):
     BOX_QUALITY = "box_quality", "Is this box tight around one whole CONCEPT?"
     BOX_COVERAGE = "box_coverage", "Is every CONCEPT in this image boxed?"
     HIERARCHY = "hierarchy", "Is there a CONCEPT in this image? (hierarchy question)"
+    BINARY_VOTE = "binary_vote", "Does this image show CONCEPT? (plain vote, fixed majority)"
 
 
 class Estimator(models.TextChoices):
     DYNAMIC = "dynamic", "Calibration table per (question kind, concept)"
     WEIGHTED = "weighted", "Reliability-weighted (Dawid-Skene) posterior"
+    COUNT = "count", "Vote counts under the question's own count rule"
+
+
+# A dataset chooses between the calibrated estimators; COUNT belongs to questions carrying their own rule.
+SETTINGS_ESTIMATORS = [(value, label) for value, label in Estimator.choices if value != Estimator.COUNT]
 
 
 class ConsensusSettings(models.Model):
@@ -29,7 +35,7 @@ class ConsensusSettings(models.Model):
     dataset = models.OneToOneField(
         "annotation.Dataset", on_delete=models.CASCADE, related_name="consensus_settings"
     )
-    estimator = models.CharField(max_length=16, choices=Estimator.choices, default=Estimator.WEIGHTED)
+    estimator = models.CharField(max_length=16, choices=SETTINGS_ESTIMATORS, default=Estimator.WEIGHTED)
     target_precision = models.FloatField(
         default=DEFAULT_TARGET_PRECISION, help_text="Accept when P(positive) reaches this."
     )
@@ -89,9 +95,15 @@ class QuestionState(models.TextChoices):
     ACCEPTED = "accepted", "Accepted (yes)"
     REJECTED = "rejected", "Rejected (no)"
     REVIEW = "review", "Sent to review (ambiguous)"
+    UNANSWERED = "unanswered", "Closed without an answer (a tie its rule does not send to review)"
 
 
-DECIDED_STATES = (QuestionState.ACCEPTED, QuestionState.REJECTED, QuestionState.REVIEW)
+DECIDED_STATES = (
+    QuestionState.ACCEPTED,
+    QuestionState.REJECTED,
+    QuestionState.REVIEW,
+    QuestionState.UNANSWERED,
+)
 
 
 class Verdict(models.TextChoices):
@@ -100,6 +112,9 @@ class Verdict(models.TextChoices):
     ACCEPT = Decision.ACCEPT.value, "Accept"
     REJECT = Decision.REJECT.value, "Reject"
     REVIEW = Decision.REVIEW.value, "Review"
+    # A count rule's REVIEW (a fixed majority's tie at the cap) where the rule says to close the question
+    # without an answer rather than ask a person (the plain vote kind).
+    UNANSWERED = "unanswered", "Closed unanswered"
     # Not a stopping-rule verdict: a decided question went back to collecting votes after some of its votes
     # were voided (consensus.voiding).
     REOPENED = "reopened", "Reopened"
@@ -109,6 +124,7 @@ VERDICT_STATE = {
     Verdict.ACCEPT: QuestionState.ACCEPTED,
     Verdict.REJECT: QuestionState.REJECTED,
     Verdict.REVIEW: QuestionState.REVIEW,
+    Verdict.UNANSWERED: QuestionState.UNANSWERED,
 }
 
 
@@ -133,6 +149,12 @@ class Question(models.Model):
         default=0,
         help_text="Tells apart questions asked again about the same subject over time (a box job asks coverage "
         "after every accepted box: round 1, 2, ...); 0 for questions asked once.",
+    )
+    rule = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The question's own count policy (consensus.stopping.rule_of: a fixed majority, first-to-k or a "
+        "margin); empty: the dataset's calibrated policy (dynamic or weighted, favour-yes for hierarchy).",
     )
     role = models.CharField(max_length=16, choices=QuestionRole.choices, default=QuestionRole.PRODUCTION)
     state = models.CharField(max_length=16, choices=QuestionState.choices, default=QuestionState.OPEN)

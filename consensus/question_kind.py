@@ -6,6 +6,7 @@ box judged and the accepted boxes; never the votes so far, P, the question's rol
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from annotation import kinds
@@ -15,7 +16,7 @@ from hierarchy.graph import graph_for
 from hierarchy.models import QuestionNode
 
 from . import box_questions, services, voiding
-from .models import QuestionKind
+from .models import Question, QuestionKind
 
 BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
 # The payload key of a task that is not a consensus question but shows boxes like one (gold box questions).
@@ -34,9 +35,31 @@ def on_submit(assignment: Assignment) -> TaskChange:
 
 
 def on_withdraw(assignment: Assignment) -> TaskChange:
-    """The worker takes the answer back in the undo window: the vote leaves its open question's tally."""
-    voiding.vote_withdraw(assignment=assignment)
+    """The worker takes the answer back in the undo window: the vote leaves its open question's tally (and a
+    count-rule task's running tally in its result)."""
+    question = voiding.vote_withdraw(assignment=assignment)
+    if question.rule:
+        return TaskChange(result={"yes": question.yes_count, "no": question.no_count})
     return TaskChange()
+
+
+def on_submit_adopting(adopt: Callable[[Assignment], Question]) -> Callable[[Assignment], TaskChange]:
+    """The submit of a count-rule task kind (`binary_vote`, the fixed `box_quality`/`box_coverage`,
+    `hierarchy_question`): the same vote path as `question` tasks. A task of such a kind queued before its
+    kind's tasks were consensus questions has none: `adopt` creates it (the task's earlier answers become its
+    votes),
+    then the vote goes in. The one engine decides both."""
+
+    def submit(assignment: Assignment) -> TaskChange:
+        try:
+            return on_submit(assignment)
+        except Question.DoesNotExist:
+            # Raised by the question lookup, before anything was written.
+            adopt(assignment)
+            return on_submit(assignment)
+
+    submit.engine = on_submit  # type: ignore[attr-defined]  # what it routes to (tests/consensus/test_one_engine.py)
+    return submit
 
 
 def public_payload(task: Task) -> dict[str, Any]:

@@ -41,7 +41,15 @@ from .models import (
 )
 from .reliability import posterior_positive
 from .reliability_fits import fit_for
-from .stopping import DecidedSoFar, Decision, ThresholdPolicy, settle_at_cap, thresholds_for_precision
+from .stopping import (
+    DecidedSoFar,
+    Decision,
+    ThresholdPolicy,
+    decide,
+    policy_of,
+    settle_at_cap,
+    thresholds_for_precision,
+)
 
 TASK_KIND = "question"
 # Calibration questions are served before production ones: production of a new concept waits for their table.
@@ -204,7 +212,16 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     return Estimate(p, row)
 
 
-def _decide(question: Question, settings: ConsensusSettings) -> tuple[Decision, Estimate]:
+COUNTED = Estimate(None, None, Estimator.COUNT)
+
+
+def _decide(question: Question, settings: ConsensusSettings | None) -> tuple[Decision, Estimate]:
+    """The question's decision on its votes so far: by its own count rule when it carries one (the plain vote,
+    the fixed box questions, multi-label's `vote` engine; no settings needed), else by the dataset's calibrated
+    policy, a REVIEW at the cap settled where the decided set allows (`question_settle`)."""
+    if question.rule:
+        return decide(None, question.yes_count, question.no_count, policy_of(question.rule)), COUNTED
+    assert settings is not None
     estimate = _estimate(question, settings)
     policy = policy_for(settings, question.kind, question.subject)
     p = float("nan") if estimate.p is None else estimate.p
@@ -263,7 +280,7 @@ def _finalize(
     """Close the question with a verdict, record the decision row, close its task, announce the event. `also`:
     more of the question's fields to write in the same UPDATE (a vote's counts)."""
     now = timezone.now()
-    verdict = Verdict(decision.value)
+    verdict = verdict_for(question, decision)
     was_decided = question.state in DECIDED_STATES
     question.state = VERDICT_STATE[verdict]
     question.p = estimate.p
@@ -279,7 +296,16 @@ def _finalize(
         estimator=estimate.estimator,
         table=estimate.table,
     )
-    if task is not None:
+    if task is not None and question.rule:
+        # The result the count-rule task kinds have always carried (read back by final_labels_rebuild).
+        task.state = TaskState.DONE
+        task.result = {
+            "answer": {Verdict.ACCEPT: True, Verdict.REJECT: False}.get(verdict),
+            "yes": question.yes_count,
+            "no": question.no_count,
+            "rule": str(policy_of(question.rule)),
+        }
+    elif task is not None:
         task.state = TaskState.DONE
         task.result = {
             "decision": verdict.value,
@@ -289,6 +315,13 @@ def _finalize(
             "no": question.no_count,
         }
     events.announce(events.QuestionDecided(question=question, decision=row))
+
+
+def verdict_for(question: Question, decision: Decision) -> Verdict:
+    """The verdict a final decision gives the question: a count rule may close a REVIEW unanswered."""
+    if decision == Decision.REVIEW and (question.rule or {}).get("on_review") == "close":
+        return Verdict.UNANSWERED
+    return Verdict(decision.value)
 
 
 # --- creating questions ------------------------------------------------------------------------------------
@@ -303,9 +336,32 @@ class Target:
     box: Box | None = None
     subject: dict[str, Any] | None = None
     round: int = 0
+    # The payload of the question's task when its task kind shows more than the wording (a count-rule kind).
+    payload: dict[str, Any] | None = None
 
 
-def _task_for(question: Question, text: str, settings: ConsensusSettings, priority: int) -> Task:
+def _task_for(
+    question: Question,
+    text: str,
+    settings: ConsensusSettings,
+    priority: int,
+    task_kind: str = TASK_KIND,
+    payload: dict[str, Any] | None = None,
+) -> Task:
+    if question.rule:
+        # A count-rule question is served under its own task kind (the page its workers know), up to its cap.
+        # No topic: gold qualification gates `question` tasks by topic, and gold is served only among those,
+        # so a topic here would withhold these tasks from workers who cannot qualify on them.
+        return Task(
+            kind=task_kind,
+            dataset_id=question.dataset_id,
+            image_id=question.image_id,
+            concept_id=question.concept_id,
+            box_id=question.box_id,
+            payload=payload if payload is not None else {"question": text},
+            priority=priority,
+            answers_wanted=policy_of(question.rule).cap,
+        )
     calibration = question.role == QuestionRole.CALIBRATION
     return question_task(
         dataset_id=question.dataset_id,
@@ -385,7 +441,8 @@ def questions_create(
     text: str | None = None,
     priority: int = 0,
 ) -> list[Question]:
-    """Create one question (and its queue task) per target.
+    """Create one question (and its queue task) per target, decided by the dataset's calibrated policy (questions
+    carrying a count rule are created by `consensus.count_questions`).
 
     `calibration[i]` says whether target i is a calibration question. While (kind, concept) has no table in use
     (`table_in_use`), a question is a production question that *waits* (no task) only when enough calibration
@@ -474,14 +531,24 @@ def _pk(obj) -> int | None:
     return None if obj is None else obj.pk
 
 
-def _serve(questions: list[Question], text: str | None, settings: ConsensusSettings, priority: int) -> None:
+def _serve(
+    questions: list[Question],
+    text: str | None,
+    settings: ConsensusSettings,
+    priority: int,
+    task_kind: str = TASK_KIND,
+    payloads: Sequence[dict[str, Any] | None] | None = None,
+) -> None:
     """Create the queue tasks of these questions and link them."""
     if not questions:
         return
     concepts = {c.pk: c for c in Concept.objects.filter(pk__in={q.concept_id for q in questions})}
+    payloads = payloads or [None] * len(questions)
     tasks = [
-        _task_for(q, text or question_text(q.kind, concepts[q.concept_id]), settings, priority)
-        for q in questions
+        _task_for(
+            q, text or question_text(q.kind, concepts[q.concept_id]), settings, priority, task_kind, payload
+        )
+        for q, payload in zip(questions, payloads, strict=True)
     ]
     queue.tasks_create(tasks, batch_size=500)
     for question, task in zip(questions, tasks, strict=True):
@@ -528,6 +595,17 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
     else:
         question.no_count += 1
     counts = ["yes_count", "no_count"]
+    if question.rule:
+        # A count rule needs neither settings nor a table, and has no calibration role; the counts are written
+        # with the verdict when this vote decides.
+        decision, estimate = _decide(question, None)
+        if decision == Decision.ASK_MORE:
+            question.save(update_fields=counts)
+            # The running tally the vote-results API shows while a count-rule task is open.
+            task.result = {"yes": question.yes_count, "no": question.no_count}
+        else:
+            _finalize(question, task, decision, estimate, None, also=counts)
+        return question
     if question.role == QuestionRole.CALIBRATION or question.n_votes < question.min_votes:
         # The kind's calibration reads (`_kind_has_calibration_data`, `calibration_subjects`) take a calibration
         # question's votes from its row, so they are written before deciding; a production question's go with

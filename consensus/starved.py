@@ -24,7 +24,7 @@ from annotation import queue
 from annotation.models import Assignment, Task, TaskState
 
 from .models import ConsensusSettings, Question, QuestionState
-from .services import _estimate, _finalize, question_settle
+from .services import COUNTED, _estimate, _finalize, question_settle
 from .stopping import Decision
 
 
@@ -98,9 +98,14 @@ def question_settle_starved(question: Question) -> Decision | None:
         if question.state != QuestionState.OPEN or not in_queue:
             return None
         settings = ConsensusSettings.for_dataset(question.dataset_id)
-        estimate = _estimate(question, settings)
-        p = float("nan") if estimate.p is None or question.n_votes == 0 else estimate.p
-        decision = question_settle(question, p, settings)
+        if question.rule:
+            # A count rule has no P to settle on: undecided with nobody left to ask is its REVIEW (which the
+            # plain vote's rule closes unanswered).
+            decision, estimate = Decision.REVIEW, COUNTED
+        else:
+            estimate = _estimate(question, settings)
+            p = float("nan") if estimate.p is None or question.n_votes == 0 else estimate.p
+            decision = question_settle(question, p, settings)
         _finalize(question, task, decision, estimate, settings)
         queue.task_save(task, ["state", "result"])
         return decision

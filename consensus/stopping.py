@@ -5,11 +5,13 @@ as it is confident either way (`ThresholdPolicy`; the weighted estimator and the
 hierarchy questions are the same policy fed another P or other thresholds). The count rules that need no table
 are policies with the same interface: a fixed majority with early stop (`MajorityPolicy`: the plain vote kind
 and simulate's `majorityN`), first to k votes (`FirstToPolicy`: the fixed box-question backend) and a lead by a
-margin (`MarginPolicy`: multi-label's `vote` engine). Every yes/no in the platform is decided here.
+margin (`MarginPolicy`: multi-label's `vote` engine). A consensus question carries its count policy as data
+(`rule_of` / `policy_of`); every yes/no in the platform is decided here, by `consensus.services`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -123,6 +125,9 @@ class MajorityPolicy:
         out = np.where(b >= self.needed, REJECT, out)
         return np.where(a >= self.needed, ACCEPT, out).astype(np.int8)
 
+    def __str__(self) -> str:
+        return f"majority of {self.n_votes}"
+
 
 @dataclass(frozen=True)
 class FirstToPolicy:
@@ -182,6 +187,39 @@ class MarginPolicy:
 
     def __str__(self) -> str:
         return f"lead of {self.yes_margin} yes or {self.no_margin} no within {self.max_votes}"
+
+
+# A count policy as data: what a consensus question stores in its `rule` (an empty rule means the dataset's
+# calibrated policy, `ThresholdPolicy` from its settings, read with the dynamic or weighted estimator).
+CountPolicy = MajorityPolicy | FirstToPolicy | MarginPolicy
+_SPEC_NAMES: dict[str, type] = {"majority": MajorityPolicy, "first_to": FirstToPolicy, "margin": MarginPolicy}
+# What a count rule does with REVIEW (a majority's tie at the cap): send the question to a person, or close it
+# without an answer (the plain vote kind's tie).
+ON_REVIEW = ("review", "close")
+
+
+def rule_of(policy: CountPolicy, *, on_review: str = "review") -> dict:
+    """The JSON spec of a count policy: ``{"policy": "majority", "n_votes": 3, "on_review": "close"}``."""
+    if on_review not in ON_REVIEW:
+        raise ValueError(f"on_review must be one of {', '.join(ON_REVIEW)}, not {on_review!r}")
+    name = next((n for n, cls in _SPEC_NAMES.items() if isinstance(policy, cls)), None)
+    if name is None:
+        raise ValueError(f"{type(policy).__name__} is not a count policy a question can carry")
+    return {"policy": name, **dataclasses.asdict(policy), "on_review": on_review}
+
+
+def policy_of(rule: dict) -> CountPolicy:
+    """The count policy a question's `rule` spec names; a ValueError names what is wrong with a bad spec."""
+    fields = {k: v for k, v in rule.items() if k not in ("policy", "on_review")}
+    cls = _SPEC_NAMES.get(rule.get("policy", ""))
+    if cls is None:
+        raise ValueError(f"unknown count policy {rule.get('policy')!r}; known: {', '.join(_SPEC_NAMES)}")
+    if rule.get("on_review", "review") not in ON_REVIEW:
+        raise ValueError(f"on_review must be one of {', '.join(ON_REVIEW)}")
+    try:
+        return cls(**fields)
+    except TypeError as error:
+        raise ValueError(f"bad {rule['policy']} rule {fields}: {error}") from None
 
 
 def outcome_of(decision: Decision) -> bool | None:

@@ -23,6 +23,7 @@ from .models import (
     DECIDED_STATES,
     VERDICT_STATE,
     ConsensusSettings,
+    Estimator,
     Question,
     QuestionDecision,
     QuestionRole,
@@ -31,7 +32,7 @@ from .models import (
     Vote,
     VoteVoid,
 )
-from .services import _decide, _finalize
+from .services import _decide, _finalize, verdict_for
 from .stopping import Decision
 
 
@@ -82,7 +83,7 @@ def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
 WITHDRAWN_REASON = "taken back by its worker"
 
 
-def vote_withdraw(*, assignment: Assignment) -> None:
+def vote_withdraw(*, assignment: Assignment) -> Question:
     """The queue's undo (task row locked): the vote this assignment cast stops counting, as if never cast.
 
     Refused (AnswerStands) once the question is decided or paused for its calibration table, or when the
@@ -105,6 +106,7 @@ def vote_withdraw(*, assignment: Assignment) -> None:
     _repair(question, task, report)
     if report.decided_now:
         raise kinds.AnswerStands("the other answers now decide its question, so this answer stands")
+    return question
 
 
 def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
@@ -134,7 +136,7 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
     else:
         decision, estimate = Decision.ASK_MORE, None
     if decision != Decision.ASK_MORE:
-        if decision.value == current.value:
+        if verdict_for(question, decision) == current:
             report.confirmed.append(question.pk)
         else:
             _finalize(question, task, decision, estimate, settings)
@@ -157,7 +159,7 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
         p=question.p,
         yes_count=question.yes_count,
         no_count=question.no_count,
-        estimator=settings.estimator,
+        estimator=Estimator.COUNT if question.rule else settings.estimator,
         table=estimate.table if estimate is not None else None,
     )
     if task is not None:

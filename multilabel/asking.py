@@ -6,21 +6,23 @@ engine decides it. The labeling service calls `questions_open`; the engine calls
   prunes a whole subtree, ILSVRC §3.3.3), and kind `image_verify` for leaves, decided symmetrically. A question
   sent to review at the vote cap waits for the reviewer, whose verdict arrives as the question's decision.
   Decisions arrive through `consensus.events` (`question_decided` below).
-- `vote`: one `hierarchy_question` task decided by a sequential yes-biased vote, a margin policy of the consensus
-  engine (`HIGH_LEVEL` and `LEAF` below, see multilabel/question_kind.py); no calibration, so it costs fewer
-  votes on a young dataset.
+- `vote`: one consensus question per (labeling, node), of the same kinds, carrying a sequential yes-biased
+  vote as its rule (a margin policy, `HIGH_LEVEL` and `LEAF` below) and served as a `hierarchy_question` task
+  (multilabel/question_kind.py); no calibration, so it costs fewer votes on a young dataset. Its round is the
+  labeling's id: each labeling asks its own (the consensus engine's questions are round 0, shared). Decided
+  by the same engine, its decision arrives through `consensus.events` too and answers its own labeling.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from annotation import queue
-from annotation.models import Dataset, Image, Task
+from annotation.models import Dataset, Image
 from consensus import events as consensus_events
+from consensus.count_questions import count_questions_create
 from consensus.models import Question, QuestionKind, QuestionState
 from consensus.services import REJECT_ERROR_KEY, TARGET_PRECISION_KEY, Target, questions_create
-from consensus.stopping import MarginPolicy
+from consensus.stopping import MarginPolicy, rule_of
 from hierarchy.graph import HierarchyGraph, graph_for
 
 from .models import ImageLabeling, LabelingStatus, QuestionEngine
@@ -54,7 +56,7 @@ def questions_open(
     by_engine: dict[str, list[tuple[ImageLabeling, str]]] = {}
     for labeling, node_id in asks:
         by_engine.setdefault(labeling.engine, []).append((labeling, node_id))
-    _open_tasks(graph, by_engine.pop(QuestionEngine.VOTE, []), priority)
+    _open_vote_questions(graph, by_engine.pop(QuestionEngine.VOTE, []), priority)
     _open_consensus_questions(graph, by_engine.pop(QuestionEngine.CONSENSUS, []), priority)
     if by_engine:
         raise ValueError(f"unknown question engine(s): {sorted(by_engine)}")
@@ -74,24 +76,67 @@ def _subject(graph: HierarchyGraph, labeling: ImageLabeling, node_id: str) -> di
     return subject
 
 
-def _open_tasks(graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]], priority: int) -> None:
-    tasks = [
-        Task(
-            kind=TASK_KIND,
-            dataset_id=labeling.dataset_id,
-            image_id=labeling.image_id,
-            concept_id=graph.nodes[node_id].concept_id,
-            payload=_subject(graph, labeling, node_id),
-            answers_wanted=vote_policy_for(graph.nodes[node_id].leaf).max_votes,
+def _open_vote_questions(
+    graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]], priority: int
+) -> None:
+    """The `vote` engine: one margin-rule question per (labeling, node), served as a `hierarchy_question` task
+    whose payload is the question's subject (the node, its hierarchy and DAG, the labeling)."""
+    if not asks:
+        return
+    images = Image.objects.in_bulk({labeling.image_id for labeling, _ in asks})
+    datasets = Dataset.objects.in_bulk({labeling.dataset_id for labeling, _ in asks})
+    groups: dict[tuple[int, str], list[ImageLabeling]] = {}
+    for labeling, node_id in asks:
+        groups.setdefault((labeling.dataset_id, node_id), []).append(labeling)
+    decided_already: list[tuple[ImageLabeling, str, Question]] = []
+    for (dataset_id, node_id), labelings in groups.items():
+        node = graph.nodes[node_id]
+        # A labeling rewound past this node (voided votes) asks it again: its question stands, decided or open.
+        existing = {
+            q.round: q
+            for q in Question.objects.filter(
+                dataset_id=dataset_id,
+                kind=kind_for(node.leaf),
+                concept_id=node.concept_id,
+                box__isnull=True,
+                round__in=[labeling.pk for labeling in labelings],
+            )
+        }
+        decided_already += [
+            (labeling, node_id, existing[labeling.pk])
+            for labeling in labelings
+            if labeling.pk in existing and existing[labeling.pk].state in ANSWERED
+        ]
+        targets = []
+        for labeling in labelings:
+            if labeling.pk in existing:
+                continue
+            subject = _subject(graph, labeling, node_id)
+            targets.append(
+                Target(image=images[labeling.image_id], subject=subject, round=labeling.pk, payload=subject)
+            )
+        if not targets:
+            continue
+        count_questions_create(
+            dataset=datasets[dataset_id],
+            kind=kind_for(node.leaf),
+            concept=node.concept,
+            targets=targets,
+            text=node.question,
             priority=priority,
+            rule=vote_rule_for(node.leaf),
+            task_kind=TASK_KIND,
         )
-        for labeling, node_id in asks
-    ]
-    queue.tasks_create(tasks, batch_size=500)
+    for labeling, node_id, question in decided_already:
+        _answer_from(question, labeling.pk, node_id, graph.nodes[node_id].leaf)
 
 
 def vote_policy_for(leaf: bool) -> MarginPolicy:
     return LEAF if leaf else HIGH_LEVEL
+
+
+def vote_rule_for(leaf: bool) -> dict:
+    return rule_of(vote_policy_for(leaf))
 
 
 def kind_for(leaf: bool) -> str:
@@ -124,6 +169,7 @@ def _open_consensus_questions(
                 kind=kind,
                 concept_id=node.concept_id,
                 box__isnull=True,
+                round=0,  # the `vote` engine's questions (round: their labeling) are each labeling's own
                 image_id__in=[labeling.image_id for labeling in labelings],
             )
         }
@@ -197,6 +243,9 @@ def question_decided(event: consensus_events.QuestionDecided) -> None:
         return  # a question sent to review is answered when the reviewer decides it (a new event)
     from .labeling import labeling_rewind
 
+    if question.rule:
+        _vote_question_decided(question)
+        return
     for labeling, node in _labelings_of(question):
         if labeling.status == LabelingStatus.RUNNING and labeling.pending_node == node.node_id:
             _answer_from(question, labeling.pk, node.node_id, node.leaf)
@@ -219,9 +268,52 @@ def question_reopened(event: consensus_events.QuestionReopened) -> None:
         return
     from .labeling import labeling_rewind
 
+    if question.rule:
+        own = _own_labeling(question)
+        if own is not None and _used(own[0], own[1]):
+            labeling_rewind(labeling_id=own[0].pk, node_id=own[1], present=None)
+        return
     for labeling, node in _labelings_of(question):
         if _used(labeling, node.node_id):
             labeling_rewind(labeling_id=labeling.pk, node_id=node.node_id, present=None)
+
+
+def _own_labeling(question: Question) -> tuple[ImageLabeling, str] | None:
+    """The `vote` engine's question answers the one labeling that asked it (named in its subject)."""
+    subject = question.subject or {}
+    if "labeling" not in subject or "node" not in subject:
+        return None
+    labeling = ImageLabeling.objects.filter(pk=subject["labeling"], engine=QuestionEngine.VOTE).first()
+    return None if labeling is None else (labeling, subject["node"])
+
+
+def _vote_question_decided(question: Question) -> None:
+    from .labeling import labeling_answer, labeling_rewind
+
+    own = _own_labeling(question)
+    if own is None:
+        return
+    labeling, node_id = own
+    present = question.state == QuestionState.ACCEPTED
+    if labeling.status == LabelingStatus.RUNNING and labeling.pending_node == node_id:
+        labeling_answer(
+            labeling_id=labeling.pk,
+            node_id=node_id,
+            present=present,
+            yes_votes=question.yes_count,
+            no_votes=question.no_count,
+            task=question.task,
+        )
+    elif _used(labeling, node_id):
+        # Re-decided after voided votes: the labeling takes the new verdict from this node on.
+        labeling_rewind(
+            labeling_id=labeling.pk,
+            node_id=node_id,
+            present=present,
+            yes_votes=question.yes_count,
+            no_votes=question.no_count,
+            task=question.task,
+        )
 
 
 def subscribe() -> None:

@@ -1,43 +1,33 @@
 """The `hierarchy_question` task kind: "Is there ANY living organism (other than people) in this image?" with the
-node's gloss and examples, answered yes/no: the `vote` engine of multilabel/asking.py, decided by its margin
-policies (`consensus.stopping.MarginPolicy`; the `consensus` engine asks `question` tasks instead)."""
+node's gloss and examples, answered yes/no. Each task serves a consensus question of multilabel/asking.py's
+`vote` engine, decided by its margin rule in the one engine (`consensus.question_kind`); the `consensus` engine
+asks `question` tasks instead."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from annotation import kinds
-from annotation.models import Assignment, AssignmentState, Task, TaskState
-from annotation.queue import TaskChange
-from consensus.stopping import decide, outcome_of
+from annotation.models import Assignment, Task
+from consensus import question_kind
+from consensus.count_questions import question_adopt
+from consensus.models import Question
 from hierarchy.graph import graph_for
 
-from .asking import TASK_KIND, vote_policy_for
-from .labeling import labeling_answer
+from .asking import TASK_KIND, kind_for, vote_rule_for
 
 
-def on_submit(assignment: Assignment) -> TaskChange | None:
+def adopt(assignment: Assignment) -> Question:
+    """A `hierarchy_question` task queued before the `vote` engine asked consensus questions (none yet)."""
     task = assignment.task
-    answers = list(
-        Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED).values_list("answer", flat=True)
-    )
-    yes = sum(1 for a in answers if a.get("answer") is True)
-    no = len(answers) - yes
     node = graph_for(task.payload["hierarchy"], task.payload.get("dag")).nodes[task.payload["node"]]
-    policy = vote_policy_for(node.leaf)
-    outcome = outcome_of(decide(None, yes, no, policy))
-    if outcome is None:
-        return None
-    labeling_answer(
-        labeling_id=task.payload["labeling"],
-        node_id=node.node_id,
-        present=outcome,
-        yes_votes=yes,
-        no_votes=no,
+    return question_adopt(
         task=task,
-    )
-    return TaskChange(
-        state=TaskState.DONE, result={"answer": outcome, "yes": yes, "no": no, "rule": str(policy)}
+        current=assignment,
+        kind=kind_for(node.leaf),
+        rule=vote_rule_for(node.leaf),
+        subject=dict(task.payload),
+        round=int(task.payload["labeling"]),
     )
 
 
@@ -57,8 +47,8 @@ KIND_SPEC = kinds.register(
         name=TASK_KIND,
         title="Is there ANY ... in this image?",
         clean_answer=kinds.yes_no_answer,
-        on_submit=on_submit,
+        on_submit=question_kind.on_submit_adopting(adopt),
         public_payload=public_payload,
-        on_withdraw=kinds.recount_withdraw,
+        on_withdraw=question_kind.on_withdraw,
     )
 )

@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from annotation.models import Assignment, Task, TaskState
 from annotation.serializers import AssignmentSerializer, WorkerTaskSerializer
+from annotation.vote_tasks import vote_tasks_create
 from crowd.services import token_for
 from tests import factories
 
@@ -25,12 +26,28 @@ pytestmark = pytest.mark.django_db
 # PostgreSQL (lock, reclaim, lease, insert and read back), four on SQLite (no SKIP LOCKED, no data-modifying CTE);
 # then the task's example images (annotation/examples.py), handed out with the lease only.
 # Submit: token, lock the task and read the assignment, store the answer, write the task, add the answer and its
-# worker time to the dataset's usage counter (the cost ledger, annotation/counters.py). The submit that closes
-# a vote also writes its final label in the same transaction: on PostgreSQL one INSERT ... ON CONFLICT DO NOTHING
-# for a pair without a row (annotation/final_labels.py), elsewhere lock the (image, class) row, insert it.
+# worker time to the dataset's usage counter (the cost ledger, annotation/counters.py: the queue's five); then
+# the one decision engine's vote (a plain vote is a consensus question with a fixed-majority rule): read the
+# voter, lock the question, insert the vote, write its counts. The submit that closes a vote writes the counts
+# with the verdict, inserts the decision row, writes its final label in the same transaction (lock the
+# (image, class) row, insert it) and clears any review item of the question.
 NEXT_TASK_QUERIES = {"postgresql": 4, "sqlite": 7}
-SUBMIT_QUERIES = 5
-CLOSING_SUBMIT_QUERIES = {"postgresql": SUBMIT_QUERIES + 1, "sqlite": SUBMIT_QUERIES + 2}
+QUEUE_SUBMIT_QUERIES = 5
+ENGINE_VOTE_QUERIES = 4
+SUBMIT_QUERIES = QUEUE_SUBMIT_QUERIES + ENGINE_VOTE_QUERIES
+CLOSING_SUBMIT_QUERIES = {"postgresql": SUBMIT_QUERIES + 4, "sqlite": SUBMIT_QUERIES + 4}
+
+
+def vote_task(answers_wanted: int = 1) -> Task:
+    """A plain vote queued the way every caller queues one (its consensus question created with it)."""
+    image = factories.ImageFactory()
+    (task,) = vote_tasks_create(
+        dataset=image.dataset,
+        concept=factories.ConceptFactory(),
+        images=[image],
+        answers_wanted=answers_wanted,
+    )
+    return task
 
 
 def token_client(user) -> APIClient:
@@ -61,14 +78,14 @@ def cycle(client, answer: bool = True) -> tuple[list[str], list[str], dict]:
 
 
 def test_next_task_and_submit_keep_their_query_counts(worker):
-    factories.TaskFactory(answers_wanted=3)
+    vote_task(answers_wanted=3)
     next_sql, submit_sql, _ = cycle(token_client(worker))
     assert len(next_sql) == NEXT_TASK_QUERIES[connection.vendor], "\n".join(next_sql)
     assert len(submit_sql) == SUBMIT_QUERIES, "\n".join(submit_sql)
 
 
-def test_the_submit_that_closes_a_vote_adds_only_its_final_label_write(worker):
-    factories.TaskFactory()
+def test_the_submit_that_closes_a_vote_adds_only_its_decision_and_final_label_writes(worker):
+    vote_task()
     next_sql, submit_sql, _ = cycle(token_client(worker))
     assert len(next_sql) == NEXT_TASK_QUERIES[connection.vendor], "\n".join(next_sql)
     assert len(submit_sql) == CLOSING_SUBMIT_QUERIES[connection.vendor], "\n".join(submit_sql)

@@ -226,3 +226,29 @@ def test_count_policies_refuse_rules_that_cannot_decide():
 
 def test_the_outcome_of_a_decision_is_its_answer():
     assert [outcome_of(d) for d in Decision] == [None, True, False, None]
+
+
+def test_a_count_policy_round_trips_through_the_rule_a_question_stores():
+    from consensus.stopping import policy_of, rule_of
+
+    for policy in (MajorityPolicy(5), FirstToPolicy(3, 1), MarginPolicy(2, 3, 7, at_cap=False)):
+        rule = rule_of(policy)
+        assert policy_of(rule) == policy
+        assert rule["policy"] in ("majority", "first_to", "margin") and rule["on_review"] == "review"
+    assert rule_of(MajorityPolicy(4), on_review="close")["on_review"] == "close"
+    assert str(MajorityPolicy(3)) == "majority of 3"
+
+
+def test_a_bad_rule_is_refused_with_what_is_wrong():
+    from consensus.stopping import policy_of, rule_of, thresholds_for_precision
+
+    with pytest.raises(ValueError, match="unknown count policy 'median'"):
+        policy_of({"policy": "median"})
+    with pytest.raises(ValueError, match="bad majority rule"):
+        policy_of({"policy": "majority", "votes": 3})
+    with pytest.raises(ValueError, match="at least one vote"):
+        policy_of({"policy": "majority", "n_votes": 0})
+    with pytest.raises(ValueError, match="on_review"):
+        policy_of({"policy": "majority", "n_votes": 3, "on_review": "ignore"})
+    with pytest.raises(ValueError, match="not a count policy"):
+        rule_of(thresholds_for_precision())
