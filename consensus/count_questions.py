@@ -14,6 +14,7 @@ from django.db import transaction
 from annotation.models import Assignment, AssignmentState, Dataset, Task
 from hierarchy.models import Concept
 
+from . import tally
 from .models import ConsensusSettings, Question, QuestionKind, QuestionRole, QuestionState, Vote
 from .services import QuestionClosed, Target, _serve, question_text
 from .stopping import policy_of
@@ -55,6 +56,7 @@ def count_questions_create(
             for target in targets
         ]
         Question.objects.bulk_create(questions, batch_size=500)
+        tally.questions_counted(questions)
         _serve(questions, text, settings, priority, task_kind, [t.payload for t in targets])
     return questions
 
@@ -85,6 +87,7 @@ def question_adopt(
         rule=rule,
         task=task,
     )
+    tally.questions_counted([question])
     earlier = list(
         Assignment.objects.filter(task=task, state=AssignmentState.SUBMITTED, vote__isnull=True)
         .exclude(pk=current.pk)

@@ -15,7 +15,7 @@ from consensus.models import Question, QuestionKind, QuestionState
 from gold.items import GoldSpec, gold_items_create
 from gold.models import GoldSettings
 from tests import factories
-from tests.annotation.test_queue_queries import token_client
+from tests.annotation.test_queue_queries import token_client, vote_task
 from tests.gold.conftest import make_images, make_workers, production_questions
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -28,9 +28,10 @@ QUESTION_NEXT = 4
 # the candidates) and the side not taken is looked up too, so gold and normal leases cost the same.
 QUESTION_NEXT_WITH_GOLD = 11
 # Submit: token, BEGIN, lock the task and read the assignment, store the answer, write the task, add to the
-# usage counter (the cost ledger), COMMIT; the plain vote that closes also inserts its final label (a new pair:
-# one statement, no savepoint).
-VOTE_SUBMIT_CLOSING = 8
+# usage counter (the cost ledger), COMMIT; a plain vote is a consensus question with a fixed-majority rule, so
+# the closing one also locks its question, inserts the vote, writes the verdict with the counts, the decision
+# row, its final label (a new pair: one statement, no savepoint) and clears any review item.
+VOTE_SUBMIT_CLOSING = 14
 # A vote on a question: lock the question (its dataset's settings joined), insert the vote (no savepoint), its
 # counts, the calibration table in use, then P (asking more) or the verdict, its decision row, the final label,
 # the hierarchy and review subscribers of the decision, and the usage counter (a decision also moves the
@@ -61,7 +62,7 @@ def within(statements: list[str], bound: int) -> bool:
 
 
 def test_a_plain_vote_cycle_stays_within_its_round_trips(worker):
-    factories.TaskFactory(answers_wanted=1)
+    vote_task(answers_wanted=1)  # queued as every caller queues one: its consensus question made with it
     leased, submitted, _ = next_and_submit(token_client(worker))
     assert within(leased, VOTE_NEXT), "\n".join(leased)
     assert within(submitted, VOTE_SUBMIT_CLOSING), "\n".join(submitted)

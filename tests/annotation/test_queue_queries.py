@@ -26,16 +26,17 @@ pytestmark = pytest.mark.django_db
 # PostgreSQL (lock, reclaim, lease, insert and read back), four on SQLite (no SKIP LOCKED, no data-modifying CTE);
 # then the task's example images (annotation/examples.py), handed out with the lease only.
 # Submit: token, lock the task and read the assignment, store the answer, write the task, add the answer and its
-# worker time to the dataset's usage counter (the cost ledger, annotation/counters.py: the queue's five); then
-# the one decision engine's vote (a plain vote is a consensus question with a fixed-majority rule): read the
-# voter, lock the question, insert the vote, write its counts. The submit that closes a vote writes the counts
-# with the verdict, inserts the decision row, writes its final label in the same transaction (lock the
-# (image, class) row, insert it) and clears any review item of the question.
+# worker time to the dataset's usage counter (the cost ledger, annotation/counters.py): the queue's five. Then
+# the one decision engine's vote (a plain vote is a consensus question with a fixed-majority rule): lock the
+# question (the voter is the submitting worker, already read), insert the vote, write its counts. The submit
+# that closes a vote writes the counts with the verdict, inserts the decision row, writes its final label in the
+# same transaction (PostgreSQL: one INSERT ... ON CONFLICT DO NOTHING; elsewhere lock the (image, class) row,
+# insert it) and clears any review item of the question.
 NEXT_TASK_QUERIES = {"postgresql": 4, "sqlite": 7}
 QUEUE_SUBMIT_QUERIES = 5
-ENGINE_VOTE_QUERIES = 4
+ENGINE_VOTE_QUERIES = 3
 SUBMIT_QUERIES = QUEUE_SUBMIT_QUERIES + ENGINE_VOTE_QUERIES
-CLOSING_SUBMIT_QUERIES = {"postgresql": SUBMIT_QUERIES + 4, "sqlite": SUBMIT_QUERIES + 4}
+CLOSING_SUBMIT_QUERIES = {"postgresql": SUBMIT_QUERIES + 4, "sqlite": SUBMIT_QUERIES + 5}
 
 
 def vote_task(answers_wanted: int = 1) -> Task:
