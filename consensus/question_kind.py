@@ -73,7 +73,11 @@ def public_payload(task: Task) -> dict[str, Any]:
         payload["box"] = _coords(box)
     if task.topic not in BOX_KINDS and SHOWN_BOXES_KEY not in task.payload:
         # The topic is the question's kind (consensus/migrations/0006 for older tasks): a question that shows
-        # no boxes needs nothing more, real or gold, so neither reads the question row on the hot path.
+        # no boxes needs nothing more, real or gold, so neither reads the question row on the hot path; only a
+        # hierarchy question looks up the examples of its inner node (worked out from the concept alone).
+        examples = _examples(task) if task.topic == QuestionKind.HIERARCHY else []
+        if examples:
+            payload["examples"] = examples
         return payload
     question = getattr(task, "question", None)
     if question is not None:

@@ -72,9 +72,14 @@ def verification_start(dataset: Dataset, concept) -> int:
     return plan.created
 
 
+def hierarchy_ensure(concepts: list[dict]):
+    """The demo's question hierarchy, loaded (again: a reload of the same file changes nothing)."""
+    return hierarchy_load(parse_fixture(demo_hierarchy(concepts))).hierarchy
+
+
 def hierarchy_start(dataset: Dataset, concepts: list[dict], images: list[Image]) -> int:
     """Hierarchy questions on a few images, asked one at a time per image by the question DAG (Algorithm 1)."""
-    hierarchy = hierarchy_load(parse_fixture(demo_hierarchy(concepts))).hierarchy
+    hierarchy = hierarchy_ensure(concepts)
     return labeling_start(
         dataset=dataset, hierarchy=hierarchy, images=images, engine=QuestionEngine.VOTE
     ).created

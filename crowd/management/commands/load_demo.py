@@ -102,6 +102,9 @@ class Command(BaseCommand):
         User = get_user_model()
         with transaction.atomic():
             concepts = concepts_upsert(DEMO_CONCEPTS)
+            # The question hierarchy (and with it the concepts' parents) before any dataset uses the concepts:
+            # a concept in use may not change its parents afterwards (hierarchy.services.hierarchy_load).
+            demo_tasks.hierarchy_ensure(DEMO_CONCEPTS)
             dataset, _ = Dataset.objects.get_or_create(
                 name="demo", defaults={"description": "Generated demo images"}
             )
