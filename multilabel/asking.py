@@ -76,6 +76,16 @@ def _subject(graph: HierarchyGraph, labeling: ImageLabeling, node_id: str) -> di
     return subject
 
 
+def _asks_grouped(asks: Sequence[tuple[ImageLabeling, str]]):
+    """The images and datasets of these asks, and the labelings grouped by (dataset id, node id)."""
+    images = Image.objects.in_bulk({labeling.image_id for labeling, _ in asks})
+    datasets = Dataset.objects.in_bulk({labeling.dataset_id for labeling, _ in asks})
+    groups: dict[tuple[int, str], list[ImageLabeling]] = {}
+    for labeling, node_id in asks:
+        groups.setdefault((labeling.dataset_id, node_id), []).append(labeling)
+    return images, datasets, groups
+
+
 def _open_vote_questions(
     graph: HierarchyGraph, asks: Sequence[tuple[ImageLabeling, str]], priority: int
 ) -> None:
@@ -83,11 +93,7 @@ def _open_vote_questions(
     whose payload is the question's subject (the node, its hierarchy and DAG, the labeling)."""
     if not asks:
         return
-    images = Image.objects.in_bulk({labeling.image_id for labeling, _ in asks})
-    datasets = Dataset.objects.in_bulk({labeling.dataset_id for labeling, _ in asks})
-    groups: dict[tuple[int, str], list[ImageLabeling]] = {}
-    for labeling, node_id in asks:
-        groups.setdefault((labeling.dataset_id, node_id), []).append(labeling)
+    images, datasets, groups = _asks_grouped(asks)
     decided_already: list[tuple[ImageLabeling, str, Question]] = []
     for (dataset_id, node_id), labelings in groups.items():
         node = graph.nodes[node_id]
@@ -151,11 +157,7 @@ def _open_consensus_questions(
 ) -> None:
     if not asks:
         return
-    images = Image.objects.in_bulk({labeling.image_id for labeling, _ in asks})
-    datasets = Dataset.objects.in_bulk({labeling.dataset_id for labeling, _ in asks})
-    groups: dict[tuple[int, str], list[ImageLabeling]] = {}
-    for labeling, node_id in asks:
-        groups.setdefault((labeling.dataset_id, node_id), []).append(labeling)
+    images, datasets, groups = _asks_grouped(asks)
     decided_already: list[tuple[ImageLabeling, str, Question]] = []
     for (dataset_id, node_id), labelings in groups.items():
         node = graph.nodes[node_id]

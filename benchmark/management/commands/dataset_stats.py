@@ -7,9 +7,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import Dataset
 from benchmark.dataset_stats import write_report
-from benchmark.models import DetectionSet, SplitVersion
+from benchmark.management.targets import command_target
 from benchmark.services import BenchmarkError, export_source
 
 
@@ -30,23 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--include-test", action="store_true", help="Also describe the test labels.")
 
     def handle(self, *args, **options):
-        dataset = Dataset.objects.filter(name=options["dataset"]).first()
-        if dataset is None:
-            raise CommandError(f"no dataset named {options['dataset']!r}")
-        version = None
-        if options["split_version"] is not None:
-            version = SplitVersion.objects.filter(dataset=dataset, number=options["split_version"]).first()
-            if version is None:
-                raise CommandError(f"dataset {dataset.name} has no split version {options['split_version']}")
-        detection_set = None
-        if options["detection_set"]:
-            detection_set = DetectionSet.objects.filter(
-                dataset=dataset, name=options["detection_set"]
-            ).first()
-            if detection_set is None:
-                raise CommandError(
-                    f"dataset {dataset.name} has no detection set {options['detection_set']!r}"
-                )
+        dataset, version, detection_set = command_target(options)
         out = Path(options["out"])
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise CommandError(f"{out} is not an empty directory")
