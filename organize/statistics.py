@@ -39,7 +39,9 @@ def choices(dataset: Dataset, split_version: str | None, detection_set: str | No
     version = None
     if split_version not in (None, ""):
         if not str(split_version).isdigit():
-            raise StatisticsChoiceError("split_version", f"split_version must be a number, not {split_version!r}")
+            raise StatisticsChoiceError(
+                "split_version", f"split_version must be a number, not {split_version!r}"
+            )
         version = SplitVersion.objects.filter(dataset=dataset, number=int(split_version)).first()
         if version is None:
             raise StatisticsChoiceError(
@@ -155,10 +157,15 @@ def report_plots(report: dict[str, Any]) -> dict[str, Any]:
         return {}
     top = max(len(s["classes_per_image"]) for s in splits)
     per_image = [
-        (s["split"], [row["share"] for row in s["classes_per_image"]] + [0.0] * (top - len(s["classes_per_image"])))
+        (
+            s["split"],
+            [row["share"] for row in s["classes_per_image"]] + [0.0] * (top - len(s["classes_per_image"])),
+        )
         for s in splits
     ]
     return {
-        "scale": bar_chart(scale_bin_names(), [(s["split"], [b["share"] for b in s["scale_histogram"]]) for s in splits]),
+        "scale": bar_chart(
+            scale_bin_names(), [(s["split"], [b["share"] for b in s["scale_histogram"]]) for s in splits]
+        ),
         "classes_per_image": bar_chart([str(k) for k in range(top)], per_image),
     }

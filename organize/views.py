@@ -98,6 +98,8 @@ def dataset_statistics(request, dataset_id: int):
     report = dataset_report(dataset, version, detection_set)
     context.update(report=report, plots=report_plots(report))
     return render(request, "organize/statistics.html", context)
+
+
 dataset_worker = dataset_page("people", template="worker")
 
 

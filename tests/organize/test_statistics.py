@@ -13,7 +13,6 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from benchmark.dataset_stats import dataset_statistics
-from benchmark.models import SplitVersion
 from benchmark.services import export_source
 from hierarchy.models import Concept
 from tests import factories
@@ -39,6 +38,13 @@ def scene(dataset, copies: int = 1):
         add_box(img[2], cat, 0, 0, 100, 50)
     finalize(dataset)
     return dog, cat
+
+
+def freeze_splits(dataset):
+    """A frozen split version 1: half train, a quarter each val and test."""
+    cmd(
+        "make_splits", "--dataset", dataset.name, "--train", ".5", "--val", ".25", "--test", ".25", "--freeze"
+    )
 
 
 def page(user, dataset, query: str = ""):
@@ -70,7 +76,7 @@ def test_the_endpoint_reports_what_the_command_reports_for_an_unsplit_dataset(or
 
 def test_the_test_split_is_withheld_and_the_pickers_choose_version_and_detection_set(organizer, dataset):
     dog, _ = scene(dataset, copies=3)
-    cmd("make_splits", "--dataset", dataset.name, "--train", "0.5", "--val", "0.25", "--test", "0.25", "--freeze")
+    freeze_splits(dataset)
     client = client_for(organizer)
     url = f"/api/v1/datasets/{dataset.pk}/statistics"
     body = client.get(url).json()
@@ -80,7 +86,9 @@ def test_the_test_split_is_withheld_and_the_pickers_choose_version_and_detection
     assert withheld["split"] == "test"
     assert sum(s["images"] for s in body["splits"]) + withheld["images"] == 12
     created = client.post(
-        f"/api/v1/datasets/{dataset.pk}/detection-sets/", {"name": "dogs", "classes": [dog.wnid]}, format="json"
+        f"/api/v1/datasets/{dataset.pk}/detection-sets/",
+        {"name": "dogs", "classes": [dog.wnid]},
+        format="json",
     )
     assert created.status_code == 201, created.content
     dogs = client.get(url, {"split_version": 1, "detection_set": "dogs"}).json()
@@ -111,9 +119,15 @@ def test_the_page_draws_each_plot_as_svg_beside_its_numbers(organizer, dataset):
     scripts = re.findall(r"<script[^>]*>", html)
     assert all("src=" in tag for tag in scripts), scripts  # the policy allows no inline script
     assert html.count('<svg class="chart"') == 2
-    assert html.count('<rect class="bar series-0"') == 7 + 3  # seven scale bins, zero to two classes per image
+    # seven scale bins, and zero, one or two classes per image
+    assert html.count('<rect class="bar series-0"') == 7 + 3
     assert "all, 50%-75%: 25.0%" in html  # the cat filling half of an image: one of four instances
-    for table in ("statistics-splits", "statistics-scale", "statistics-classes-per-image", "statistics-per-class"):
+    for table in (
+        "statistics-splits",
+        "statistics-scale",
+        "statistics-classes-per-image",
+        "statistics-per-class",
+    ):
         assert f'id="{table}"' in html
     assert "ILSVRC 2014 DET train" in html and "456567" in html and "measured here" in html
     nav = html.split('aria-label="Dataset sections"', 1)[1].split("</nav>", 1)[0]
