@@ -6,6 +6,7 @@ optionally a detection set, plus the bar geometry of its two plots, drawn server
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,9 +39,9 @@ def choices(dataset: Dataset, split_version: str | None, detection_set: str | No
     default none) a request names, or StatisticsChoiceError naming the parameter."""
     version = None
     if split_version not in (None, ""):
-        if not str(split_version).isdigit():
+        if re.fullmatch(r"[0-9]{1,9}", str(split_version)) is None:
             raise StatisticsChoiceError(
-                "split_version", f"split_version must be a number, not {split_version!r}"
+                "split_version", f"split_version must be a version number, not {split_version!r}"
             )
         version = SplitVersion.objects.filter(dataset=dataset, number=int(split_version)).first()
         if version is None:

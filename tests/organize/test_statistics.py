@@ -104,7 +104,9 @@ def test_an_unknown_version_or_detection_set_is_a_400_naming_it(organizer, datas
     url = f"/api/v1/datasets/{dataset.pk}/statistics"
     missing = client.get(url, {"split_version": 7})
     assert missing.status_code == 400 and "no split version 7" in missing.json()["split_version"][0]
-    assert "must be a number" in client.get(url, {"split_version": "x"}).json()["split_version"][0]
+    for bad in ("x", "²", "-1", "9" * 30):
+        refused = client.get(url, {"split_version": bad})
+        assert refused.status_code == 400 and "must be a version number" in refused.json()["split_version"][0]
     unknown = client.get(url, {"detection_set": "nope"})
     assert unknown.status_code == 400 and "no detection set 'nope'" in unknown.json()["detection_set"][0]
     refused = page(organizer, dataset, "?detection_set=nope")
