@@ -122,7 +122,7 @@ def test_the_page_draws_each_plot_as_svg_beside_its_numbers(organizer, dataset):
     assert all("src=" in tag for tag in scripts), scripts  # the policy allows no inline script
     assert html.count('<svg class="chart"') == 2
     # seven scale bins, and zero, one or two classes per image
-    assert html.count('<rect class="bar series-0"') == 7 + 3
+    assert html.count('<rect class="stat-bar series-0"') == 7 + 3
     assert "all, 50%-75%: 25.0%" in html  # the cat filling half of an image: one of four instances
     for table in (
         "statistics-splits",
