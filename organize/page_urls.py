@@ -14,6 +14,11 @@ urlpatterns = [
     path("organize/datasets/<int:dataset_id>/classes/", views.dataset_classes, name="organize-classes"),
     path("organize/datasets/<int:dataset_id>/benchmark/", views.dataset_benchmark, name="organize-benchmark"),
     path("organize/datasets/<int:dataset_id>/quality/", views.dataset_quality, name="organize-quality"),
+    path(
+        "organize/datasets/<int:dataset_id>/statistics/",
+        views.dataset_statistics,
+        name="organize-statistics",
+    ),
     path("organize/datasets/<int:dataset_id>/settings/", views.dataset_settings, name="organize-settings"),
     path("organize/datasets/<int:dataset_id>/people/", views.dataset_people, name="organize-people"),
     path(

@@ -14,6 +14,7 @@ from . import (
     quality_api,
     review_api,
     splits_api,
+    statistics_api,
     worker_history,
     workers_api,
 )
@@ -82,6 +83,11 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/quality/?$",
         quality_api.DatasetQualityView.as_view(),
         name="dataset-quality",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/statistics/?$",
+        statistics_api.DatasetStatisticsView.as_view(),
+        name="dataset-statistics",
     ),
     re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/?$",

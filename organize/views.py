@@ -77,6 +77,29 @@ dataset_people = dataset_page("people")
 dataset_quality = dataset_page("quality")
 dataset_settings = dataset_page("settings")
 dataset_image = dataset_page("images", template="image")
+
+
+@require_GET
+@organizer_page
+def dataset_statistics(request, dataset_id: int):
+    """The statistics report of `manage.py dataset_stats`, rendered here with its plots as SVG (no script);
+    `?split_version=N&detection_set=NAME` pick what it describes (a 400 page names an unknown one)."""
+    from .statistics import StatisticsChoiceError, choices, dataset_report, report_plots, scale_bin_names
+
+    dataset = organizer_dataset(request.user, dataset_id)
+    context = {"dataset": dataset, "tab": "statistics", "scale_bins": scale_bin_names()}
+    try:
+        version, detection_set = choices(
+            dataset, request.GET.get("split_version"), request.GET.get("detection_set")
+        )
+    except StatisticsChoiceError as exc:
+        context["error"] = str(exc)
+        return render(request, "organize/statistics.html", context, status=400)
+    report = dataset_report(dataset, version, detection_set)
+    context.update(report=report, plots=report_plots(report))
+    return render(request, "organize/statistics.html", context)
+
+
 dataset_worker = dataset_page("people", template="worker")
 
 

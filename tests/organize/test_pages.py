@@ -24,6 +24,8 @@ PAGES = [
     "/organize/datasets/{id}/images/1/",
     "/organize/datasets/{id}/people/1/",
 ]
+# Pages that compute a report (more queries, counted in their own tests) but are refused like the others.
+REPORT_PAGES = ["/organize/datasets/{id}/statistics/"]
 ENDPOINTS = [
     ("get", "/api/v1/datasets/{id}/progress"),
     ("get", "/api/v1/datasets/{id}/audit"),
@@ -69,6 +71,7 @@ ENDPOINTS = [
     ("get", "/api/v1/datasets/{id}/review/decisions"),
     ("get", "/api/v1/datasets/{id}/near-duplicates"),
     ("post", "/api/v1/datasets/{id}/near-duplicates/1"),
+    ("get", "/api/v1/datasets/{id}/statistics"),
 ]
 
 
@@ -81,7 +84,7 @@ def signed_in(user) -> Client:
 @pytest.mark.parametrize("role", ["worker", "reviewer"])
 def test_workers_and_reviewers_are_refused_every_organizer_page(request, role, dataset):
     client = signed_in(request.getfixturevalue(role))
-    for page in PAGES:
+    for page in PAGES + REPORT_PAGES:
         response = client.get(page.format(id=dataset.pk))
         assert response.status_code == 403, page
         assert "not an organizer" in response.content.decode()
@@ -104,7 +107,7 @@ def test_an_organizer_never_sees_another_organizers_dataset(api_client, organize
     client = signed_in(organizer)
     listing = client.get("/organize/").content.decode()
     assert dataset.name in listing and other_dataset.name not in listing
-    for page in PAGES[1:]:
+    for page in PAGES[1:] + REPORT_PAGES:
         assert client.get(page.format(id=other_dataset.pk)).status_code == 404, page
     api = api_client(organizer)
     for method, url in ENDPOINTS:

@@ -152,6 +152,7 @@ for _operation in (
     "v1_datasets_near_duplicates_create",
     "v1_datasets_people_retrieve",
     "v1_datasets_quality_retrieve",
+    "v1_datasets_statistics_retrieve",
     "v1_datasets_review_decisions_list",
     "v1_datasets_examples_list",
     "v1_datasets_examples_create",
