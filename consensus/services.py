@@ -24,7 +24,7 @@ from hierarchy.models import Concept
 from outbox import services as outbox
 
 from . import events, tally, wording
-from .calibration import DEFAULT_CAP, ConfidenceTable, build_table, prior_table
+from .calibration import DEFAULT_CAP, ConfidenceTable, prior_table
 from .models import (
     DECIDED_STATES,
     VERDICT_STATE,
@@ -741,136 +741,6 @@ def _after_commit_rebuild(kind: str, concept_id: int, dataset_id: int) -> None:
     outbox.message_enqueue(
         "consensus.tasks.calibration_rebuild", (kind, concept_id, dataset_id), dataset_id=dataset_id
     )
-
-
-def calibration_complete(*, kind: str, concept_id: int, dataset_id: int) -> bool:
-    """Whether every calibration question of (kind, concept) in the dataset has its calibration votes."""
-    qs = Question.objects.filter(
-        kind=kind, concept_id=concept_id, dataset_id=dataset_id, role=QuestionRole.CALIBRATION
-    )
-    counts = qs.aggregate(
-        total=Count("id"), short=Count("id", filter=Q(yes_count__lt=F("min_votes") - F("no_count")))
-    )
-    return counts["total"] > 0 and counts["short"] == 0
-
-
-def calibration_rebuild(
-    *, kind: str, concept_id: int, dataset_id: int | None = None, min_images: int | None = None
-) -> CalibrationTable | None:
-    """Build (kind, concept)'s table from every calibration question that has its calibration votes, in any
-    dataset, then serve the questions that waited for it and decide the paused calibration questions.
-
-    A table is built only from at least `calibration_min` (of `dataset_id`'s settings, the defaults without
-    one) distinct calibration subjects, whatever order the questions arrived in; until then nothing is built.
-    Once a table is in use, it is refined when `dataset_id`'s calibration batch is complete (or on an explicit
-    call without a dataset). Idempotent: a table built from the same votes is not built twice. Returns the
-    table in use (None while there is none). `min_images` overrides the settings' minimum (repairs)."""
-    settings = ConsensusSettings.for_dataset(dataset_id) if dataset_id is not None else ConsensusSettings()
-    if min_images is not None:
-        settings.calibration_min = min_images
-    with transaction.atomic():
-        Concept.objects.select_for_update().get(pk=concept_id)  # one table writer of a concept at a time
-        in_use = table_in_use(kind, concept_id, settings.calibration_min)
-        rows = list(
-            Question.objects.filter(kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION)
-            .filter(yes_count__gte=F("min_votes") - F("no_count"))
-            .values_list("pk", "min_votes", "image_id", "box_id")
-        )
-        subjects = {_subject_key(image_id, box_id, pk) for pk, _, image_id, box_id in rows}
-        enough = len(subjects) >= settings.calibration_min
-        refine = (
-            in_use is None
-            or dataset_id is None
-            or calibration_complete(kind=kind, concept_id=concept_id, dataset_id=dataset_id)
-        )
-        if enough and refine:
-            built = _table_build(kind, concept_id, {pk: n for pk, n, _, _ in rows}, len(subjects))
-            in_use = built or in_use
-        questions_reevaluate(kind=kind, concept_id=concept_id)
-        return in_use
-
-
-def _table_build(
-    kind: str, concept_id: int, limit: dict[int, int], n_subjects: int
-) -> CalibrationTable | None:
-    """Store a table from the calibration votes of these questions (pk -> calibration votes), unless the newest
-    measured table saw exactly these votes. Returns the new row, or None when nothing changed."""
-    sequences: dict[int, list[bool]] = {pk: [] for pk in limit}
-    last_vote = 0
-    for qid, answer, vote_id in (
-        Vote.objects.filter(question_id__in=limit, void__isnull=True)
-        .order_by("id")
-        .values_list("question_id", "answer", "id")
-    ):
-        # Only each question's calibration votes: later votes exist only on questions the rule found
-        # ambiguous, and counting them would bias the long patterns towards ambiguity.
-        if len(sequences[qid]) < limit[qid]:
-            sequences[qid].append(answer)
-            last_vote = max(last_vote, vote_id)
-    newest = (
-        CalibrationTable.objects.filter(kind=kind, concept_id=concept_id, n_images__gt=0)
-        .order_by("-id")
-        .first()
-    )
-    if (
-        newest is not None
-        and newest.last_vote_id == last_vote
-        and newest.n_votes == sum(map(len, sequences.values()))
-    ):
-        return None
-    table = build_table(
-        [sequences[pk] for pk in sorted(sequences)],
-        cap=_table_cap(),
-        tie_label=1.0 if kind == QuestionKind.HIERARCHY else 0.5,
-    )
-    return CalibrationTable.objects.create(
-        kind=kind,
-        concept_id=concept_id,
-        table=table.to_dict(),
-        n_images=n_subjects,  # distinct subjects: what the minimum is about
-        n_votes=table.n_votes,
-        method=table.method,
-        last_vote_id=last_vote,
-    )
-
-
-def questions_reevaluate(*, kind: str, concept_id: int) -> dict[str, int]:
-    """After a table lands: serve the (kind, concept) questions that waited for one (in each dataset whose
-    settings accept the table), and decide (or reopen) the calibration questions of the kind paused with their
-    calibration votes: the concept's table, or the kind-wide fallback, may decide them now."""
-    out = {"served": 0, "decided": 0, "reopened": 0}
-    with transaction.atomic():
-        waiting = list(
-            Question.objects.select_for_update()
-            .filter(kind=kind, concept_id=concept_id, state=QuestionState.WAITING)
-            .order_by("id")
-        )
-        by_dataset: dict[int, list[Question]] = {}
-        for q in waiting:
-            by_dataset.setdefault(q.dataset_id, []).append(q)
-        for dataset_id, group in by_dataset.items():
-            settings = ConsensusSettings.for_dataset(dataset_id)
-            if table_in_use(kind, concept_id, settings.calibration_min) is None:
-                continue
-            for q in group:
-                q.state = QuestionState.OPEN
-            _serve(group, None, settings, 0)
-            out["served"] += len(group)
-        paused = Question.objects.filter(
-            kind=kind,
-            role=QuestionRole.CALIBRATION,
-            state=QuestionState.OPEN,
-            task__state=TaskState.DONE,
-        ).order_by("id")
-        for question in paused:
-            if question.n_votes < question.min_votes:
-                continue
-            decision = question_decide(question)
-            if decision != Decision.ASK_MORE:
-                out["decided"] += 1
-            elif Task.objects.filter(pk=question.task_id, state=TaskState.OPEN).exists():
-                out["reopened"] += 1
-    return out
 
 
 # --- image verification ------------------------------------------------------------------------------------

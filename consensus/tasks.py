@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.db import OperationalError
 
-from . import services
+from . import rebuild
 
 
 @shared_task(
@@ -15,5 +15,5 @@ from . import services
 def calibration_rebuild(kind: str, concept_id: int, dataset_id: int | None = None) -> int | None:
     """Build (kind, concept)'s table once enough distinct calibration subjects are complete, refine it once
     the dataset's batch is; serve and decide what waited. Idempotent."""
-    table = services.calibration_rebuild(kind=kind, concept_id=concept_id, dataset_id=dataset_id)
+    table = rebuild.calibration_rebuild(kind=kind, concept_id=concept_id, dataset_id=dataset_id)
     return table.pk if table is not None else None

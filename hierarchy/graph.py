@@ -19,6 +19,7 @@ class HierarchyGraph:
     dag: QuestionDag
     nodes: dict[str, QuestionNode]  # node_id -> row (with concept_id)
     leaf_of_concept: dict[int, str]  # concept id -> leaf node_id
+    created_at: object = None  # the hierarchy row's: an id that comes back names another row
 
     def examples(self, node_id: str, limit: int = 6) -> list[str]:
         """Names of leaves below a question, for the worker page ("such as ...")."""
@@ -40,8 +41,14 @@ def graph_for(hierarchy: Hierarchy | int, fingerprint: str | None = None) -> Hie
     row = hierarchy if isinstance(hierarchy, Hierarchy) else Hierarchy.objects.get(pk=hierarchy)
     hierarchy_id = row.pk
     cached = _cache.get(hierarchy_id)
-    # Ids can come back after a deletion (and do in tests): trust the cache only for the same DAG.
-    if cached is not None and cached.dag.fingerprint == row.fingerprint:
+    # Ids can come back after a deletion or a restored database (and do in tests): trust the cache only for the
+    # same row (its creation time) with the same DAG; the same fixture loaded again has other node and concept
+    # rows under the same fingerprint.
+    if (
+        cached is not None
+        and cached.dag.fingerprint == row.fingerprint
+        and cached.created_at == row.created_at
+    ):
         return cached
     nodes = list(QuestionNode.objects.filter(hierarchy_id=hierarchy_id).order_by("position"))
     by_pk = {n.pk: n.node_id for n in nodes}
@@ -66,6 +73,7 @@ def graph_for(hierarchy: Hierarchy | int, fingerprint: str | None = None) -> Hie
         dag=dag,
         nodes={n.node_id: n for n in nodes},
         leaf_of_concept={n.concept_id: n.node_id for n in nodes if n.leaf and n.concept_id is not None},
+        created_at=row.created_at,
     )
     _cache[hierarchy_id] = graph
     return graph

@@ -14,6 +14,7 @@ from PIL import Image as PILImage
 from rest_framework.test import APIClient
 
 from consensus import reliability_fits
+from hierarchy.graph import graph_cache_clear
 from tests import factories
 
 pytest_plugins = ["tests.browser_fixtures", "tests.s3_fixtures"]
@@ -59,6 +60,8 @@ def _eager_celery_and_tmp_media(settings, tmp_path):
     # Dawid-Skene fits are kept per process between votes (consensus/reliability_fits.py); a fit of another
     # test's (rolled back) votes must not decide this test's questions.
     reliability_fits._fits.clear()
+    # Hierarchy graphs too: ids (and fingerprints of the same fixture) come back in every test's database.
+    graph_cache_clear()
     settings.STORAGES = {
         **settings.STORAGES,
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

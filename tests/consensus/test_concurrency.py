@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
+from consensus import rebuild as tables
 from consensus import services, verification
 from consensus.models import ConsensusSettings, Question, QuestionRole, Vote
 from tests.threads import in_thread
@@ -81,7 +82,7 @@ def test_a_question_created_while_its_table_is_being_built_is_served(dataset, co
         for q in Question.objects.filter(role=QuestionRole.CALIBRATION):
             services.vote_record(question=q, worker=w, answer=q.image_id % 2 == 0)
     built = threading.Event()
-    reevaluate = services.questions_reevaluate
+    reevaluate = tables.questions_reevaluate
 
     def reevaluate_then_linger(**kwargs):
         out = reevaluate(**kwargs)
@@ -89,11 +90,11 @@ def test_a_question_created_while_its_table_is_being_built_is_served(dataset, co
         threading.Event().wait(1.0)  # the rebuild's transaction stays open a while longer
         return out
 
-    monkeypatch.setattr(services, "questions_reevaluate", reevaluate_then_linger)
+    monkeypatch.setattr(tables, "questions_reevaluate", reevaluate_then_linger)
 
     @in_thread
     def rebuild() -> None:
-        services.calibration_rebuild(kind="image_verify", concept_id=concept.pk, dataset_id=dataset.pk)
+        tables.calibration_rebuild(kind="image_verify", concept_id=concept.pk, dataset_id=dataset.pk)
 
     @in_thread
     def create() -> int:

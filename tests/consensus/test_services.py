@@ -7,7 +7,7 @@ import pytest
 
 from annotation import queue
 from annotation.models import Box, Task, TaskState
-from consensus import events, services, verification
+from consensus import events, rebuild, services, verification
 from consensus.models import (
     CalibrationTable,
     Question,
@@ -75,7 +75,7 @@ def test_calibration_completes_builds_a_table_and_serves_waiting_questions(datas
         assert q.state in (QuestionState.ACCEPTED, QuestionState.REJECTED, QuestionState.OPEN)
     assert QuestionDecision.objects.count() == cal.exclude(state=QuestionState.OPEN).count()
     # Rebuilding with the same votes is idempotent.
-    services.calibration_rebuild(kind=QuestionKind.IMAGE_VERIFY, concept_id=concept.pk)
+    rebuild.calibration_rebuild(kind=QuestionKind.IMAGE_VERIFY, concept_id=concept.pk)
     assert CalibrationTable.objects.count() == 1
 
 

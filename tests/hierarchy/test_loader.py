@@ -117,3 +117,20 @@ def test_unreadable_file_is_refused_with_the_reason(tmp_path):
     path.write_text("{ not json")
     with pytest.raises(CommandError, match="cannot read JSON"):
         call_command("load_hierarchy", str(path))
+
+
+@pytest.mark.django_db
+def test_a_cached_graph_is_not_served_for_another_row_under_a_reused_id(tiny_hierarchy):
+    """A restored or rebuilt database gives ids back, and the same file loaded again has the same fingerprint
+    but other node and concept rows: the per-process graph must be the row's own."""
+    from datetime import timedelta
+
+    first = graph_for(tiny_hierarchy)
+    leaf = next(n for n in first.nodes.values() if n.leaf)
+    other = Concept.objects.create(wnid="n99999998", name="stand-in")
+    QuestionNode.objects.filter(pk=leaf.pk).update(concept=other)
+    Hierarchy.objects.filter(pk=tiny_hierarchy.pk).update(
+        created_at=tiny_hierarchy.created_at + timedelta(days=1)
+    )
+    again = graph_for(Hierarchy.objects.get(pk=tiny_hierarchy.pk))
+    assert again.nodes[leaf.node_id].concept_id == other.pk

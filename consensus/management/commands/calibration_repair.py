@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Count, Max
 
-from consensus import services
+from consensus import rebuild, services
 from consensus.models import CalibrationTable, ConsensusSettings, QuestionDecision
 
 
@@ -58,7 +58,7 @@ class Command(BaseCommand):
             if opts["dry_run"]:
                 out.write(line)
                 continue
-            in_use = services.calibration_rebuild(
+            in_use = rebuild.calibration_rebuild(
                 kind=table.kind, concept_id=table.concept_id, min_images=minimum
             )
             if in_use is not None and in_use.n_images >= minimum:
