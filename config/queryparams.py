@@ -17,10 +17,15 @@ def parse_id(value: str) -> int | None:
 
 
 def query_id(params, name: str) -> int | None:
-    """The id in query parameter `name` (None when absent or empty); 400 when it is not an id."""
+    """The id in query parameter `name` (None when absent); 400 when it is not an id, an empty value included
+    (`?dataset=` names no dataset: leave the parameter out for "any")."""
     value = params.get(name)
-    if not value:
+    if value is None:
         return None
+    if value == "":
+        raise ValidationError(
+            {name: "must be an id (a non-negative integer); leave the parameter out for none"}
+        )
     number = parse_id(value)
     if number is None:
         raise ValidationError({name: "must be an id (a non-negative integer)"})

@@ -162,16 +162,19 @@ def test_concurrent_task_creation_and_submits_add_up_exactly_on_postgresql():
     created once (the losers of the insert race update instead) and every F() update is counted."""
     dataset = Dataset.objects.create(name="counters-concurrency")
     concept = factories.ConceptFactory(wnid="n02084071")
-    image = factories.ImageFactory(dataset=dataset)
+    # One image per task: each plain vote becomes its own consensus question on its first answer (a question
+    # per image and concept; queued by `vote_tasks_create` they would have theirs already).
+    images = [factories.ImageFactory(dataset=dataset) for _ in range(THREADS * TASKS_EACH)]
     workers = [factories.user_with_roles(f"w{i}", ("workers",)).worker for i in range(THREADS)]
     start = threading.Barrier(THREADS)
 
     @in_thread
-    def create_and_drain(worker) -> int:
+    def create_and_drain(n_worker) -> int:
+        n, worker = n_worker
         start.wait()
         queue.tasks_create(
             Task(kind="binary_vote", dataset=dataset, image=image, concept=concept, answers_wanted=1)
-            for _ in range(TASKS_EACH)
+            for image in images[n * TASKS_EACH : (n + 1) * TASKS_EACH]
         )
         done = 0
         while (assignment := queue.task_lease_next(worker=worker)) is not None:
@@ -182,7 +185,7 @@ def test_concurrent_task_creation_and_submits_add_up_exactly_on_postgresql():
         return done
 
     with ThreadPoolExecutor(THREADS) as pool:
-        submitted = sum(pool.map(create_and_drain, workers))
+        submitted = sum(pool.map(create_and_drain, enumerate(workers)))
 
     (row,) = UsageCounter.objects.filter(dataset=dataset)
     assert row.tasks == THREADS * TASKS_EACH

@@ -111,6 +111,14 @@ def test_a_query_id_that_is_not_ascii_digits_in_range_is_a_400(db, value):
     assert response.json() == {"dataset": "must be an id (a non-negative integer)"}
 
 
+def test_an_empty_query_id_is_a_400_naming_the_parameter_not_any(db):
+    """`?dataset=` is no id: it is refused as the schema says (an integer), not read as "any dataset"."""
+    worker = factories.user_with_roles("w", ("workers",))
+    response = client_for(worker).get("/api/v1/tasks/next/?dataset=&kinds=")
+    assert response.status_code == 400
+    assert "dataset" in response.json() and "leave the parameter out" in response.json()["dataset"]
+
+
 def test_a_question_list_filter_must_name_a_real_kind_and_state(client, dataset):
     url = f"/api/v1/datasets/{dataset.pk}/decisions/"
     assert client.get(url, {"kind": "image_verify", "state": "open"}).status_code == 200
