@@ -28,6 +28,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     page.goto(f"{base}/")
     page.get_by_role("link", name="Organize datasets").click()
     expect(page.locator("#no-datasets")).to_be_visible()
+    page.wait_for_load_state("networkidle")  # the page's module listens before the form is submitted
 
     page.get_by_label("Name").fill("street-scenes")
     page.get_by_label("Description").fill("photos of streets")
@@ -56,6 +57,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
 
     # Classes: a broken file is refused with its problems listed; voc20.json loads; three classes picked.
     page.get_by_role("link", name="Classes").click()
+    page.wait_for_load_state("networkidle")  # the module listens for the file input before a file is chosen
     broken = tmp_path / "broken.json"
     broken.write_text(
         '{"format": "crowdlabel-hierarchy/1", "name": "x", "version": "1", "nodes": [{"id": "bad"}]}'
