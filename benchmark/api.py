@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from annotation.audit import audit_record
 from annotation.models import Dataset
+from annotation.scoping import organizer_dataset
 from config.parsers import MultiPartParser
 from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
 
@@ -67,9 +68,7 @@ class DatasetExportsView(APIView):
         "included: test images come with ids only.",
     )
     def post(self, request, dataset_id: int):
-        dataset = get_object_or_404(
-            _organized(request.user, Dataset.objects.all(), "organizers"), pk=dataset_id
-        )
+        dataset = organizer_dataset(request.user, dataset_id)
         form = ExportRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -195,10 +194,6 @@ class LeaderboardView(APIView):
 # --- detection sets: class selection, merging, freezing ------------------------------------------------------
 
 
-def _organized_dataset(request, dataset_id: int) -> Dataset:
-    return get_object_or_404(_organized(request.user, Dataset.objects.all(), "organizers"), pk=dataset_id)
-
-
 def _set_of(dataset: Dataset, name: str) -> DetectionSet:
     return get_object_or_404(DetectionSet.objects.select_related("split_version"), dataset=dataset, name=name)
 
@@ -210,7 +205,7 @@ class ClassStatisticsView(APIView):
 
     @extend_schema(responses=ClassStatisticsSerializer(many=True))
     def get(self, request, dataset_id: int):
-        dataset = _organized_dataset(request, dataset_id)
+        dataset = organizer_dataset(request.user, dataset_id)
         return Response(ClassStatisticsSerializer(detection_sets.class_statistics(dataset), many=True).data)
 
 
@@ -221,7 +216,7 @@ class DetectionSetsView(APIView):
 
     @extend_schema(responses=DetectionSetSerializer(many=True))
     def get(self, request, dataset_id: int):
-        dataset = _organized_dataset(request, dataset_id)
+        dataset = organizer_dataset(request.user, dataset_id)
         rows = DetectionSet.objects.filter(dataset=dataset).select_related("split_version")
         return Response(DetectionSetSerializer(rows, many=True).data)
 
@@ -233,7 +228,7 @@ class DetectionSetsView(APIView):
         "Posting a name again replaces that set unless it is frozen.",
     )
     def post(self, request, dataset_id: int):
-        dataset = _organized_dataset(request, dataset_id)
+        dataset = organizer_dataset(request.user, dataset_id)
         form = DetectionSetRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
@@ -259,7 +254,7 @@ class DetectionSetTodoView(APIView):
 
     @extend_schema(responses=MergeTodoSerializer(many=True))
     def get(self, request, dataset_id: int, name: str):
-        detection_set = _set_of(_organized_dataset(request, dataset_id), name)
+        detection_set = _set_of(organizer_dataset(request.user, dataset_id), name)
         todo = [t.as_dict() for t in detection_sets.merge_todo(detection_set)]
         return Response(MergeTodoSerializer(todo, many=True).data)
 
@@ -269,7 +264,7 @@ class DetectionSetTodoView(APIView):
         description="Start a box job of the merged class on every owed image (existing jobs are kept).",
     )
     def post(self, request, dataset_id: int, name: str):
-        detection_set = _set_of(_organized_dataset(request, dataset_id), name)
+        detection_set = _set_of(organizer_dataset(request.user, dataset_id), name)
         return Response(detection_sets.merge_todo_jobs(detection_set=detection_set, user=request.user))
 
 
@@ -280,7 +275,7 @@ class DetectionSetFreezeView(APIView):
 
     @extend_schema(request=None, responses=DetectionSetSerializer)
     def post(self, request, dataset_id: int, name: str):
-        detection_set = _set_of(_organized_dataset(request, dataset_id), name)
+        detection_set = _set_of(organizer_dataset(request.user, dataset_id), name)
         try:
             detection_set = detection_sets.detection_set_freeze(
                 detection_set=detection_set, user=request.user
@@ -297,7 +292,7 @@ def _reviewed_dataset(request, dataset_id: int) -> Dataset:
     """Reviewers work on every dataset (the review queue is platform-wide); organizers on their own."""
     if has_role(request.user, REVIEWERS):
         return get_object_or_404(Dataset, pk=dataset_id)
-    return _organized_dataset(request, dataset_id)
+    return organizer_dataset(request.user, dataset_id)
 
 
 class BlacklistView(APIView):

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.audit import audit_record
-from annotation.models import Dataset
+from annotation.scoping import organizer_dataset
 from annotation.serializers import concept_by_wnid
 from config.parsers import MultiPartParser
 from config.roles import IsOrganizer
@@ -24,13 +24,6 @@ from .serializers import ImportProgressSerializer, ImportUploadSerializer, Query
 MAX_LIST_BYTES = 50 * 1024 * 1024
 
 
-def organizer_dataset(request, dataset_id: int) -> Dataset:
-    qs = Dataset.objects.all()
-    if not request.user.is_superuser:
-        qs = qs.filter(organizers=request.user)
-    return get_object_or_404(qs, pk=dataset_id)
-
-
 class CandidateImportListView(APIView):
     """The dataset's candidate imports (newest first), and starting a new one from an uploaded list."""
 
@@ -39,7 +32,7 @@ class CandidateImportListView(APIView):
 
     @extend_schema(responses=ImportProgressSerializer(many=True))
     def get(self, request, dataset_id: int):
-        dataset = organizer_dataset(request, dataset_id)
+        dataset = organizer_dataset(request.user, dataset_id)
         jobs = CandidateImport.objects.filter(dataset=dataset).order_by("-id")[:50]
         body = [services.import_progress(job, failures=0) for job in jobs]
         return Response(ImportProgressSerializer(body, many=True).data)
@@ -51,7 +44,7 @@ class CandidateImportListView(APIView):
         "follow the import at its own URL. Re-importing a list fetches nothing twice.",
     )
     def post(self, request, dataset_id: int):
-        dataset = organizer_dataset(request, dataset_id)
+        dataset = organizer_dataset(request.user, dataset_id)
         form = ImportUploadSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         upload = form.validated_data["file"]
@@ -85,7 +78,7 @@ class CandidateImportView(APIView):
 
     @extend_schema(responses=ImportProgressSerializer)
     def get(self, request, dataset_id: int, candidate_import_id: int):
-        dataset = organizer_dataset(request, dataset_id)
+        dataset = organizer_dataset(request.user, dataset_id)
         job = get_object_or_404(CandidateImport, pk=candidate_import_id, dataset=dataset)
         return Response(ImportProgressSerializer(services.import_progress(job)).data)
 
@@ -97,6 +90,6 @@ class QueryPrecisionView(APIView):
 
     @extend_schema(responses=QueryPrecisionSerializer(many=True))
     def get(self, request, dataset_id: int, wnid: str):
-        dataset = organizer_dataset(request, dataset_id)
+        dataset = organizer_dataset(request.user, dataset_id)
         concept = concept_by_wnid(wnid)
         return Response(QueryPrecisionSerializer(selectors.query_precision(dataset, concept), many=True).data)

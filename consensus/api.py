@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models import Prefetch
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound
@@ -13,8 +12,10 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation import scoping
 from annotation.audit import audit_record, request_parameters
 from annotation.models import Dataset
+from annotation.scoping import organizer_datasets
 from annotation.serializers import concept_by_wnid, dataset_images
 from config.queryparams import query_choice
 from config.roles import IsOrganizer
@@ -33,13 +34,9 @@ from .serializers import (
 )
 
 
-def organizer_datasets(user):
-    qs = Dataset.objects.all()
-    return qs if user.is_superuser else qs.filter(organizers=user)
-
-
 def organizer_dataset(request, dataset_id: int) -> Dataset:
-    return get_object_or_404(organizer_datasets(request.user), pk=dataset_id)
+    """The request's organizer's dataset, or 404 (`annotation.scoping`)."""
+    return scoping.organizer_dataset(request.user, dataset_id)
 
 
 class ConsensusSettingsView(APIView):
