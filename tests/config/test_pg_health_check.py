@@ -4,6 +4,7 @@ connection inside a transaction still gets the full `SELECT 1` check."""
 
 from __future__ import annotations
 
+import select
 import time
 
 import psycopg
@@ -37,14 +38,29 @@ def test_a_live_idle_connection_passes_the_health_check_without_sending_a_statem
     assert last_statement_of(pid) == "SELECT 'marker-before-the-check'"
 
 
+def wait_until_readable(sock: int, seconds: float) -> bool:
+    """The server's goodbye reaches the socket: pg_terminate_backend only signals the backend, which then
+    writes its error and exits when the (possibly busy) machine schedules it."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([sock], [], [], 0.05)
+        if readable:
+            return True
+    return False
+
+
 def test_a_connection_whose_backend_was_terminated_fails_the_health_check():
     connection.ensure_connection()
     pid = connection.connection.info.backend_pid
-    with psycopg.connect(database_url_of_the_test_database(), autocommit=True) as admin:
-        assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0] is True
-    time.sleep(0.05)  # the server's goodbye reaches the socket
-    assert connection.is_usable() is False
-    connection.close()
+    try:
+        with psycopg.connect(database_url_of_the_test_database(), autocommit=True) as admin:
+            assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0] is True
+        assert wait_until_readable(connection.connection.pgconn.socket, seconds=10)
+        assert connection.is_usable() is False
+    finally:
+        # Whatever happened above, the dead connection must not outlive this test: every later test in
+        # the process would otherwise fail with "the connection is closed".
+        connection.close()
     with connection.cursor() as cursor:  # Django then opens a fresh one
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
