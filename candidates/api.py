@@ -4,7 +4,7 @@ precision of a concept's pool once verification decided some of it. Organizers o
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
@@ -16,10 +16,17 @@ from annotation.scoping import organizer_dataset
 from annotation.serializers import concept_by_wnid
 from config.parsers import MultiPartParser
 from config.roles import IsOrganizer
+from hierarchy.selectors import queries_for_concept
 
 from . import selectors, services
 from .models import CandidateImport
-from .serializers import ImportProgressSerializer, ImportUploadSerializer, QueryPrecisionSerializer
+from .serializers import (
+    CandidateQuerySerializer,
+    ImportProgressSerializer,
+    ImportUploadSerializer,
+    PoolSummarySerializer,
+    QueryPrecisionSerializer,
+)
 
 MAX_LIST_BYTES = 50 * 1024 * 1024
 
@@ -93,3 +100,35 @@ class QueryPrecisionView(APIView):
         dataset = organizer_dataset(request.user, dataset_id)
         concept = concept_by_wnid(wnid)
         return Response(QueryPrecisionSerializer(selectors.query_precision(dataset, concept), many=True).data)
+
+
+class CandidatePoolsView(APIView):
+    """The dataset's candidate pools: per concept, its entries, distinct images and the queries that found them."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=PoolSummarySerializer(many=True))
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(PoolSummarySerializer(selectors.pool_summary(dataset), many=True).data)
+
+
+class CandidateQueriesView(APIView):
+    """The search queries that collect a concept's candidates (the `candidate_queries` command's list, without
+    a translation table): run them against your own search service, then import what they found."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("concept", str, required=True, description="The concept's wnid.")],
+        responses=CandidateQuerySerializer(many=True),
+    )
+    def get(self, request, dataset_id: int):
+        organizer_dataset(request.user, dataset_id)
+        wnid = request.query_params.get("concept", "")
+        if not wnid:
+            raise ValidationError({"concept": "required: the wnid of the concept to write queries for"})
+        concept = concept_by_wnid(wnid)
+        return Response(
+            CandidateQuerySerializer([q.as_dict() for q in queries_for_concept(concept)], many=True).data
+        )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.db.models import Count
+
 from annotation.models import Dataset, FinalLabel, Image
 from hierarchy.models import Concept
 
@@ -65,4 +67,27 @@ def query_precision(dataset: Dataset, concept: Concept) -> list[dict]:
             "precision": round(entry["present"] / entry["decided"], 4) if entry["decided"] else None,
         }
         for query, entry in sorted(stats.items())
+    ]
+
+
+def pool_summary(dataset: Dataset) -> list[dict]:
+    """Per concept with a pool in the dataset (one aggregate query): pool entries, distinct images found,
+    distinct queries that found them. By wnid."""
+    rows = (
+        Candidate.objects.filter(dataset=dataset)
+        .values("concept__wnid", "concept__name")
+        .annotate(
+            entries=Count("id"), images=Count("image", distinct=True), queries=Count("query", distinct=True)
+        )
+        .order_by("concept__wnid")
+    )
+    return [
+        {
+            "wnid": row["concept__wnid"],
+            "name": row["concept__name"],
+            "entries": row["entries"],
+            "images": row["images"],
+            "queries": row["queries"],
+        }
+        for row in rows
     ]

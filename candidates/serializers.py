@@ -42,3 +42,18 @@ class QueryPrecisionSerializer(serializers.Serializer):
     precision = serializers.FloatField(
         allow_null=True, help_text="present / decided; null before any decision."
     )
+
+
+class PoolSummarySerializer(serializers.Serializer):
+    wnid = serializers.CharField()
+    name = serializers.CharField()
+    entries = serializers.IntegerField(help_text="Pool entries: one per (image, query) that found it.")
+    images = serializers.IntegerField(help_text="Distinct images in the pool.")
+    queries = serializers.IntegerField(help_text="Distinct queries that found them.")
+
+
+class CandidateQuerySerializer(serializers.Serializer):
+    wnid = serializers.CharField()
+    query = serializers.CharField()
+    kind = serializers.CharField(help_text="synonym, parent (a parent-gloss word added) or translation.")
+    language = serializers.CharField()

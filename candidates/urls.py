@@ -18,4 +18,14 @@ urlpatterns = [
         api.QueryPrecisionView.as_view(),
         name="candidate-query-precision",
     ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/candidate-pools/?$",
+        api.CandidatePoolsView.as_view(),
+        name="candidate-pools",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/candidate-queries/?$",
+        api.CandidateQueriesView.as_view(),
+        name="candidate-queries",
+    ),
 ]

@@ -12,6 +12,11 @@ urlpatterns = [
         name="organize-image",
     ),
     path("organize/datasets/<int:dataset_id>/classes/", views.dataset_classes, name="organize-classes"),
+    path(
+        "organize/datasets/<int:dataset_id>/candidates/",
+        views.dataset_candidates,
+        name="organize-candidates",
+    ),
     path("organize/datasets/<int:dataset_id>/benchmark/", views.dataset_benchmark, name="organize-benchmark"),
     path("organize/datasets/<int:dataset_id>/quality/", views.dataset_quality, name="organize-quality"),
     path(

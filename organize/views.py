@@ -64,6 +64,7 @@ def _formats() -> list[str]:
 dataset_home = dataset_page("dataset")
 dataset_images = dataset_page("images")
 dataset_classes = dataset_page("classes")
+dataset_candidates = dataset_page("candidates")
 
 
 def _protocols() -> list[str]:

@@ -17,6 +17,7 @@ PAGES = [
     "/organize/datasets/{id}/",
     "/organize/datasets/{id}/images/",
     "/organize/datasets/{id}/classes/",
+    "/organize/datasets/{id}/candidates/",
     "/organize/datasets/{id}/benchmark/",
     "/organize/datasets/{id}/people/",
     "/organize/datasets/{id}/quality/",
@@ -57,6 +58,9 @@ ENDPOINTS = [
     ("get", "/api/v1/datasets/{id}/gold-settings"),
     ("patch", "/api/v1/datasets/{id}/gold-settings"),
     ("get", "/api/v1/datasets/{id}/gold"),
+    ("get", "/api/v1/datasets/{id}/candidate-pools"),
+    ("get", "/api/v1/datasets/{id}/candidate-queries?concept=n02084071"),
+    ("get", "/api/v1/datasets/{id}/candidate-imports"),
     ("post", "/api/v1/datasets/{id}/gold/import"),
     ("get", "/api/v1/datasets/{id}/images/1"),
     ("get", "/api/v1/datasets/{id}/people/1"),
@@ -138,6 +142,15 @@ def big_dataset(organizer, dataset):
         BoxJob.objects.create(
             dataset=dataset, image=image, concept=concept, state={}, max_boxes=3, max_rounds=3
         )
+    from candidates.models import Candidate, CandidateImport
+
+    for n in range(4):
+        CandidateImport.objects.create(dataset=dataset, source_name=f"list-{n}.csv", total=2, failed=1)
+        pool_concept = factories.ConceptFactory()
+        for image in images[:3]:
+            Candidate.objects.create(
+                dataset=dataset, concept=pool_concept, image=image, query="q", url=f"http://x/{image.pk}"
+            )
     for n in range(7):
         AuditEntry.objects.create(dataset=dataset, actor=organizer, action=f"test.{n}", parameters={"n": n})
     return dataset
@@ -173,6 +186,8 @@ def test_endpoints_take_a_fixed_number_of_queries(
         ("/api/v1/datasets/{id}/consensus-settings", 3),
         ("/api/v1/datasets/{id}/gold-settings", 3),
         ("/api/v1/datasets/{id}/gold", 4),
+        ("/api/v1/datasets/{id}/candidate-pools", 3),
+        ("/api/v1/datasets/{id}/candidate-imports", 3),
     ]:
         with django_assert_max_num_queries(most):
             assert client.get(url.format(id=big_dataset.pk)).status_code == 200, url

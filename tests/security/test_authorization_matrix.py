@@ -167,6 +167,8 @@ for _operation in (
     "v1_datasets_candidate_imports_create",
     "v1_datasets_candidate_imports_retrieve",
     "v1_datasets_candidates_precision_list",
+    "v1_datasets_candidate_pools_list",
+    "v1_datasets_candidate_queries_list",
 ):
     POLICY[_operation] = (ORGS, "tenant")
 # Blacklist flags and box attributes: reviewers (on any dataset, like the review queue) and the organizers.

@@ -9,31 +9,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from hierarchy.models import Concept, Hierarchy
-from hierarchy.queries import (
-    ConceptTerms,
-    Query,
-    concept_queries,
-    pairwise_queries,
-    scene_queries,
-    translation_table,
-)
-
-
-def terms(concept: Concept) -> ConceptTerms:
-    return ConceptTerms(wnid=concept.wnid, name=concept.name, gloss=concept.gloss)
-
-
-def ancestors(concept: Concept) -> list[ConceptTerms]:
-    """Every ancestor over the is-a DAG, nearest first (breadth first), each once."""
-    out: list[ConceptTerms] = []
-    seen = {concept.pk}
-    level = [concept]
-    while level:
-        parents = list(Concept.objects.filter(child_edges__child__in=level).distinct().order_by("wnid"))
-        level = [p for p in parents if p.pk not in seen]
-        seen.update(p.pk for p in level)
-        out.extend(terms(p) for p in level)
-    return out
+from hierarchy.queries import Query, pairwise_queries, scene_queries, translation_table
+from hierarchy.selectors import concept_terms, queries_for_concept
 
 
 class Command(BaseCommand):
@@ -73,7 +50,7 @@ class Command(BaseCommand):
                 concept = Concept.objects.filter(wnid=wnid).first()
                 if concept is None:
                     raise CommandError(f"no concept {wnid!r}; load a hierarchy that has it first")
-                queries.extend(concept_queries(terms(concept), ancestors(concept), table.get(wnid)))
+                queries.extend(queries_for_concept(concept, table.get(wnid)))
         self._print(queries, opts["format"])
 
     def _translations(self, path: str | None) -> dict:
@@ -94,7 +71,7 @@ class Command(BaseCommand):
         if opts["pairs_limit"] is not None and opts["pairs_limit"] < 0:
             raise CommandError("--pairs-limit must be 0 or more")
         leaves = list(hierarchy.nodes.filter(leaf=True).select_related("concept").prefetch_related("parents"))
-        classes = [terms(node.concept) for node in leaves]
+        classes = [concept_terms(node.concept) for node in leaves]
         parents = {node.concept.wnid: [p.node_id for p in node.parents.all()] for node in leaves}
         scenes = None
         if opts["scenes"]:

@@ -173,6 +173,15 @@ for (const form of document.querySelectorAll("form.pipeline")) {
   });
 }
 
+// The candidates page links here with ?verify=WNID: the verification form comes filled in and in view.
+const verify = new URLSearchParams(window.location.search).get("verify");
+if (verify) {
+  const form = document.getElementById("start-verification");
+  form.elements.concept.value = verify;
+  form.scrollIntoView();
+  form.elements.concept.focus();
+}
+
 refreshProgress();
 refreshAudit();
 refreshReview().catch((err) => { document.getElementById("review-status").textContent = err.message; });
