@@ -313,6 +313,12 @@ def targets(dataset, image_id: int, worker_id: int, n_images: int) -> list[tuple
         ("page", f"/organize/datasets/{d}/images/"),
         ("page", f"/organize/datasets/{d}/quality/"),
         ("page", f"/organize/datasets/{d}/people/"),
+        ("page", f"/organize/datasets/{d}/classes/"),
+        ("page", f"/organize/datasets/{d}/candidates/"),
+        ("page", f"/organize/datasets/{d}/settings/"),
+        ("page", f"/organize/datasets/{d}/benchmark/"),
+        # The untimed first request computes the kept report (benchmark/reports.py); the timed ones read it.
+        ("page", f"/organize/datasets/{d}/statistics/"),
     ]
     apis = [
         f"datasets/{d}/progress",
@@ -337,6 +343,10 @@ def targets(dataset, image_id: int, worker_id: int, n_images: int) -> list[tuple
         f"datasets/{d}/gold",
         f"datasets/{d}/confusable-pairs",
         f"datasets/{d}/challenges",
+        f"datasets/{d}/statistics",
+        f"datasets/{d}/candidate-pools",
+        f"datasets/{d}/candidate-imports",
+        f"datasets/{d}/review/decisions",
         "datasets/",
     ]
     return [("floor", "/healthz"), *pages, *(("api", f"/api/v1/{a}") for a in apis)]

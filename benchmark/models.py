@@ -288,3 +288,42 @@ class BoxAttributes(models.Model):
 
     def __str__(self) -> str:
         return f"attributes of box {self.box_id} ({self.created_at:%Y-%m-%d})"
+
+
+class ReportKind(models.TextChoices):
+    DATASET_STATISTICS = "dataset_statistics", "Dataset statistics"
+
+
+class Report(models.Model):
+    """A report computed over a whole dataset's labels in the background (benchmark/reports.py): a page reads
+    the newest finished one (fast at any size) while a fresher one is computed. `key` is the canonical form of
+    `params` (which split version, which detection set)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="reports")
+    kind = models.CharField(max_length=32, choices=ReportKind.choices)
+    key = models.CharField(max_length=300)
+    params = models.JSONField(default=dict)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    body = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # One computation of the same report in flight at a time: a second request joins it.
+            models.UniqueConstraint(
+                fields=["dataset", "kind", "key"],
+                condition=Q(state__in=["queued", "running"]),
+                name="report_one_pending",
+            )
+        ]
+        indexes = [models.Index(fields=["dataset", "kind", "key", "state"], name="report_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of dataset {self.dataset_id} ({self.key}) [{self.state}]"

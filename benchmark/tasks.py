@@ -19,3 +19,10 @@ def submission_score_task(submission_id: int) -> str:
     from .challenges import submission_score
 
     return submission_score(submission_id).state
+
+
+@shared_task(name="benchmark.tasks.report_run")
+def report_run_task(report_id: int) -> str:
+    from .reports import report_run
+
+    return report_run(report_id).state

@@ -333,6 +333,9 @@ CROWDLABEL = {
     # Celery's hard time limit for any task (the longest is an export with images); the broker's visibility
     # timeout is sized from it.
     "TASK_TIME_LIMIT_SECONDS": env_int("CROWDLABEL_TASK_TIME_LIMIT_SECONDS", 1800),
+    # Reports over a whole dataset (the Statistics page, per-class statistics) are computed in the background
+    # and kept; one older than this is shown while a fresh one is computed (benchmark/reports.py).
+    "REPORT_MAX_AGE_SECONDS": env_int("CROWDLABEL_REPORT_MAX_AGE_SECONDS", 300),
     # Crowd providers (docs/providers.md): micro-tasks per provider session when a dataset sets no size for a
     # kind, and how long a session's signed token stays valid.
     "BUNDLE_SIZE": env_int("CROWDLABEL_BUNDLE_SIZE", 10),

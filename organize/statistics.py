@@ -1,109 +1,15 @@
-"""The Statistics page's report: the figures of `manage.py dataset_stats` (`benchmark.dataset_stats`, the same
-pure core over the same label source as the exports) for one of the organizer's datasets, a split version and
-optionally a detection set, plus the bar geometry of its two plots, drawn server-side as SVG by the template
-(the page runs no script). The test split's labels are withheld, as the command does without
-``--include-test``: the page shows its image count only."""
+"""The Statistics page's plots: the report is the figures of `manage.py dataset_stats` (`benchmark.reports`,
+computed in the background over the same label source as the exports, for a split version and optionally a
+detection set); here is the bar geometry of its two plots, drawn server-side as SVG by the template (the page
+runs no script). The test split's labels are withheld, as the command does without ``--include-test``: the
+page shows its image count only."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from annotation.models import Dataset
-from benchmark.dataset_stats import REFERENCE_FIGURES, SCALE_EDGES, SplitStats, dataset_statistics
-from benchmark.models import DetectionSet, SplitVersion
-from benchmark.services import export_source
-
-WITHHELD = ("test",)
-
-
-class StatisticsChoiceError(ValueError):
-    """A split version or detection set the dataset does not have; `param` names the query parameter."""
-
-    def __init__(self, param: str, message: str):
-        super().__init__(message)
-        self.param = param
-
-
-def scale_bin_names() -> list[str]:
-    names = []
-    for k in range(len(SCALE_EDGES) - 1):
-        hi = min(SCALE_EDGES[k + 1], 1.0)
-        names.append(f"{SCALE_EDGES[k]:.0%}-{hi:.0%}")
-    return names
-
-
-def choices(dataset: Dataset, split_version: str | None, detection_set: str | None):
-    """The split version (by number; default: the latest frozen, else the latest) and detection set (by name;
-    default none) a request names, or StatisticsChoiceError naming the parameter."""
-    version = None
-    if split_version not in (None, ""):
-        if re.fullmatch(r"[0-9]{1,9}", str(split_version)) is None:
-            raise StatisticsChoiceError(
-                "split_version", f"split_version must be a version number, not {split_version!r}"
-            )
-        version = SplitVersion.objects.filter(dataset=dataset, number=int(split_version)).first()
-        if version is None:
-            raise StatisticsChoiceError(
-                "split_version", f"dataset {dataset.name} has no split version {split_version}"
-            )
-    chosen_set = None
-    if detection_set not in (None, ""):
-        chosen_set = DetectionSet.objects.filter(dataset=dataset, name=detection_set).first()
-        if chosen_set is None:
-            raise StatisticsChoiceError(
-                "detection_set", f"dataset {dataset.name} has no detection set {detection_set!r}"
-            )
-    return version, chosen_set
-
-
-def _split_figures(s: SplitStats) -> dict[str, Any]:
-    figures = s.as_dict()
-    images_with_counts = max(sum(s.classes_per_image.values()), 1)
-    top = max(s.classes_per_image, default=0)
-    figures["classes_per_image"] = [
-        {
-            "classes": k,
-            "images": s.classes_per_image[k],
-            "share": round(s.classes_per_image[k] / images_with_counts, 4),
-        }
-        for k in range(top + 1)
-    ]
-    total = max(s.instances, 1)
-    figures["scale_histogram"] = [
-        {"bin": name, "instances": n, "share": round(n / total, 4)}
-        for name, n in zip(scale_bin_names(), s.scale_bins, strict=True)
-    ]
-    figures["per_class"] = [
-        {"name": name, "instances": n, "images": s.images_per_class[name]}
-        for name, n in sorted(s.instances_per_class.items(), key=lambda item: (-item[1], item[0]))
-    ]
-    return figures
-
-
-def dataset_report(
-    dataset: Dataset, version: SplitVersion | None = None, detection_set: DetectionSet | None = None
-) -> dict[str, Any]:
-    """The report's figures: per split (labels withheld for the test split), the comparison rows with their
-    sources, and what the pickers offer."""
-    source = export_source(dataset, "all", version, detection_set)
-    splits = dataset_statistics(source, WITHHELD)
-    return {
-        "dataset": dataset.pk,
-        "version": source.dataset_version,
-        "split_version": source.version.number if source.version is not None else None,
-        "detection_set": detection_set.name if detection_set is not None else None,
-        "withheld": [{"split": s.split, "images": s.images} for s in splits if s.split in WITHHELD],
-        "splits": [_split_figures(s) for s in splits if s.split not in WITHHELD],
-        "references": [dict(ref) for ref in REFERENCE_FIGURES],
-        "split_versions": list(
-            SplitVersion.objects.filter(dataset=dataset).order_by("-number").values_list("number", flat=True)
-        ),
-        "detection_sets": list(
-            DetectionSet.objects.filter(dataset=dataset).order_by("name").values_list("name", flat=True)
-        ),
-    }
+from benchmark.reports import scale_bin_names
 
 
 def bar_chart(

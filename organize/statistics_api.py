@@ -1,20 +1,21 @@
-"""The Statistics page's endpoint: the figures of `manage.py dataset_stats` for one of the organizer's datasets
-(`organize.statistics`)."""
+"""The Statistics page's endpoint: the figures of `manage.py dataset_stats` for one of the organizer's datasets,
+computed in the background and kept (`benchmark.reports`)."""
 
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from benchmark import reports
+from benchmark.models import ReportKind
 from config.roles import IsOrganizer
 
 from .scoping import organizer_dataset
-from .statistics import StatisticsChoiceError, choices, dataset_report
 
 
 class PerClassRangeSerializer(serializers.Serializer):
@@ -83,6 +84,20 @@ class StatisticsSerializer(serializers.Serializer):
     references = ReferenceSerializer(many=True, help_text="Published figures, each with its source.")
     split_versions = serializers.ListField(child=serializers.IntegerField())
     detection_sets = serializers.ListField(child=serializers.CharField())
+    computed_at = serializers.DateTimeField(help_text="When the report was computed from the labels.")
+    refreshing = serializers.BooleanField(
+        help_text="A fresher report is being computed (this one is older than CROWDLABEL_REPORT_MAX_AGE_SECONDS)."
+    )
+
+
+class ReportPendingSerializer(serializers.Serializer):
+    state = serializers.CharField(help_text="queued or running: ask again in a few seconds.")
+    requested_at = serializers.DateTimeField()
+    detail = serializers.CharField()
+
+
+class ReportFailedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
 
 
 class DatasetStatisticsView(APIView):
@@ -97,14 +112,35 @@ class DatasetStatisticsView(APIView):
             ),
             OpenApiParameter("detection_set", OpenApiTypes.STR, description="A detection set's name."),
         ],
-        responses=StatisticsSerializer,
+        responses={200: StatisticsSerializer, 202: ReportPendingSerializer, 409: ReportFailedSerializer},
+        description="The newest computed report (200). Before the first one is ready: 202, ask again; a report "
+        "older than CROWDLABEL_REPORT_MAX_AGE_SECONDS is answered while a fresh one is computed (`refreshing`). "
+        "409 when the last computation failed (e.g. its detection set was deleted meanwhile).",
     )
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
         try:
-            version, detection_set = choices(
+            version, detection_set = reports.choices(
                 dataset, request.query_params.get("split_version"), request.query_params.get("detection_set")
             )
-        except StatisticsChoiceError as exc:
+        except reports.StatisticsChoiceError as exc:
             raise ValidationError({exc.param: [str(exc)]}) from None
-        return Response(StatisticsSerializer(dataset_report(dataset, version, detection_set)).data)
+        params = reports.statistics_params(dataset, version, detection_set)
+        current = reports.report_current(dataset, ReportKind.DATASET_STATISTICS, params, request.user)
+        if current.done is not None:
+            body = {
+                **current.done.body,
+                **reports.picker_choices(dataset),
+                "computed_at": current.done.finished_at,
+                "refreshing": current.refreshing,
+            }
+            return Response(StatisticsSerializer(body).data)
+        if current.failed is not None:
+            detail = f"the report could not be computed: {current.failed.error}"
+            return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
+        pending = {
+            "state": current.pending.state,
+            "requested_at": current.pending.created_at,
+            "detail": "the report is being computed; ask again in a few seconds",
+        }
+        return Response(ReportPendingSerializer(pending).data, status=status.HTTP_202_ACCEPTED)

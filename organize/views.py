@@ -84,20 +84,33 @@ dataset_image = dataset_page("images", template="image")
 @organizer_page
 def dataset_statistics(request, dataset_id: int):
     """The statistics report of `manage.py dataset_stats`, rendered here with its plots as SVG (no script);
-    `?split_version=N&detection_set=NAME` pick what it describes (a 400 page names an unknown one)."""
-    from .statistics import StatisticsChoiceError, choices, dataset_report, report_plots, scale_bin_names
+    `?split_version=N&detection_set=NAME` pick what it describes (a 400 page names an unknown one). The report
+    is computed in the background (benchmark/reports.py): the page shows the newest one with its time, or,
+    before the first, says so and reloads itself every few seconds."""
+    from benchmark import reports
+    from benchmark.models import ReportKind
+
+    from .statistics import report_plots
 
     dataset = organizer_dataset(request.user, dataset_id)
-    context = {"dataset": dataset, "tab": "statistics", "scale_bins": scale_bin_names()}
+    context = {"dataset": dataset, "tab": "statistics", "scale_bins": reports.scale_bin_names()}
     try:
-        version, detection_set = choices(
+        version, detection_set = reports.choices(
             dataset, request.GET.get("split_version"), request.GET.get("detection_set")
         )
-    except StatisticsChoiceError as exc:
+    except reports.StatisticsChoiceError as exc:
         context["error"] = str(exc)
         return render(request, "organize/statistics.html", context, status=400)
-    report = dataset_report(dataset, version, detection_set)
-    context.update(report=report, plots=report_plots(report))
+    params = reports.statistics_params(dataset, version, detection_set)
+    current = reports.report_current(dataset, ReportKind.DATASET_STATISTICS, params, request.user)
+    context.update(
+        current=current,
+        params=params,
+        max_age_minutes=round(reports.max_age().total_seconds() / 60),
+        **reports.picker_choices(dataset),
+    )
+    if current.done is not None:
+        context.update(report=current.done.body, plots=report_plots(current.done.body))
     return render(request, "organize/statistics.html", context)
 
 

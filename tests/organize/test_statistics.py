@@ -20,7 +20,9 @@ from tests.benchmark.conftest import finalize
 from tests.benchmark.test_detection_sets import add_box, cmd
 from tests.conftest import client_for
 
-pytestmark = pytest.mark.django_db
+# Real commits: the report is computed when the request that asks for it commits (no broker: in-process), as
+# under `make run`; tests/benchmark/test_reports.py covers the report while it is still being computed.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 W, H = 100, 100
 
@@ -163,7 +165,7 @@ def _queries(fn) -> list[str]:
 
 
 def test_page_and_endpoint_take_the_same_queries_whatever_the_dataset_size(organizer, dataset):
-    """Rows are streamed per split (images, boxes, labels, blacklist): more images, not more queries."""
+    """The page and the endpoint read the kept report: more images, not more queries (and far fewer than computing it)."""
     big = factories.DatasetFactory(organizers=[organizer])
     scene(dataset, copies=1)
     scene(big, copies=8)
@@ -180,4 +182,5 @@ def test_page_and_endpoint_take_the_same_queries_whatever_the_dataset_size(organ
         )
     for small, large in zip(counts[dataset.pk], counts[big.pk], strict=True):
         assert len(small) == len(large), "\n".join(large)
-    assert len(counts[big.pk][0]) <= 24 and len(counts[big.pk][1]) <= 24, counts[big.pk]  # one split here
+    # session and user, dataset, split version default, the kept report, pickers (and the page's role check)
+    assert len(counts[big.pk][0]) <= 9 and len(counts[big.pk][1]) <= 6, counts[big.pk]
