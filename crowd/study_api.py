@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from django.http import HttpResponse
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from annotation import kinds
 from annotation.api import Conflict
 from annotation.models import Dataset
+from config.queryparams import query_id
 from config.roles import IsOrganizer
 
 from .models import StudyLink
@@ -54,6 +55,29 @@ class StudyLinkSerializer(serializers.ModelSerializer):
         return value
 
 
+class StudyLinkChangeSerializer(serializers.ModelSerializer):
+    """What may change on a link once given out: open or close it, and where participants go at the end.
+    Its dataset, kind and participant parameter are the link's identity on the marketplace."""
+
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = StudyLink
+        fields = ["id", "key", "dataset", "kind", "participant_param", "completion_redirect", "active", "url"]
+        read_only_fields = ["id", "key", "dataset", "kind", "participant_param", "url"]
+
+    def get_url(self, link) -> str:
+        return reverse("study", args=[link.key])
+
+    def validate(self, attrs):
+        fixed = sorted(set(self.initial_data) & {"dataset", "kind", "participant_param", "key", "id"})
+        if fixed:
+            raise ValidationError(
+                {name: "cannot change on a link given out; create another" for name in fixed}
+            )
+        return attrs
+
+
 class CompletionRowSerializer(serializers.Serializer):
     participant = serializers.CharField()
     bundle = serializers.IntegerField()
@@ -71,13 +95,26 @@ class RedeemSerializer(serializers.Serializer):
     code = serializers.CharField(max_length=100)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[OpenApiParameter("dataset", int, description="Only this dataset's links.")]
+    )
+)
 class StudyLinkViewSet(
-    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
 ):
-    """Study links (external crowds) of the calling organizer's datasets."""
+    """Study links (external crowds) of the calling organizer's datasets; PATCH opens or closes one (`active`)
+    or changes its `completion_redirect`."""
 
-    serializer_class = StudyLinkSerializer
     permission_classes = [IsAuthenticated, IsOrganizer]
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_serializer_class(self):
+        return StudyLinkChangeSerializer if self.action == "partial_update" else StudyLinkSerializer
 
     def get_queryset(self):
         qs = StudyLink.objects.order_by("id")
@@ -85,6 +122,9 @@ class StudyLinkViewSet(
             return qs.none()
         if not self.request.user.is_superuser:
             qs = qs.filter(dataset__organizers=self.request.user)
+        dataset = query_id(self.request.query_params, "dataset")
+        if dataset is not None:
+            qs = qs.filter(dataset_id=dataset)
         return qs
 
     @extend_schema(

@@ -25,6 +25,7 @@ urlpatterns = [
         name="organize-statistics",
     ),
     path("organize/datasets/<int:dataset_id>/settings/", views.dataset_settings, name="organize-settings"),
+    path("organize/datasets/<int:dataset_id>/crowds/", views.dataset_crowds, name="organize-crowds"),
     path("organize/datasets/<int:dataset_id>/people/", views.dataset_people, name="organize-people"),
     path(
         "organize/datasets/<int:dataset_id>/people/<int:worker_id>/",

@@ -67,6 +67,15 @@ dataset_classes = dataset_page("classes")
 dataset_candidates = dataset_page("candidates")
 
 
+def _task_kinds() -> list[dict[str, str]]:
+    from annotation import kinds
+
+    return [{"name": name, "title": kinds.get(name).title} for name in kinds.names()]
+
+
+dataset_crowds = dataset_page("crowds", task_kinds=_task_kinds)
+
+
 def _protocols() -> list[str]:
     from benchmark.metrics import PROTOCOLS
 

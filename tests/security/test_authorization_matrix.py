@@ -137,6 +137,7 @@ for _operation in (
     "v1_exports_file_retrieve",
     "v1_questions_retrieve",
     "v1_studies_retrieve",
+    "v1_studies_partial_update",
     "v1_studies_completions_list",
     "v1_studies_redeem_create",
     "v1_datasets_challenges_list",

@@ -1,0 +1,85 @@
+// Crowds of a dataset: study links for external crowds (GET/POST/PATCH studies, filtered by dataset), their
+// completions and code checks (GET studies/{id}/completions, POST studies/{id}/redeem).
+import { api, el, formData } from "./common.js";
+
+const app = document.getElementById("crowds-app");
+const base = app.dataset.api;
+const id = app.dataset.dataset;
+let shown = null;
+
+function absolute(path) {
+  return new URL(path, window.location.origin).href;
+}
+
+async function setActive(link, active) {
+  const status = document.getElementById("links-status");
+  try {
+    await api(base, `studies/${link.id}/`, { method: "PATCH", body: { active } });
+    await refresh();
+  } catch (err) {
+    status.textContent = err.message;
+  }
+}
+
+async function showCompletions(link) {
+  shown = link;
+  const rows = await api(base, `studies/${link.id}/completions`);
+  document.getElementById("completions-box").hidden = false;
+  document.getElementById("completions-title").textContent = `Completions of the ${link.kind} link (${rows.length})`;
+  document.getElementById("completions-csv").href = `${base}studies/${link.id}/completions?export=csv`;
+  document.querySelector("#completions tbody").replaceChildren(...rows.map((r) => el("tr", {},
+    el("td", { text: r.participant }), el("td", { class: "num", text: String(r.bundle) }),
+    el("td", {}, el("code", { text: r.code })), el("td", { class: "num", text: `${r.answered} / ${r.size}${r.short ? " (short)" : ""}` }),
+    el("td", { text: r.completed_at ? new Date(r.completed_at).toLocaleString() : "" }),
+    el("td", { text: r.redeemed ? "yes" : "no" }), el("td", { text: r.recommendation }))));
+}
+
+async function refresh() {
+  const page = await api(base, `studies/?dataset=${id}`);
+  const links = page.results;
+  document.getElementById("links-status").textContent = links.length
+    ? `${links.length} link${links.length === 1 ? "" : "s"}` : "No study link yet.";
+  document.querySelector("#links tbody").replaceChildren(...links.map((link) => {
+    const url = `${absolute(link.url)}?${encodeURIComponent(link.participant_param)}={{participant id}}`;
+    const toggle = el("button", { type: "button", text: link.active ? "Close link" : "Reopen link" });
+    toggle.addEventListener("click", () => setActive(link, !link.active));
+    const completions = el("button", { type: "button", text: "Completions" });
+    completions.addEventListener("click", () => showCompletions(link).catch((err) => { document.getElementById("links-status").textContent = err.message; }));
+    return el("tr", { "data-link": String(link.id) }, el("td", { text: link.kind }), el("td", {}, el("code", { class: "link-url", text: url })),
+      el("td", { class: "state", text: link.active ? "open" : "closed" }), el("td", {}, completions, " ", toggle));
+  }));
+}
+
+document.getElementById("link-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const error = document.getElementById("link-error");
+  const status = document.getElementById("link-status");
+  error.textContent = "";
+  const body = { dataset: Number(id), ...formData(event.target) };
+  try {
+    const link = await api(base, "studies/", { method: "POST", body });
+    status.textContent = `Created the ${link.kind} link.`;
+    await refresh();
+  } catch (err) {
+    status.textContent = "";
+    error.textContent = err.message;
+  }
+});
+
+document.getElementById("redeem-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const error = document.getElementById("redeem-error");
+  const status = document.getElementById("redeem-status");
+  error.textContent = "";
+  status.textContent = "";
+  try {
+    const row = await api(base, `studies/${shown.id}/redeem`, { method: "POST", body: formData(event.target) });
+    status.textContent = `Accepted: ${row.participant}'s code (bundle ${row.bundle}, ${row.recommendation}).`;
+    event.target.reset();
+    await showCompletions(shown);
+  } catch (err) {
+    error.textContent = err.message;
+  }
+});
+
+refresh().catch((err) => { document.getElementById("links-status").textContent = err.message; });
