@@ -176,7 +176,7 @@ def markdown(
         "",
         "## Object scale (box area / image area)",
         "",
-        "| split | " + " | ".join(_bin_names()) + " |",
+        "| split | " + " | ".join(scale_bin_names()) + " |",
     ]
     lines.append("|---|" + "---|" * (len(SCALE_EDGES) - 1))
     for s in splits:
@@ -211,7 +211,8 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def _bin_names() -> list[str]:
+def scale_bin_names() -> list[str]:
+    """The object-scale bins' names (box area over image area), e.g. 1%-5%."""
     names = []
     for k in range(len(SCALE_EDGES) - 1):
         hi = min(SCALE_EDGES[k + 1], 1.0)
@@ -241,7 +242,7 @@ def write_plots(splits: Sequence[SplitStats], directory: Path, withheld: Sequenc
             width,
             label=s.split,
         )
-    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(SCALE_EDGES) - 1)], _bin_names(), fontsize=8)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(SCALE_EDGES) - 1)], scale_bin_names(), fontsize=8)
     ax.set_ylabel("share of instances")
     ax.set_title("Object scale (box area / image area)")
     ax.legend()

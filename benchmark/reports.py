@@ -23,7 +23,7 @@ from django.utils import timezone
 from annotation.models import Dataset
 from outbox import services as outbox
 
-from .dataset_stats import REFERENCE_FIGURES, SCALE_EDGES, SplitStats, dataset_statistics
+from .dataset_stats import REFERENCE_FIGURES, SplitStats, dataset_statistics, scale_bin_names
 from .models import DetectionSet, JobState, Report, ReportKind, SplitVersion
 from .services import BenchmarkError, export_source
 
@@ -73,14 +73,6 @@ def statistics_params(
         "split_version": source.version.number if source.version is not None else None,
         "detection_set": detection_set.name if detection_set is not None else None,
     }
-
-
-def scale_bin_names() -> list[str]:
-    names = []
-    for k in range(len(SCALE_EDGES) - 1):
-        hi = min(SCALE_EDGES[k + 1], 1.0)
-        names.append(f"{SCALE_EDGES[k]:.0%}-{hi:.0%}")
-    return names
 
 
 def _split_figures(s: SplitStats) -> dict[str, Any]:
