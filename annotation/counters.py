@@ -1,5 +1,6 @@
 """Per-dataset counters the organizer's progress and cost pages read instead of aggregating millions of rows:
-image and box counts (`DatasetTally`) and micro-tasks, answers and worker-seconds per stage and concept (`UsageCounter`).
+image and box counts (`DatasetTally`), micro-tasks, answers and worker-seconds per stage and concept (`UsageCounter`),
+and answers per worker (`WorkerTally`).
 
 They change only here, with F() updates inside the caller's transaction (the one that writes the boxes, tasks
 or answers they count), so a rolled-back write leaves them untouched and concurrent writers add up exactly: the
@@ -13,11 +14,21 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum, Value
 from django.db.models.functions import Coalesce, NullIf
 
-from .models import Assignment, AssignmentState, Box, BoxState, DatasetTally, Image, Task, UsageCounter
+from .models import (
+    Assignment,
+    AssignmentState,
+    Box,
+    BoxState,
+    DatasetTally,
+    Image,
+    Task,
+    UsageCounter,
+    WorkerTally,
+)
 
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -72,14 +83,76 @@ def tasks_counted(tasks: Iterable[Task]) -> None:
         counter_add(UsageCounter, _usage_key(dataset_id, stage, concept_id), {"tasks": n})
 
 
-def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None) -> None:
-    """Submitted answers on the task and the time they took (submission minus lease time)."""
-    spent = 0 if worker_time is None else worker_time // _MICROSECOND
+def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None, worker_id: int) -> None:
+    """Submitted answers on the task (negative: taken back) and the time they took (submission minus lease
+    time), counted for the task's stage and concept and for the worker who gave them. On PostgreSQL both
+    counters change in one statement (the submit's only counter round trip): the usage row first, then the
+    worker's row (created if missing), in that order on every path, so two writers never lock them crosswise."""
+    connection = connections[UsageCounter.objects.db]
+    if connection.vendor != "postgresql":
+        usage_answers_counted(task, answers=answers, worker_time=worker_time)
+        workers_counted(task.dataset_id, {worker_id: answers})
+    elif not _usage_and_worker_added(connection, task, answers, worker_time, worker_id):
+        # No usage row yet (tasks created around the services); the worker's row is counted already.
+        usage_answers_counted(task, answers=answers, worker_time=worker_time)
+
+
+def usage_answers_counted(task: Task, *, answers: int, worker_time: timedelta | None) -> None:
+    """The usage row's part of `answers_counted` alone (an import counts its workers apart, after every usage
+    row)."""
     counter_add(
         UsageCounter,
         _usage_key(task.dataset_id, task_stage(task), task.concept_id),
-        {"answers": answers, "worker_microseconds": spent},
+        {"answers": answers, "worker_microseconds": _microseconds(worker_time)},
     )
+
+
+def _microseconds(spent: timedelta | None) -> int:
+    return 0 if spent is None else spent // _MICROSECOND
+
+
+def _worker_upsert_sql(connection, n_rows: int) -> str:
+    """INSERT of (dataset, worker, answers) rows that adds the answers to a worker's existing row instead."""
+    table = connection.ops.quote_name(WorkerTally._meta.db_table)
+    values = ", ".join(["(%s, %s, %s)"] * n_rows)
+    return (
+        f"INSERT INTO {table} (dataset_id, worker_id, answers) VALUES {values} "
+        f"ON CONFLICT (dataset_id, worker_id) DO UPDATE SET answers = {table}.answers + excluded.answers"
+    )
+
+
+def _usage_and_worker_added(
+    connection, task: Task, answers: int, worker_time: timedelta | None, worker_id: int
+) -> bool:
+    """PostgreSQL: add to the usage row and upsert the worker's row in one statement; False when the usage
+    row is missing. The UPDATE is the main statement, so it runs (and locks its row) before the unreferenced
+    INSERT of its WITH clause, which PostgreSQL runs to completion after it."""
+    qn = connection.ops.quote_name
+    concept = "concept_id IS NULL" if task.concept_id is None else "concept_id = %s"
+    sql = (
+        f"WITH worker AS ({_worker_upsert_sql(connection, 1)} RETURNING 1) "
+        f"UPDATE {qn(UsageCounter._meta.db_table)} SET answers = answers + %s, "
+        f"worker_microseconds = worker_microseconds + %s WHERE dataset_id = %s AND stage = %s AND {concept}"
+    )
+    params = [task.dataset_id, worker_id, answers, answers, _microseconds(worker_time)]
+    params += [task.dataset_id, task_stage(task)]
+    if task.concept_id is not None:
+        params.append(task.concept_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount == 1
+
+
+def workers_counted(dataset_id: int, answers: dict[int, int]) -> None:
+    """Add answers per worker id (zero included: a worker whose answers were all taken back still answered
+    here), a statement per 300 workers, workers in id order."""
+    connection = connections[WorkerTally.objects.db]
+    ids = sorted(answers)
+    with connection.cursor() as cursor:
+        for lo in range(0, len(ids), 300):  # 900 parameters at most (SQLite's old limit is 999)
+            chunk = ids[lo : lo + 300]
+            params = [value for w in chunk for value in (dataset_id, w, answers[w])]
+            cursor.execute(_worker_upsert_sql(connection, len(chunk)), params)
 
 
 def _stage_expression(prefix: str = ""):
@@ -135,6 +208,41 @@ def counters_stored(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, in
     return tally, usage
 
 
+def worker_tally_expected(dataset_id: int) -> dict[int, int]:
+    """{worker id: submitted answers} recomputed from the dataset's assignments, for every worker with a
+    submitted or withdrawn answer there."""
+    return dict(
+        Assignment.objects.filter(
+            task__dataset_id=dataset_id, state__in=(AssignmentState.SUBMITTED, AssignmentState.WITHDRAWN)
+        )
+        .values_list("worker_id")
+        .annotate(n=Count("id", filter=Q(state=AssignmentState.SUBMITTED)))
+        .order_by()
+    )
+
+
+def worker_tally_stored(dataset_id: int) -> dict[int, int]:
+    """The worker rows as stored, zero rows included (a row says the worker answered here)."""
+    return dict(WorkerTally.objects.filter(dataset_id=dataset_id).values_list("worker_id", "answers"))
+
+
+def _worker_tally_recount(dataset_id: int) -> int:
+    list(WorkerTally.objects.select_for_update().filter(dataset_id=dataset_id).order_by("id"))
+    expected, stored = worker_tally_expected(dataset_id), worker_tally_stored(dataset_id)
+    changed = 0
+    for worker_id in sorted(set(expected) | set(stored)):
+        if worker_id not in expected:
+            WorkerTally.objects.filter(dataset_id=dataset_id, worker_id=worker_id).delete()
+        elif stored.get(worker_id) != expected[worker_id]:
+            WorkerTally.objects.update_or_create(
+                dataset_id=dataset_id, worker_id=worker_id, defaults={"answers": expected[worker_id]}
+            )
+        else:
+            continue
+        changed += 1
+    return changed
+
+
 # Higher apps' own counters (consensus's question tally), rebuilt by `counters_recount` in its transaction:
 # dataset id -> how many of their rows changed. Registered in `AppConfig.ready`.
 _recounters: list[Callable[[int], int]] = []
@@ -154,9 +262,9 @@ def counters_recount(dataset_id: int) -> int:
     with transaction.atomic():
         list(DatasetTally.objects.select_for_update().filter(dataset_id=dataset_id))
         list(UsageCounter.objects.select_for_update().filter(dataset_id=dataset_id).order_by("id"))
+        changed = _worker_tally_recount(dataset_id)
         tally, usage = counters_expected(dataset_id)
         stored_tally, stored_usage = counters_stored(dataset_id)
-        changed = 0
         if tally != stored_tally:
             DatasetTally.objects.update_or_create(dataset_id=dataset_id, defaults=tally)
             changed += 1

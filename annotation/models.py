@@ -495,3 +495,21 @@ class UsageCounter(models.Model):
 
     def __str__(self) -> str:
         return f"usage of dataset {self.dataset_id}: {self.stage}/{self.concept_id}"
+
+
+class WorkerTally(models.Model):
+    """Submitted answers per dataset and worker (net of answers taken back), kept by the queue in the same
+    statement as the usage counter when an answer is stored or withdrawn (`annotation.counters`). A row exists
+    for every worker who ever answered in the dataset, so the organizer's People list reads these rows instead
+    of grouping every assignment. `manage.py counters_recount` rebuilds them."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.CASCADE, related_name="+")
+    answers = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "worker"], name="worker_tally_unique_key")]
+
+    def __str__(self) -> str:
+        return f"answers of worker {self.worker_id} in dataset {self.dataset_id}"

@@ -4,7 +4,6 @@ an organizer's block or unblock with a reason (`gold.services.worker_block_set`)
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Count, Q
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
@@ -13,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.audit import audit_record
-from annotation.models import Assignment, AssignmentState
+from annotation.models import Assignment, WorkerTally
 from config.roles import IsOrganizer
 from crowd.models import Invitation, Worker
 from gold.models import Block, BlockAction
@@ -38,22 +37,34 @@ class BlockRequestSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=500)
 
 
-def dataset_worker_ids(dataset) -> dict[int, int]:
-    """worker id -> submitted answers in the dataset, for its invited workers and everyone who answered there."""
-    answers = dict(
-        Assignment.objects.filter(task__dataset=dataset)
-        .values_list("worker")
-        .annotate(n=Count("id", filter=Q(state=AssignmentState.SUBMITTED)))
-    )
+def dataset_worker_answers(dataset) -> dict[int, int]:
+    """worker id -> submitted answers in the dataset, for everyone who answered there (the per-worker counter
+    rows, one per worker: no grouping of the dataset's answers) and its invited workers."""
+    answers = dict(WorkerTally.objects.filter(dataset=dataset).order_by().values_list("worker_id", "answers"))
     invited = Invitation.objects.filter(dataset=dataset, accepted_by__worker__isnull=False)
     for worker_id in invited.values_list("accepted_by__worker", flat=True):
         answers.setdefault(worker_id, 0)
     return answers
 
 
-def dataset_workers(dataset) -> list[dict]:
-    answers = dataset_worker_ids(dataset)
-    ids = sorted(answers)[:LIMIT]
+def worker_known(dataset, worker_id: int) -> bool:
+    """Whether the worker answered or leased the dataset's tasks or accepted one of its invitations."""
+    return (
+        Assignment.objects.filter(task__dataset=dataset, worker_id=worker_id).exists()
+        or Invitation.objects.filter(dataset=dataset, accepted_by__worker=worker_id).exists()
+    )
+
+
+def dataset_workers(dataset, only: int | None = None) -> list[dict]:
+    """The People list's rows (the first LIMIT workers by id), or the one row of worker `only`."""
+    if only is None:
+        answers = dataset_worker_answers(dataset)
+        ids = sorted(answers)[:LIMIT]
+    else:
+        answers = dict(
+            WorkerTally.objects.filter(dataset=dataset, worker_id=only).values_list("worker_id", "answers")
+        )
+        ids = [only]
     gold_blocked = set(
         Block.objects.filter(dataset=dataset, worker_id__in=ids).values_list("worker_id", flat=True)
     )
@@ -69,7 +80,7 @@ def dataset_workers(dataset) -> list[dict]:
                 "worker": worker.pk,
                 "username": worker.user.username,
                 "source": worker.source,
-                "answers": answers[worker.pk],
+                "answers": answers.get(worker.pk, 0),
                 "blocked": by_organizer or worker.pk in gold_blocked,
                 "blocked_by": "organizer"
                 if by_organizer
@@ -81,7 +92,8 @@ def dataset_workers(dataset) -> list[dict]:
 
 
 class DatasetWorkersView(APIView):
-    """The dataset's workers (at most 500, by id): answers, and whether (and by whom) they are blocked."""
+    """The dataset's workers who answered its tasks or accepted its invitations (at most 500, by id): answers,
+    and whether (and by whom) they are blocked."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 
@@ -102,7 +114,7 @@ class WorkerBlockView(APIView):
     def post(self, request, dataset_id: int, worker_id: str):
         worker_id = int(worker_id)
         dataset = organizer_dataset(request.user, dataset_id)
-        if worker_id not in dataset_worker_ids(dataset):
+        if not worker_known(dataset, worker_id):
             raise NotFound("No such worker in this dataset.")
         form = BlockRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -120,7 +132,7 @@ class WorkerBlockView(APIView):
                 action="worker.block" if self.blocked else "worker.unblock",
                 parameters={"worker": worker_id, "reason": reason},
             )
-        row = next(r for r in dataset_workers(dataset) if r["worker"] == worker_id)
+        (row,) = dataset_workers(dataset, only=worker_id)
         return Response(DatasetWorkerSerializer(row).data)
 
 

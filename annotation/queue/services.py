@@ -216,7 +216,9 @@ def assignment_submit(
         sqlrows.update(connection, Task, task.pk, written)
         for name, value in written.items():
             setattr(task, name, value)
-        counters.answers_counted(task, answers=1, worker_time=now - current.leased_at)
+        counters.answers_counted(
+            task, answers=1, worker_time=now - current.leased_at, worker_id=current.worker_id
+        )
         return SubmitResult(current, replayed=False, extras=_submit_extras(current))
 
 

@@ -53,7 +53,8 @@ def assignments_import(assignments: Iterable[Assignment], *, batch_size: int = 5
 
 def _imported_answers_counted(assignments: list[Assignment]) -> None:
     submitted = [a for a in assignments if a.state == AssignmentState.SUBMITTED]
-    tasks = Task.objects.in_bulk({a.task_id for a in submitted})
+    answered = [a for a in assignments if a.state in (AssignmentState.SUBMITTED, AssignmentState.WITHDRAWN)]
+    tasks = Task.objects.in_bulk({a.task_id for a in answered})
     per_task: dict[int, list[Assignment]] = {}
     for a in submitted:
         per_task.setdefault(a.task_id, []).append(a)
@@ -66,7 +67,15 @@ def _imported_answers_counted(assignments: list[Assignment]) -> None:
         groups[key] = (task, n + len(rows), total + spent)
     for key in sorted(groups):
         task, n, total = groups[key]
-        counters.answers_counted(task, answers=n, worker_time=total)
+        counters.usage_answers_counted(task, answers=n, worker_time=total)
+    # After every usage row, as on the submit path: a worker's row for each worker who answered (withdrawn
+    # answers included, counted as none).
+    per_worker: dict[int, dict[int, int]] = {}
+    for a in answered:
+        mine = per_worker.setdefault(tasks[a.task_id].dataset_id, {})
+        mine[a.worker_id] = mine.get(a.worker_id, 0) + (a.state == AssignmentState.SUBMITTED)
+    for dataset_id in sorted(per_worker):
+        counters.workers_counted(dataset_id, per_worker[dataset_id])
 
 
 def task_create(**fields: Any) -> Task:
@@ -165,7 +174,12 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
             raise UndoRefused(str(exc)) from None
         Assignment.objects.filter(pk=current.pk).update(state=AssignmentState.WITHDRAWN)
         # A withdrawn answer leaves the cost ledger's counts as if it had never been given.
-        counters.answers_counted(task, answers=-1, worker_time=-(current.submitted_at - current.leased_at))
+        counters.answers_counted(
+            task,
+            answers=-1,
+            worker_time=-(current.submitted_at - current.leased_at),
+            worker_id=current.worker_id,
+        )
         expires_at = now + lease_duration()
         lease = Assignment.objects.create(
             task_id=task_id,

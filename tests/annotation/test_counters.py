@@ -1,4 +1,4 @@
-"""The per-dataset counters (box tally, usage per stage and concept) stay equal to a recount from the facts:
+"""The per-dataset counters (box tally, usage per stage and concept, answers per worker) stay equal to a recount from the facts:
 after a simulated crowd's run, after review decisions and their undo, when a submit rolls back, and under
 concurrent writers on PostgreSQL; `counters_recount` repairs them."""
 
@@ -35,6 +35,7 @@ from tests.threads import in_thread
 
 def assert_counters_match_a_recount(dataset_id: int) -> None:
     assert counters.counters_stored(dataset_id) == counters.counters_expected(dataset_id)
+    assert counters.worker_tally_stored(dataset_id) == counters.worker_tally_expected(dataset_id)
     assert question_tally.tally_stored(dataset_id) == question_tally.tally_expected(dataset_id)
 
 

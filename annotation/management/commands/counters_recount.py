@@ -1,4 +1,5 @@
-"""`counters_recount`: rebuild the per-dataset counters (box tally, usage per stage and concept) from the facts."""
+"""`counters_recount`: rebuild the per-dataset counters (box tally, usage per stage and concept, answers per
+worker) from the facts."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from annotation.models import Dataset
 
 class Command(BaseCommand):
     help = (
-        "Recount the counters the organizer's progress and cost pages read (boxes drawn and accepted; tasks, "
-        "answers and worker-seconds per stage and concept) from the boxes, tasks and answers, and write back "
+        "Recount the counters the organizer's progress, cost and people pages read (boxes drawn and accepted; "
+        "tasks, answers and worker-seconds per stage and concept; answers per worker) from the boxes, tasks "
+        "and answers, and write back "
         "the ones that differ. For repairs, and after loading rows around the services (COPY, bulk imports). "
         "Every dataset, or those named with --dataset."
     )
