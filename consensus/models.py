@@ -311,9 +311,10 @@ class QuestionDecision(models.Model):
 
 
 class QuestionTally(models.Model):
-    """Questions asked and decided (accepted, rejected or sent to review) per dataset, kind and concept, kept
-    exact by `consensus.tally` in the transactions that create and decide questions (F() updates), so the
-    organizer's progress and cost ledger read these rows instead of counting every question.
+    """Questions asked and decided (accepted, rejected or sent to review) per dataset, kind and concept, and
+    of the decided production questions their number, votes and those in review, kept exact by
+    `consensus.tally` in the transactions that create, decide, reopen and recount questions (F() updates), so
+    the organizer's progress, cost ledger and quality page read these rows instead of counting every question.
     `manage.py counters_recount` rebuilds them."""
 
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="+")
@@ -321,6 +322,11 @@ class QuestionTally(models.Model):
     concept = models.ForeignKey("hierarchy.Concept", on_delete=models.PROTECT, related_name="+")
     questions = models.BigIntegerField(default=0)
     decided = models.BigIntegerField(default=0)
+    production_decided = models.BigIntegerField(
+        default=0, help_text="Production questions accepted, rejected or in review."
+    )
+    production_votes = models.BigIntegerField(default=0, help_text="Their yes and no votes.")
+    production_review = models.BigIntegerField(default=0, help_text="Those of them in review.")
 
     class Meta:
         ordering = ["id"]

@@ -26,7 +26,6 @@ from outbox import services as outbox
 from . import events, tally, wording
 from .calibration import DEFAULT_CAP, ConfidenceTable, prior_table
 from .models import (
-    DECIDED_STATES,
     VERDICT_STATE,
     CalibrationTable,
     ConsensusSettings,
@@ -281,12 +280,12 @@ def _finalize(
     more of the question's fields to write in the same UPDATE (a vote's counts)."""
     now = timezone.now()
     verdict = verdict_for(question, decision)
-    was_decided = question.state in DECIDED_STATES
+    before = tally.seen(question)
     question.state = VERDICT_STATE[verdict]
     question.p = estimate.p
     question.decided_at = now
     question.save(update_fields=["state", "p", "decided_at", *also])
-    tally.decided_changed(question, was_decided)
+    tally.question_changed(question, before)
     row = QuestionDecision.objects.create(
         question=question,
         decision=verdict,

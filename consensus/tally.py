@@ -1,17 +1,39 @@
-"""The per-(dataset, kind, concept) counts of questions asked and decided (`QuestionTally`), changed only here,
-inside the transactions that create questions and change whether they are decided, with F() updates
+"""The per-(dataset, kind, concept) counts of questions asked and decided, and of the decided production
+questions their number, votes and those in review (`QuestionTally`), changed only here, inside the
+transactions that create questions, decide or reopen them and recount their votes, with F() updates
 (annotation.counters explains why that is exact under concurrency)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import NamedTuple
 
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q, Sum
 
 from annotation.counters import counter_add
 
-from .models import DECIDED_STATES, Question, QuestionTally
+from .models import DECIDED_STATES, Question, QuestionRole, QuestionState, QuestionTally
+
+FIELDS = ("questions", "decided", "production_decided", "production_votes", "production_review")
+
+
+class Seen(NamedTuple):
+    """What one question adds to its tally row: decided or not, and, for a decided production question, one
+    decided question, its votes and whether it waits in review."""
+
+    decided: int
+    production_decided: int
+    production_votes: int
+    production_review: int
+
+
+def seen(question: Question) -> Seen:
+    """The question's share of its tally row as it is now (take it before changing state or vote counts)."""
+    decided = question.state in DECIDED_STATES
+    if not decided or question.role != QuestionRole.PRODUCTION:
+        return Seen(int(decided), 0, 0, 0)
+    return Seen(1, 1, question.yes_count + question.no_count, int(question.state == QuestionState.REVIEW))
 
 
 def _key(question: Question) -> dict:
@@ -20,46 +42,54 @@ def _key(question: Question) -> dict:
 
 def questions_counted(questions: Iterable[Question]) -> None:
     """New questions (decided already or not), one update per key, in a fixed order."""
-    groups: Counter = Counter()
-    decided: Counter = Counter()
+    groups: dict[tuple, Counter] = {}
     for q in questions:
-        key = (q.dataset_id, q.kind, q.concept_id)
-        groups[key] += 1
-        decided[key] += q.state in DECIDED_STATES
+        cell = groups.setdefault((q.dataset_id, q.kind, q.concept_id), Counter())
+        cell["questions"] += 1
+        cell.update(seen(q)._asdict())
     for key in sorted(groups):
         dataset_id, kind, concept_id = key
         counter_add(
             QuestionTally,
             {"dataset_id": dataset_id, "kind": kind, "concept_id": concept_id},
-            {"questions": groups[key], "decided": decided[key]},
+            dict(groups[key]),
         )
 
 
-def decided_changed(question: Question, was_decided: bool) -> None:
-    """The question's state changed; count it if it went from undecided to decided or back."""
-    now_decided = question.state in DECIDED_STATES
-    if now_decided != was_decided:
-        counter_add(QuestionTally, _key(question), {"decided": 1 if now_decided else -1})
+def question_changed(question: Question, before: Seen) -> None:
+    """The question's state or vote counts changed (it was decided, reopened, decided again by a reviewer, or
+    its votes were recounted); `before` is `seen(question)` from before the change. One update of its row,
+    none when its share did not change."""
+    after = seen(question)
+    counter_add(
+        QuestionTally, _key(question), {name: after[i] - before[i] for i, name in enumerate(Seen._fields)}
+    )
 
 
 def tally_expected(dataset_id: int) -> dict[tuple[str, int], dict[str, int]]:
-    """{(kind, concept id): {questions, decided}} recomputed from the dataset's questions."""
+    """{(kind, concept id): {questions, decided, production_decided, production_votes, production_review}}
+    recomputed from the dataset's questions."""
+    settled = Q(state__in=DECIDED_STATES, role=QuestionRole.PRODUCTION)
     return {
-        (r["kind"], r["concept_id"]): {"questions": r["n"], "decided": r["decided"]}
+        (r["kind"], r["concept_id"]): {name: r[name] or 0 for name in FIELDS}
         for r in Question.objects.filter(dataset_id=dataset_id)
         .values("kind", "concept_id")
-        .annotate(n=Count("id"), decided=Count("id", filter=Q(state__in=DECIDED_STATES)))
+        .annotate(
+            questions=Count("id"),
+            decided=Count("id", filter=Q(state__in=DECIDED_STATES)),
+            production_decided=Count("id", filter=settled),
+            production_votes=Sum(F("yes_count") + F("no_count"), filter=settled),
+            production_review=Count("id", filter=settled & Q(state=QuestionState.REVIEW)),
+        )
         .order_by()
     }
 
 
 def tally_stored(dataset_id: int) -> dict[tuple[str, int], dict[str, int]]:
     return {
-        (r["kind"], r["concept_id"]): {"questions": r["questions"], "decided": r["decided"]}
-        for r in QuestionTally.objects.filter(dataset_id=dataset_id).values(
-            "kind", "concept_id", "questions", "decided"
-        )
-        if r["questions"] or r["decided"]
+        (r["kind"], r["concept_id"]): {name: r[name] for name in FIELDS}
+        for r in QuestionTally.objects.filter(dataset_id=dataset_id).values("kind", "concept_id", *FIELDS)
+        if any(r[name] for name in FIELDS)
     }
 
 
@@ -70,7 +100,7 @@ def tally_recount(dataset_id: int) -> int:
     expected, stored = tally_expected(dataset_id), tally_stored(dataset_id)
     changed = 0
     for key in sorted(set(expected) | set(stored)):
-        want = expected.get(key, {"questions": 0, "decided": 0})
+        want = expected.get(key, dict.fromkeys(FIELDS, 0))
         if stored.get(key) != want:
             QuestionTally.objects.update_or_create(
                 dataset_id=dataset_id, kind=key[0], concept_id=key[1], defaults=want

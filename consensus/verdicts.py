@@ -41,10 +41,11 @@ def question_review_decide(*, question_id: int, accept: bool, reviewer) -> Quest
                 f"question {question.pk} is {question.get_state_display().lower()}, not waiting for a reviewer"
             )
         verdict = Verdict.ACCEPT if accept else Verdict.REJECT
+        before = tally.seen(question)
         question.state = VERDICT_STATE[verdict]
         question.decided_at = timezone.now()
         question.save(update_fields=["state", "decided_at"])
-        tally.decided_changed(question, was_decided=True)  # from review: decided before and after
+        tally.question_changed(question, before)  # decided before and after; out of review
         row = QuestionDecision.objects.create(
             question=question,
             decision=verdict,

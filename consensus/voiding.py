@@ -71,8 +71,10 @@ def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
         }
         for question in questions:
             row = counts.get(question.pk, {"yes": 0, "no": 0})
+            before = tally.seen(question)
             question.yes_count, question.no_count = row["yes"], row["no"]
             question.save(update_fields=["yes_count", "no_count"])
+            tally.question_changed(question, before)  # a decided question's votes count for the quality page
             task = tasks.get(question.task_id) if question.task_id else None
             _repair(question, task, report)
             if task is not None:
@@ -148,11 +150,12 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
         report.recounted.append(question.pk)
         return
     # The remaining votes no longer decide it: back to the queue, with an append-only row saying so.
+    before = tally.seen(question)
     question.state = QuestionState.OPEN
     question.p = estimate.p if estimate is not None else None
     question.decided_at = None
     question.save(update_fields=["state", "p", "decided_at"])
-    tally.decided_changed(question, was_decided=True)
+    tally.question_changed(question, before)
     QuestionDecision.objects.create(
         question=question,
         decision=Verdict.REOPENED,

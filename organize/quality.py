@@ -1,14 +1,14 @@
-"""The dataset's quality figures read from SQL aggregates (a fixed number of queries whatever its size),
-shaped by `organize.quality_stats`: calibration tables in use, precision estimated from gold, the
+"""The dataset's quality figures read from counters and SQL aggregates (a fixed number of queries whatever its
+size), shaped by `organize.quality_stats`: calibration tables in use, precision estimated from gold, the
 worker-accuracy histogram, votes needed per synset and the hardest synsets."""
 
 from __future__ import annotations
 
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Floor
 
 from annotation.models import Dataset
-from consensus.models import CalibrationTable, Question, QuestionRole, QuestionState
+from consensus.models import CalibrationTable, Question, QuestionRole, QuestionState, QuestionTally
 from gold.models import GoldAnswer, GoldItem, GoldSource, ScoreKind, WorkerScore
 
 from . import quality_stats
@@ -18,17 +18,17 @@ DECIDED_YES_NO = (QuestionState.ACCEPTED, QuestionState.REJECTED)
 
 
 def synset_votes(dataset: Dataset) -> list[SynsetVotes]:
+    """Decided production questions per (kind, synset) from the question tally (one row per pair, kept by
+    consensus in the transactions that decide questions): no pass over the dataset's questions."""
     rows = (
-        Question.objects.filter(
-            dataset=dataset,
-            role=QuestionRole.PRODUCTION,
-            state__in=(*DECIDED_YES_NO, QuestionState.REVIEW),
-        )
-        .values("kind", "concept__wnid", "concept__name")
-        .annotate(
-            questions=Count("id"),
-            votes=Sum(F("yes_count") + F("no_count")),
-            review=Count("id", filter=Q(state=QuestionState.REVIEW)),
+        QuestionTally.objects.filter(dataset=dataset, production_decided__gt=0)
+        .values(
+            "kind",
+            "concept__wnid",
+            "concept__name",
+            "production_decided",
+            "production_votes",
+            "production_review",
         )
         .order_by("kind", "concept__wnid")
     )
@@ -37,9 +37,9 @@ def synset_votes(dataset: Dataset) -> list[SynsetVotes]:
             kind=r["kind"],
             wnid=r["concept__wnid"],
             name=r["concept__name"],
-            questions=r["questions"],
-            votes=r["votes"] or 0,
-            review=r["review"],
+            questions=r["production_decided"],
+            votes=r["production_votes"],
+            review=r["production_review"],
         )
         for r in rows
     ]
@@ -66,14 +66,16 @@ def gold_precision(dataset: Dataset) -> list[dict]:
     items = GoldItem.objects.filter(dataset=dataset).exclude(source=GoldSource.PROMOTED)
     rows = []
     for with_box in (False, True):
+        # Items whose subject is undecided group under None, dropped here: filtering them out in SQL would run
+        # the per-item subquery a second time.
         rows.extend(
             (r["kind"], r["decided"], r["answer"], r["n"])
             for r in items.filter(box__isnull=not with_box)
             .annotate(decided=_decided_state(with_box))
-            .filter(decided__isnull=False)
             .values("kind", "decided", "answer")
             .annotate(n=Count("id"))
             .order_by()
+            if r["decided"] is not None
         )
     return [quality_stats.precision_row(c) for c in quality_stats.gold_checks(rows)]
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from annotation.counters import counters_recount
 from annotation.models import Assignment, AssignmentState, Box
 from consensus.calibration import build_table
 from consensus.models import CalibrationTable, Question, QuestionRole, QuestionState
@@ -127,4 +128,7 @@ def quality_scene(dataset, other_dataset):
         method=table.method,
         last_vote_id=0,
     )  # no hierarchy question about cats here: not listed
+    # The questions were made around consensus's services, so their tally is counted from them.
+    counters_recount(dataset.pk)
+    counters_recount(other_dataset.pk)
     return dataset
