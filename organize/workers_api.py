@@ -68,24 +68,28 @@ def dataset_workers(dataset, only: int | None = None) -> list[dict]:
     gold_blocked = set(
         Block.objects.filter(dataset=dataset, worker_id__in=ids).values_list("worker_id", flat=True)
     )
-    latest: dict[int, BlockAction] = {}
-    for action in BlockAction.objects.filter(dataset=dataset, worker_id__in=ids).order_by("id"):
-        latest[action.worker_id] = action
+    latest: dict[int, tuple[bool, str]] = {}  # the latest organizer's action per worker: (blocked, reason)
+    for worker_id, blocked, reason in (
+        BlockAction.objects.filter(dataset=dataset, worker_id__in=ids)
+        .order_by("id")
+        .values_list("worker_id", "blocked", "reason")
+    ):
+        latest[worker_id] = (blocked, reason)
     rows = []
-    for worker in Worker.objects.filter(pk__in=ids).select_related("user").order_by("pk"):
-        action = latest.get(worker.pk)
-        by_organizer = action is not None and action.blocked
+    for worker_id, username, source in (
+        Worker.objects.filter(pk__in=ids).order_by("pk").values_list("pk", "user__username", "source")
+    ):
+        blocked, reason = latest.get(worker_id, (False, ""))
+        by_gold = worker_id in gold_blocked
         rows.append(
             {
-                "worker": worker.pk,
-                "username": worker.user.username,
-                "source": worker.source,
-                "answers": answers.get(worker.pk, 0),
-                "blocked": by_organizer or worker.pk in gold_blocked,
-                "blocked_by": "organizer"
-                if by_organizer
-                else ("gold" if worker.pk in gold_blocked else None),
-                "reason": action.reason if action else "",
+                "worker": worker_id,
+                "username": username,
+                "source": source,
+                "answers": answers.get(worker_id, 0),
+                "blocked": blocked or by_gold,
+                "blocked_by": "organizer" if blocked else ("gold" if by_gold else None),
+                "reason": reason,
             }
         )
     return rows
