@@ -281,7 +281,8 @@ def _finalize(
     more of the question's fields to write in the same UPDATE (a vote's counts)."""
     now = timezone.now()
     verdict = verdict_for(question, decision)
-    was_decided = question.state in DECIDED_STATES
+    previous_state = question.state
+    was_decided = previous_state in DECIDED_STATES
     question.state = VERDICT_STATE[verdict]
     question.p = estimate.p
     question.decided_at = now
@@ -318,7 +319,7 @@ def _finalize(
             "yes": question.yes_count,
             "no": question.no_count,
         }
-    events.announce(events.QuestionDecided(question=question, decision=row))
+    events.announce(events.QuestionDecided(question=question, decision=row, previous_state=previous_state))
 
 
 def verdict_for(question: Question, decision: Decision) -> Verdict:

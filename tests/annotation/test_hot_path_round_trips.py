@@ -30,14 +30,15 @@ QUESTION_NEXT_WITH_GOLD = 11
 # Submit: token, BEGIN, lock the task and read the assignment, store the answer, write the task, add to the
 # usage counter (the cost ledger), COMMIT; a plain vote is a consensus question with a fixed-majority rule, so
 # the closing one also locks its question, inserts the vote, writes the verdict with the counts, the decision
-# row, its final label (a new pair: one statement, no savepoint) and clears any review item.
-VOTE_SUBMIT_CLOSING = 14
+# row and its final label (a new pair: one statement, no savepoint); a question that was never in review has
+# no review item to clear, so none is looked for.
+VOTE_SUBMIT_CLOSING = 13
 # A vote on a question: lock the question (its dataset's settings joined), insert the vote (no savepoint), its
 # counts, the calibration table in use, then P (asking more) or the verdict, its decision row, the final label,
-# the hierarchy and review subscribers of the decision, and the usage counter (a decision also moves the
-# question tally of the organizer's progress page).
+# the hierarchy subscriber of the decision (review's needs none for a question that was never in review), and
+# the usage counter (a decision also moves the question tally of the organizer's progress page).
 QUESTION_SUBMIT_ASKING_MORE = 11
-QUESTION_SUBMIT_DECIDING = 16
+QUESTION_SUBMIT_DECIDING = 15
 
 
 def next_and_submit(client) -> tuple[list[str], list[str], dict]:
