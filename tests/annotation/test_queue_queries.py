@@ -31,12 +31,12 @@ pytestmark = pytest.mark.django_db
 # question (the voter is the submitting worker, already read), insert the vote, write its counts. The submit
 # that closes a vote writes the counts with the verdict, inserts the decision row, writes its final label in the
 # same transaction (PostgreSQL: one INSERT ... ON CONFLICT DO NOTHING; elsewhere lock the (image, class) row,
-# insert it) and clears any review item of the question.
+# insert it) and moves the question tally; a question that was never in review has no review item to clear.
 NEXT_TASK_QUERIES = {"postgresql": 4, "sqlite": 7}
 QUEUE_SUBMIT_QUERIES = 5
 ENGINE_VOTE_QUERIES = 3
 SUBMIT_QUERIES = QUEUE_SUBMIT_QUERIES + ENGINE_VOTE_QUERIES
-CLOSING_SUBMIT_QUERIES = {"postgresql": SUBMIT_QUERIES + 4, "sqlite": SUBMIT_QUERIES + 5}
+CLOSING_SUBMIT_QUERIES = {"postgresql": SUBMIT_QUERIES + 3, "sqlite": SUBMIT_QUERIES + 4}
 
 
 def vote_task(answers_wanted: int = 1) -> Task:
