@@ -7,8 +7,13 @@ change that adds a round trip shows here. The health check between requests adds
 
 from __future__ import annotations
 
+import traceback
+from contextlib import ExitStack, contextmanager
+from unittest import mock
+
 import pytest
 from django.db import connection
+from django.db.models.sql import compiler
 from django.test.utils import CaptureQueriesContext
 
 from consensus.models import Question, QuestionKind, QuestionState
@@ -107,3 +112,50 @@ def test_a_lease_in_a_dataset_with_gold_stays_within_its_round_trips(dataset, co
     for _ in range(6):
         leased, _, _ = next_and_submit(client)
         assert within(leased, QUESTION_NEXT_WITH_GOLD), "\n".join(leased)
+
+
+@contextmanager
+def orm_statements():
+    """The statements the ORM compiles meanwhile, each as (compiler class, table, whether annotation.counters
+    issued it): what the hand-written, prepared statements of the hot path spare."""
+    compiled: list[tuple[str, str, bool]] = []
+    depth = [0]
+
+    def counting(original):
+        def execute_sql(self, *args, **kwargs):
+            if depth[0] == 0:
+                by_counters = any(
+                    f.filename.endswith("annotation/counters.py") for f in traceback.extract_stack()
+                )
+                compiled.append((type(self).__name__, self.query.model._meta.db_table, by_counters))
+            depth[0] += 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        return execute_sql
+
+    classes = (compiler.SQLCompiler, compiler.SQLInsertCompiler, compiler.SQLUpdateCompiler)
+    with ExitStack() as stack:
+        for cls in classes:
+            stack.enter_context(mock.patch.object(cls, "execute_sql", counting(cls.__dict__["execute_sql"])))
+        yield compiled
+
+
+def test_the_vote_path_compiles_no_orm_statement_but_the_counters(worker):
+    # Every other statement of a closing plain vote (the question's lock, the vote, the verdict, the decision
+    # row) is written by hand and prepared: compiled by the ORM they cost more Python than PostgreSQL spends.
+    task = vote_task(answers_wanted=1)
+    client = token_client(worker)
+    response = client.get("/api/v1/tasks/next")
+    assert response.status_code == 200 and response.json()["task"]["id"] == task.pk
+    with orm_statements() as compiled:
+        response = client.post(
+            f"/api/v1/assignments/{response.json()['id']}/submit",
+            {"answer": {"answer": True}},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY="orm-count",
+        )
+    assert response.status_code == 201, response.content
+    assert [c for c in compiled if not c[2]] == [], compiled
