@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import io
 import json
 import os
 import random
@@ -52,6 +53,8 @@ class Run:
     workers_killed: int = 0
     integrity: dict = field(default_factory=dict)
     cost: dict = field(default_factory=dict)
+    client_cpu: float = 0.0  # CPU seconds of this process (the simulated workers) during the load
+    server_cpu: float = 0.0  # of gunicorn's processes (those alive at the end: a killed worker's is lost)
 
     def of(self, what: str, after: float | None = None) -> list[Sample]:
         return [s for s in self.samples if s.what == what and (after is None or s.started > after)]
@@ -166,27 +169,72 @@ def _backend_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wsgi_call(handler, method: str, path: str, token: str, body: bytes = b"", **headers) -> tuple[int, bytes]:
+    """One request through Django's WSGI handler, as gunicorn's worker calls it (its HTTP parsing aside):
+    the request_started/finished signals run, so a persistent connection gets its health check as under
+    gunicorn, which the test client skips."""
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": HOST,
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": HOST,
+        "HTTP_HOST": HOST,
+        "HTTP_AUTHORIZATION": f"Token {token}",
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    if body:
+        environ.update(CONTENT_LENGTH=str(len(body)), CONTENT_TYPE="application/json")
+    environ.update({f"HTTP_{name.upper()}": value for name, value in headers.items()})
+    status = []
+    response = handler(environ, lambda line, _headers, _exc=None: status.append(line))
+    try:
+        data = b"".join(response)
+    finally:
+        response.close()  # request_finished, as a WSGI server sends it
+    return int(status[0].split()[0]), data
+
+
+def process_tree_cpu_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds so far of a process and of its children, by pid."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = [pid] + ([int(p) for p in children.read_text().split()] if children.exists() else [])
+    found = {}
+    for p in pids:
+        try:
+            found[p] = _backend_cpu_seconds(p)
+        except OSError:  # exited meanwhile
+            pass
+    return found
+
+
 def cycle_cost(token: str, cycles: int = 200) -> dict:
-    """What one cycle (next task + submit) costs, measured in-process where the machine's load cannot change
-    it: the statements sent to PostgreSQL per request (every one, transaction control included: each is a
-    round trip), and the CPU per cycle of Django (this process, without gunicorn's HTTP handling) and of its
-    PostgreSQL backend (from /proc, so the server must run on this machine). Consumes `cycles` + 1 tasks."""
+    """What one cycle (next task + submit) costs, measured in-process where the machine's load changes it
+    least: the statements sent to PostgreSQL per request (every one, transaction control included: each is a
+    round trip), and the CPU per cycle of Django (this process, requests through the WSGI handler gunicorn
+    calls, without gunicorn's HTTP handling) and of its PostgreSQL backend (from /proc, so the server must
+    run on this machine). Consumes `cycles` + 1 tasks."""
+    from django.core.handlers.wsgi import WSGIHandler
     from django.db import connection
-    from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    client = Client(HTTP_AUTHORIZATION=f"Token {token}")
+    handler = WSGIHandler()
 
     def one(key: str) -> None:
-        response = client.get("/api/v1/tasks/next")
-        assert response.status_code == 200, response.content  # setup check, not a timing assertion
-        response = client.post(
-            f"/api/v1/assignments/{response.json()['id']}/submit",
-            {"answer": {"answer": True}},
-            content_type="application/json",
-            HTTP_IDEMPOTENCY_KEY=key,
-        )
-        assert response.status_code == 201, response.content
+        status, data = wsgi_call(handler, "GET", "/api/v1/tasks/next", token)
+        assert status == 200, data  # setup check, not a timing assertion
+        body = json.dumps({"answer": {"answer": True}}).encode()
+        path = f"/api/v1/assignments/{json.loads(data)['id']}/submit"
+        status, data = wsgi_call(handler, "POST", path, token, body, Idempotency_Key=key)
+        assert status == 201, data
 
     with CaptureQueriesContext(connection) as counted:
         one("cost-counted")
@@ -234,6 +282,7 @@ def run(
     kill_gunicorn_worker: bool,
     gunicorn_workers: int,
     worker_class: str = "sync",
+    threads: int = 1,
     admin_url: str,
     recovery: float | None = None,
     db_name: str = DB_NAME,
@@ -264,7 +313,7 @@ def run(
         result.cost = cycle_cost(tokens[0])
         port = qt.free_port()
         with open(os.path.join(var_dir, "gunicorn.log"), "w") as log:
-            gunicorn = qt.gunicorn_start(port, env, gunicorn_workers, worker_class, log)
+            gunicorn = qt.gunicorn_start(port, env, gunicorn_workers, worker_class, log, threads)
             drive(port, tokens[:4], "cycle", 1.0)  # warm-up, not reported
             reference, _ = drive(port, [None] * clients, "healthz", min(10.0, duration / 6))
             next_fault = [time.time() + kill_every]
@@ -280,7 +329,11 @@ def run(
                 return True
 
             result.started = time.time()
+            client0, server0 = time.process_time(), process_tree_cpu_seconds(gunicorn.pid)
             samples, result.faults_until = drive(port, tokens, "cycle", duration, faults)
+            server1 = process_tree_cpu_seconds(gunicorn.pid)
+            result.client_cpu = time.process_time() - client0
+            result.server_cpu = sum(cpu - server0.get(p, 0.0) for p, cpu in server1.items())
             result.stopped = time.time()
             result.samples = samples + reference
             qt.gunicorn_stop(gunicorn)
@@ -341,6 +394,13 @@ def report(result: Run, clients: int) -> None:
         print(
             f"  so {os.cpu_count()} idle cores could serve at most {1000 * (os.cpu_count() or 1) / cpu:.0f} cycles/s"
         )
+    if cycles:
+        print(
+            f"  CPU per cycle under this load: {1000 * result.client_cpu / len(cycles):.1f} ms the simulated "
+            f"workers (this process), {1000 * result.server_cpu / len(cycles):.1f} ms gunicorn (its HTTP "
+            "handling included; PostgreSQL not counted)"
+            + (", a killed worker's CPU lost" if result.workers_killed else "")
+        )
     print("  (status 0: the connection failed; the machine is shared, so figures vary with other load)")
 
 
@@ -358,6 +418,8 @@ def summary(result: Run) -> dict:
         "status_after_faults": {str(k): v for k, v in Counter(s.status for s in after).items()},
         "integrity": result.integrity,
         "cost": result.cost,
+        "client_cpu_seconds": result.client_cpu,
+        "server_cpu_seconds": result.server_cpu,
     }
 
 
@@ -374,6 +436,7 @@ def main() -> None:
         default="sync",
         help="gunicorn worker class (sync closes each HTTP connection; gthread keeps it)",
     )
+    parser.add_argument("--threads", type=int, default=1, help="threads per gunicorn worker (gthread)")
     parser.add_argument(
         "--admin-url",
         default=os.environ.get("BENCH_POSTGRES_URL", f"postgres://postgres@{HOST}:5432/postgres"),
@@ -389,6 +452,7 @@ def main() -> None:
         kill_gunicorn_worker=args.kill_gunicorn_worker,
         gunicorn_workers=args.gunicorn_workers,
         worker_class=args.worker_class,
+        threads=args.threads,
         admin_url=args.admin_url,
         db_name=args.db_name,
     )

@@ -298,7 +298,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def gunicorn_start(port: int, env: dict[str, str], workers: int, worker_class: str, log):
+def gunicorn_start(port: int, env: dict[str, str], workers: int, worker_class: str, log, threads: int = 1):
     command = [
         sys.executable,
         "-m",
@@ -310,6 +310,8 @@ def gunicorn_start(port: int, env: dict[str, str], workers: int, worker_class: s
         str(workers),
         "--worker-class",
         worker_class,
+        "--threads",
+        str(threads),
         "--log-level",
         "warning",
     ]

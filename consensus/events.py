@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 class QuestionDecided:
     question: Question
     decision: QuestionDecision
+    # The question's state before this decision: only a question that was in review can have a review item
+    # to settle (review dismisses it at a verdict without a reviewer, and at a reopening).
+    previous_state: str = ""
 
 
 Handler = Callable[[QuestionDecided], None]
@@ -54,6 +57,7 @@ class QuestionReopened:
     it. Whoever acted on its verdict must stop resting on it; its next decision is announced as usual."""
 
     question: Question
+    previous_state: str = ""  # the decided state it leaves, as in QuestionDecided
 
 
 ReopenHandler = Callable[[QuestionReopened], None]

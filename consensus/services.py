@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from django.db import IntegrityError, connections, transaction
+from django.db import connections, transaction
 from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
@@ -23,7 +23,7 @@ from annotation.queue import QueueError
 from hierarchy.models import Concept
 from outbox import services as outbox
 
-from . import events, tally, wording
+from . import events, statements, tally, wording
 from .calibration import DEFAULT_CAP, ConfidenceTable, prior_table
 from .models import (
     VERDICT_STATE,
@@ -280,20 +280,25 @@ def _finalize(
     more of the question's fields to write in the same UPDATE (a vote's counts)."""
     now = timezone.now()
     verdict = verdict_for(question, decision)
+    previous_state = question.state
     before = tally.seen(question)
     question.state = VERDICT_STATE[verdict]
     question.p = estimate.p
     question.decided_at = now
-    question.save(update_fields=["state", "p", "decided_at", *also])
+    connection = connections[Question.objects.db]
+    statements.question_write(connection, question, ["state", "p", "decided_at", *also])
     tally.question_changed(question, before)
-    row = QuestionDecision.objects.create(
-        question=question,
-        decision=verdict,
-        p=estimate.p,
-        yes_count=question.yes_count,
-        no_count=question.no_count,
-        estimator=estimate.estimator,
-        table=estimate.table,
+    row = statements.decision_insert(
+        connection,
+        QuestionDecision(
+            question=question,
+            decision=verdict,
+            p=estimate.p,
+            yes_count=question.yes_count,
+            no_count=question.no_count,
+            estimator=estimate.estimator,
+            table=estimate.table,
+        ),
     )
     if task is not None and question.rule:
         # The result the count-rule task kinds have always carried (read back by final_labels_rebuild).
@@ -313,7 +318,7 @@ def _finalize(
             "yes": question.yes_count,
             "no": question.no_count,
         }
-    events.announce(events.QuestionDecided(question=question, decision=row))
+    events.announce(events.QuestionDecided(question=question, decision=row, previous_state=previous_state))
 
 
 def verdict_for(question: Question, decision: Decision) -> Verdict:
@@ -574,11 +579,8 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
     Changes `task.state`/`task.result` in memory; the caller saves the task (the queue's submit does).
     Must run inside a transaction that holds the task row lock."""
     # The dataset's settings come with the locked question (a LEFT JOIN; only the question row is locked).
-    question = (
-        Question.objects.select_for_update(of=("self",))
-        .select_related("dataset__consensus_settings")
-        .get(task=task)
-    )
+    connection = connections[Question.objects.db]
+    question = statements.question_lock(connection, task.pk)
     question.task = task  # also the task's cached `question`: the kind's public payload reads it
     if question.state != QuestionState.OPEN:
         raise QuestionClosed(
@@ -586,7 +588,8 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
         )
     if task.state == TaskState.DONE:
         raise QuestionClosed("this question is waiting for its calibration table; it takes no vote now")
-    if not _vote_insert(question, worker, answer, assignment):
+    vote = Vote(question=question, worker=worker, answer=answer, assignment=assignment)
+    if not statements.vote_insert(connection, vote):
         raise AlreadyVoted("you already answered this question")
     # The question row is locked until commit, so the in-memory counts are exact.
     if answer:
@@ -599,7 +602,7 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
         # with the verdict when this vote decides.
         decision, estimate = _decide(question, None)
         if decision == Decision.ASK_MORE:
-            question.save(update_fields=counts)
+            statements.question_write(connection, question, counts)
             # The running tally the vote-results API shows while a count-rule task is open.
             task.result = {"yes": question.yes_count, "no": question.no_count}
         else:
@@ -609,7 +612,7 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
         # The kind's calibration reads (`_kind_has_calibration_data`, `calibration_subjects`) take a calibration
         # question's votes from its row, so they are written before deciding; a production question's go with
         # its P or verdict, in one UPDATE.
-        question.save(update_fields=counts)
+        statements.question_write(connection, question, counts)
         counts = []
     settings = _settings_loaded(question)
     if question.n_votes < question.min_votes:
@@ -629,7 +632,7 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
             _task_continue(task, settings)
     if decision == Decision.ASK_MORE:
         question.p = estimate.p
-        question.save(update_fields=["p", *counts])
+        statements.question_write(connection, question, ["p", *counts])
     else:
         _finalize(question, task, decision, estimate, settings, also=counts)
     return question
@@ -642,32 +645,6 @@ def _settings_loaded(question: Question) -> ConsensusSettings:
         return question.dataset.consensus_settings
     except ConsensusSettings.DoesNotExist:
         return ConsensusSettings(dataset_id=question.dataset_id)
-
-
-def _vote_insert(question: Question, worker, answer: bool, assignment) -> bool:
-    """Store the vote; False when the worker already voted on the question (the one-vote constraint).
-
-    On PostgreSQL one INSERT ... ON CONFLICT DO NOTHING, so the submit's transaction needs no savepoint (two
-    round trips on every vote); elsewhere the savepoint catches the IntegrityError."""
-    vote = Vote(question=question, worker=worker, answer=answer, assignment=assignment)
-    connection = connections[Vote.objects.db]
-    if connection.vendor != "postgresql":
-        try:
-            with transaction.atomic():
-                vote.save(force_insert=True)
-        except IntegrityError:
-            return False
-        return True
-    fields = [f for f in Vote._meta.concrete_fields if not f.primary_key]
-    qn = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {qn(Vote._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING RETURNING {qn(Vote._meta.pk.column)}"
-    )
-    with connection.cursor() as cursor:
-        # pre_save fills created_at (auto_now_add) as Model.save would.
-        cursor.execute(sql, [f.get_db_prep_save(f.pre_save(vote, add=True), connection) for f in fields])
-        return cursor.fetchone() is not None
 
 
 def _table_coming(question: Question, settings: ConsensusSettings) -> bool:

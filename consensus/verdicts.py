@@ -63,5 +63,7 @@ def question_review_decide(*, question_id: int, accept: bool, reviewer) -> Quest
                 "reviewed": True,
             }
             queue.task_save(task, ["result"])
-        events.announce(events.QuestionDecided(question=question, decision=row))
+        events.announce(
+            events.QuestionDecided(question=question, decision=row, previous_state=QuestionState.REVIEW)
+        )
         return row

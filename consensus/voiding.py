@@ -151,6 +151,7 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
         return
     # The remaining votes no longer decide it: back to the queue, with an append-only row saying so.
     before = tally.seen(question)
+    previous_state = question.state
     question.state = QuestionState.OPEN
     question.p = estimate.p if estimate is not None else None
     question.decided_at = None
@@ -168,7 +169,9 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
     if task is not None:
         task.state, task.result, task.lease_expires_at = TaskState.OPEN, None, None
     question_final_label(question)  # a reopened question no longer decides its image's label
-    events.announce_reopened(events.QuestionReopened(question=question))  # e.g. Algorithm 1 rewinds
+    events.announce_reopened(
+        events.QuestionReopened(question=question, previous_state=previous_state)
+    )  # e.g. Algorithm 1 rewinds
     report.reopened.append(question.pk)
 
 

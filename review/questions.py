@@ -41,20 +41,33 @@ def question_enqueue(question: Question):
 
 
 def question_sent_to_review(event: consensus_events.QuestionDecided) -> None:
-    """A question sent to review is queued; one that got a verdict without a reviewer (a blocked worker's
-    votes voided, the remaining ones decide it) no longer needs its open item, which is dismissed before a
-    reviewer is handed it (a lease holder learns it on deciding: `subject_gone`)."""
+    """A question sent to review is queued; one that left review with a verdict without a reviewer (a blocked
+    worker's votes voided, the remaining ones decide it) no longer needs its open item, which is dismissed
+    before a reviewer is handed it (a lease holder learns it on deciding: `subject_gone`). A question that was
+    not in review has no item (one reopened from review lost it then), so deciding it touches no item: the
+    vote path's decisions cost no statement here."""
     if event.decision.decision == Verdict.REVIEW:
         question_enqueue(event.question)
-    elif event.decision.reviewer_id is None:
-        from .models import ItemState, ReviewItem, ReviewKind
+    elif event.decision.reviewer_id is None and event.previous_state == QuestionState.REVIEW:
+        _item_dismiss(event.question)
 
-        ReviewItem.objects.filter(
-            kind=ReviewKind.AMBIGUOUS,
-            state=ItemState.OPEN,
-            subject__type=SUBJECT_TYPE,
-            subject__id=event.question.pk,
-        ).update(state=ItemState.DISMISSED, updated_at=timezone.now())
+
+def question_left_review(event: consensus_events.QuestionReopened) -> None:
+    """A question reopened out of review (voided votes no longer decide it) collects votes again: its open item
+    is dismissed, and going back to review queues a new one."""
+    if event.previous_state == QuestionState.REVIEW:
+        _item_dismiss(event.question)
+
+
+def _item_dismiss(question: Question) -> None:
+    from .models import ItemState, ReviewItem, ReviewKind
+
+    ReviewItem.objects.filter(
+        kind=ReviewKind.AMBIGUOUS,
+        state=ItemState.OPEN,
+        subject__type=SUBJECT_TYPE,
+        subject__id=question.pk,
+    ).update(state=ItemState.DISMISSED, updated_at=timezone.now())
 
 
 # A reviewer's verdict against a clear lean of the crowd (accept where P(yes) <= AGAINST_CROWD, reject where
@@ -146,4 +159,5 @@ def questions_in_review_without_item():
 
 def connect() -> None:
     consensus_events.subscribe(consensus_events.ANY_KIND, question_sent_to_review)
+    consensus_events.subscribe_reopened(consensus_events.ANY_KIND, question_left_review)
     resolvers.register(SUBJECT_TYPE, RESOLVER)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 
 
 class Columns:
@@ -97,6 +98,60 @@ def update(
     with cursor(connection) as c:
         c.execute(sql, params)
         return c.rowcount
+
+
+def insert(connection, instance, *, skip_conflict: bool = False) -> bool:
+    """`INSERT` `instance` (its concrete fields but the auto primary key; `pre_save` fills `auto_now_add` and
+    the like, as Model.save does) and set its primary key. With `skip_conflict`, a row a unique constraint
+    refuses is skipped and False returned, with no savepoint on PostgreSQL (`ON CONFLICT DO NOTHING`, one
+    prepared statement); elsewhere the ORM saves it, in a savepoint when a conflict is to be skipped."""
+    if connection.vendor != "postgresql":
+        if not skip_conflict:
+            instance.save(force_insert=True, using=connection.alias)
+            return True
+        try:
+            with transaction.atomic(using=connection.alias):
+                instance.save(force_insert=True, using=connection.alias)
+        except IntegrityError:
+            return False
+        return True
+    meta = instance._meta
+    fields = _insert_fields(meta.model)
+    with cursor(connection) as c:
+        c.execute(
+            _insert_sql(connection, meta.model, skip_conflict),
+            [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields],
+        )
+        row = c.fetchone()
+    if row is None:
+        return False
+    setattr(instance, meta.pk.attname, row[0])
+    instance._state.adding = False
+    instance._state.db = connection.alias
+    return True
+
+
+@functools.cache
+def _insert_fields(model) -> list:
+    return [f for f in model._meta.concrete_fields if f is not model._meta.auto_field]
+
+
+_INSERT_SQL: dict[tuple[Any, str, bool], str] = {}
+
+
+def _insert_sql(connection, model, skip_conflict: bool) -> str:
+    key = (model, connection.vendor, skip_conflict)
+    found = _INSERT_SQL.get(key)
+    if found is None:
+        qn = connection.ops.quote_name
+        fields = _insert_fields(model)
+        found = _INSERT_SQL[key] = (
+            f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))})"
+            + (" ON CONFLICT DO NOTHING" if skip_conflict else "")
+            + f" RETURNING {qn(model._meta.pk.column)}"
+        )
+    return found
 
 
 def cursor(connection):

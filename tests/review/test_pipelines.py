@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from annotation import boxes
+from annotation import boxes, vote_tasks
 from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Box, BoxJob, BoxState, FinalLabel, Task, TaskState
 from benchmark.final_labels import final_labels_rebuild
-from consensus import box_questions
+from consensus import box_questions, voiding
 from consensus import events as consensus_events
 from consensus import services as consensus_services
 from consensus.calibration import build_table
@@ -30,6 +31,7 @@ from consensus.models import (
     QuestionDecision,
     QuestionKind,
     QuestionState,
+    Vote,
 )
 from consensus.services import Target, questions_create, vote_record
 from consensus.stopping import Decision as Decision_
@@ -378,6 +380,38 @@ def test_an_item_whose_question_got_a_verdict_without_a_reviewer_is_dismissed_be
         task.save()
     assert ReviewItem.objects.get().state == ItemState.DISMISSED
     assert services.review_lease_next(reviewer=reviewer) is None, "no reviewer is handed a settled question"
+
+
+def test_a_question_reopened_out_of_review_loses_its_item_at_once(capped, dataset, concept, reviewer):
+    # The yes vote voided, the one no left does not decide it: the question collects votes again, and its item
+    # goes at once (not at the next sweep), so deciding it later by votes need not look for one.
+    question = verify_question_at_cap(dataset, concept)
+    assert ReviewItem.objects.get().state == ItemState.OPEN
+    report = voiding.votes_void(votes=[Vote.objects.get(question=question, answer=True).pk], reason="test")
+    assert report.reopened == [question.pk]
+    assert ReviewItem.objects.get().state == ItemState.DISMISSED
+    assert services.review_lease_next(reviewer=reviewer) is None
+
+
+def test_a_verdict_on_a_question_never_in_review_touches_no_review_item(dataset, concept):
+    # A plain vote (a question with a two-vote majority rule) decided by its votes: no statement on review
+    # items runs for any of them, and an open item of another subject stays as it is.
+    (task,) = vote_tasks.vote_tasks_create(
+        dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=2
+    )
+    question = Question.objects.get(task=task)
+    other = ReviewItem.objects.create(
+        kind=ReviewKind.AMBIGUOUS, dataset=dataset, subject={"type": "box_job", "id": question.pk}
+    )
+    touched = []
+    for worker in workers(2, prefix="y"):
+        with CaptureQueriesContext(connection) as ctx:
+            vote_record(question=Question.objects.get(pk=question.pk), worker=worker, answer=True)
+        touched += [q["sql"] for q in ctx.captured_queries if ReviewItem._meta.db_table in q["sql"]]
+    question.refresh_from_db()
+    assert question.state == QuestionState.ACCEPTED
+    assert not touched, touched
+    assert ReviewItem.objects.get(pk=other.pk).state == ItemState.OPEN
 
 
 def test_an_item_a_pipeline_waits_on_is_reviewed_before_any_overlapping_pair(
