@@ -169,7 +169,7 @@ def _usage_and_worker_added(
     params += [task.dataset_id, task_stage(task)]
     if task.concept_id is not None:
         params.append(task.concept_id)
-    with connection.cursor() as cursor:
+    with sqlrows.cursor(connection) as cursor:  # prepared: it runs on every submit
         cursor.execute(sql, params)
         return cursor.rowcount == 1
 

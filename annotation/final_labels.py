@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from .final_evidence import BOX, PRECEDENCE, evidence_entry, resolve
 from .models import FinalBox, FinalLabel
+from .queue import sqlrows
 
 Pair = tuple[int, int]  # (image id, concept id)
 _CHUNK = 500
@@ -214,7 +215,9 @@ def _insert_skipping_conflicts(connection, rows: list[FinalLabel]) -> set[Pair]:
         f"VALUES {values} ON CONFLICT DO NOTHING RETURNING image_id, concept_id"
     )
     params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in rows for f in fields]
-    with connection.cursor() as cursor:
+    # One row (a vote closing, on every such submit) is a prepared statement; the batches of a recompute vary
+    # in length and run once, so they are not.
+    with sqlrows.cursor(connection) if len(rows) == 1 else connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {(image_id, concept_id) for image_id, concept_id in cursor.fetchall()}
 
