@@ -20,6 +20,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.dbconnection import idempotent_by_key
 from config.parsers import FormParser, JSONParser, MultiPartParser
 from config.queryparams import parse_id, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
@@ -402,6 +403,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         "(the expected answer and an explanation); no other response ever does.",
     )
     @action(detail=True, methods=["post"])
+    @idempotent_by_key
     def submit(self, request, pk=None):
         if parse_id(str(pk)) is None:
             raise NotFound("No such assignment.")

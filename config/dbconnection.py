@@ -2,9 +2,11 @@
 
 Django checks a persistent connection before reusing it (`CONN_HEALTH_CHECKS`), which covers connections that
 died between requests. A connection lost during a request is handled here: a safe request (GET, HEAD,
-OPTIONS: reads, and the lease, which is one self-contained statement) is run once more on a fresh
-connection; any other request answers 503 with Retry-After, its transaction having rolled back with the
-connection (submissions are idempotent, so the client's retry is safe)."""
+OPTIONS: reads, and the lease, which is one self-contained statement) and a write whose view is marked
+`idempotent_by_key` and that carries its Idempotency-Key (the submits: running one again is what the client's
+retry with the same key would do, whether or not the first attempt's COMMIT got through) are run once more on a
+fresh connection; any other request answers 503 with Retry-After, its transaction having rolled back with the
+connection."""
 
 from __future__ import annotations
 
@@ -16,6 +18,24 @@ from django.http import JsonResponse
 log = logging.getLogger(__name__)
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+KEY_HEADER = "Idempotency-Key"
+
+
+def idempotent_by_key(view_method):
+    """Mark a view method whose request, sent again with the same Idempotency-Key, changes nothing more and is
+    answered with the stored result: this middleware may then run it once more after a lost connection."""
+    view_method.idempotent_by_key = True
+    return view_method
+
+
+def _runs_again(request, match) -> bool:
+    if request.method in SAFE_METHODS:
+        return True
+    if not request.headers.get(KEY_HEADER):
+        return False
+    view_class = getattr(match.func, "cls", None)
+    name = (getattr(match.func, "actions", None) or {}).get(request.method.lower(), request.method.lower())
+    return getattr(getattr(view_class, name, None), "idempotent_by_key", False)
 
 
 # SQLSTATE classes of a lost connection: 08 connection exception, 57P0x the server shut the backend down
@@ -59,6 +79,9 @@ class ConnectionLossMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        if request.method not in SAFE_METHODS and request.headers.get(KEY_HEADER):
+            # Read the body now (its size is checked before this): a second run parses it from the copy kept.
+            request.body  # noqa: B018
         return self.get_response(request)
 
     def process_exception(self, request, exception):
@@ -66,7 +89,7 @@ class ConnectionLossMiddleware:
             return None
         connection.close()  # the next query opens a fresh connection
         match = request.resolver_match
-        if request.method not in SAFE_METHODS or getattr(request, "_db_retried", False) or match is None:
+        if match is None or getattr(request, "_db_retried", False) or not _runs_again(request, match):
             log.warning("database connection lost during %s %s: %s", request.method, request.path, exception)
             return _unavailable()
         request._db_retried = True

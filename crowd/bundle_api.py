@@ -20,6 +20,7 @@ from annotation import kinds, queue
 from annotation.api import Conflict, idempotency_key, image_file_response
 from annotation.models import Assignment, Image
 from annotation.serializers import AssignmentSerializer, SubmitSerializer
+from config.dbconnection import idempotent_by_key
 
 from .models import Bundle, BundleState
 from .providers import base
@@ -154,6 +155,7 @@ class BundleSubmitView(BundleView):
         responses={200: BundleStepSerializer, 201: BundleStepSerializer},
         operation_id="bundle_submit",
     )
+    @idempotent_by_key
     def post(self, request, pk: int):
         """Answer one item of the bundle, once (a retry with the same Idempotency-Key changes nothing)."""
         key = idempotency_key(request)

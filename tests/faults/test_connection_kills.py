@@ -73,6 +73,39 @@ def test_a_write_whose_connection_was_killed_answers_503_and_keeps_nothing(organ
     assert again.status_code == 201, "the client's retry goes through"
 
 
+def test_a_submit_whose_connection_was_killed_is_run_again_with_its_key_and_stored_once():
+    """A submit carries its Idempotency-Key, so running it again is what the client's retry would do: the
+    worker gets the answer stored (201), not a 503, and the answer counts once."""
+    queue_tasks(1)
+    user = user_create(username="killed-submit", password=None, roles=(WORKERS,))
+    client = client_for(user)
+    lease = client.get("/api/v1/tasks/next")
+    assert lease.status_code == 200
+    own_backend_killed()
+    path = f"/api/v1/assignments/{lease.json()['id']}/submit"
+    body = {"answer": {"answer": True}}
+    response = client.post(path, body, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert response.status_code == 201, response.content
+    assert response.json()["state"] == AssignmentState.SUBMITTED
+    again = client.post(path, body, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert again.status_code == 200 and again.json()["id"] == response.json()["id"]
+    assert Assignment.objects.filter(state=AssignmentState.SUBMITTED).count() == 1
+    assert Task.objects.get().answers_count == 1
+
+
+def test_a_key_on_a_write_that_does_not_honour_keys_is_no_licence_to_run_it_again(organizer):
+    """Only the views marked idempotent by key run again: any other write answers 503 whatever headers come
+    with it."""
+    client = client_for(organizer)
+    assert client.get("/api/v1/datasets/").status_code == 200
+    own_backend_killed()
+    response = client.post(
+        "/api/v1/datasets/", {"name": "keyed"}, format="json", HTTP_IDEMPOTENCY_KEY="not-honoured"
+    )
+    assert response.status_code == 503
+    assert not Dataset.objects.filter(name="keyed").exists()
+
+
 # --- under load, through gunicorn ---------------------------------------------------------------------------
 
 

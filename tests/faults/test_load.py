@@ -1,7 +1,9 @@
 """The load run under faults (issue 18): bench/load.py for 60 s against gunicorn on PostgreSQL, backends killed
 every few seconds and a gunicorn worker killed with SIGKILL each time, then a recovery under the same load.
-No request is ever answered 500 (a write that lost its connection is a 503, which the client retries with its
-key), none fails after the faults stop, and nothing is half-written: every submitted answer is counted once, no
+No request is ever answered 5xx, during the faults or after them: a read that lost its connection runs again,
+and so does a submit, which carries its Idempotency-Key (config/dbconnection.py; a gunicorn worker killed
+mid-request drops its connection, which the client sees as no answer at all and retries). Nothing is
+half-written: every submitted answer is counted once, no
 task has two open leases. Times are printed, never asserted (the machine is shared)."""
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def admin_url() -> str:
     return f"postgres://{auth}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/postgres"
 
 
-def test_a_minute_of_load_with_killed_backends_and_workers_gives_no_500_and_nothing_half_written(
+def test_a_minute_of_load_with_killed_backends_and_workers_gives_no_5xx_and_nothing_half_written(
     tmp_path, capsys
 ):
     out = tmp_path / "load.json"
@@ -50,7 +52,7 @@ def test_a_minute_of_load_with_killed_backends_and_workers_gives_no_500_and_noth
     assert summary["backends_killed"] >= 5, "the faults must have hit live backends"
     assert summary["workers_killed"] >= 5, "and gunicorn workers"
     statuses = {int(k): v for k, v in summary["status"].items()}
-    assert not {s: n for s, n in statuses.items() if s >= 500 and s != 503}, statuses
+    assert not {s: n for s, n in statuses.items() if s >= 500}, statuses
     after = {int(k): v for k, v in summary["status_after_faults"].items()}
     assert summary["cycles_after_faults"] > 10, "the load went on after the faults"
     assert set(after) <= {200, 201, 204}, f"after recovery every request succeeds: {after}"
