@@ -28,13 +28,15 @@ def idempotent_by_key(view_method):
     return view_method
 
 
-def _runs_again(request, match) -> bool:
+def _runs_again(request, view_func) -> bool:
+    """Whether the request may run once more after a lost connection: a safe method, or a write that carries
+    its key to a view method marked `idempotent_by_key` (DRF views: the view class's handler of the method)."""
     if request.method in SAFE_METHODS:
         return True
     if not request.headers.get(KEY_HEADER):
         return False
-    view_class = getattr(match.func, "cls", None)
-    name = (getattr(match.func, "actions", None) or {}).get(request.method.lower(), request.method.lower())
+    view_class = getattr(view_func, "cls", None)
+    name = (getattr(view_func, "actions", None) or {}).get(request.method.lower(), request.method.lower())
     return getattr(getattr(view_class, name, None), "idempotent_by_key", False)
 
 
@@ -79,17 +81,21 @@ class ConnectionLossMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.method not in SAFE_METHODS and request.headers.get(KEY_HEADER):
-            # Read the body now (its size is checked before this): a second run parses it from the copy kept.
-            request.body  # noqa: B018
         return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if request.method not in SAFE_METHODS and _runs_again(request, view_func):
+            # Read the body now (a submit's small JSON, its size checked before this): a second run parses it
+            # from the copy Django keeps. Other writes, uploads among them, are never read ahead.
+            request.body  # noqa: B018
+        return None
 
     def process_exception(self, request, exception):
         if not isinstance(exception, OperationalError | InterfaceError) or not connection_lost(exception):
             return None
         connection.close()  # the next query opens a fresh connection
         match = request.resolver_match
-        if match is None or getattr(request, "_db_retried", False) or not _runs_again(request, match):
+        if match is None or getattr(request, "_db_retried", False) or not _runs_again(request, match.func):
             log.warning("database connection lost during %s %s: %s", request.method, request.path, exception)
             return _unavailable()
         request._db_retried = True
