@@ -2,9 +2,9 @@
 image and box counts (`DatasetTally`), micro-tasks, answers and worker-seconds per stage and concept (`UsageCounter`),
 and answers per worker (`WorkerTally`).
 
-They change only here, with updates that add to the stored values inside the caller's transaction (the one that writes the boxes, tasks
-or answers they count), so a rolled-back write leaves them untouched and concurrent writers add up exactly: the
-row lock an UPDATE takes serializes them until commit. A missing row is created in a savepoint; when another
+They change only here, with UPDATEs that add to the stored values inside the caller's transaction (the one that
+writes the boxes, tasks or answers they count), so a rolled-back write leaves them untouched and concurrent
+writers add up exactly: the row lock an UPDATE takes serializes them until commit. A missing row is created in a savepoint; when another
 transaction created it first, the UPDATE runs again. `counters_expected` recomputes every value from the facts
 (`manage.py counters_recount` writes it back, for data loaded around the services, e.g. by COPY)."""
 

@@ -451,7 +451,7 @@ class ConceptExample(models.Model):
 
 class DatasetTally(models.Model):
     """A dataset's image and box counts, kept exact by `annotation.counters` in the transactions that store
-    images, draw boxes and change their state (F() updates), so the organizer's pages read one row instead of
+    images, draw boxes and change their state (adding UPDATEs), so the organizer's pages read one row instead of
     counting every image and every box through its image. `manage.py counters_recount` rebuilds it."""
 
     dataset = models.OneToOneField(Dataset, on_delete=models.CASCADE, primary_key=True, related_name="tally")

@@ -313,7 +313,7 @@ class QuestionDecision(models.Model):
 class QuestionTally(models.Model):
     """Questions asked and decided (accepted, rejected or sent to review) per dataset, kind and concept, and
     of the decided production questions their number, votes and those in review, kept exact by
-    `consensus.tally` in the transactions that create, decide, reopen and recount questions (F() updates), so
+    `consensus.tally` in the transactions that create, decide, reopen and recount questions (adding UPDATEs), so
     the organizer's progress, cost ledger and quality page read these rows instead of counting every question.
     `manage.py counters_recount` rebuilds them."""
 

@@ -1,6 +1,6 @@
 """The per-(dataset, kind, concept) counts of questions asked and decided, and of the decided production
 questions their number, votes and those in review (`QuestionTally`), changed only here, inside the
-transactions that create questions, decide or reopen them and recount their votes, with F() updates
+transactions that create questions, decide or reopen them and recount their votes, with adding UPDATEs
 (annotation.counters explains why that is exact under concurrency)."""
 
 from __future__ import annotations

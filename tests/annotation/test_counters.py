@@ -160,7 +160,7 @@ TASKS_EACH = 10
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_task_creation_and_submits_add_up_exactly_on_postgresql():
     """Twelve threads each create ten tasks of one (stage, concept), then drain the queue: the counter rows are
-    created once (the losers of the insert race update instead) and every F() update is counted."""
+    created once (the losers of the insert race update instead) and every adding UPDATE is counted."""
     dataset = Dataset.objects.create(name="counters-concurrency")
     concept = factories.ConceptFactory(wnid="n02084071")
     # One image per task: each plain vote becomes its own consensus question on its first answer (a question
