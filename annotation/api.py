@@ -20,7 +20,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.dbconnection import idempotent_by_key
+from config.dbconnection import KEY_HEADER, idempotent_by_key
 from config.parsers import FormParser, JSONParser, MultiPartParser
 from config.queryparams import parse_id, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
@@ -66,7 +66,7 @@ def idempotency_key(request) -> queue.IdempotencyKey:
     check every submit endpoint (the worker page's, a provider session's) makes; the queue takes the checked
     key as it is."""
     try:
-        return queue.IdempotencyKey.parse(request.headers.get("Idempotency-Key", ""))
+        return queue.IdempotencyKey.parse(request.headers.get(KEY_HEADER, ""))
     except queue.KeyInvalid:
         raise ValidationError(
             {"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters"}

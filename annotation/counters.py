@@ -4,8 +4,8 @@ and answers per worker (`WorkerTally`).
 
 They change only here, with UPDATEs that add to the stored values inside the caller's transaction (the one that
 writes the boxes, tasks or answers they count), so a rolled-back write leaves them untouched and concurrent
-writers add up exactly: the row lock an UPDATE takes serializes them until commit. A missing row is created in a savepoint; when another
-transaction created it first, the UPDATE runs again. `counters_expected` recomputes every value from the facts
+writers add up exactly: the row lock an UPDATE takes serializes them until commit. A missing row is created in
+a savepoint; when another transaction created it first, the UPDATE runs again. `counters_expected` recomputes every value from the facts
 (`manage.py counters_recount` writes it back, for data loaded around the services, e.g. by COPY)."""
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ def counter_add(model, keys: dict, deltas: dict[str, int]) -> None:
         tuple(k for k, v in keys.items() if v is None),
         tuple(deltas),
     )
-    sql = _ADD_SQL.get(shape) or _ADD_SQL.setdefault(shape, _add_sql(connection, *shape[1:]))
+    sql = _ADD_SQL.get(shape)
+    if sql is None:
+        sql = _ADD_SQL[shape] = _add_sql(connection, *shape[1:])
     params = [*deltas.values(), *(v for v in keys.values() if v is not None)]
 
     def add() -> int:
