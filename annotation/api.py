@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 
 from config.dbconnection import KEY_HEADER, idempotent_by_key
 from config.parsers import FormParser, JSONParser, MultiPartParser
-from config.queryparams import parse_id, query_id
+from config.queryparams import parse_id, query_flag, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
 from . import boxes, examples, hooks, kinds, queue, vote_tasks
@@ -53,6 +53,7 @@ from .serializers import (
     ImageSerializer,
     ImageUploadSerializer,
     IngestReportSerializer,
+    SubmitResponseSerializer,
     SubmitSerializer,
     VoteResultSerializer,
     VoteTasksSerializer,
@@ -307,29 +308,36 @@ class DatasetViewSet(
         return Response(ConceptExampleSerializer(example).data)
 
 
+LEASE_PARAMETERS = [
+    OpenApiParameter("kinds", str, description="Comma-separated task kinds to take (default: any)."),
+    OpenApiParameter("dataset", int, description="Only tasks of this dataset."),
+]
+
+
+def lease_request(params) -> queue.LeaseRequest:
+    """What a lease asks for, from the query string (`kinds`, `dataset`); 400 for an unknown kind or a bad id."""
+    wanted = [k for k in params.get("kinds", "").split(",") if k]
+    unknown = sorted(set(wanted) - set(kinds.names()))
+    if unknown:
+        raise ValidationError(
+            {"kinds": f"unknown task kinds: {', '.join(unknown)}; known: {', '.join(kinds.names())}"}
+        )
+    return queue.LeaseRequest(tuple(wanted) or None, query_id(params, "dataset"))
+
+
 class NextTaskView(APIView):
     """Lease the next task for the calling worker."""
 
     permission_classes = [IsAuthenticated, IsWorker]
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("kinds", str, description="Comma-separated task kinds to take (default: any)."),
-            OpenApiParameter("dataset", int, description="Only tasks of this dataset."),
-        ],
+        parameters=LEASE_PARAMETERS,
         responses={200: AssignmentSerializer, 204: OpenApiResponse(description="No task is available now.")},
     )
     def get(self, request):
-        wanted = [k for k in request.query_params.get("kinds", "").split(",") if k]
-        unknown = sorted(set(wanted) - set(kinds.names()))
-        if unknown:
-            raise ValidationError(
-                {"kinds": f"unknown task kinds: {', '.join(unknown)}; known: {', '.join(kinds.names())}"}
-            )
+        wanted = lease_request(request.query_params)
         assignment = queue.task_lease_next(
-            worker=request.user.worker,
-            kinds_wanted=wanted or None,
-            dataset_id=query_id(request.query_params, "dataset"),
+            worker=request.user.worker, kinds_wanted=wanted.kinds_wanted, dataset_id=wanted.dataset_id
         )
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -364,10 +372,7 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         return mine.order_by("-id")
 
     def _held(self) -> bool:
-        held = self.request.query_params.get("held", "")
-        if held not in ("", "true", "false"):
-            raise ValidationError({"held": "must be true or false"})
-        return held == "true"
+        return query_flag(self.request.query_params, "held")
 
     @extend_schema(
         parameters=[
@@ -395,9 +400,18 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
                 required=True,
                 description="A key chosen by the client for this submission; a retry with the same key is "
                 "answered with the stored result and changes nothing.",
-            )
+            ),
+            OpenApiParameter(
+                "next",
+                bool,
+                description="true: also lease this worker's next task, in the same transaction, and return it "
+                "as `next` (as `tasks/next` hands it out; null when none is available), which saves the "
+                "worker a round trip per task. `kinds` and `dataset` say what to lease, as for `tasks/next`. "
+                "A retry with the same key returns the same `next` while that lease is still open.",
+            ),
+            *LEASE_PARAMETERS,
         ],
-        responses={200: AssignmentSerializer, 201: AssignmentSerializer},
+        responses={200: SubmitResponseSerializer, 201: SubmitResponseSerializer},
         description="Submit the answer once. After a wrong answer to a qualification task (the short training "
         "set a new worker answers before production tasks of a kind), the response also carries `feedback` "
         "(the expected answer and an explanation); no other response ever does.",
@@ -410,12 +424,14 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         key = idempotency_key(request)
         form = SubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
+        wants_next = query_flag(request.query_params, "next")
         try:
             result = queue.assignment_submit(
                 assignment=int(pk),
                 worker=request.user.worker,
                 answer=form.validated_data["answer"],
                 idempotency_key=key,
+                lease_next=lease_request(request.query_params) if wants_next else None,
             )
         except Assignment.DoesNotExist:  # another worker's assignment looks the same as none at all
             raise NotFound("No such assignment.") from None
@@ -424,7 +440,10 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         except queue.QueueError as exc:
             raise Conflict(str(exc), code=exc.code) from None
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
-        return Response({**AssignmentSerializer(result.assignment).data, **result.extras}, status=code)
+        data = {**AssignmentSerializer(result.assignment).data, **result.extras}
+        if wants_next:
+            data["next"] = worker_view(result.next_lease) if result.next_lease is not None else None
+        return Response(data, status=code)
 
     @extend_schema(
         request=None,

@@ -235,6 +235,10 @@ class Assignment(models.Model):
         help_text="What the lease policy that drew this task from a reserved pool keeps about the lease (gold: "
         "its purpose). Never shown to the worker.",
     )
+    # The lease a submit that asked for the worker's next task took in its own transaction (`?next=true`), so a
+    # retry of that submit with its Idempotency-Key hands back the same lease while the worker still holds it.
+    # A plain id, no foreign key: it is only read back by that retry.
+    next_lease_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

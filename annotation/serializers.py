@@ -145,6 +145,19 @@ class AssignmentSerializer(serializers.ModelSerializer):
         }
 
 
+class SubmitResponseSerializer(AssignmentSerializer):
+    """A submit's answer, for the schema: the stored assignment and, when the submit asked for it (`next=true`),
+    the worker's next lease as `tasks/next` hands it out (null when none is available)."""
+
+    next = AssignmentSerializer(
+        read_only=True, allow_null=True, required=False, help_text="Only with next=true: the next lease."
+    )
+
+    class Meta(AssignmentSerializer.Meta):
+        fields = [*AssignmentSerializer.Meta.fields, "next"]
+        read_only_fields = fields
+
+
 class SubmitSerializer(serializers.Serializer):
     answer = serializers.JSONField(help_text='The answer, shaped by the task kind, e.g. {"answer": true}.')
 

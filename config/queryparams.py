@@ -41,6 +41,14 @@ def query_id_list(params, name: str) -> list[int]:
     return [n for n in numbers if n is not None]
 
 
+def query_flag(params, name: str) -> bool:
+    """Query parameter `name` as a flag: true or false (absent or empty: false); 400 for anything else."""
+    value = params.get(name, "")
+    if value not in ("", "true", "false"):
+        raise ValidationError({name: "must be true or false"})
+    return value == "true"
+
+
 def query_choice(params, name: str, choices) -> str | None:
     """The value of query parameter `name` (None when absent or empty); 400 unless it is one of `choices`."""
     value = params.get(name)

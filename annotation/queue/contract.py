@@ -101,12 +101,14 @@ class TaskChange:
 
 @dataclass(frozen=True)
 class SubmitResult:
-    """A submit's outcome: the stored assignment, whether this was a replay of a stored answer, and what the
-    apps above the queue add to the response (qualification feedback), computed in the submit's transaction."""
+    """A submit's outcome: the stored assignment, whether this was a replay of a stored answer, what the apps
+    above the queue add to the response (qualification feedback), computed in the submit's transaction, and,
+    when the submit asked for one, the worker's next lease (None: no task is available now)."""
 
     assignment: Any
     replayed: bool
     extras: Mapping[str, Any] = field(default_factory=dict)
+    next_lease: Any = None
 
 
 class KeyInvalid(ValueError):

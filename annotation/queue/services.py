@@ -7,6 +7,7 @@ Locks are always taken task row first, then assignment rows, so leasing, submitt
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -103,7 +104,7 @@ def _look(connection, *, worker, request, now, terms: LeaseTerms, drawn: bool) -
 def task_lease_next(
     *,
     worker,
-    kinds_wanted: list[str] | None = None,
+    kinds_wanted: Sequence[str] | None = None,
     dataset_id: int | None = None,
     now: datetime | None = None,
 ) -> Assignment | None:
@@ -154,6 +155,7 @@ def assignment_submit(
     idempotency_key: IdempotencyKey | str,
     worker=None,
     now: datetime | None = None,
+    lease_next: LeaseRequest | None = None,
 ) -> SubmitResult:
     """Store the worker's answer exactly once.
 
@@ -161,7 +163,14 @@ def assignment_submit(
     submitted assignment, or any submit after the lease expired, is refused. With `worker`, an assignment that
     is not theirs is `Assignment.DoesNotExist`. The kind's handler (or a submit interceptor) returns what
     changes on the task, which is written here with the queue's own fields; the registered submit extras are
-    computed in the same transaction and returned in the result."""
+    computed in the same transaction and returned in the result.
+
+    With `lease_next` (which needs `worker`), the worker's next task is leased too, in the same transaction and
+    after the answer has had its effects, exactly as a `task_lease_next` right after the submit would lease it:
+    one round trip per task instead of two. A retry with the same key returns that same lease while the worker
+    still holds it (it is remembered on the submitted assignment), or else leases the next one."""
+    if lease_next is not None and worker is None:
+        raise ValueError("leasing the next task on submit needs the worker")
     now = now or timezone.now()
     key = IdempotencyKey.parse(idempotency_key).value  # a no-op for a key the API already checked
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
@@ -193,7 +202,12 @@ def assignment_submit(
         if not stored:
             if current.state == AssignmentState.SUBMITTED:
                 if current.idempotency_key == key:
-                    return SubmitResult(current, replayed=True, extras=_submit_extras(current))
+                    return SubmitResult(
+                        current,
+                        replayed=True,
+                        extras=_submit_extras(current),
+                        next_lease=_lease_after(connection, current, worker, lease_next, now, replay=True),
+                    )
                 raise AlreadySubmitted("this assignment was already submitted (with another Idempotency-Key)")
             raise LeaseExpired("the lease on this task has expired; fetch a new task")
         for name, value in changed.items():
@@ -219,7 +233,38 @@ def assignment_submit(
         counters.answers_counted(
             task, answers=1, worker_time=now - current.leased_at, worker_id=current.worker_id
         )
-        return SubmitResult(current, replayed=False, extras=_submit_extras(current))
+        return SubmitResult(
+            current,
+            replayed=False,
+            extras=_submit_extras(current),
+            next_lease=_lease_after(connection, current, worker, lease_next, now, replay=False),
+        )
+
+
+def _lease_after(
+    connection, submitted: Assignment, worker, request: LeaseRequest | None, now: datetime, *, replay: bool
+) -> Assignment | None:
+    """The next lease a submit asked for (None when it asked for none, or no task is available), taken inside
+    the submit's transaction so that the answer and the lease are stored together or not at all, and its id
+    kept on the submitted assignment. A replay returns the kept lease while it is still this worker's open
+    lease; one that has ended since (answered after a reload, released, expired) is followed by a new one."""
+    if request is None:
+        return None
+    if replay and submitted.next_lease_id is not None:
+        try:
+            kept = statements.assignment_read(connection, submitted.next_lease_id, worker.pk)
+        except Assignment.DoesNotExist:
+            kept = None
+        if kept is not None and kept.state == AssignmentState.LEASED and kept.expires_at > now:
+            kept.worker = worker
+            return kept
+    leased = task_lease_next(
+        worker=worker, kinds_wanted=request.kinds_wanted, dataset_id=request.dataset_id, now=now
+    )
+    if leased is not None:
+        sqlrows.update(connection, Assignment, submitted.pk, {"next_lease_id": leased.pk})
+        submitted.next_lease_id = leased.pk
+    return leased
 
 
 def _intercepted(assignment: Assignment) -> TaskChange | None:
