@@ -33,6 +33,12 @@ import queue_throughput as qt  # noqa: E402  (the same database, data and gunico
 HOST = qt.HOST
 DB_NAME = "crowdlabel_load"  # --db-name to run two at once
 APP_NAME = "crowdlabel-load"
+# How a simulated worker takes its tasks (--protocol): the worker page chains them.
+PROTOCOLS = {
+    "chained": "submit?next=true answers with the next lease: one request per task",
+    "separate": "tasks/next, then submit: two requests per task",
+}
+_CPU = ("app_cpu_ms_per_cycle", "db_cpu_ms_per_cycle")
 
 
 @dataclass
@@ -53,6 +59,7 @@ class Run:
     workers_killed: int = 0
     integrity: dict = field(default_factory=dict)
     cost: dict = field(default_factory=dict)
+    protocol: str = "chained"
     client_cpu: float = 0.0  # CPU seconds of this process (the simulated workers) during the load
     server_cpu: float = 0.0  # of gunicorn's processes (those alive at the end: a killed worker's is lost)
 
@@ -84,20 +91,25 @@ class Worker(threading.Thread):
         return status, data
 
     def run(self):
+        lease = None  # the task in hand: from tasks/next, or (chained) from the last submit's `next`
         while not self.stop.is_set():
             if self.mode == "healthz":
                 self.call("healthz", "GET", "/healthz")
                 continue
-            status, data = self.call("next", "GET", "/api/v1/tasks/next")
-            if status == 204:
-                time.sleep(0.05)
-            if status != 200:
-                continue
-            path = f"/api/v1/assignments/{json.loads(data)['id']}/submit"
+            if lease is None:
+                status, data = self.call("next", "GET", "/api/v1/tasks/next")
+                if status == 204:
+                    time.sleep(0.05)
+                if status != 200:
+                    continue
+                lease = json.loads(data)
+            path = f"/api/v1/assignments/{lease['id']}/submit" + (
+                "?next=true" if self.mode == "chained" else ""
+            )
             body = json.dumps({"answer": {"answer": random.random() < 0.5}}).encode()
             key = uuid.uuid4().hex
             for _ in range(5):
-                status, _ = self.call(
+                status, data = self.call(
                     "submit",
                     "POST",
                     path,
@@ -107,8 +119,11 @@ class Worker(threading.Thread):
                 if status not in (0, 503):
                     break
                 time.sleep(0.05)
+            lease = None
             if status in (200, 201):
                 self.out.append(Sample(time.time(), "cycle", status, 0.0))
+                if self.mode == "chained":
+                    lease = json.loads(data)["next"]  # None: no task now, ask tasks/next
 
 
 def backends_kill(admin_url: str, fraction: float = 0.5) -> int:
@@ -173,10 +188,11 @@ def wsgi_call(handler, method: str, path: str, token: str, body: bytes = b"", **
     """One request through Django's WSGI handler, as gunicorn's worker calls it (its HTTP parsing aside):
     the request_started/finished signals run, so a persistent connection gets its health check as under
     gunicorn, which the test client skips."""
+    path, _, query = path.partition("?")
     environ = {
         "REQUEST_METHOD": method,
         "PATH_INFO": path,
-        "QUERY_STRING": "",
+        "QUERY_STRING": query,
         "SERVER_NAME": HOST,
         "SERVER_PORT": "80",
         "SERVER_PROTOCOL": "HTTP/1.1",
@@ -216,37 +232,47 @@ def process_tree_cpu_seconds(pid: int) -> dict[int, float]:
     return found
 
 
-def cycle_cost(token: str, cycles: int = 200) -> dict:
-    """What one cycle (next task + submit) costs, measured in-process where the machine's load changes it
-    least: the statements sent to PostgreSQL per request (every one, transaction control included: each is a
+def cycle_cost(token: str, cycles: int = 200, chained: bool = False) -> dict:
+    """What one cycle (a task leased and answered) costs, measured in-process where the machine's load changes
+    it least: the statements sent to PostgreSQL per cycle (every one, transaction control included: each is a
     round trip), and the CPU per cycle of Django (this process, requests through the WSGI handler gunicorn
     calls, without gunicorn's HTTP handling) and of its PostgreSQL backend (from /proc, so the server must
-    run on this machine). Consumes `cycles` + 1 tasks."""
+    run on this machine). Separate: tasks/next, then submit (two requests); chained: one submit?next=true per
+    task, which answers with the next lease. Consumes about `cycles` + 3 tasks."""
     from django.core.handlers.wsgi import WSGIHandler
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     handler = WSGIHandler()
+    held = [None]  # chained: the lease the last submit handed out
 
     def one(key: str) -> None:
-        status, data = wsgi_call(handler, "GET", "/api/v1/tasks/next", token)
-        assert status == 200, data  # setup check, not a timing assertion
+        lease = held[0]
+        if lease is None:
+            status, data = wsgi_call(handler, "GET", "/api/v1/tasks/next", token)
+            assert status == 200, data  # setup check, not a timing assertion
+            lease = json.loads(data)
         body = json.dumps({"answer": {"answer": True}}).encode()
-        path = f"/api/v1/assignments/{json.loads(data)['id']}/submit"
+        path = f"/api/v1/assignments/{lease['id']}/submit"
+        if chained:
+            path += "?next=true"
         status, data = wsgi_call(handler, "POST", path, token, body, Idempotency_Key=key)
         assert status == 201, data
+        held[0] = json.loads(data)["next"] if chained else None
 
+    one("cost-warm")  # prepared statements and caches as a long-running process has them
     with CaptureQueriesContext(connection) as counted:
         one("cost-counted")
     statements = len(counted.captured_queries)
-    one("cost-warm")  # prepared statements and caches as a long-running process has them
     connection.ensure_connection()
     pid = connection.connection.info.backend_pid
     db0, app0, wall0 = _backend_cpu_seconds(pid), time.process_time(), time.perf_counter()
     for i in range(cycles):
-        one(f"cost-{i}")
+        one(f"cost-{chained}-{i}")
     app, db = time.process_time() - app0, _backend_cpu_seconds(pid) - db0
     wall = time.perf_counter() - wall0
+    if held[0] is not None:  # hand the last lease back
+        wsgi_call(handler, "POST", f"/api/v1/assignments/{held[0]['id']}/release", token)
     connection.close()
     return {
         "statements_per_cycle": statements,
@@ -286,6 +312,7 @@ def run(
     admin_url: str,
     recovery: float | None = None,
     db_name: str = DB_NAME,
+    protocol: str = "chained",
 ) -> Run:
     """Set up, load with faults, recover, check integrity, tear down. Returns what was measured."""
     global DB_NAME
@@ -305,16 +332,17 @@ def run(
         "PGAPPNAME": APP_NAME,
     }
     os.environ.update({k: v for k, v in env.items() if k != "PGAPPNAME"})
-    result = Run()
+    result = Run(protocol=protocol)
     qt.database_recreate(admin_url)
     gunicorn = None
     try:
         tokens, _ = qt.data_create(clients, n_tasks)
-        result.cost = cycle_cost(tokens[0])
+        # Both protocols side by side, the two-request one as the reference.
+        result.cost = {p: cycle_cost(tokens[0], chained=p == "chained") for p in PROTOCOLS}
         port = qt.free_port()
         with open(os.path.join(var_dir, "gunicorn.log"), "w") as log:
             gunicorn = qt.gunicorn_start(port, env, gunicorn_workers, worker_class, log, threads)
-            drive(port, tokens[:4], "cycle", 1.0)  # warm-up, not reported
+            drive(port, tokens[:4], protocol, 1.0)  # warm-up, not reported
             reference, _ = drive(port, [None] * clients, "healthz", min(10.0, duration / 6))
             next_fault = [time.time() + kill_every]
 
@@ -330,7 +358,7 @@ def run(
 
             result.started = time.time()
             client0, server0 = time.process_time(), process_tree_cpu_seconds(gunicorn.pid)
-            samples, result.faults_until = drive(port, tokens, "cycle", duration, faults)
+            samples, result.faults_until = drive(port, tokens, protocol, duration, faults)
             server1 = process_tree_cpu_seconds(gunicorn.pid)
             result.client_cpu = time.process_time() - client0
             result.server_cpu = sum(cpu - server0.get(p, 0.0) for p, cpu in server1.items())
@@ -356,7 +384,10 @@ def report(result: Run, clients: int) -> None:
     reference = result.of("healthz")
     ref_seconds = (max(s.started for s in reference) - min(s.started for s in reference)) if reference else 0
     after = [s for s in load if s.started > result.faults_until + 0.5]
-    print(f"\nload under faults: {clients} simulated workers, {seconds:.0f} s, {os.cpu_count()} CPU cores")
+    print(
+        f"\nload under faults: {clients} simulated workers ({result.protocol}), {seconds:.0f} s, "
+        f"{os.cpu_count()} CPU cores"
+    )
     print(
         f"  faults: {result.backends_killed} PostgreSQL backends killed, {result.workers_killed} gunicorn "
         f"workers killed, the last {time.strftime('%H:%M:%S', time.localtime(result.faults_until))}"
@@ -383,16 +414,20 @@ def report(result: Run, clients: int) -> None:
             f"load requests/s over it: {len(load) / seconds / ref_rps:.2f}"
         )
     print(f"  integrity: {result.integrity}")
-    cost = result.cost
-    if cost:
-        print(
-            f"  one cycle in-process ({cost['cycles']} cycles, no load generator, no faults): "
-            f"{cost['statements_per_cycle']} statements (round trips), CPU {cost['app_cpu_ms_per_cycle']:.1f} ms "
-            f"Django + {cost['db_cpu_ms_per_cycle']:.1f} ms PostgreSQL, {cost['wall_ms_per_cycle']:.1f} ms wall"
-        )
+    for name, cost in result.cost.items():
         cpu = cost["app_cpu_ms_per_cycle"] + cost["db_cpu_ms_per_cycle"]
         print(
-            f"  so {os.cpu_count()} idle cores could serve at most {1000 * (os.cpu_count() or 1) / cpu:.0f} cycles/s"
+            f"  one cycle in-process, {name} ({PROTOCOLS[name]}; {cost['cycles']} cycles, no load generator, no "
+            f"faults): {cost['statements_per_cycle']} statements (round trips), CPU "
+            f"{cost['app_cpu_ms_per_cycle']:.1f} ms Django + {cost['db_cpu_ms_per_cycle']:.1f} ms PostgreSQL, "
+            f"{cost['wall_ms_per_cycle']:.1f} ms wall: {os.cpu_count()} idle cores could serve at most "
+            f"{1000 * (os.cpu_count() or 1) / cpu:.0f} cycles/s"
+        )
+    if len(result.cost) == len(PROTOCOLS):
+        chained, separate = (sum(result.cost[p][k] for k in _CPU) for p in ("chained", "separate"))
+        print(
+            f"  in-process CPU per cycle, chained vs separate: {chained:.1f} vs {separate:.1f} ms "
+            f"({separate / chained:.2f}x the cycles per CPU second)"
         )
     if cycles:
         print(
@@ -438,6 +473,12 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=1, help="threads per gunicorn worker (gthread)")
     parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        default="chained",
+        help="; ".join(f"{k}: {v}" for k, v in PROTOCOLS.items()),
+    )
+    parser.add_argument(
         "--admin-url",
         default=os.environ.get("BENCH_POSTGRES_URL", f"postgres://postgres@{HOST}:5432/postgres"),
     )
@@ -455,6 +496,7 @@ def main() -> None:
         threads=args.threads,
         admin_url=args.admin_url,
         db_name=args.db_name,
+        protocol=args.protocol,
     )
     report(result, args.clients)
     if args.json:

@@ -413,6 +413,7 @@ SPECTACULAR_SETTINGS = {
         "EstimatorEnum": "consensus.models.Estimator",
         "SettingsEstimatorEnum": "consensus.models.SETTINGS_ESTIMATORS",
         "InvitationRoleEnum": "crowd.models.InvitationRole",
+        "AssignmentStateEnum": "annotation.models.AssignmentState",
     },
 }
 

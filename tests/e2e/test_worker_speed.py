@@ -51,6 +51,13 @@ class Network:
             body = response.json()
             if body:
                 self.leases.append(body)
+        elif "/submit" in response.url and response.status in (200, 201):
+            handed = response.json().get("next")  # the lease an answer brought back (submit?next=true)
+            if handed:
+                self.leases.append(handed)
+
+    def asked(self, fragment: str) -> list[str]:
+        return [url for url in self.requested if fragment in url]
 
     def wait_until_ahead_is_loaded(self, page, shown: int) -> int:
         """The task leased after the one on screen, once its image's bytes have arrived; its assignment id."""
@@ -95,6 +102,35 @@ def test_the_next_task_and_its_image_are_ready_before_the_answer_and_show_withou
     third = network.wait_until_ahead_is_loaded(page, ahead)
     assert [a.pk for a in held_by("ann")] == [ahead, third]
     assert Assignment.objects.get(pk=first).state == AssignmentState.SUBMITTED
+
+
+def test_each_answer_brings_back_the_lease_after_next_so_tasks_next_is_asked_only_at_the_start(
+    page, live_server, vote_tasks
+):
+    network = Network(page)
+    factories.user_with_roles("ann", ("workers",))
+    sign_in(page, live_server.url, "ann")
+    wait_for_image_loaded(page)
+    first = shown(page)
+    ahead = network.wait_until_ahead_is_loaded(page, first)  # nothing answered yet: from tasks/next
+    assert len(network.asked("/api/v1/tasks/next")) == 2
+
+    page.keyboard.press("y")
+    expect(page.locator("#task-body")).to_have_attribute("data-shown", str(ahead))
+    wait_for_image_loaded(page)
+    third = network.wait_until_ahead_is_loaded(page, ahead)
+    page.keyboard.press("n")
+    expect(page.locator("#task-body")).to_have_attribute("data-shown", str(third))
+    wait_for_image_loaded(page)
+    fourth = network.wait_until_ahead_is_loaded(page, third)
+
+    submits = network.asked("/submit")
+    assert len(submits) == 2 and all("next=true" in url for url in submits), submits
+    assert len(network.asked("/api/v1/tasks/next")) == 2, "the leases came back with the answers"
+    # Still one task ahead of the one on screen, never more; the answers stored once each.
+    assert [a.pk for a in held_by("ann")] == [third, fourth]
+    submitted = Assignment.objects.filter(state=AssignmentState.SUBMITTED).order_by("pk")
+    assert [(a.pk, a.answer) for a in submitted] == [(first, {"answer": True}), (ahead, {"answer": False})]
 
 
 def test_a_reload_gives_back_the_task_on_screen_and_the_one_leased_ahead(page, live_server, vote_tasks):

@@ -73,13 +73,15 @@ export const stored = {
 
 // Submit an answer exactly once: the Idempotency-Key is kept per assignment, so a retry after a network
 // failure (or a double click) can never store a second answer. A provider session's page posts to its
-// bundle's own submit path with its session header.
+// bundle's own submit path with its session header. `query` goes on the path (the worker page's
+// "next=true&kinds=...", which has the answer bring back the next lease as `next`).
 export async function submitAnswer(
   base,
   assignmentId,
   answer,
-  { attempts = 3, path = `assignments/${assignmentId}/submit`, headers = {} } = {},
+  { attempts = 3, path = `assignments/${assignmentId}/submit`, headers = {}, query = "" } = {},
 ) {
+  if (query) path += `?${query}`;
   const storageKey = stored.submitKey(assignmentId);
   let key = tabStorage.get(storageKey);
   if (!key) {

@@ -2,7 +2,8 @@
 // its kind's renderer, take an answer only once its image has been on screen a moment, submit it, repeat.
 // While a task is on screen the next one is leased and its image decoded (one task ahead, never more), so an
 // answer brings the next task from memory; the answer goes to the server in the background, in order, with its
-// Idempotency-Key, retried until it is stored. Answers not yet stored stay in sessionStorage until they are:
+// Idempotency-Key, retried until it is stored, and brings back the lease after next in the same request
+// (`submit?next=true`: one round trip per task). Answers not yet stored stay in sessionStorage until they are:
 // across a network outage, a reload and a trip to sign in again. The last yes/no answer can be taken back for a
 // few seconds (Undo, U or Ctrl+Z): the task comes back on screen and the one shown waits its turn.
 
@@ -45,6 +46,9 @@ let busy = false; // a skip, or (without prefetching, and for training) an answe
 let halted = false; // signed out: nothing more is leased or taken until the worker signs in again
 let retryTimer = null;
 let lastAnswer = null; // { assignment, question, label, timer } of the answer that can still be taken back
+// The lease the last answer brought back (`next`) that nobody has taken yet; null: the server had no task then;
+// undefined: none is waiting (the next lease is asked for with tasks/next).
+let handed;
 
 async function rendererFor(kind) {
   if (!renderers.has(kind)) {
@@ -93,7 +97,24 @@ function leave() {
   skipButton.hidden = true;
 }
 
-const nextPath = () => "tasks/next" + (kinds ? `?kinds=${encodeURIComponent(kinds)}` : "");
+const kindsQuery = kinds ? `kinds=${encodeURIComponent(kinds)}` : "";
+const nextPath = () => "tasks/next" + (kinds ? `?${kindsQuery}` : "");
+const chainedQuery = "next=true" + (kinds ? `&${kindsQuery}` : "");
+
+// The next lease: the one an answer brought back, else a new one from tasks/next.
+function lease() {
+  if (handed === undefined) return api(base, nextPath());
+  const assignment = handed;
+  handed = undefined;
+  return Promise.resolve(assignment);
+}
+
+// An answer brought back the lease after next: it waits for prefetch() (or next()). One brought back before
+// the last was taken waits its turn with the others this worker holds.
+function hand(assignment) {
+  if (handed) waiting.push(handed);
+  handed = assignment;
+}
 
 // Lease the task after the one on screen and get it ready to show: its kind's module loaded, its image decoded.
 // One ahead is enough (an answer takes longer than a lease and an image load); it is an ordinary lease, so a
@@ -109,7 +130,7 @@ function prefetch() {
   }
   const slot = { settled: false };
   slot.promise = answerFirst()
-    .then(() => api(base, nextPath()))
+    .then(lease)
     .then(async (assignment) => {
       if (assignment) await ready(assignment).catch(() => {}); // shown anyway: present() reports the problem
       return assignment;
@@ -156,7 +177,7 @@ async function next() {
   try {
     await answerFirst();
     if (halted) return;
-    assignment = await api(base, nextPath());
+    assignment = await lease();
   } catch (error) {
     if (signedOut(error)) {
       // The session ended (or this account lost the worker role): sign in again, then come back here.
@@ -242,6 +263,9 @@ function take(entry, answer) {
   }
   if (!entry.answerable) return; // seen for less than MIN_LOOK_MS
   const pending = { assignment: entry.assignment.id, answer, training: Boolean(entry.assignment.training) };
+  // The answer brings back the lease after next when the page will want one ahead: it will unless this was a
+  // training question (the next one depends on the answer) or resumed tasks are still waiting to be shown.
+  pending.next = prefetching && !pending.training && waiting.length <= 1;
   outboxPut(pending);
   offerUndo(pending, entry.question);
   if (prefetching && !pending.training) {
@@ -293,8 +317,10 @@ async function drain() {
   let failures = 0;
   for (let pending = outbox()[0]; pending; pending = outbox()[0]) {
     try {
-      const result = await submitAnswer(base, pending.assignment, pending.answer, { attempts: 1 });
+      const query = pending.next ? chainedQuery : "";
+      const result = await submitAnswer(base, pending.assignment, pending.answer, { attempts: 1, query });
       outboxDrop(pending);
+      if (pending.next) hand(result.next);
       failures = 0;
       answered.textContent = String(Number(answered.textContent) + 1);
       showFeedback(pending, result.feedback);
@@ -487,6 +513,8 @@ async function start() {
   try {
     const held = await api(base, "assignments?held=true");
     waiting.push(...held.results);
+    handed = undefined; // a lease the answers sent just now brought back is one of those held
+
   } catch (error) {
     if (signedOut(error)) return window.location.assign(signInLink().href);
   }
