@@ -9,13 +9,15 @@ import functools
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, connections, transaction
-from django.urls import reverse
 from django.utils import timezone
+
+from config.urlids import id_url
 
 from . import kinds
 from .imagecheck import ImageRejected, check_image
 from .models import ConceptExample, Dataset, ExamplePolarity, ExampleState
 from .queue import sqlrows
+from .queue.statements import LEASED_EXAMPLES
 
 # Beside a question a handful helps; a gallery would push the task off the screen.
 MAX_SHOWN = 8
@@ -128,14 +130,14 @@ def _example_columns() -> sqlrows.Columns:
 
 
 def task_examples(task) -> list[dict]:
-    """What a task's page shows of its examples: URLs, polarity, caption and size; nothing about the task."""
+    """What a task's page shows of its examples: URLs, polarity, caption and size; nothing about the task. A task
+    the lease statement handed out carries them already (`queue.statements.LEASED_EXAMPLES`); any other is
+    looked up."""
+    rows = getattr(task, LEASED_EXAMPLES, None)
+    if rows is None:
+        shown = shown_examples(task.dataset_id, task.concept_id, task.kind)
+        rows = [(e.pk, e.polarity, e.caption, e.width, e.height) for e in shown]
     return [
-        {
-            "url": reverse("example-file", args=[e.pk]),
-            "polarity": e.polarity,
-            "caption": e.caption,
-            "width": e.width,
-            "height": e.height,
-        }
-        for e in shown_examples(task.dataset_id, task.concept_id, task.kind)
+        {"url": id_url("example-file", pk), "polarity": polarity, "caption": caption, "width": w, "height": h}
+        for pk, polarity, caption, w, h in rows
     ]

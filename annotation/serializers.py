@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from config.urlids import id_url
 
 from . import kinds
 from .imagecheck import ACCEPTED_FORMATS
@@ -44,7 +45,7 @@ class ImageSerializer(serializers.ModelSerializer):
         ]
 
     def get_url(self, image: Image) -> str:
-        return reverse("image-file", args=[image.pk])
+        return id_url("image-file", image.pk)
 
 
 class ImageUploadSerializer(serializers.Serializer):
@@ -100,7 +101,7 @@ class WorkerTaskSerializer(serializers.Serializer):
             return None
         return {
             "id": image.pk,
-            "url": reverse("image-file", args=[image.pk]),
+            "url": id_url("image-file", image.pk),
             "width": image.width,
             "height": image.height,
         }
@@ -275,7 +276,7 @@ class ConceptExampleSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_url(self, example) -> str:
-        return reverse("example-file", args=[example.pk])
+        return id_url("example-file", example.pk)
 
 
 class ExampleUploadSerializer(serializers.Serializer):

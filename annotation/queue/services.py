@@ -71,7 +71,9 @@ def lease_terms(worker, request: LeaseRequest, now: datetime) -> LeaseTerms:
     return LeaseTerms.combined(policy(worker, request, now) for policy in hooks.lease_policies)
 
 
-def _lease(connection, *, worker, request, now, terms: LeaseTerms, draw: Draw | None) -> Assignment | None:
+def _lease(
+    connection, *, worker, request, now, terms: LeaseTerms, draw: Draw | None, follows: int | None = None
+) -> Assignment | None:
     where, params = statements.eligible_where(
         connection, worker_id=worker.pk, request=request, now=now, terms=terms, draw=draw
     )
@@ -90,6 +92,7 @@ def _lease(connection, *, worker, request, now, terms: LeaseTerms, draw: Draw | 
         duration=lease_duration(),
         note=note,
         drawn=draw is not None,
+        follows=follows,
     )
 
 
@@ -107,6 +110,7 @@ def task_lease_next(
     kinds_wanted: Sequence[str] | None = None,
     dataset_id: int | None = None,
     now: datetime | None = None,
+    follows: int | None = None,
 ) -> Assignment | None:
     """Lease the next eligible task to `worker` in one short transaction, or return None: datasets in turn,
     the highest priority first inside a dataset (see `statements._candidate_sql`).
@@ -115,7 +119,8 @@ def task_lease_next(
     leased by the very statement an ordinary lease runs, with the same stamps and columns. On PostgreSQL the
     lease is one statement (atomic on its own, so no BEGIN/COMMIT round trips) and concurrent callers skip
     each other's locked rows (SKIP LOCKED) instead of queueing behind them; on SQLite writes are serialized and
-    the one-open-lease constraint catches the rare race."""
+    the one-open-lease constraint catches the rare race. `follows` names the submitted assignment whose answer
+    asked for this lease (`assignment_submit`'s `lease_next`): the lease statement records the lease on it."""
     connection = connections[Task.objects.db]
     request = _request(kinds_wanted, dataset_id)
     for _attempt in range(3):
@@ -132,12 +137,24 @@ def task_lease_next(
             for draw in draws:
                 if connection.features.has_select_for_update_skip_locked:
                     leased = _lease(
-                        connection, worker=worker, request=request, now=now, terms=terms, draw=draw
+                        connection,
+                        worker=worker,
+                        request=request,
+                        now=now,
+                        terms=terms,
+                        draw=draw,
+                        follows=follows,
                     )
                 else:
                     with transaction.atomic():
                         leased = _lease(
-                            connection, worker=worker, request=request, now=now, terms=terms, draw=draw
+                            connection,
+                            worker=worker,
+                            request=request,
+                            now=now,
+                            terms=terms,
+                            draw=draw,
+                            follows=follows,
                         )
                 if leased is not None:
                     return leased
@@ -259,11 +276,14 @@ def _lease_after(
             kept.worker = worker
             return kept
     leased = task_lease_next(
-        worker=worker, kinds_wanted=request.kinds_wanted, dataset_id=request.dataset_id, now=now
+        worker=worker,
+        kinds_wanted=request.kinds_wanted,
+        dataset_id=request.dataset_id,
+        now=now,
+        follows=submitted.pk,
     )
     if leased is not None:
-        sqlrows.update(connection, Assignment, submitted.pk, {"next_lease_id": leased.pk})
-        submitted.next_lease_id = leased.pk
+        submitted.next_lease_id = leased.pk  # written by the lease statement itself
     return leased
 
 

@@ -14,7 +14,15 @@ from typing import Any
 
 from django.db.models.expressions import RawSQL
 
-from annotation.models import Assignment, AssignmentState, Task, TaskExclusion, TaskState
+from annotation.models import (
+    Assignment,
+    AssignmentState,
+    ConceptExample,
+    ExampleState,
+    Task,
+    TaskExclusion,
+    TaskState,
+)
 
 from . import sqlrows
 from .contract import OPEN_POOL, Draw, LeaseRequest, LeaseTerms
@@ -87,6 +95,23 @@ def _select_list(connection) -> str:
     return ", ".join(columns.sql(connection) for columns in _columns())
 
 
+# Where a leased task carries its shown examples (annotation.examples.task_examples reads it): tuples of (id,
+# polarity, caption, width, height), what counts first, selected by the lease statement itself.
+LEASED_EXAMPLES = "_leased_examples"
+
+
+def _examples_column(connection) -> str:
+    """The leased task's shown examples as one JSON column (null when there are none), in the order
+    `annotation.examples.shown_examples` gives them: every lease hands them out, and a subquery in the lease
+    statement costs no round trip of its own."""
+    table = connection.ops.quote_name(ConceptExample._meta.db_table)
+    return (
+        "(SELECT json_agg(json_build_array(e.id, e.polarity, e.caption, e.width, e.height) "
+        f"ORDER BY e.polarity DESC, e.id) FROM {table} e WHERE e.dataset_id = t.dataset_id "
+        f"AND e.concept_id = t.concept_id AND e.kind = t.kind AND e.state = '{ExampleState.SHOWN}')"
+    )
+
+
 def _subject_joins(connection) -> str:
     qn = connection.ops.quote_name
     _, _, image, concept = _columns()
@@ -152,16 +177,24 @@ def lease_postgresql(
     duration: timedelta,
     note: str,
     drawn: bool,
+    follows: int | None = None,
 ) -> Assignment | None:
     """Lock the first eligible task (skipping rows other transactions hold), lease it, and return the new
-    assignment with its task and subjects: one statement, one round trip, whichever pool the task is in.
+    assignment with its task, its subjects and its shown examples: one statement, one round trip, whichever
+    pool the task is in.
 
     A task whose lease ran out is reclaimed on the way: its old assignment is marked expired before the new one
     is inserted (the `reclaimed` CTE runs first because `leased` waits for its row count), which keeps the
-    one-open-lease constraint true at every step."""
+    one-open-lease constraint true at every step. With `follows` (the submitted assignment whose answer asked
+    for this lease), that assignment's `next_lease_id` is set by the same statement (`linked`)."""
     qn = connection.ops.quote_name
     task_table, assignment_table = qn(Task._meta.db_table), qn(Assignment._meta.db_table)
     expires_at = now + duration
+    linked = (
+        f", linked AS (UPDATE {assignment_table} prev SET next_lease_id = a.id FROM a WHERE prev.id = %s)"
+        if follows is not None
+        else ""
+    )
     sql = f"""
         WITH candidate AS MATERIALIZED (
             {_candidate_sql(connection, where, "FOR UPDATE OF t SKIP LOCKED", drawn)}
@@ -180,18 +213,21 @@ def lease_postgresql(
                 (task_id, worker_id, state, leased_at, expires_at, idempotency_key, lease_note)
             SELECT t.id, %s, '{AssignmentState.LEASED}', %s, %s, '', %s FROM t
             RETURNING *
-        )
-        SELECT {_select_list(connection)} FROM a JOIN t ON t.id = a.task_id {_subject_joins(connection)}
+        ){linked}
+        SELECT {_select_list(connection)}, {_examples_column(connection)}
+        FROM a JOIN t ON t.id = a.task_id {_subject_joins(connection)}
     """
     with sqlrows.cursor(connection) as cursor:
         cursor.execute(
             sql,
-            [*_candidate_params(worker.pk, params, drawn), expires_at, now, worker.pk, now, expires_at, note],
+            [*_candidate_params(worker.pk, params, drawn), expires_at, now, worker.pk, now, expires_at, note]
+            + ([follows] if follows is not None else []),
         )
         row = cursor.fetchone()
     if row is None:
         return None
     assignment = _assignment_from_row(connection, row)
+    setattr(assignment.task, LEASED_EXAMPLES, [tuple(e) for e in row[-1] or ()])
     assignment.worker = worker
     return assignment
 
@@ -216,6 +252,7 @@ def lease_portable(
     duration: timedelta,
     note: str,
     drawn: bool,
+    follows: int | None = None,
 ) -> Assignment | None:
     """The same lease for databases without SKIP LOCKED (SQLite, which serializes writers anyway); the caller
     holds a transaction."""
@@ -243,6 +280,8 @@ def lease_portable(
         expires_at=expires_at,
         lease_note=note,
     )
+    if follows is not None:
+        Assignment.objects.filter(pk=follows).update(next_lease_id=assignment.pk)
     return assignment_read(connection, assignment.pk)
 
 

@@ -110,6 +110,24 @@ def test_a_leased_task_carries_its_concepts_and_kinds_examples_and_a_removed_one
     assert held[0]["task"]["examples"] == body["task"]["examples"]
 
 
+def test_the_lease_statement_hands_out_the_examples_the_lookup_finds_in_the_same_order(
+    organizer, dataset, concept, worker
+):
+    """On PostgreSQL the lease statement selects the examples itself; a held task's are looked up: the two
+    must agree, positives first, then by age."""
+    client = client_for(organizer)
+    negative = upload(client, dataset, concept, polarity="negative", data=png_bytes(seed=5)).json()
+    first = upload(client, dataset, concept, caption="one", data=png_bytes(seed=6)).json()
+    second = upload(client, dataset, concept, caption='two "quoted" \\ <b>', data=png_bytes(seed=7)).json()
+    factories.TaskFactory(dataset=dataset, image=factories.ImageFactory(dataset=dataset), concept=concept)
+
+    body = client_for(worker).get("/api/v1/tasks/next").json()
+    assert [e["url"] for e in body["task"]["examples"]] == [first["url"], second["url"], negative["url"]]
+    assert body["task"]["examples"][1]["caption"] == 'two "quoted" \\ <b>'
+    held = client_for(worker).get("/api/v1/assignments?held=true").json()["results"]
+    assert held[0]["task"]["examples"] == body["task"]["examples"]
+
+
 def test_a_worker_without_a_task_in_the_dataset_cannot_load_its_examples(organizer, dataset, concept, worker):
     shown = upload(client_for(organizer), dataset, concept).json()
     assert client_for(worker).get(shown["url"]).status_code == 404
