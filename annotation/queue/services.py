@@ -7,6 +7,7 @@ Locks are always taken task row first, then assignment rows, so leasing, submitt
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -133,9 +134,11 @@ def task_lease_next(
             _look(
                 connection, worker=worker, request=request, now=now, terms=terms, drawn=not terms.draw.lease
             )
+        # On PostgreSQL the lease is one statement, atomic on its own; elsewhere it takes a transaction.
+        one_statement = connection.features.has_select_for_update_skip_locked
         try:
             for draw in draws:
-                if connection.features.has_select_for_update_skip_locked:
+                with contextlib.nullcontext() if one_statement else transaction.atomic():
                     leased = _lease(
                         connection,
                         worker=worker,
@@ -145,17 +148,6 @@ def task_lease_next(
                         draw=draw,
                         follows=follows,
                     )
-                else:
-                    with transaction.atomic():
-                        leased = _lease(
-                            connection,
-                            worker=worker,
-                            request=request,
-                            now=now,
-                            terms=terms,
-                            draw=draw,
-                            follows=follows,
-                        )
                 if leased is not None:
                     return leased
             return None

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.django_db
 
 # Statements per request, transaction control (BEGIN/SAVEPOINT/COMMIT) left out.
 # Next task: token, the gold lease hook's "any gold?" check, then the lease itself: one statement on
-# PostgreSQL (lock, reclaim, lease, insert and read back), four on SQLite (no SKIP LOCKED, no data-modifying CTE);
-# then the task's example images (annotation/examples.py), handed out with the lease only.
+# PostgreSQL (lock, reclaim, lease, insert and read back with the task's shown example images), four on SQLite
+# (no SKIP LOCKED, no data-modifying CTE), which then reads the examples (annotation/examples.py) on their own.
 # Submit: token, lock the task and read the assignment, store the answer, write the task, add the answer and its
 # worker time to the dataset's usage counter and the answer to the worker's (the cost ledger and the People
 # list, annotation/counters.py; one statement on PostgreSQL, two on SQLite: no data-modifying CTE): the queue's
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.django_db
 # that closes a vote writes the counts with the verdict, inserts the decision row, writes its final label in the
 # same transaction (PostgreSQL: one INSERT ... ON CONFLICT DO NOTHING; elsewhere lock the (image, class) row,
 # insert it) and moves the question tally; a question that was never in review has no review item to clear.
-NEXT_TASK_QUERIES = {"postgresql": 4, "sqlite": 7}
+NEXT_TASK_QUERIES = {"postgresql": 3, "sqlite": 7}
 QUEUE_SUBMIT_QUERIES = {"postgresql": 5, "sqlite": 6}
 ENGINE_VOTE_QUERIES = 3
 SUBMIT_QUERIES = {vendor: n + ENGINE_VOTE_QUERIES for vendor, n in QUEUE_SUBMIT_QUERIES.items()}
