@@ -269,8 +269,8 @@ function take(entry, answer) {
   outboxPut(pending);
   offerUndo(pending, entry.question);
   if (prefetching && !pending.training) {
+    next(); // the task leased ahead, from memory (first: the answer asks for the lease after next once it is taken)
     deliver(); // in the background
-    next(); // the task leased ahead, from memory
     return;
   }
   // Training feedback belongs to this answer, and the next training question depends on it: store it first.
@@ -313,14 +313,26 @@ function deliver() {
   return delivering;
 }
 
+// Whether the answer about to be sent should bring back the lease after next, decided when it is sent, not when
+// it was taken: only the last answer kept asks (after an outage several are sent at once, and each bringing one
+// back would leave the page holding more than one ahead), and only while the page has none ahead and is not
+// getting one (none handed back, no lease ahead under way: once the network is back the page's own lease ahead
+// may already be on its way, and the two would race).
+function wantsLeaseAhead(pending) {
+  const kept = outbox();
+  const last = kept[kept.length - 1];
+  return Boolean(last && last.assignment === pending.assignment && handed === undefined && ahead === null);
+}
+
 async function drain() {
   let failures = 0;
   for (let pending = outbox()[0]; pending; pending = outbox()[0]) {
     try {
-      const query = pending.next ? chainedQuery : "";
+      const chained = pending.next && wantsLeaseAhead(pending);
+      const query = chained ? chainedQuery : "";
       const result = await submitAnswer(base, pending.assignment, pending.answer, { attempts: 1, query });
       outboxDrop(pending);
-      if (pending.next) hand(result.next);
+      if (chained) hand(result.next);
       failures = 0;
       answered.textContent = String(Number(answered.textContent) + 1);
       showFeedback(pending, result.feedback);
