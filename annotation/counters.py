@@ -60,18 +60,18 @@ def counter_add(model, keys: dict, deltas: dict[str, int]) -> None:
         sql = _ADD_SQL[shape] = _add_sql(connection, *shape[1:])
     params = [*deltas.values(), *(v for v in keys.values() if v is not None)]
 
-    def add() -> int:
-        with sqlrows.cursor(connection) as cursor:
-            cursor.execute(sql, params)
-            return cursor.rowcount
+    def created(changed: int, _returned=None) -> None:
+        if changed:
+            return
+        try:
+            with transaction.atomic(using=connection.alias):
+                model.objects.create(**keys, **deltas)
+        except IntegrityError:  # another transaction created the row meanwhile (it waited for its commit)
+            with sqlrows.cursor(connection) as cursor:
+                cursor.execute(sql, params)
 
-    if add():
-        return
-    try:
-        with transaction.atomic(using=connection.alias):
-            model.objects.create(**keys, **deltas)
-    except IntegrityError:  # another transaction created the row meanwhile (it waited for its commit)
-        add()
+    # Held with the other writes of a submit (sqlrows.deferred_writes); a missing row is created once sent.
+    sqlrows.write(connection, model._meta.db_table, sql, params, on_done=created)
 
 
 _ADD_SQL: dict[tuple, str] = {}  # by (vendor, model, keys, NULL keys, deltas): a few dozen shapes in all
@@ -118,16 +118,15 @@ def tasks_counted(tasks: Iterable[Task]) -> None:
 
 def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None, worker_id: int) -> None:
     """Submitted answers on the task (negative: taken back) and the time they took (submission minus lease
-    time), counted for the task's stage and concept and for the worker who gave them. On PostgreSQL both
-    counters change in one statement (the submit's only counter round trip): the usage row first, then the
-    worker's row (created if missing), in that order on every path, so two writers never lock them crosswise."""
+    time), counted for the task's stage and concept and for the worker who gave them: the usage row first,
+    then the worker's row (created if missing), in that order on every path, so two writers never lock them
+    crosswise. On PostgreSQL inside a submit both go with the submit's other writes, in one round trip."""
     connection = connections[UsageCounter.objects.db]
     if connection.vendor != "postgresql":
         usage_answers_counted(task, answers=answers, worker_time=worker_time)
         workers_counted(task.dataset_id, {worker_id: answers})
-    elif not _usage_and_worker_added(connection, task, answers, worker_time, worker_id):
-        # No usage row yet (tasks created around the services); the worker's row is counted already.
-        usage_answers_counted(task, answers=answers, worker_time=worker_time)
+    else:
+        _usage_and_worker_added(connection, task, answers, worker_time, worker_id)
 
 
 def usage_answers_counted(task: Task, *, answers: int, worker_time: timedelta | None) -> None:
@@ -156,24 +155,31 @@ def _worker_upsert_sql(connection, n_rows: int) -> str:
 
 def _usage_and_worker_added(
     connection, task: Task, answers: int, worker_time: timedelta | None, worker_id: int
-) -> bool:
-    """PostgreSQL: add to the usage row and upsert the worker's row in one statement; False when the usage
-    row is missing. The UPDATE is the main statement, so it runs (and locks its row) before the unreferenced
-    INSERT of its WITH clause, which PostgreSQL runs to completion after it."""
+) -> None:
+    """PostgreSQL: add to the usage row, then upsert the worker's row, as two writes that a submit sends
+    with its others (sqlrows.deferred_writes: the usage row is written, and locked, first); a missing usage
+    row is created once they are sent."""
     qn = connection.ops.quote_name
     concept = "concept_id IS NULL" if task.concept_id is None else "concept_id = %s"
-    sql = (
-        f"WITH worker AS ({_worker_upsert_sql(connection, 1)} RETURNING 1) "
+    usage = (
         f"UPDATE {qn(UsageCounter._meta.db_table)} SET answers = answers + %s, "
         f"worker_microseconds = worker_microseconds + %s WHERE dataset_id = %s AND stage = %s AND {concept}"
     )
-    params = [task.dataset_id, worker_id, answers, answers, _microseconds(worker_time)]
-    params += [task.dataset_id, task_stage(task)]
+    params = [answers, _microseconds(worker_time), task.dataset_id, task_stage(task)]
     if task.concept_id is not None:
         params.append(task.concept_id)
-    with sqlrows.cursor(connection) as cursor:  # prepared: it runs on every submit
-        cursor.execute(sql, params)
-        return cursor.rowcount == 1
+
+    def usage_done(changed: int, _returned=None) -> None:
+        if not changed:  # no usage row yet (tasks created around the services)
+            usage_answers_counted(task, answers=answers, worker_time=worker_time)
+
+    sqlrows.write(connection, UsageCounter._meta.db_table, usage, params, on_done=usage_done)
+    sqlrows.write(
+        connection,
+        WorkerTally._meta.db_table,
+        _worker_upsert_sql(connection, 1),
+        [task.dataset_id, worker_id, answers],
+    )
 
 
 def workers_counted(dataset_id: int, answers: dict[int, int]) -> None:

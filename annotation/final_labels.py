@@ -124,15 +124,17 @@ def _apply(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | No
             # One pair (a vote closing): it mostly has no row yet, so it is inserted first, one statement, and
             # locked and merged only when a row exists. (With several pairs, inserting first would lock new rows
             # before existing ones, the reverse of every other writer's order.)
+            # Inside a submit the insert goes with the submit's other writes (sqlrows.deferred_writes), and
+            # the merge, when needed, once it has been sent.
             [(pair, entry)] = entries.items()
             row = None if entry is None else _row_new(dataset_id, pair, {source: entry}, timezone.now())
-            if row is not None and _insert_skipping_conflicts(connections[FinalLabel.objects.db], [row]):
+            if row is not None:
+                _insert_one_later(
+                    connections[FinalLabel.objects.db], row, lambda: _merge(dataset_id, source, entries)
+                )
                 return 1
-        for _attempt in range(3):
-            pending = {pair: entries[pair] for pair in _apply_once(dataset_id, source, pending)}
-            if not pending:
-                return len(entries)
-        raise IntegrityError(f"final labels of {sorted(pending)} kept changing under this transaction")
+        _merge(dataset_id, source, pending)
+        return len(entries)
     try:
         with transaction.atomic():
             _apply_once(dataset_id, source, entries)
@@ -142,6 +144,17 @@ def _apply(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | No
         with transaction.atomic():
             _apply_once(dataset_id, source, entries)
     return len(entries)
+
+
+def _merge(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | None]) -> None:
+    """PostgreSQL: lock, merge and write the pairs' rows, again for any pair another transaction created
+    meanwhile."""
+    pending = entries
+    for _attempt in range(3):
+        pending = {pair: entries[pair] for pair in _apply_once(dataset_id, source, pending)}
+        if not pending:
+            return
+    raise IntegrityError(f"final labels of {sorted(pending)} kept changing under this transaction")
 
 
 def _apply_once(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | None]) -> set[Pair]:
@@ -207,19 +220,32 @@ def _row_new(dataset_id: int, pair: Pair, evidence: dict[str, Any], now) -> Fina
 def _insert_skipping_conflicts(connection, rows: list[FinalLabel]) -> set[Pair]:
     """INSERT the rows, skipping those whose (image, concept) exists (ON CONFLICT DO NOTHING); returns the pairs
     inserted. Values go through the fields' own conversion, as bulk_create's do."""
+    sql, params = _insert_statement(connection, rows)
+    # The batches of a recompute vary in length and run once, so they are not prepared.
+    with connection.cursor() as cursor:
+        cursor.execute(sql + " RETURNING image_id, concept_id", params)
+        return {(image_id, concept_id) for image_id, concept_id in cursor.fetchall()}
+
+
+def _insert_one_later(connection, row: FinalLabel, exists) -> None:
+    """INSERT one row skipping a conflict, as `_insert_skipping_conflicts` does, through `sqlrows.write` (with
+    a submit's other writes, inside its deferred_writes); `exists()` runs when the pair had a row already."""
+    sql, params = _insert_statement(connection, [row])
+    sqlrows.write(
+        connection, FinalLabel._meta.db_table, sql, params, on_done=lambda inserted, _: inserted or exists()
+    )
+
+
+def _insert_statement(connection, rows: list[FinalLabel]) -> tuple[str, list]:
     qn = connection.ops.quote_name
     fields = [f for f in FinalLabel._meta.concrete_fields if not f.primary_key]
     values = ", ".join(["(" + ", ".join(["%s"] * len(fields)) + ")"] * len(rows))
     sql = (
         f"INSERT INTO {qn(FinalLabel._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-        f"VALUES {values} ON CONFLICT DO NOTHING RETURNING image_id, concept_id"
+        f"VALUES {values} ON CONFLICT DO NOTHING"
     )
     params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in rows for f in fields]
-    # One row (a vote closing, on every such submit) is a prepared statement; the batches of a recompute vary
-    # in length and run once, so they are not.
-    with sqlrows.cursor(connection) if len(rows) == 1 else connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return {(image_id, concept_id) for image_id, concept_id in cursor.fetchall()}
+    return sql, params
 
 
 def _lock(pairs: list[Pair]) -> dict[Pair, FinalLabel]:

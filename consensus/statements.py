@@ -66,10 +66,11 @@ def question_lock(connection, task_id: int) -> Question:
 
 
 def question_write(connection, question: Question, fields: Iterable[str]) -> None:
-    """UPDATE these fields of the question from the instance (its row is locked by the caller)."""
+    """UPDATE these fields of the question from the instance (its row is locked by the caller); inside a
+    submit it goes with the submit's other writes (sqlrows.deferred_writes)."""
     values = {name: getattr(question, name) for name in fields}
     if values:
-        sqlrows.update(connection, Question, question.pk, values)
+        sqlrows.update_later(connection, Question, question.pk, values)
 
 
 def vote_insert(connection, vote: Vote) -> bool:
@@ -79,6 +80,7 @@ def vote_insert(connection, vote: Vote) -> bool:
 
 
 def decision_insert(connection, decision: QuestionDecision) -> QuestionDecision:
-    """Append the decision row (its id and creation time set on the instance)."""
-    sqlrows.insert(connection, decision)
+    """Append the decision row (its creation time set on the instance, its id once it is written: inside a
+    submit it goes with the submit's other writes, sqlrows.deferred_writes)."""
+    sqlrows.insert_later(connection, decision)
     return decision

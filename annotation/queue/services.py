@@ -184,7 +184,9 @@ def assignment_submit(
     key = IdempotencyKey.parse(idempotency_key).value  # a no-op for a key the API already checked
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
     connection = connections[Assignment.objects.db]
-    with transaction.atomic():
+    # The writes the answer causes (its task, the question's vote count or verdict, counters...) go to
+    # PostgreSQL together, in one statement, before the next lease is read (sqlrows.deferred_writes).
+    with transaction.atomic(), sqlrows.deferred_writes(connection):
         current = statements.assignment_read(
             connection, assignment_id, worker.pk if worker is not None else None, lock=True
         )
@@ -236,12 +238,14 @@ def assignment_submit(
         }
         if change.result is not KEEP:
             written["result"] = change.result
-        sqlrows.update(connection, Task, task.pk, written)
+        sqlrows.update_later(connection, Task, task.pk, written)
         for name, value in written.items():
             setattr(task, name, value)
         counters.answers_counted(
             task, answers=1, worker_time=now - current.leased_at, worker_id=current.worker_id
         )
+        # Sent here rather than before the lease's first read, so a failure is this submit's own.
+        sqlrows.deferred_send(connection)
         return SubmitResult(
             current,
             replayed=False,

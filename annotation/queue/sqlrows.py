@@ -10,8 +10,9 @@ prepared statements on PostgreSQL, so the planner's work is done once per connec
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -79,6 +80,20 @@ def update(
 
     `where` maps field names to (operator, value), e.g. {"state": ("=", "leased")}. Values go through the
     fields' own conversion, so JSON and datetimes are stored exactly as the ORM stores them."""
+    sql, params = _update_sql(connection, model, pk, values, where)
+    with cursor(connection) as c:
+        c.execute(sql, params)
+        return c.rowcount
+
+
+def update_later(connection, model, pk: int, values: dict[str, Any]) -> None:
+    """`update` without a guard and without waiting for it: inside `deferred_writes` it goes with the batch
+    (see there), elsewhere it runs at once."""
+    sql, params = _update_sql(connection, model, pk, values, None)
+    write(connection, model._meta.db_table, sql, params)
+
+
+def _update_sql(connection, model, pk, values, where) -> tuple[str, list]:
     qn = connection.ops.quote_name
     meta = model._meta
     assignments, params = [], []
@@ -94,10 +109,7 @@ def update(
         field = meta.get_field(name)
         conditions.append(f"{qn(field.column)} {op} %s")
         params.append(field.get_db_prep_save(value, connection))
-    sql = f"UPDATE {qn(meta.db_table)} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
-    with cursor(connection) as c:
-        c.execute(sql, params)
-        return c.rowcount
+    return f"UPDATE {qn(meta.db_table)} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}", params
 
 
 def insert(connection, instance, *, skip_conflict: bool = False) -> bool:
@@ -129,6 +141,26 @@ def insert(connection, instance, *, skip_conflict: bool = False) -> bool:
     instance._state.adding = False
     instance._state.db = connection.alias
     return True
+
+
+def insert_later(connection, instance) -> None:
+    """`insert` (no conflict expected) without waiting for it: inside `deferred_writes` it goes with the batch
+    and the instance gets its primary key when the batch runs; elsewhere it runs at once."""
+    if connection.vendor != "postgresql":
+        instance.save(force_insert=True, using=connection.alias)
+        return
+    meta = instance._meta
+    fields = _insert_fields(meta.model)
+    qn = connection.ops.quote_name
+    sql = _insert_sql(connection, meta.model, False).rsplit(" RETURNING ", 1)[0]
+    params = [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields]
+
+    def done(_rowcount: int, pk: Any) -> None:
+        setattr(instance, meta.pk.attname, pk)
+        instance._state.adding = False
+        instance._state.db = connection.alias
+
+    write(connection, meta.db_table, sql, params, returning=qn(meta.pk.column), on_done=done)
 
 
 @functools.cache
@@ -194,3 +226,131 @@ def _preparing_cursor_class():
             return super().execute(query, params, prepare=True, binary=binary)
 
     return PreparingCursor
+
+
+# --- writes sent together ---------------------------------------------------------------------------------
+
+
+class _Write:
+    __slots__ = ("table", "sql", "params", "returning", "on_done")
+
+    def __init__(self, table, sql, params, returning, on_done):
+        self.table, self.sql, self.params, self.returning, self.on_done = (
+            table,
+            sql,
+            params,
+            returning,
+            on_done,
+        )
+
+
+class _Batch:
+    """The writes deferred on one connection; sent as one statement before the connection runs any other."""
+
+    def __init__(self, connection):
+        self.connection = connection
+        self.pending: list[_Write] = []
+        self.sending = False
+
+    def add(self, w: _Write) -> None:
+        if any(p.table == w.table for p in self.pending):
+            # Two writes of one table in one statement could touch one row twice (PostgreSQL then applies only
+            # one of them) or miss each other's rows: the first goes on its own.
+            self.send()
+        self.pending.append(w)
+
+    def before_execute(self, execute, sql, params, many, context):
+        if not self.sending:
+            self.send_all()
+        return execute(sql, params, many, context)
+
+    def send_all(self) -> None:
+        while self.pending:  # an on_done may hold another write (a fallback)
+            self.send()
+
+    def send(self) -> None:
+        writes, self.pending = self.pending, []
+        if not writes:
+            return
+        parts, params, reads = [], [], []
+        for i, w in enumerate(writes):
+            parts.append(f"w{i} AS ({w.sql} RETURNING {w.returning or 1})")
+            params.extend(w.params)
+            reads.append(f"(SELECT count(*) FROM w{i})")
+            if w.returning:
+                reads.append(f"(SELECT {w.returning} FROM w{i} LIMIT 1)")
+        # Each WITH part runs to completion when the select list first reads it, left to right: the writes
+        # happen (and take their row locks) in the order they were made, as they would one by one.
+        sql = f"WITH {', '.join(parts)} SELECT {', '.join(reads)}"
+        self.sending = True
+        try:
+            with cursor(self.connection) as c:
+                c.execute(sql, params)
+                row = list(c.fetchone())
+        finally:
+            self.sending = False
+        for w in writes:
+            rowcount = row.pop(0)
+            returned = row.pop(0) if w.returning else None
+            if w.on_done is not None:
+                w.on_done(rowcount, returned)
+
+
+_BATCHES: dict[int, _Batch] = {}  # by id(connection) while a deferred_writes block is open on it
+
+
+@contextlib.contextmanager
+def deferred_writes(connection):
+    """Within the block, writes made with `write` (and `update_later`, `insert_later`) on PostgreSQL are held
+    and sent together, as one statement of data-modifying WITH parts, just before the connection runs any other
+    statement (a read that might see them, a savepoint) and at the end of the block: the submit that closes a
+    vote writes its question, tally, decision, final label, task and counters in one round trip instead of
+    seven. Each write's `on_done(rowcount, returned)` runs once it is sent (a missing counter row is created
+    there). Writes of one table are never sent in one statement, since the parts of one statement do not see
+    each other's changes. Elsewhere (SQLite) writes run at once. Use inside the transaction they belong to; an
+    error in the block drops what is held (the transaction is rolled back anyway)."""
+    if connection.vendor != "postgresql" or id(connection) in _BATCHES:
+        yield
+        return
+    batch = _BATCHES[id(connection)] = _Batch(connection)
+    try:
+        with connection.execute_wrapper(batch.before_execute):
+            yield
+            batch.send_all()
+    finally:
+        del _BATCHES[id(connection)]
+
+
+def deferred_send(connection) -> None:
+    """Send the writes `deferred_writes` holds on this connection now (nothing when none are held)."""
+    batch = _BATCHES.get(id(connection))
+    if batch is not None:
+        batch.send_all()
+
+
+def write(
+    connection,
+    table: str,
+    sql: str,
+    params: Sequence[Any],
+    *,
+    returning: str | None = None,
+    on_done: Callable[[int, Any], None] | None = None,
+) -> None:
+    """Run one INSERT/UPDATE (`sql` without a RETURNING clause) on `table`, now or, inside `deferred_writes`,
+    with the batch; then `on_done(rows changed, the first row's `returning` column or None)`."""
+    w = _Write(table, sql, list(params), returning, on_done)
+    batch = _BATCHES.get(id(connection))
+    if batch is not None:
+        batch.add(w)
+        return
+    with cursor(connection) as c:
+        if returning:
+            c.execute(f"{sql} RETURNING {returning}", w.params)
+            found = c.fetchone()
+            rowcount, returned = c.rowcount, (found[0] if found else None)
+        else:
+            c.execute(sql, w.params)
+            rowcount, returned = c.rowcount, None
+    if on_done is not None:
+        on_done(rowcount, returned)

@@ -33,18 +33,20 @@ QUESTION_NEXT = 3
 # With gold in the dataset the policy looks its candidates up (settings, scores, the next task, the lease count,
 # the candidates) and the side not taken is looked up too, so gold and normal leases cost the same.
 QUESTION_NEXT_WITH_GOLD = 10
-# Submit: token, BEGIN, lock the task and read the assignment, store the answer, write the task, add to the
-# usage counter (the cost ledger), COMMIT; a plain vote is a consensus question with a fixed-majority rule, so
-# the closing one also locks its question, inserts the vote, writes the verdict with the counts, the decision
-# row and its final label (a new pair: one statement, no savepoint); a question that was never in review has
-# no review item to clear, so none is looked for.
-VOTE_SUBMIT_CLOSING = 13
-# A vote on a question: lock the question (its dataset's settings joined), insert the vote (no savepoint), its
-# counts, the calibration table in use, then P (asking more) or the verdict, its decision row, the final label,
-# the hierarchy subscriber of the decision (review's needs none for a question that was never in review), and
-# the usage counter (a decision also moves the question tally of the organizer's progress page).
-QUESTION_SUBMIT_ASKING_MORE = 11
-QUESTION_SUBMIT_DECIDING = 15
+# Submit: token, BEGIN, lock the task and read the assignment, store the answer; a plain vote is a consensus
+# question with a fixed-majority rule, so it locks its question and inserts the vote (no savepoint); then every
+# write the answer causes (the verdict with the counts, the decision row, its final label as a new pair, the
+# question tally, the task, the usage and worker counters) goes in one statement
+# (annotation.queue.sqlrows.deferred_writes); COMMIT. A question that was never in review has no review item to
+# clear, so none is looked for.
+VOTE_SUBMIT_CLOSING = 8
+# A vote on a question: lock the question (its dataset's settings joined), insert the vote (no savepoint), the
+# calibration table in use; then P with the counts (asking more) or the verdict, its decision row, the final
+# label and the question tally of the organizer's progress page, sent with the task and the counters in one
+# statement, except that the hierarchy subscriber of the decision reads its image's labeling in between (so the
+# writes go in two statements); review's subscriber needs nothing for a question that was never in review.
+QUESTION_SUBMIT_ASKING_MORE = 9
+QUESTION_SUBMIT_DECIDING = 11
 # Submit with next=true (the worker page's): the closing vote's submit and the next task's lease in one request
 # and transaction, so one token lookup instead of two; the lease statement itself keeps the new lease's id on
 # the submitted assignment (a retry hands that lease back), so that costs no statement of its own.

@@ -27,19 +27,21 @@ pytestmark = pytest.mark.django_db
 # (no SKIP LOCKED, no data-modifying CTE), which then reads the examples (annotation/examples.py) on their own.
 # Submit: token, lock the task and read the assignment, store the answer, write the task, add the answer and its
 # worker time to the dataset's usage counter and the answer to the worker's (the cost ledger and the People
-# list, annotation/counters.py; one statement on PostgreSQL, two on SQLite: no data-modifying CTE): the queue's
-# five (six on SQLite). Then
-# the one decision engine's vote (a plain vote is a consensus question with a fixed-majority rule): lock the
-# question (the voter is the submitting worker, already read), insert the vote, write its counts. The submit
-# that closes a vote writes the counts with the verdict, inserts the decision row, writes its final label in the
-# same transaction (PostgreSQL: one INSERT ... ON CONFLICT DO NOTHING; elsewhere lock the (image, class) row,
-# insert it) and moves the question tally; a question that was never in review has no review item to clear.
+# list, annotation/counters.py; two statements on SQLite). Then the one decision engine's vote (a plain vote is a
+# consensus question with a fixed-majority rule): lock the question (the voter is the submitting worker, already
+# read), insert the vote, write its counts. The submit that closes a vote writes the counts with the verdict,
+# inserts the decision row, writes its final label in the same transaction (PostgreSQL: an INSERT ... ON
+# CONFLICT DO NOTHING; elsewhere lock the (image, class) row, insert it) and moves the question tally; a question
+# that was never in review has no review item to clear. On PostgreSQL every write the answer causes after the
+# vote (the question's counts or verdict, tally, decision, final label, task, both counters) goes in one
+# statement (annotation.queue.sqlrows.deferred_writes), so closing a vote costs no extra round trip there.
 NEXT_TASK_QUERIES = {"postgresql": 3, "sqlite": 7}
-QUEUE_SUBMIT_QUERIES = {"postgresql": 5, "sqlite": 6}
-ENGINE_VOTE_QUERIES = 3
-SUBMIT_QUERIES = {vendor: n + ENGINE_VOTE_QUERIES for vendor, n in QUEUE_SUBMIT_QUERIES.items()}
+SUBMIT_QUERIES = {
+    "postgresql": 3 + 2 + 1,  # token, read, answer; question lock, vote; the writes together
+    "sqlite": 6 + 3,  # token, read, answer, task, two counters; question lock, vote, its counts
+}
 CLOSING_SUBMIT_QUERIES = {
-    "postgresql": SUBMIT_QUERIES["postgresql"] + 3,
+    "postgresql": SUBMIT_QUERIES["postgresql"],
     "sqlite": SUBMIT_QUERIES["sqlite"] + 4,
 }
 
