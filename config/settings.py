@@ -189,6 +189,10 @@ else:
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
                 "transaction_mode": "IMMEDIATE",
             },
+            # Tests: a file beside it, not Django's shared in-memory database, whose one connection the live
+            # server's request threads all share (a page's parallel requests then fail with "database table is
+            # locked" instead of waiting their turn, as they do on a file with WAL and the timeout above).
+            "TEST": {"NAME": str(VAR_DIR / "test-crowdlabel.sqlite3")},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
