@@ -114,7 +114,7 @@ def test_no_answer_is_taken_before_the_image_has_loaded(page, live_server, two_v
     wait_for_image_loaded(page)
     page.keyboard.press("n")
     expect(page.locator("#answered")).to_have_text("1")
-    wait_for_image_loaded(page)  # the next lease is written: SQLite's shared test database is free to read
+    wait_for_image_loaded(page)  # the next lease is written: the database is free to read
     # One answer only: had the early N (or Yes) counted, this N would have answered the second task as well.
     assert Assignment.objects.get(state=AssignmentState.SUBMITTED).answer == {"answer": False}
 

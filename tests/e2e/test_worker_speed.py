@@ -36,7 +36,7 @@ def held_by(username: str) -> list[Assignment]:
 
 class Network:
     """What the page leased and loaded, seen from the browser: the tests read the database only while the page
-    is idle (SQLite's shared test database refuses a write while the test reads)."""
+    is idle (on SQLite a read in the test holds off the live server's writes)."""
 
     def __init__(self, page):
         self.leases: list[dict] = []

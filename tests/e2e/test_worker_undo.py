@@ -30,8 +30,8 @@ def open_votes(live_server):
 
 
 def when_idle(read):
-    """Run these database reads once the page's background requests let SQLite's shared test database be read
-    (it refuses a read while the live server writes): retried for up to 3 s."""
+    """Run these database reads, retried for up to 3 s should the database refuse them while the page's
+    background requests write (SQLite's test database waits its timeout for a lock, so mostly it does not)."""
     for _ in range(30):
         try:
             return read()
