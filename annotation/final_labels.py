@@ -119,7 +119,6 @@ def _apply(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | No
         # New rows are inserted skipping any pair another transaction created meanwhile (ON CONFLICT DO
         # NOTHING waits for it to commit), and only those pairs go round again, now locked and updated: no
         # savepoint, which is two round trips on the submit that closes a vote.
-        pending = entries
         if len(entries) == 1:
             # One pair (a vote closing): it mostly has no row yet, so it is inserted first, one statement, and
             # locked and merged only when a row exists. (With several pairs, inserting first would lock new rows
@@ -133,7 +132,7 @@ def _apply(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | No
                     connections[FinalLabel.objects.db], row, lambda: _merge(dataset_id, source, entries)
                 )
                 return 1
-        _merge(dataset_id, source, pending)
+        _merge(dataset_id, source, entries)
         return len(entries)
     try:
         with transaction.atomic():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -152,7 +153,7 @@ def insert_later(connection, instance) -> None:
     meta = instance._meta
     fields = _insert_fields(meta.model)
     qn = connection.ops.quote_name
-    sql = _insert_sql(connection, meta.model, False).rsplit(" RETURNING ", 1)[0]
+    sql = _insert_sql(connection, meta.model, False, returning=False)
     params = [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields]
 
     def done(_rowcount: int, pk: Any) -> None:
@@ -168,11 +169,11 @@ def _insert_fields(model) -> list:
     return [f for f in model._meta.concrete_fields if f is not model._meta.auto_field]
 
 
-_INSERT_SQL: dict[tuple[Any, str, bool], str] = {}
+_INSERT_SQL: dict[tuple[Any, str, bool, bool], str] = {}
 
 
-def _insert_sql(connection, model, skip_conflict: bool) -> str:
-    key = (model, connection.vendor, skip_conflict)
+def _insert_sql(connection, model, skip_conflict: bool, returning: bool = True) -> str:
+    key = (model, connection.vendor, skip_conflict, returning)
     found = _INSERT_SQL.get(key)
     if found is None:
         qn = connection.ops.quote_name
@@ -181,7 +182,7 @@ def _insert_sql(connection, model, skip_conflict: bool) -> str:
             f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
             f"VALUES ({', '.join(['%s'] * len(fields))})"
             + (" ON CONFLICT DO NOTHING" if skip_conflict else "")
-            + f" RETURNING {qn(model._meta.pk.column)}"
+            + (f" RETURNING {qn(model._meta.pk.column)}" if returning else "")
         )
     return found
 
@@ -231,17 +232,13 @@ def _preparing_cursor_class():
 # --- writes sent together ---------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
 class _Write:
-    __slots__ = ("table", "sql", "params", "returning", "on_done")
-
-    def __init__(self, table, sql, params, returning, on_done):
-        self.table, self.sql, self.params, self.returning, self.on_done = (
-            table,
-            sql,
-            params,
-            returning,
-            on_done,
-        )
+    table: str
+    sql: str
+    params: list
+    returning: str | None
+    on_done: Callable[[int, Any], None] | None
 
 
 class _Batch:
