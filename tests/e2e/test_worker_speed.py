@@ -199,3 +199,33 @@ def test_a_network_outage_of_ten_seconds_loses_no_answer_and_stores_none_twice(p
     assert len({a.idempotency_key for a in submitted}) == 3
     # The browser logs each blocked request; nothing else went wrong on the page.
     assert [e for e in page.console_errors if "ERR_INTERNET_DISCONNECTED" not in e] == []
+
+
+def test_an_answer_slower_than_the_page_waits_gives_back_the_lease_it_brings_so_one_task_is_held_ahead(
+    page, live_server, vote_tasks
+):
+    network = Network(page)
+    factories.user_with_roles("ann", ("workers",))
+    sign_in(page, live_server.url, "ann")
+    wait_for_image_loaded(page)
+    first = shown(page)
+    ahead = network.wait_until_ahead_is_loaded(page, first)
+
+    def slow(route):
+        time.sleep(2.0)  # longer than the page waits for an answer before it leases ahead itself (1 s)
+        route.continue_()
+
+    page.route("**/submit?next=true*", slow)
+    page.keyboard.press("y")
+    expect(page.locator("#task-body")).to_have_attribute("data-shown", str(ahead))
+    expect(page.locator("#answered")).to_have_text("1", timeout=10_000)
+    page.wait_for_timeout(500)  # the lease the answer brought back is on its way back to the queue
+
+    # The page leased its own task ahead while the answer was on its way; the answer still brought one back.
+    own = [lease["id"] for lease in network.leases if lease["id"] not in (first, ahead)]
+    assert len(own) == 2, network.leases
+    assert len(network.asked("/api/v1/tasks/next")) == 3
+    third, brought = own
+    assert [a.pk for a in held_by("ann")] == [ahead, third], "one task ahead of the one on screen, never more"
+    assert Assignment.objects.get(pk=brought).state == AssignmentState.RELEASED
+    assert Assignment.objects.get(pk=first).state == AssignmentState.SUBMITTED

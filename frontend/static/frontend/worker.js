@@ -101,9 +101,21 @@ const kindsQuery = kinds ? `kinds=${encodeURIComponent(kinds)}` : "";
 const nextPath = () => "tasks/next" + (kinds ? `?${kindsQuery}` : "");
 const chainedQuery = "next=true" + (kinds ? `&${kindsQuery}` : "");
 
+// Hand a lease this page will not show back to the queue (one that already ended needs nothing).
+function giveBack(assignment) {
+  api(base, `assignments/${assignment.id}/release`, { method: "POST" }).catch(() => {});
+}
+
+// How many leases the page asked tasks/next for itself: an answer that asked for the lease after next sees from
+// it whether the page leased its own while the answer was on its way.
+let ownLeases = 0;
+
 // The next lease: the one an answer brought back, else a new one from tasks/next.
 function lease() {
-  if (handed === undefined) return api(base, nextPath());
+  if (handed === undefined) {
+    ownLeases += 1;
+    return api(base, nextPath());
+  }
   const assignment = handed;
   handed = undefined;
   return Promise.resolve(assignment);
@@ -114,6 +126,14 @@ function lease() {
 function hand(assignment) {
   if (handed) waiting.push(handed);
   handed = assignment;
+}
+
+// The lease an answer brought back, unless the page leased its own while that answer was on its way (an answer
+// slower than answerFirst waits): then it is one more than the one ahead the page holds, so it goes back to the
+// queue at once instead of waiting on this worker's lease; and a `null` (no task then) says nothing any more.
+function handOrReturn(assignment, leasedMeanwhile) {
+  if (!leasedMeanwhile) return hand(assignment);
+  if (assignment) giveBack(assignment);
 }
 
 // Lease the task after the one on screen and get it ready to show: its kind's module loaded, its image decoded.
@@ -154,7 +174,7 @@ async function ready(assignment) {
 function fresh(assignment) {
   const length = Date.parse(assignment.expires_at) - Date.parse(assignment.leased_at);
   if (Date.parse(assignment.expires_at) - Date.now() > Math.min(10000, length / 2)) return true;
-  api(base, `assignments/${assignment.id}/release`, { method: "POST" }).catch(() => {});
+  giveBack(assignment);
   if (assignment.task.image) forgetImage(assignment.task.image.url);
   return false;
 }
@@ -204,7 +224,7 @@ async function present(assignment) {
   } catch (error) {
     // Say so instead of "Loading…" forever, and hand the task back rather than sit on its lease.
     show(`This task cannot be shown here: ${error.message}`, true);
-    api(base, `assignments/${assignment.id}/release`, { method: "POST" }).catch(() => {});
+    giveBack(assignment);
     return;
   }
   const entry = { assignment, cleanup: null, seenAt: null, answerable: false, stopClock: () => {} };
@@ -330,9 +350,10 @@ async function drain() {
     try {
       const chained = pending.next && wantsLeaseAhead(pending);
       const query = chained ? chainedQuery : "";
+      const leasedBefore = ownLeases;
       const result = await submitAnswer(base, pending.assignment, pending.answer, { attempts: 1, query });
       outboxDrop(pending);
-      if (chained) hand(result.next);
+      if (chained) handOrReturn(result.next, ownLeases !== leasedBefore);
       failures = 0;
       answered.textContent = String(Number(answered.textContent) + 1);
       showFeedback(pending, result.feedback);
