@@ -16,3 +16,10 @@ class GoldConfig(AppConfig):
         hooks.register_submit_extras(services.qualification_feedback)
         hooks.register_lease_extras(services.training_progress)
         boxes.verdict_hook_register(services.drawer_verdict_record)
+
+        # `counters_recount` rebuilds the gold tally with the queue's counters.
+        from annotation.counters import register_recount
+
+        from .tally import gold_tally_recount
+
+        register_recount(gold_tally_recount)

@@ -17,6 +17,7 @@ from hierarchy.models import Concept
 
 from .models import GoldItem, GoldSource
 from .serving import gold_pool_fill
+from .tally import gold_items_counted
 
 CSV_COLUMNS = ("kind", "concept", "image", "box", "answer", "explanation")
 _TRUE = {"yes", "y", "true", "1"}
@@ -80,6 +81,7 @@ def gold_items_create(
                 )
                 for s in specs
             ]
+            gold_items_counted(items)
             gold_pool_fill(dataset_id=dataset.pk)
             for item in items:
                 item.refresh_from_db(fields=["task"])

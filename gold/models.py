@@ -141,6 +141,22 @@ class GoldItem(models.Model):
         return f"gold {self.kind} item {self.pk} ({'yes' if self.answer else 'no'})"
 
 
+class GoldTally(models.Model):
+    """How many gold items a dataset has of one question kind, kept with the items (gold.items) so that a lease
+    learns which pairs need qualification without counting every tenant's items (gold.serving.gold_context);
+    `manage.py counters_recount` rebuilds it from the items."""
+
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=32, choices=QuestionKind.choices)
+    items = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["dataset", "kind"], name="gold_tally_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.items} gold {self.kind} items in dataset {self.dataset_id}"
+
+
 class Purpose(models.TextChoices):
     QUALIFICATION = "qualification", "Qualification"
     EMBEDDED = "embedded", "Embedded in production"

@@ -26,7 +26,7 @@ from consensus.models import ConsensusSettings, Question, QuestionKind, Question
 from consensus.question_kind import BOX_KINDS, SHOWN_BOXES_KEY
 from consensus.services import TASK_KIND, question_task, question_text
 
-from .models import Block, BlockAction, GoldAnswer, GoldItem, GoldSettings, Purpose, WorkerScore
+from .models import Block, BlockAction, GoldAnswer, GoldItem, GoldSettings, GoldTally, Purpose, WorkerScore
 
 GOLD_POOL = "gold"
 _GOLD_STREAM = 0x601D
@@ -56,12 +56,13 @@ class GoldContext:
 
 def gold_context(worker, now: datetime | None = None) -> GoldContext:
     # Plain SQL, one statement: this runs on every lease and the ORM took longer to build it than the database
-    # to answer. Rows are ("item", dataset, kind, number of items) and ("block", dataset, "", 0).
+    # to answer. Rows are ("item", dataset, kind, number of items) and ("block", dataset, "", 0). The items are
+    # counted from the tally kept with them (gold.tally): one row per (dataset, kind) with gold, however many
+    # items every tenant has.
     qn = connection.ops.quote_name
     with sqlrows.cursor(connection) as cursor:
         cursor.execute(
-            f"SELECT 'item', dataset_id, kind, COUNT(*) FROM {qn(GoldItem._meta.db_table)} "
-            "GROUP BY dataset_id, kind "
+            f"SELECT 'item', dataset_id, kind, items FROM {qn(GoldTally._meta.db_table)} WHERE items > 0 "
             f"UNION ALL SELECT DISTINCT 'block', dataset_id, '', 0 FROM {qn(Block._meta.db_table)} "
             "WHERE worker_id = %s "
             # An organizer's block stands while it is the latest action on the (worker, dataset).
