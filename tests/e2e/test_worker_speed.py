@@ -76,6 +76,17 @@ def shown(page) -> int:
     return int(page.locator("#task-body").get_attribute("data-shown"))
 
 
+def signed_in_with_one_ahead(page, live_server) -> tuple[Network, int, int]:
+    """Ann signed in on the worker page: what the page did, the task on screen and the one leased ahead of it
+    (its image loaded)."""
+    network = Network(page)
+    factories.user_with_roles("ann", ("workers",))
+    sign_in(page, live_server.url, "ann")
+    wait_for_image_loaded(page)
+    first = shown(page)
+    return network, first, network.wait_until_ahead_is_loaded(page, first)
+
+
 def image_path(assignment_id: int) -> str:
     return f"/api/v1/images/{Assignment.objects.get(pk=assignment_id).task.image_id}/file"
 
@@ -83,12 +94,7 @@ def image_path(assignment_id: int) -> str:
 def test_the_next_task_and_its_image_are_ready_before_the_answer_and_show_without_a_request(
     page, live_server, vote_tasks
 ):
-    network = Network(page)
-    factories.user_with_roles("ann", ("workers",))
-    sign_in(page, live_server.url, "ann")
-    wait_for_image_loaded(page)
-    first = shown(page)
-    ahead = network.wait_until_ahead_is_loaded(page, first)
+    network, first, ahead = signed_in_with_one_ahead(page, live_server)
     assert [a.pk for a in held_by("ann")] == [first, ahead]
     ahead_image = image_path(ahead)
 
@@ -107,13 +113,8 @@ def test_the_next_task_and_its_image_are_ready_before_the_answer_and_show_withou
 def test_each_answer_brings_back_the_lease_after_next_so_tasks_next_is_asked_only_at_the_start(
     page, live_server, vote_tasks
 ):
-    network = Network(page)
-    factories.user_with_roles("ann", ("workers",))
-    sign_in(page, live_server.url, "ann")
-    wait_for_image_loaded(page)
-    first = shown(page)
-    ahead = network.wait_until_ahead_is_loaded(page, first)  # nothing answered yet: from tasks/next
-    assert len(network.asked("/api/v1/tasks/next")) == 2
+    network, first, ahead = signed_in_with_one_ahead(page, live_server)
+    assert len(network.asked("/api/v1/tasks/next")) == 2  # nothing answered yet: both from tasks/next
 
     page.keyboard.press("y")
     expect(page.locator("#task-body")).to_have_attribute("data-shown", str(ahead))
@@ -134,12 +135,7 @@ def test_each_answer_brings_back_the_lease_after_next_so_tasks_next_is_asked_onl
 
 
 def test_a_reload_gives_back_the_task_on_screen_and_the_one_leased_ahead(page, live_server, vote_tasks):
-    network = Network(page)
-    factories.user_with_roles("ann", ("workers",))
-    sign_in(page, live_server.url, "ann")
-    wait_for_image_loaded(page)
-    first = shown(page)
-    ahead = network.wait_until_ahead_is_loaded(page, first)
+    network, first, ahead = signed_in_with_one_ahead(page, live_server)
 
     page.reload()
     wait_for_image_loaded(page)
@@ -156,12 +152,7 @@ def test_a_reload_gives_back_the_task_on_screen_and_the_one_leased_ahead(page, l
 
 
 def test_a_network_outage_of_ten_seconds_loses_no_answer_and_stores_none_twice(page, live_server, vote_tasks):
-    network = Network(page)
-    factories.user_with_roles("ann", ("workers",))
-    sign_in(page, live_server.url, "ann")
-    wait_for_image_loaded(page)
-    first = shown(page)
-    ahead = network.wait_until_ahead_is_loaded(page, first)
+    network, first, ahead = signed_in_with_one_ahead(page, live_server)
 
     page.route("**/api/v1/**", lambda route: route.abort("internetdisconnected"))
     blocked_at = time.monotonic()
@@ -204,12 +195,7 @@ def test_a_network_outage_of_ten_seconds_loses_no_answer_and_stores_none_twice(p
 def test_an_answer_slower_than_the_page_waits_gives_back_the_lease_it_brings_so_one_task_is_held_ahead(
     page, live_server, vote_tasks
 ):
-    network = Network(page)
-    factories.user_with_roles("ann", ("workers",))
-    sign_in(page, live_server.url, "ann")
-    wait_for_image_loaded(page)
-    first = shown(page)
-    ahead = network.wait_until_ahead_is_loaded(page, first)
+    network, first, ahead = signed_in_with_one_ahead(page, live_server)
 
     def slow(route):
         time.sleep(2.0)  # longer than the page waits for an answer before it leases ahead itself (1 s)
