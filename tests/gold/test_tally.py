@@ -1,12 +1,15 @@
 """The gold tally: every lease learns which (dataset, kind) pairs need qualification from a kept count of gold
 items, not by counting every tenant's items. The count is kept by the services that add items (all or none),
-rebuilt by `counters_recount` for items loaded around them, and filled by its migration from existing items."""
+rebuilt by `counters_recount` for items loaded around them and by the admin for the items it adds or deletes,
+and filled by its migration from existing items."""
 
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from annotation.counters import counters_recount
@@ -95,3 +98,32 @@ def test_the_migration_fills_the_tally_from_the_items_already_there(dataset, con
     executor.loader.build_graph()
     executor.migrate(leaves)  # and filled again from the items
     assert stored(dataset) == {QuestionKind.IMAGE_VERIFY: 3}
+
+
+@pytest.mark.django_db
+def test_items_added_and_deleted_in_the_admin_are_counted_too(dataset, concept):
+    image = make_images(dataset, 1)[0]
+    get_user_model().objects.create_superuser("root", "root@example.org", "root-pass-123")
+    client = Client()
+    assert client.login(username="root", password="root-pass-123")
+    added = client.post(
+        "/admin/gold/golditem/add/",
+        {
+            "dataset": dataset.pk,
+            "kind": QuestionKind.IMAGE_VERIFY,
+            "concept": concept.pk,
+            "image": image.pk,
+            "answer": "on",
+            "explanation": "",
+            "source": "organizer",
+        },
+    )
+    assert added.status_code == 302, added.content.decode()[-2000:]
+    item = GoldItem.objects.get()
+    assert item.task_id is not None
+    assert stored(dataset) == {QuestionKind.IMAGE_VERIFY: 1}
+
+    deleted = client.post(f"/admin/gold/golditem/{item.pk}/delete/", {"post": "yes"})
+    assert deleted.status_code == 302
+    assert not GoldItem.objects.exists()
+    assert stored(dataset) == {QuestionKind.IMAGE_VERIFY: 0}
