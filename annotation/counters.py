@@ -282,6 +282,23 @@ def _worker_tally_recount(dataset_id: int) -> int:
     return changed
 
 
+def counter_rows_rewrite(
+    model, dataset_id: int, key_fields: tuple[str, ...], expected: dict, stored: dict, *, zero: dict[str, int]
+) -> int:
+    """A recount's writes: the dataset's rows of `model` (keyed by `key_fields` besides the dataset) whose stored
+    values differ from `expected` are written, a key no longer expected gets `zero`, in key order; returns how
+    many rows changed. The caller has locked the dataset's rows."""
+    changed = 0
+    for key in sorted(set(expected) | set(stored), key=lambda k: tuple((v is not None, v) for v in k)):
+        want = expected.get(key, zero)
+        if stored.get(key) != want:
+            model.objects.update_or_create(
+                dataset_id=dataset_id, **dict(zip(key_fields, key, strict=True)), defaults=want
+            )
+            changed += 1
+    return changed
+
+
 # Higher apps' own counters (consensus's question tally), rebuilt by `counters_recount` in its transaction:
 # dataset id -> how many of their rows changed. Registered in `AppConfig.ready`.
 _recounters: list[Callable[[int], int]] = []
@@ -307,12 +324,14 @@ def counters_recount(dataset_id: int) -> int:
         if tally != stored_tally:
             DatasetTally.objects.update_or_create(dataset_id=dataset_id, defaults=tally)
             changed += 1
-        for key in sorted(set(usage) | set(stored_usage), key=lambda k: (k[0], k[1] or 0)):
-            want = usage.get(key, {"tasks": 0, "answers": 0, "worker_microseconds": 0})
-            if stored_usage.get(key) == want:
-                continue
-            UsageCounter.objects.update_or_create(**_usage_key(dataset_id, *key), defaults=want)
-            changed += 1
+        changed += counter_rows_rewrite(
+            UsageCounter,
+            dataset_id,
+            ("stage", "concept_id"),
+            usage,
+            stored_usage,
+            zero={"tasks": 0, "answers": 0, "worker_microseconds": 0},
+        )
         for recount in _recounters:
             changed += recount(dataset_id)
         return changed

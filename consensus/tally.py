@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from django.db.models import Count, F, Q, Sum
 
-from annotation.counters import counter_add
+from annotation.counters import counter_add, counter_rows_rewrite
 
 from .models import DECIDED_STATES, Question, QuestionRole, QuestionState, QuestionTally
 
@@ -97,13 +97,11 @@ def tally_recount(dataset_id: int) -> int:
     """Rewrite the dataset's question tally from its questions (rows locked first, as in
     annotation.counters.counters_recount); returns how many rows changed. Call inside a transaction."""
     list(QuestionTally.objects.select_for_update().filter(dataset_id=dataset_id).order_by("id"))
-    expected, stored = tally_expected(dataset_id), tally_stored(dataset_id)
-    changed = 0
-    for key in sorted(set(expected) | set(stored)):
-        want = expected.get(key, dict.fromkeys(FIELDS, 0))
-        if stored.get(key) != want:
-            QuestionTally.objects.update_or_create(
-                dataset_id=dataset_id, kind=key[0], concept_id=key[1], defaults=want
-            )
-            changed += 1
-    return changed
+    return counter_rows_rewrite(
+        QuestionTally,
+        dataset_id,
+        ("kind", "concept_id"),
+        tally_expected(dataset_id),
+        tally_stored(dataset_id),
+        zero=dict.fromkeys(FIELDS, 0),
+    )

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from django.db.models import Count
 
-from annotation.counters import counter_add
+from annotation.counters import counter_add, counter_rows_rewrite
 
 from .models import GoldItem, GoldTally
 
@@ -20,27 +20,26 @@ def gold_items_counted(items: Iterable[GoldItem]) -> None:
         counter_add(GoldTally, {"dataset_id": dataset_id, "kind": kind}, {"items": n})
 
 
-def gold_tally_expected(dataset_id: int) -> dict[str, int]:
-    return dict(
-        GoldItem.objects.filter(dataset_id=dataset_id).values_list("kind").annotate(n=Count("id")).order_by()
-    )
+def gold_tally_expected(dataset_id: int) -> dict[tuple[str], dict[str, int]]:
+    """{(kind,): {"items": n}} recomputed from the dataset's items."""
+    return {
+        (kind,): {"items": n}
+        for kind, n in GoldItem.objects.filter(dataset_id=dataset_id)
+        .values_list("kind")
+        .annotate(n=Count("id"))
+        .order_by()
+    }
 
 
 def gold_tally_recount(dataset_id: int) -> int:
     """Rewrite the dataset's gold tally from its items (rows locked first, as annotation.counters does);
     returns how many rows changed. Call inside a transaction."""
-    stored = dict(
-        GoldTally.objects.select_for_update()
+    stored = {
+        (kind,): {"items": n}
+        for kind, n in GoldTally.objects.select_for_update()
         .filter(dataset_id=dataset_id)
         .order_by("id")
         .values_list("kind", "items")
-    )
+    }
     expected = gold_tally_expected(dataset_id)
-    changed = 0
-    for kind in sorted(set(expected) | set(stored)):
-        if stored.get(kind) != expected.get(kind, 0):
-            GoldTally.objects.update_or_create(
-                dataset_id=dataset_id, kind=kind, defaults={"items": expected.get(kind, 0)}
-            )
-            changed += 1
-    return changed
+    return counter_rows_rewrite(GoldTally, dataset_id, ("kind",), expected, stored, zero={"items": 0})
