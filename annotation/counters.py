@@ -299,7 +299,7 @@ def counter_rows_rewrite(
     return changed
 
 
-# Higher apps' own counters (consensus's question tally), rebuilt by `counters_recount` in its transaction:
+# Higher apps' own counters (consensus's question tally, gold's tally), rebuilt by `counters_recount` in its transaction:
 # dataset id -> how many of their rows changed. Registered in `AppConfig.ready`.
 _recounters: list[Callable[[int], int]] = []
 
