@@ -7,7 +7,7 @@ PORT ?= 8000
 # The pure cores (tests/test_pure_cores.py lists the same): no framework imports, and mypy-clean.
 MYPY_PATHS := annotation/geometry.py annotation/pipeline.py annotation/imagecheck.py annotation/final_evidence.py annotation/queue/contract.py consensus/calibration.py consensus/stopping.py consensus/reliability.py hierarchy/algorithm.py hierarchy/fixture.py multilabel/cooccurrence.py hierarchy/events.py review/overlaps.py benchmark/splits.py benchmark/class_selection.py benchmark/dataset_stats.py benchmark/metrics benchmark/exporters crowd/scenes.py crowd/simulated.py crowd/ground_truth.py crowd/export_score.py crowd/reviewer.py gold/scoring.py crowd/gold_simulation.py organize/eta.py organize/ledger.py config/layers.py organize/quality_stats.py hierarchy/queries.py candidates/addresses.py
 
-.PHONY: run setup demo test lint format bench schema clean
+.PHONY: run setup demo test flakes lint format bench schema clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,13 @@ test: $(VENV)/.installed
 	$(VENV)/bin/mypy $(MYPY_PATHS)
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+## flakes: the suite (or FLAKE_ARGS: `--changed main`, `-- tests/consensus`) in FLAKE_RUNS random orders; lists every
+## test that did not pass every time, with the seeds that replay it (tests/flake_hunt.py)
+FLAKE_RUNS ?= 3
+FLAKE_ARGS ?=
+flakes: $(VENV)/.installed
+	$(PY) tests/flake_hunt.py --runs $(FLAKE_RUNS) $(FLAKE_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

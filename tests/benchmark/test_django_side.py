@@ -138,6 +138,57 @@ def export_cmd(dataset, *args: str) -> str:
     return out.getvalue()
 
 
+def label_values(path: Path) -> set[float]:
+    """The numbers a file can carry a label in, read from its structure: JSON numbers, the coordinates of VOC
+    XML boxes, the numeric fields of list and label files. A substring search also hit the digits of a
+    timestamp (`"exported_at": "...T19:25:20.252014"` holds `20.25`), so it failed with the clock."""
+    text = path.read_bytes().decode("utf-8", "replace")
+    if path.suffix == ".json":
+        found: set[float] = set()
+
+        def walk(value) -> None:
+            if isinstance(value, bool):
+                return
+            if isinstance(value, int | float):
+                found.add(float(value))
+            elif isinstance(value, dict):
+                for item in value.values():
+                    walk(item)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(item)
+
+        walk(json.loads(text))
+        return found
+    if path.suffix == ".xml":
+        from xml.etree import ElementTree
+
+        tags = ("xmin", "ymin", "xmax", "ymax")
+        return {float(e.text) for e in ElementTree.fromstring(text).iter() if e.tag in tags and e.text}
+    numbers = set()
+    for token in text.replace(",", " ").split():
+        try:
+            numbers.add(float(token))
+        except ValueError:
+            pass
+    return numbers
+
+
+def test_label_values_read_numbers_from_structure_not_from_timestamps(tmp_path):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"exported_at": "2026-12-04T19:25:20.252014+00:00", "bbox": [20.25, 1]}))
+    assert label_values(manifest) == {20.25, 1.0}
+    voc = tmp_path / "a.xml"
+    voc.write_text(
+        "<annotation><size><width>61</width></size><object><bndbox><xmax>61</xmax></bndbox>"
+        "</object></annotation>"
+    )
+    assert label_values(voc) == {61.0}
+    listing = tmp_path / "a.txt"
+    listing.write_text("000000000001 20.25\n2026-12-04T19:25:20.252014\n")
+    assert label_values(listing) == {1.0, 20.25}
+
+
 @pytest.mark.parametrize("fmt", ["coco", "voc", "ilsvrc", "yolo", "imagefolder"])
 def test_no_label_of_a_test_image_appears_in_any_export_of_test(labelled, tmp_path, fmt):
     dataset = labelled["dataset"]
@@ -146,26 +197,34 @@ def test_no_label_of_a_test_image_appears_in_any_export_of_test(labelled, tmp_pa
     test_images = [i for i in labelled["images"] if split[i.pk] == "test"]
     assert test_images
     boxes = Box.objects.filter(image__in=test_images, state=BoxState.ACCEPTED)
-    needles = (
-        {f"{b.x1!r}" for b in boxes} | {f"{b.x2!r}" for b in boxes} | {f"<xmax>{round(b.x2)}" for b in boxes}
-    )
+    # The fixture's coordinates end in .25 and .75, so no id, size or count can equal them by chance; VOC
+    # writes whole pixels, whose values are compared within VOC's box elements only.
+    exact = {b.x1 for b in boxes} | {b.x2 for b in boxes}
+    voc_pixels = {float(round(b.x2)) for b in boxes}
     out = tmp_path / "test-export"
     text = export_cmd(dataset, "--format", fmt, "--split", "test", "--out", str(out), "--provenance")
     assert "withheld" in text
-    for path in out.rglob("*"):
-        if path.is_file():
-            content = path.read_bytes().decode("utf-8", "replace")
-            assert not [n for n in needles if n in content], path
-            # No list line pairs a test image with a verdict or a class.
-            lines = set(content.splitlines())
-            for image in test_images:
-                stem = f"{image.pk:012d}"
-                verdicts = {f"{stem} 1", f"{stem}  1", f"{stem} 0", f"{stem} -1"}
-                classes = {f"{image.pk} {c.pk}" for c in (labelled["dog"], labelled["cat"])}
-                assert not lines & (verdicts | classes), path
+    files = [path for path in out.rglob("*") if path.is_file() and path.suffix not in (".jpg", ".png")]
+    assert files
+    for path in files:
+        values = label_values(path)
+        assert not values & exact, path
+        if path.suffix == ".xml":
+            assert not values & voc_pixels, path
+        if fmt == "yolo" and path.suffix == ".txt" and "labels" in path.parts:
+            assert not path.read_text().strip(), path  # a YOLO label file of a test image holds no box
+        # No list line pairs a test image with a verdict or a class.
+        lines = set(path.read_bytes().decode("utf-8", "replace").splitlines())
+        for image in test_images:
+            stem = f"{image.pk:012d}"
+            verdicts = {f"{stem} 1", f"{stem}  1", f"{stem} 0", f"{stem} -1"}
+            classes = {f"{image.pk} {c.pk}" for c in (labelled["dog"], labelled["cat"])}
+            assert not lines & (verdicts | classes), path
     truth = Path(str(out) + "-test-groundtruth")
-    truth_text = "".join(p.read_text() for p in truth.rglob("*") if p.is_file())
-    assert truth.is_dir() and any(n in truth_text for n in needles) or fmt in ("yolo", "imagefolder")
+    truth_values = (
+        set().union(*(label_values(p) for p in truth.rglob("*") if p.is_file())) if truth.is_dir() else set()
+    )
+    assert truth_values & (exact | voc_pixels) or fmt in ("yolo", "imagefolder")
 
 
 def test_coco_export_skips_removed_and_rejected_boxes_and_names_supercategories(labelled, tmp_path):
