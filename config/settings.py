@@ -219,6 +219,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
+# Signing out lands on the sign-in page with a word that it worked, not on the admin's "Logged out" page.
+LOGOUT_REDIRECT_URL = "/accounts/login/?signed_out=1"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

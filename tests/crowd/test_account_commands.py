@@ -29,6 +29,7 @@ def test_create_organizer_makes_a_non_staff_organizer_and_prints_password_and_to
     token = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("API token: "))
     assert user.check_password(password)
     assert user.auth_token.key == token
+    assert "username: ada@example.org (the e-mail address)" in out  # what to type on the sign-in page
 
 
 @pytest.mark.parametrize("email", ["not-an-email", "a@b"])

@@ -41,6 +41,7 @@ class Command(BaseCommand):
         user.email = email
         user.save(update_fields=["email"])
         self.stdout.write(f"created organizer {email}")
+        self.stdout.write(f"username: {email} (the e-mail address)")
         self.stdout.write(f"password: {password}")
         self.stdout.write(f"API token: {token_for(user)}")
         self.stdout.write("Both are shown only now. Sign in at /accounts/login/ and open /organize/.")
