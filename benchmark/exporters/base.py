@@ -166,6 +166,12 @@ class OutputTree:
             yield writer
         self.files[relpath] = FileEntry(writer.digest(), writer.size)
 
+    def make_dir(self, relpath: str) -> None:
+        """A folder that exists even if nothing is written into it (archives keep it as an entry)."""
+        path = self.root / relpath
+        path.mkdir(parents=True, exist_ok=True)
+        self._made.add(path)
+
     def write_text(self, relpath: str, text: str) -> None:
         with self.open(relpath) as out:
             out.write(text)
@@ -398,17 +404,17 @@ def archive_kind(out: Path) -> str | None:
 
 def pack(directory: Path, out: Path) -> None:
     """Pack a finished export directory into ``out`` (.zip or .tar.gz), file by file (no whole-archive
-    buffering)."""
+    buffering). Empty folders are kept as entries: a layout may promise a folder per class."""
     kind = archive_kind(out)
-    files = sorted(p for p in directory.rglob("*") if p.is_file())
+    entries = sorted(p for p in directory.rglob("*") if p.is_file() or not any(p.iterdir()))
     out.parent.mkdir(parents=True, exist_ok=True)
     if kind == "zip":
         with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-            for path in files:
+            for path in entries:
                 zf.write(path, path.relative_to(directory).as_posix())
     elif kind == "gztar":
         with tarfile.open(out, "w:gz", compresslevel=1) as tf:
-            for path in files:
+            for path in entries:
                 tf.add(path, path.relative_to(directory).as_posix(), recursive=False)
     else:
         raise ValueError(f"not an archive name: {out}")

@@ -1,5 +1,6 @@
-"""COCO detection JSON: ``annotations/instances_{split}.json`` (``image_info_{split}.json`` when the split's
-labels are withheld) and ``images/{split}/``. Written incrementally, one pass over images and one over boxes.
+"""COCO detection JSON: ``annotations/instances_{split}.json`` (``image_info_{split}.json``, its annotation list
+empty, when the split's labels are withheld) and ``images/{split}/``. Written incrementally, one pass over images
+and one over boxes.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def export(ctx: ExportContext) -> None:
             for chunk in json_line_batches(_image_rows(ctx, split)):
                 out.write(chunk)
             if not labelled:
-                out.write("\n]}\n")
+                # An empty list rather than no key: datumaro's COCO reader requires the field, and the file's
+                # name (COCO's image_info_*) is what says the labels were withheld.
+                out.write('\n], "annotations": []}\n')
                 continue
             out.write('\n], "annotations": [\n')
             for chunk in json_line_batches(_box_rows(ctx, split)):
@@ -61,18 +64,17 @@ def _image_rows(ctx: ExportContext, split: str):
 
 
 def _box_rows(ctx: ExportContext, split: str):
-    # float repr is valid JSON and round-trips exactly, as json.dumps would write it. The box is also written
-    # as a one-polygon segmentation (corners clockwise from top-left): detectron2's and mmdetection's COCO
-    # loaders expect the field, and datumaro warns without it. Boxes of blacklisted pairs are not written.
+    # float repr is valid JSON and round-trips exactly, as json.dumps would write it. ``segmentation`` is
+    # present and empty: datumaro warns when the field is missing, and reads a box-shaped polygon as a second
+    # object beside the box; detectron2 and mmdetection skip an empty one. Blacklisted pairs are not written.
     for record in ctx.box_records(split):
         for b in record.boxes:
             w = b.x2 - b.x1
             h = b.y2 - b.y1
-            x1, y1, x2, y2 = b.x1, b.y1, b.x2, b.y2
             yield (
                 f'{{"id": {b.id}, "image_id": {b.image_id}, "category_id": {b.category_id}, '
-                f'"bbox": [{x1!r}, {y1!r}, {w!r}, {h!r}], "area": {w * h!r}, "iscrowd": 0, '
-                f'"segmentation": [[{x1!r}, {y1!r}, {x2!r}, {y1!r}, {x2!r}, {y2!r}, {x1!r}, {y2!r}]], '
+                f'"bbox": [{b.x1!r}, {b.y1!r}, {w!r}, {h!r}], "area": {w * h!r}, "iscrowd": 0, '
+                '"segmentation": [], '
                 f'"attributes": {_attributes(b, record.image.width, record.image.height)}}}'
             )
 

@@ -10,7 +10,9 @@ from .base import ExportContext
 
 
 def data_yaml(ctx: ExportContext, splits: list[str]) -> str:
-    lines = ["# YOLO dataset description (paths relative to this file)", "path: ."]
+    # No ``path`` key: Ultralytics (``check_det_dataset``) then takes the folder of this file as the dataset
+    # root, while a relative ``path`` such as "." would be read from the trainer's working directory.
+    lines = ["# YOLO dataset description: the split folders are relative to this file's folder"]
     for split in splits:
         lines.append(f"{split}: images/{split}")
     lines.append(f"nc: {len(ctx.categories)}")

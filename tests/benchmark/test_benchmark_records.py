@@ -68,12 +68,12 @@ def test_voc_xml_carries_the_attributes_and_lists_mark_blacklisted_pairs_zero(tm
     assert "domestic_cat:::" in (tmp_path / "v/labelmap.txt").read_text()
 
 
-def test_coco_writes_one_polygon_per_box_and_leaves_blacklisted_boxes_out(tmp_path):
+def test_coco_writes_each_box_once_with_an_empty_segmentation_and_leaves_blacklisted_boxes_out(tmp_path):
     export(source(), "coco", tmp_path / "c", ExportOptions(include_images=False, withheld=frozenset()))
     data = json.loads((tmp_path / "c/annotations/instances_train.json").read_text())
     by_id = {a["id"]: a for a in data["annotations"]}
     assert set(by_id) == {10, 11, 13}
-    assert by_id[11]["segmentation"] == [[60.0, 10.0, 90.0, 10.0, 90.0, 40.0, 60.0, 40.0]]
+    assert by_id[11]["bbox"] == [60.0, 10.0, 30.0, 30.0] and by_id[11]["segmentation"] == []
     assert by_id[11]["attributes"] == {
         "difficult": False,
         "truncated": True,

@@ -202,10 +202,23 @@ def test_imagefolder_export_puts_single_class_images_under_their_synset(tmp_path
     ]
     source = MemorySource("s", CATS, images, boxes, image_bytes={1: b"one", 2: b"two"})
     export(source, "imagefolder", tmp_path / "f", ExportOptions())
-    assert (tmp_path / "f/train/n02121808/000000000001.png").read_bytes() == b"one"
-    assert (tmp_path / "f/train_files.txt").read_text() == "train/n02121808/000000000001.png 12\n"
+    assert (tmp_path / "f/images/train/n02121808/000000000001.png").read_bytes() == b"one"
+    # One class list for every split, by wnid: the order torchvision's ImageFolder gives the class folders.
+    assert (tmp_path / "f/synsets.txt").read_text() == "n02084071\nn02121808\nn04468005\n"
+    assert (tmp_path / "f/train.txt").read_text() == "train/n02121808/000000000001.png 1\n"
+    assert (tmp_path / "f/classes.tsv").read_text().splitlines()[1:] == [
+        "0\t11\tn02084071\tdog",
+        "1\t12\tn02121808\tdomestic cat",
+        "2\t30\tn04468005\ttrain",
+    ]
+    # Every class has its folder in the split, whether the split has an image of it or not.
+    assert sorted(p.name for p in (tmp_path / "f/images/train").iterdir()) == [
+        "n02084071",
+        "n02121808",
+        "n04468005",
+    ]
     assert not list(
-        (tmp_path / "f/train").rglob("000000000002.png")
+        (tmp_path / "f/images/train").rglob("000000000002.png")
     )  # two classes: not a classification image
 
 
@@ -228,7 +241,9 @@ def test_export_of_test_writes_no_label_of_a_test_image_and_the_truth_goes_besid
         if path.is_file():
             text = path.read_bytes().decode("utf-8", "replace")
             assert not [n for n in needles if n in text], path
-            assert "<object>" not in text and '"annotations"' not in text
+            assert "<object>" not in text
+            if path.suffix == ".json" and path.parent.name == "annotations":
+                assert path.name == "image_info_test.json" and json.loads(text)["annotations"] == []
     assert not (out / "provenance").exists()
     truth_dir = hidden_truth_path(out)
     assert not truth_dir.is_relative_to(out)

@@ -1,17 +1,27 @@
-"""Exports read by the tools everybody else uses: pycocotools and CVAT's dataset framework (datumaro) load our
-COCO, VOC and YOLO exports and find exactly the platform's final boxes and classes."""
+"""Exports read by the tools everybody else uses: pycocotools, CVAT's dataset framework (datumaro) and Roboflow's
+supervision load our COCO, VOC, YOLO and image-folder exports whole (every split at once, one class numbering)
+and find exactly the platform's final boxes and classes, each object once; YOLO's data.yaml resolves as
+Ultralytics resolves it."""
 
 from __future__ import annotations
 
 import io
 import json
 import logging
+import os
+import zipfile
+from pathlib import Path
 
 import pytest
+import yaml
 from django.core.files.base import ContentFile
 from django.core.management import call_command
 
 from annotation.models import FinalBox
+from benchmark.exporters import ExportOptions
+from benchmark.exporters import export as export_source
+from benchmark.exporters.base import ExportBox, ExportCategory, ExportImage, ExportLabel
+from benchmark.exporters.memory import MemorySource
 from tests.conftest import png_bytes
 
 datumaro = pytest.importorskip("datumaro")  # a test dependency (requirements-dev.txt)
@@ -45,8 +55,9 @@ def final_boxes(dataset) -> list[tuple[int, str, tuple[float, float, float, floa
     )
 
 
-def test_pycocotools_reads_the_coco_export_with_segmentations_and_supercategories(labelled, tmp_path):
+def test_pycocotools_reads_the_coco_export_with_empty_segmentations_and_supercategories(labelled, tmp_path):
     from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
 
     dataset = labelled["dataset"]
     export(dataset, "coco", tmp_path / "c", "--no-images")
@@ -58,11 +69,14 @@ def test_pycocotools_reads_the_coco_export_with_segmentations_and_supercategorie
     anns = coco.loadAnns(coco.getAnnIds())
     got = sorted((a["image_id"], names[a["category_id"]], tuple(a["bbox"])) for a in anns)
     assert got == final_boxes(dataset) and got
-    for a in anns:
-        mask = coco.annToMask(a)  # the one-polygon segmentation rasterizes to the box
-        x, y, w, h = a["bbox"]
-        assert mask.sum() == pytest.approx(w * h, rel=0.1)
-        assert len(a["segmentation"]) == 1 and len(a["segmentation"][0]) == 8
+    # A box is one object: the segmentation field is there (detectron2 and mmdetection look for it) and empty.
+    assert all(a["segmentation"] == [] for a in anns)
+    detections = coco.loadRes([{**a, "score": 1.0} for a in anns])
+    evaluation = COCOeval(coco, detections, "bbox")
+    evaluation.evaluate()
+    evaluation.accumulate()
+    evaluation.summarize()
+    assert evaluation.stats[0] == pytest.approx(1.0)  # the truth scored against itself
 
 
 def datumaro_boxes(path, fmt: str) -> list[tuple[int, str, tuple[float, float, float, float]]]:
@@ -75,8 +89,8 @@ def datumaro_boxes(path, fmt: str) -> list[tuple[int, str, tuple[float, float, f
     for item in data:
         image_id = int(item.id.rsplit("/", 1)[-1])
         for ann in item.annotations:
-            if isinstance(ann, Bbox):
-                out.append((image_id, labels[ann.label].name, tuple(ann.get_bbox())))
+            assert isinstance(ann, Bbox), ann  # each object once: no polygon or label beside its box
+            out.append((image_id, labels[ann.label].name, tuple(ann.get_bbox())))
     return sorted(out)
 
 
@@ -124,3 +138,206 @@ def test_coco_annotations_carry_voc_attributes(labelled, tmp_path):
         set(a["attributes"]) == {"difficult", "truncated", "occluded", "viewpoint"}
         for a in data["annotations"]
     )
+
+
+# Every format whole: an in-memory dataset with three splits (test withheld), a class seen in train only and
+# wnids whose order differs from the ids', read back by each peer as a user would read the export.
+PEER_CLASSES = [
+    ExportCategory(31, "n02121808", "domestic cat", "animal"),
+    ExportCategory(32, "n02084071", "dog", "animal"),
+    ExportCategory(33, "n02374451", "horse", "animal"),
+    ExportCategory(34, "n01503061", "bird", "animal"),
+    ExportCategory(35, "n02691156", "airplane", "vehicle"),
+]
+NAME = {c.id: c.name for c in PEER_CLASSES}
+LABELLED = ("train", "val")
+
+
+def peer_source() -> MemorySource:
+    images, boxes, labels, blacklist = [], [], [], []
+    for k in range(24):
+        split = ("train", "val", "test")[k % 3]
+        pk = 100 + k
+        width, height = 120 + 3 * k, 90 + 2 * k
+        images.append(ExportImage(pk, f"{pk:012d}.png", width, height, split))
+        # val shows only cats and dogs: a class numbering taken from one split's folders would differ.
+        category = PEER_CLASSES[k % 5 if split != "val" else k % 2].id
+        for n in range(1 + k % 2):
+            x1, y1 = 5.25 + 7 * n + k, 4.75 + 3 * n
+            boxes.append(ExportBox(len(boxes) + 1, pk, category, x1, y1, x1 + 40.5, y1 + 30.25))
+        labels.append(ExportLabel(pk, category, True))
+    blacklist.append((100, PEER_CLASSES[0].id))  # its box is left out of the localization truth
+    return MemorySource(
+        "peers",
+        PEER_CLASSES,
+        images,
+        boxes,
+        labels,
+        {i.id: png_bytes((i.width, i.height)) for i in images},
+        blacklist,
+    )
+
+
+def peer_truth(source: MemorySource) -> dict[str, list[tuple[int, str, tuple[float, float, float, float]]]]:
+    """(image id, class name, (x, y, w, h)) of every exported box, by labelled split."""
+    split = {i.id: i.split for i in source.images_}
+    black = set(source.blacklist_)
+    truth: dict[str, list] = {s: [] for s in LABELLED}
+    for b in source.boxes_:
+        if split[b.image_id] in LABELLED and (b.image_id, b.category_id) not in black:
+            truth[split[b.image_id]].append(
+                (b.image_id, NAME[b.category_id], (b.x1, b.y1, b.x2 - b.x1, b.y2 - b.y1))
+            )
+    return {s: sorted(rows) for s, rows in truth.items()}
+
+
+@pytest.fixture(scope="module")
+def peer_exports(tmp_path_factory) -> tuple[MemorySource, Path]:
+    source = peer_source()
+    root = tmp_path_factory.mktemp("peers")
+    for fmt in ("coco", "voc", "yolo", "imagefolder"):
+        export_source(source, fmt, root / fmt, ExportOptions())
+    return source, root
+
+
+def datumaro_whole(path: Path, fmt: str):
+    """The export read at its root, every split at once: subsets, class names in the reader's numbering, and
+    per subset the (image id, class name, annotation) rows."""
+    from datumaro.components.annotation import AnnotationType
+    from datumaro.components.dataset import Dataset as DmDataset
+
+    data = DmDataset.import_from(str(path), fmt)
+    names = [label.name for label in data.categories()[AnnotationType.label]]
+    rows: dict[str, list] = {}
+    for item in data:
+        image_id = int(item.id.rsplit("/", 1)[-1])
+        rows.setdefault(item.subset, []).extend((image_id, names[a.label], a) for a in item.annotations)
+    return names, rows
+
+
+@pytest.mark.parametrize("fmt, reader", [("coco", "coco"), ("voc", "voc_detection"), ("yolo", "yolo")])
+def test_datumaro_imports_every_detection_export_whole_with_each_object_once(peer_exports, fmt, reader):
+    from datumaro.components.annotation import Bbox
+
+    source, root = peer_exports
+    truth = peer_truth(source)
+    names, rows = datumaro_whole(root / fmt, reader)
+    expected = [c.name for c in PEER_CLASSES]
+    if fmt == "voc":  # VOC names are slugs after a background class
+        names = [n.replace("_", " ") for n in names if n != "background"]
+    assert names == expected  # one class table for every split, in the export's order
+    # The withheld test split has images and no labels: COCO and VOC list them; YOLO has no label files for
+    # them (a YOLO reader meets them only through data.yaml).
+    assert set(rows) == ({"train", "val"} if fmt == "yolo" else {"train", "val", "test"})
+    for split in LABELLED:
+        got = []
+        for image_id, name, ann in rows[split]:
+            assert isinstance(ann, Bbox), ann  # each object once: no polygon or image label beside its box
+            got.append((image_id, name.replace("_", " "), tuple(ann.get_bbox())))
+        got.sort()
+        if fmt == "voc":  # 1-based inclusive integer corners: within a pixel after the devkit's -1
+            got = [(i, n, (x - 1, y - 1, w + 1, h + 1)) for i, n, (x, y, w, h) in got]
+        assert close(got, truth[split], 1.0 if fmt == "voc" else 0.01), split
+    assert not rows.get("test")  # no test label reaches a peer
+
+
+def test_datumaro_imports_the_image_folder_export_whole_as_imagenet_lists(peer_exports):
+    source, root = peer_exports
+    names, rows = datumaro_whole(root / "imagefolder", "imagenet_txt")
+    assert names == sorted(c.wnid for c in PEER_CLASSES)  # synsets.txt: one numbering for every split
+    assert set(rows) == {"train", "val", "test"} and not rows["test"]  # test images carry no label
+    wnid = {c.id: c.wnid for c in PEER_CLASSES}
+    shows = {lab.image_id: wnid[lab.category_id] for lab in source.labels_}  # each image shows one class
+    for split in LABELLED:
+        expected = sorted((i.id, shows[i.id]) for i in source.images_ if i.split == split)
+        assert sorted((i, n) for i, n, _ in rows[split]) == expected
+
+
+def test_image_folders_number_the_classes_alike_in_every_split(peer_exports, tmp_path):
+    source, root = peer_exports
+    folder = root / "imagefolder"
+    synsets = (folder / "synsets.txt").read_text().split()
+    assert synsets == sorted(c.wnid for c in PEER_CLASSES)
+    for split in LABELLED:
+        # torchvision's ImageFolder (and Ultralytics' classification loader) number the sorted class folders.
+        classes = sorted(entry.name for entry in os.scandir(folder / "images" / split) if entry.is_dir())
+        assert classes == synsets, split
+        for line in (folder / f"{split}.txt").read_text().splitlines():
+            path, index = line.split()
+            assert path.split("/")[1] == synsets[int(index)] and (folder / "images" / path).is_file()
+    # An archive keeps the folders of classes a split has no image of.
+    export_source(source, "imagefolder", tmp_path / "f.zip", ExportOptions(include_images=False))
+    with zipfile.ZipFile(tmp_path / "f.zip") as zf:
+        names = zf.namelist()
+    for split in LABELLED:
+        assert all(any(n.startswith(f"images/{split}/{w}/") for n in names) for w in synsets), split
+
+
+def supervision_rows(dataset) -> list[tuple[int, str, tuple[float, float, float, float]]]:
+    rows = []
+    for path, _, detections in dataset:
+        image_id = int(Path(path).stem)
+        for (x1, y1, x2, y2), class_id in zip(detections.xyxy, detections.class_id, strict=True):
+            name = dataset.classes[class_id].replace("_", " ")
+            rows.append((image_id, name, (float(x1), float(y1), float(x2 - x1), float(y2 - y1))))
+    return sorted(rows)
+
+
+def test_supervision_reads_the_coco_voc_and_yolo_exports(peer_exports):
+    sv = pytest.importorskip("supervision")
+    source, root = peer_exports
+    truth = peer_truth(source)
+    for split in LABELLED:
+        coco = sv.DetectionDataset.from_coco(
+            str(root / "coco/images" / split), str(root / f"coco/annotations/instances_{split}.json")
+        )
+        assert close(supervision_rows(coco), truth[split], 0.01), split
+        yolo = sv.DetectionDataset.from_yolo(
+            str(root / "yolo/images" / split), str(root / "yolo/labels" / split), str(root / "yolo/data.yaml")
+        )
+        assert yolo.classes == [c.name for c in PEER_CLASSES]
+        assert close(supervision_rows(yolo), truth[split], 0.01), split
+    test = sv.DetectionDataset.from_coco(
+        str(root / "coco/images/test"), str(root / "coco/annotations/image_info_test.json")
+    )
+    assert len(test) == 8 and not supervision_rows(test)  # withheld: the images, no object
+    voc = sv.DetectionDataset.from_pascal_voc(str(root / "voc/JPEGImages"), str(root / "voc/Annotations"))
+    assert len(voc) == len(source.images_)
+    # supervision reads VOC's 1-based corners as x - 1: whole pixels around the continuous box.
+    assert close(supervision_rows(voc), sorted(truth["train"] + truth["val"]), 1.0)
+
+
+def ultralytics_split_dirs(data_yaml: Path, datasets_dir: Path) -> dict[str, Path]:
+    """Where Ultralytics looks for each split (``check_det_dataset`` in ultralytics/data/utils.py): the
+    ``path`` key is the dataset root, or without one the folder of the YAML file as it was named; a relative
+    root that does not exist from the working directory is taken under its ``DATASETS_DIR``; each split is
+    resolved against that root. It also requires ``train`` and ``val``, and ``nc`` equal to the names."""
+    data = yaml.safe_load(data_yaml.read_text())
+    assert "train" in data and "val" in data and data["nc"] == len(data["names"])
+    root = Path(data.get("path") or data_yaml.parent)
+    if not root.exists() and not root.is_absolute():
+        root = (datasets_dir / root).resolve()
+    return {k: (root / data[k]).resolve() for k in ("train", "val", "test") if data.get(k)}
+
+
+def test_yolo_data_yaml_resolves_as_ultralytics_resolves_it_from_any_working_directory(
+    peer_exports, tmp_path, monkeypatch
+):
+    _, root = peer_exports
+    export_dir = (root / "yolo").resolve()
+    elsewhere = tmp_path / "runs"
+    (elsewhere / "images/train").mkdir(parents=True)  # a trainer's own folders must not be picked up
+    monkeypatch.chdir(elsewhere)
+    for named in (export_dir / "data.yaml", Path(os.path.relpath(export_dir / "data.yaml"))):
+        dirs = ultralytics_split_dirs(named, tmp_path / "datasets")
+        assert dirs == {s: export_dir / "images" / s for s in ("train", "val", "test")}, named
+
+
+def test_coco_export_of_a_withheld_split_reads_as_images_without_objects(peer_exports):
+    from pycocotools.coco import COCO
+
+    _, root = peer_exports
+    path = root / "coco/annotations/image_info_test.json"
+    data = json.loads(path.read_text())
+    assert data["annotations"] == [] and len(data["images"]) == 8
+    assert not COCO(str(path)).getAnnIds()
