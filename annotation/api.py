@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.dbconnection import KEY_HEADER, idempotent_by_key
-from config.parsers import FormParser, JSONParser, MultiPartParser
+from config.parsers import MultiPartParser
 from config.queryparams import parse_id, query_flag, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
@@ -87,7 +87,6 @@ class DatasetViewSet(
 
     serializer_class = DatasetSerializer
     permission_classes = [IsAuthenticated, IsOrganizer]
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self):
         # The tally is kept with the images (annotation.counters); counting them per dataset is a scan.
@@ -107,7 +106,8 @@ class DatasetViewSet(
         parameters=IMAGE_FILTER_PARAMETERS,
         responses=ImageSerializer(many=True),
     )
-    @action(detail=True, methods=["get"], url_path="images")
+    # The route's POST uploads files: multipart is its one body type (every other body is JSON).
+    @action(detail=True, methods=["get"], url_path="images", parser_classes=[MultiPartParser])
     def images(self, request, pk=None):
         dataset = self.get_object()
         qs = images_filtered(dataset.images.order_by("id"), request.query_params)
@@ -256,7 +256,7 @@ class DatasetViewSet(
         ],
         responses=ConceptExampleSerializer(many=True),
     )
-    @action(detail=True, methods=["get"], url_path="examples")
+    @action(detail=True, methods=["get"], url_path="examples", parser_classes=[MultiPartParser])
     def examples(self, request, pk=None):
         """Example images shown beside the question on the dataset's tasks (removed ones too, by state)."""
         dataset = self.get_object()

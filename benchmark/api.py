@@ -8,7 +8,7 @@ from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
@@ -121,7 +121,25 @@ class ExportJobView(APIView):
 class ExportFileView(ExportJobView):
     """The finished export archive."""
 
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
+    @extend_schema(
+        responses={
+            (200, "application/zip"): OpenApiTypes.BINARY,
+            302: OpenApiResponse(
+                description="With S3 storage: a redirect to a signed bucket URL that serves the archive as an "
+                "attachment for a limited time. Follow it without the API's credentials."
+            ),
+        },
+        parameters=[
+            OpenApiParameter(
+                "Location",
+                str,
+                OpenApiParameter.HEADER,
+                description="The signed bucket URL of the archive.",
+                response=[302],
+            )
+        ],
+        description="The archive itself from local storage (200), or a redirect to it in the bucket (302).",
+    )
     def get(self, request, pk: int):
         job = self.get_object(request, pk)
         if job.state != "done" or not job.file:

@@ -1,5 +1,6 @@
 """The error answers every API operation can give, added to the generated OpenAPI schema (a drf-spectacular
-post-processing hook), so the schema documents each status code the API really sends and its body's shape."""
+post-processing hook), so the schema documents each status code the API really sends and its body's shape; and
+a fix of field defaults that drf-spectacular places where a validator refuses them."""
 
 from __future__ import annotations
 
@@ -76,4 +77,17 @@ def document_error_responses(result, generator, request, public):
                     _widen(responses[code], schema)
                 else:
                     responses[code] = _json(description, schema)
+    return result
+
+
+def defaults_outside_branches(result, generator, request, public):
+    """drf-spectacular post-processing hook: a blank-allowed pattern field with a default
+    (``SlugField(allow_blank=True, default="")``) comes out as ``oneOf: [{pattern, default: ''}, {maxLength: 0}]``,
+    the default inside the branch it breaks, which schema validators refuse. The default belongs to the field,
+    where the whole ``oneOf`` admits it."""
+    for schema in result.get("components", {}).get("schemas", {}).values():
+        for field in (schema.get("properties") or {}).values():
+            for branch in field.get("oneOf", ()):
+                if "default" in branch:
+                    field.setdefault("default", branch.pop("default"))
     return result

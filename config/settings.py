@@ -371,12 +371,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # Size and nesting limits, and no NUL or lone surrogate in any string (config/parsers.py).
-    "DEFAULT_PARSER_CLASSES": [
-        "config.parsers.JSONParser",
-        "config.parsers.FormParser",
-        "config.parsers.MultiPartParser",
-    ],
+    # Request bodies are JSON (one media type in the schema, as client generators need); the file uploads
+    # name config.parsers.MultiPartParser themselves. Size and nesting limits, and no NUL or lone surrogate in
+    # any string (config/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_PAGINATION_CLASS": "config.pagination.StrictPageNumberPagination",
     # Per-role rates (config/throttling.py), e.g. "1200/min"; "off" disables one. Production limits by default;
     # development does not, so in-process simulations run at full speed.
@@ -406,10 +405,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # The error answers every operation can give (config/openapi.py), after the default enum hook.
+    # The error answers every operation can give and field defaults a validator accepts (config/openapi.py),
+    # after the default enum hook.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.openapi.document_error_responses",
+        "config.openapi.defaults_outside_branches",
     ],
     "ENUM_NAME_OVERRIDES": {
         "QuestionStateEnum": "consensus.models.QuestionState",

@@ -27,7 +27,7 @@ from review.models import ReviewItem
 DEMO_CONSENSUS = dict(calibration_min=4, calibration_max=4, calibration_votes=3, vote_cap=5)
 # The scripted crowd: accounts nobody signs in with (random passwords), answering only the boxes dataset.
 CROWD = [f"crowd{i}" for i in range(1, 7)]
-BOXES_DATASET = "demo boxes"
+BOXES_DATASET = "demo-boxes"
 
 
 def _node(node_id, name, gloss, question, parents=(), leaf=False):

@@ -6,10 +6,14 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import urllib.error
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
+
+REDIRECTS = (301, 302, 303, 307, 308)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,24 @@ def _decode(status: int, body: bytes, binary: bool = False) -> Reply:
         return Reply(status, body.decode("utf-8", "replace")[:500])
 
 
+def fetch_redirected(location: str, binary: bool, timeout: float = 30.0) -> Reply:
+    """GET the URL a download redirected to (an export on S3 answers 302 to a signed bucket URL), as a browser
+    would: without the platform's token, which a bucket must not see and whose signed URL needs none."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(location), timeout=timeout) as response:
+            return _decode(response.status, response.read(), binary)
+    except urllib.error.HTTPError as exc:
+        return _decode(exc.code, exc.read(), binary)
+
+
+def redirected_elsewhere(method: str, status: int, location: str | None) -> str | None:
+    """The absolute URL a GET was redirected to (a signed storage URL), or None when it was not."""
+    if method.upper() != "GET" or status not in REDIRECTS or not location:
+        return None
+    parts = urlsplit(location)
+    return location if parts.scheme in ("http", "https") and parts.netloc else None
+
+
 class InProcessTransport:
     """Django's test client: real URL routing, middleware, authentication and serializers, no sockets."""
 
@@ -83,6 +105,9 @@ class InProcessTransport:
             )
         # A file download (FileResponse) streams its body; everything else has `content`.
         body = b"".join(response.streaming_content) if response.streaming else response.content
+        location = redirected_elsewhere(method, response.status_code, response.get("Location"))
+        if location is not None:
+            return fetch_redirected(location, binary)
         return _decode(response.status_code, body, binary)
 
 
@@ -124,13 +149,17 @@ class HttpTransport:
             try:
                 conn.request(method.upper(), url, body=body, headers=head)
                 response = conn.getresponse()
-                return _decode(response.status, response.read(), binary)
+                data = response.read()
+                break
             except (ConnectionError, http.client.HTTPException):
                 conn.close()
                 self.local.conn = None
                 if attempt == 2:
                     raise
-        raise AssertionError("unreachable")
+        location = redirected_elsewhere(method, response.status, response.getheader("Location"))
+        if location is not None:
+            return fetch_redirected(location, binary, self.timeout)
+        return _decode(response.status, data, binary)
 
 
 def _multipart(boundary: str, files: list[tuple[str, bytes]]) -> bytes:

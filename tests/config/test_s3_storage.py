@@ -170,3 +170,35 @@ def test_the_csp_allows_the_origin_the_storage_signs_image_urls_for(bucket, regi
     storage = S3Storage(**s3_storage(bucket, region, endpoint)["OPTIONS"])
     signed = urlsplit(storage.url("datasets/1/ab/abc.png"))
     assert f"{signed.scheme}://{signed.netloc}" in media_origins(bucket, region, endpoint)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_simulators_transports_follow_an_export_download_to_the_bucket(
+    stored, s3_media, organizer, dataset, live_server
+):
+    """The export endpoint answers 302 to a signed bucket URL; both of the simulator's transports (in-process
+    and by URL) follow it without the platform's token and hand back the archive's bytes."""
+    from crowd.services import token_for
+    from crowd.transport import HttpTransport, InProcessTransport
+
+    dog = factories.ConceptFactory(wnid="n02084071", name="dog")
+    for image in stored:
+        Box.objects.create(image=image, concept=dog, x1=5, y1=5, x2=40, y2=30, state=BoxState.ACCEPTED)
+    finalize(dataset)
+    token = token_for(organizer)
+    in_process = InProcessTransport()
+    job = in_process.call(
+        "POST",
+        f"/api/v1/datasets/{dataset.pk}/exports/",
+        token=token,
+        json_body={"format": "coco", "split": "all", "include_images": False},
+    ).expect(201)
+    job = in_process.call("GET", f"/api/v1/exports/{job['id']}/", token=token).expect(200)
+    assert job["state"] == "done", job
+    path = f"/api/v1/exports/{job['id']}/file"
+    assert client_for(organizer).get(path).status_code == 302  # the bucket serves the bytes
+    for transport in (in_process, HttpTransport(live_server.url)):
+        archive = zipfile.ZipFile(
+            io.BytesIO(transport.call("GET", path, token=token, binary=True).expect(200))
+        )
+        assert json.loads(archive.read("manifest.json"))["format"] == "coco", transport

@@ -211,3 +211,34 @@ def test_the_calibration_table_of_a_hierarchy_question_node_is_readable(api_clie
     response = api_client(organizer).get("/api/v1/concepts/q:vehicle/calibration/", {"kind": "hierarchy"})
     assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
     assert "no hierarchy calibration table for q:vehicle yet" in response.json()["detail"]
+
+
+def test_every_concept_of_the_shipped_hierarchies_has_a_calibration_url_answered_in_json(
+    api_client, organizer, dataset
+):
+    # The platform's own concept ids: wnids and the question nodes' local "q:slug" concepts. A generated client
+    # percent-encodes the colon (q%3Aanimal); both spellings reach the view, which answers in JSON.
+    from pathlib import Path
+    from urllib.parse import quote
+
+    from django.core.management import call_command
+    from django.urls import resolve, reverse
+
+    from hierarchy.models import Concept
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "hierarchies"
+    for name in ("voc20", "ilsvrc_det200"):
+        call_command("load_hierarchy", str(fixtures / f"{name}.json"), stdout=open("/dev/null", "w"))
+    wnids = list(Concept.objects.values_list("wnid", flat=True))
+    questions = [w for w in wnids if w.startswith("q:")]
+    assert len(wnids) > 250 and questions
+    for wnid in wnids:
+        url = reverse("concept-calibration", kwargs={"wnid": wnid})
+        assert resolve(url).kwargs == {"wnid": wnid}, url
+    node = Concept.objects.get(wnid=questions[0])
+    Question.objects.create(dataset=dataset, kind="hierarchy", concept=node, image=make_images(dataset, 1)[0])
+    client = api_client(organizer)
+    for spelled in (node.wnid, quote(node.wnid, safe="")):
+        response = client.get(f"/api/v1/concepts/{spelled}/calibration/", {"kind": "hierarchy"})
+        assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
+        assert f"no hierarchy calibration table for {node.wnid} yet" in response.json()["detail"]

@@ -67,3 +67,30 @@ def test_the_demo_has_one_real_photograph_and_loading_again_adds_nothing(setting
     again = load()
     assert "the demo crowd gave 0 answers" in again
     assert (Task.objects.count(), Image.objects.count()) == (tasks, images)
+
+
+def test_every_name_and_concept_id_the_demo_creates_is_one_the_api_states_and_routes(settings, tmp_path):
+    import re
+
+    import yaml
+    from django.urls import resolve
+
+    from annotation.models import Dataset
+    from hierarchy.models import Concept
+    from tests.config.conftest import REPO_ROOT
+
+    settings.MEDIA_ROOT = tmp_path
+    load()
+    schema = yaml.safe_load((REPO_ROOT / "docs/openapi.yaml").read_text())
+    name = schema["components"]["schemas"]["Dataset"]["properties"]["name"]
+    names = list(Dataset.objects.values_list("name", flat=True))
+    assert len(names) >= 2
+    for dataset_name in names:
+        assert (
+            re.fullmatch(name["pattern"].strip("^$"), dataset_name) and len(dataset_name) <= name["maxLength"]
+        )
+    # Every concept the demo asks about has its calibration table's URL.
+    wnids = list(Concept.objects.values_list("wnid", flat=True))
+    assert wnids
+    for wnid in wnids:
+        assert resolve(f"/api/v1/concepts/{wnid}/calibration/").url_name == "concept-calibration", wnid
