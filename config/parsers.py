@@ -1,6 +1,7 @@
 """DRF request parsers that refuse what would otherwise reach a view as a 500: JSON nested deeper than
-MAX_JSON_DEPTH, and NUL characters or lone surrogates in any string of a JSON, form or multipart body (400,
-naming the field). Body size is bounded before parsing, by config/requestcheck.py."""
+MAX_JSON_DEPTH, and NUL characters or lone surrogates in any string of a JSON or multipart body (400, naming
+the field). JSON is every operation's body, multipart only a file upload's. Body size is bounded before
+parsing, by config/requestcheck.py."""
 
 from __future__ import annotations
 
@@ -41,13 +42,6 @@ def _check_form(data, files=None) -> None:
             check_strings((key, f.name or "") for key, values in files.lists() for f in values)
     except BadText as exc:
         raise ParseError(str(exc)) from None
-
-
-class FormParser(parsers.FormParser):
-    def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
-        _check_form(data)
-        return data
 
 
 class MultiPartParser(parsers.MultiPartParser):

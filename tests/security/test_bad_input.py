@@ -3,6 +3,7 @@ or paths, bounded numbers, choices validated before use, and a clear exit messag
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from review.models import ReviewItem, ReviewKind
 from tests import factories
-from tests.conftest import client_for
+from tests.conftest import client_for, png_bytes
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -84,8 +85,13 @@ def test_a_lone_surrogate_in_a_review_decision_is_a_400(db):
     assert "lone surrogate" in response.json()["detail"]
 
 
-def test_a_nul_character_in_a_form_field_is_a_400(client):
-    response = client.post("/api/v1/datasets/", {"name": "a\x00b", "description": ""})
+def test_a_nul_character_in_a_form_field_is_a_400(client, dataset):
+    # Forms reach the API only where files are uploaded (every other body is JSON).
+    response = client.post(
+        f"/api/v1/datasets/{dataset.pk}/images/",
+        {"source": "a\x00b", "files": [io.BytesIO(png_bytes())]},
+        format="multipart",
+    )
     assert response.status_code == 400
     assert "NUL" in response.content.decode()
 
