@@ -1,7 +1,8 @@
 """The organizer workspace in real headless Chromium: a new, non-staff organizer signs in from the home page,
 creates a dataset, uploads a folder with one bad file (its refusal shown), uploads voc20.json and picks
 classes, starts multi-label questioning with
-confirmation (the audit trail shows it), watches the progress bars move, and invites a worker who accepts."""
+confirmation (the audit trail shows it), starts boxing on the images verified to show the class (refused, with
+the reason, while there is none), watches the progress bars move, and invites a worker who accepts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.models import AuditEntry, Dataset, Image
+from annotation.models import AuditEntry, BoxJob, Dataset, FinalLabel, Image
 from config.roles import WORKERS, has_role
 from hierarchy.models import Hierarchy
 from multilabel.models import ImageLabeling, LabelingStatus
@@ -99,6 +100,28 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     page.get_by_role("button", name="Start the overlap scan").click()
     expect(page.locator("#review-status")).to_have_text("Scan started.")
     expect(page.locator("#audit tbody tr[data-action='review.overlap_scan']")).to_have_count(1)
+
+    # Boxing starts where the class is verified present, and the confirmation says so.
+    dog = dataset.concepts.get(name="dog")
+    boxes_form = page.locator("#start-boxes")
+    boxes_form.get_by_label("Concept (wnid)").fill(dog.wnid)
+    boxes_form.get_by_role("button", name="Start boxing…").click()
+    expect(page.locator("#confirm-text")).to_have_text(
+        f"Start boxing {dog.wnid} on the images verified to show it?"
+    )
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#start-error")).to_contain_text(
+        f"no image of this dataset is verified to show {dog.wnid}"
+    )
+    assert not BoxJob.objects.exists()
+    shown = Image.objects.filter(dataset=dataset).order_by("id").first()
+    FinalLabel.objects.create(dataset=dataset, image=shown, concept=dog, present=True, source="consensus")
+    boxes_form.get_by_role("button", name="Start boxing…").click()
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#start-status")).to_have_text(
+        f"Boxing {dog.wnid}: 1 new job(s), 0 image(s) already had one."
+    )
+    assert list(BoxJob.objects.values_list("image_id", flat=True)) == [shown.pk]
 
     # Invite a worker; the link works in a browser with nobody signed in.
     page.get_by_role("link", name="People").click()

@@ -141,8 +141,12 @@ const STARTS = {
     body: { concept: data.concept, calibrate: data.calibrate === "on" } }),
   multilabel: (data) => ({ path: `datasets/${id}/multilabel`, text: "Start multi-label questioning of every image?",
     body: { hierarchy: Number(data.hierarchy) } }),
-  boxes: (data) => ({ path: `datasets/${id}/box-jobs`, text: `Start boxing ${data.concept} on images that show it?`,
-    body: { concept: data.concept, max_boxes: Number(data.max_boxes) } }),
+  boxes: (data) => ({ path: `datasets/${id}/box-jobs`,
+    text: data.where === "all"
+      ? `Start boxing ${data.concept} on every image of the dataset, whether it shows ${data.concept} or not?`
+      : `Start boxing ${data.concept} on the images verified to show it?`,
+    body: { concept: data.concept, where: data.where, max_boxes: Number(data.max_boxes) },
+    done: (r) => `Boxing ${data.concept}: ${r.created} new job(s), ${r.existing} image(s) already had one.` }),
 };
 
 function confirmStart(text, body) {
@@ -165,7 +169,7 @@ for (const form of document.querySelectorAll("form.pipeline")) {
     if (!(await confirmStart(start.text, start.body))) return;
     try {
       const result = await api(base, start.path, { method: "POST", body: start.body });
-      status.textContent = `Started: ${JSON.stringify(result)}`;
+      status.textContent = start.done ? start.done(result) : `Started: ${JSON.stringify(result)}`;
       await Promise.all([refreshAudit(), refreshProgress()]);
     } catch (err) {
       error.textContent = err.message;
