@@ -141,6 +141,8 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     invitee.get_by_label("Password").fill("a-long-passphrase-42")
     invitee.get_by_role("button", name="Create my account").click()
     expect(invitee.locator("h1")).to_have_text("Welcome, walt")
+    # An annotator is not shown an API token unless they open "Answering with a program…".
+    expect(invitee.locator("#api-token")).to_be_hidden()
     invitee.get_by_role("link", name="Continue").click()
     expect(invitee).to_have_url(f"{base}/worker/")
     other.close()
