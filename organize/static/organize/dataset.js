@@ -91,7 +91,9 @@ async function refreshDecisions() {
     let action = el("span", { text: d.undone ? "undone" : "" });
     const first = !latest.has(d.item);
     latest.add(d.item);
-    if (first && d.decision !== "undo" && !d.undone) {
+    if (first && d.decision !== "undo" && !d.undone && d.undo_refused) {
+      action = el("span", { text: "final: the pipeline acted on it", title: d.undo_refused });
+    } else if (first && d.decision !== "undo" && !d.undone) {
       action = el("button", { type: "button", text: "Undo…" });
       action.addEventListener("click", () => undo(d));
     }
