@@ -209,6 +209,7 @@ async function undo() {
     decidedCounter.textContent = String(Math.max(0, Number(decidedCounter.textContent) - 1));
     const item = await api(base, "review/next" + query({ skip: String(current ? current.id : "") }));
     if (item) render(item);
+    refreshSummary(); // the item is in review again, no longer decided
     show(`Decision on item ${decision.itemId} taken back: decide it again.`);
   } catch (error) {
     show(`The decision could not be taken back: ${error.message}`, true);
