@@ -121,7 +121,7 @@ def test_an_organizer_undoes_a_review_decision_from_the_dataset_page(page, live_
     assert page.console_errors == []
 
 
-def test_an_organizer_confirms_and_dismisses_near_duplicate_flags(page, live_server):
+def test_an_organizer_confirms_and_dismisses_near_duplicate_flags(page, live_server, tmp_path):
     from annotation.models import Image
 
     organizer = factories.user_with_roles("olga", ("organizers",))
@@ -144,4 +144,18 @@ def test_an_organizer_confirms_and_dismisses_near_duplicate_flags(page, live_ser
     expect(page.locator("#duplicates-status")).to_have_text("No flag to confirm.")
     assert Image.objects.get(pk=first.pk).near_duplicate_of_id == original.pk
     assert Image.objects.get(pk=second.pk).near_duplicate_of_id is None
+
+    # An upload that raises a flag shows it in the list without a reload (one pixel off the original).
+    import io
+
+    from PIL import Image as PILImage
+
+    picture = PILImage.open(io.BytesIO(png_bytes(size=(120, 90), seed=10)))
+    picture.putpixel((0, 0), (255, 255, 255))
+    near = tmp_path / "cat-again.png"
+    picture.save(near)
+    page.locator("#file-input").set_input_files(str(near))
+    expect(page.locator("#upload-summary")).to_have_text("1 stored, 0 refused, 0 waiting")
+    expect(page.locator("#duplicates-status")).to_have_text("1 flag to confirm")
+    expect(page.locator(".duplicate figcaption").first).to_have_text("cat-again.png")
     assert page.console_errors == []
