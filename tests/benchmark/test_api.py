@@ -193,7 +193,7 @@ def test_bad_submissions_are_refused_with_every_problem_and_do_not_count(challen
     rows = [
         {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [1, 1, 5, 5], "score": 0.5},
         {"image_id": train_image, "category_id": box.concept_id, "bbox": [1, 1, 5, 5], "score": 0.5},
-        {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [9000, 1, 5, 5], "score": 0.5},
+        {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [1, 1, 0, 5], "score": 0.5},
         {"image_id": box.image_id, "category_id": 424242, "bbox": [1, 1, 5, 5], "score": "high"},
     ]
     response = submit(team_user, challenge, json.dumps(rows).encode())
@@ -203,7 +203,7 @@ def test_bad_submissions_are_refused_with_every_problem_and_do_not_count(challen
         "where": "entry 1",
         "reason": f"unknown image_id {train_image}",
     } in problems  # train ids are unknown
-    assert any(p["where"] == "entry 2" and "outside" in p["reason"] for p in problems)
+    assert any(p["where"] == "entry 2" and "must be positive" in p["reason"] for p in problems)
     assert any(p["where"] == "entry 3" and "unknown category_id" in p["reason"] for p in problems)
     assert any(p["where"] == "entry 3" and "score" in p["reason"] for p in problems)
     syntax = submit(team_user, challenge, b'[{"image_id": 1,\n "bbox": ]')
