@@ -154,6 +154,9 @@ def test_a_valid_submission_is_scored_against_the_hidden_test_labels(challenge, 
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["state"] == "scored" and body["scores"]["AP50"] == pytest.approx(1.0)
+    # all 12 COCOeval stats, AR included
+    assert {"AR1", "AR10", "AR100", "ARs", "ARm", "ARl"} <= set(body["scores"])
+    assert body["scores"]["AR100"] == pytest.approx(1.0)
     board = client_for(team_user).get(f"/api/v1/challenges/{challenge.pk}/leaderboard").json()
     assert board[0]["team"] == "alices" and board[0]["metric"] == "AP" and board[0]["rank"] == 1
 
