@@ -7,6 +7,9 @@ const base = app.dataset.api;
 const id = app.dataset.dataset;
 const POLL_MS = 3000;
 
+// Stages a stall holds up show "stalled" instead of an ETA (nobody can work on them).
+let stalledStages = new Set();
+
 function stageRow(stage) {
   const share = stage.total ? Math.min(100, (100 * stage.done) / stage.total) : 0;
   const bar = el("div", { class: "bar", role: "progressbar", "aria-valuemin": "0",
@@ -15,7 +18,8 @@ function stageRow(stage) {
   fill.style.width = `${share}%`;
   bar.append(fill);
   const review = stage.in_review ? `, ${stage.in_review} in review` : "";
-  const eta = stage.total ? ` · ${duration(stage.eta_seconds)}` : "";
+  const stalled = stalledStages.has(stage.key) && stage.done < stage.total;
+  const eta = stage.total ? ` · ${stalled ? "stalled: see below" : duration(stage.eta_seconds)}` : "";
   return el("div", { class: "stage-row", "data-stage": stage.key },
     el("span", { text: stage.label }), bar,
     el("span", { class: "counts", text: `${stage.done} / ${stage.total}${review}${eta}` }));
@@ -31,6 +35,46 @@ async function refreshProgress() {
   } catch (err) {
     status.textContent = `Progress unavailable: ${err.message}`;
   }
+}
+
+const STALL_ACTIONS = {
+  settle: (stall) => el("button", { type: "button", text: "Settle these questions now" }),
+  lower_calibration_votes: (stall) => el("button", { type: "button",
+    text: `Lower the calibration votes to ${Math.max(1, stall.crowd)}` }),
+  invite: () => el("a", { href: `/organize/datasets/${id}/people/`, text: "Invite more workers" }),
+};
+
+async function runStallAction(action, stall) {
+  const status = document.getElementById("stall-status");
+  status.textContent = "";
+  try {
+    if (action === "settle") {
+      const result = await api(base, `datasets/${id}/stalls/settle`, { method: "POST" });
+      const settled = Object.entries(result.settled).map(([d, n]) => `${n} ${d}`).join(", ") || "none";
+      status.textContent = `Settled: ${settled}.`;
+    } else if (action === "lower_calibration_votes") {
+      const votes = Math.max(1, stall.crowd);
+      await api(base, `datasets/${id}/consensus-settings`, { method: "PATCH", body: { calibration_votes: votes } });
+      status.textContent = `Calibration now asks ${votes} votes per question.`;
+    }
+  } catch (err) {
+    status.textContent = err.message;
+  }
+  await Promise.all([refreshStalls(), refreshProgress(), refreshAudit()]);
+}
+
+async function refreshStalls() {
+  const { stalls } = await api(base, `datasets/${id}/stalls`);
+  stalledStages = new Set(stalls.flatMap((s) => s.stages));
+  document.getElementById("stalls").hidden = stalls.length === 0;
+  document.getElementById("stall-list").replaceChildren(...stalls.map((stall) => {
+    const actions = stall.actions.map((action) => {
+      const control = STALL_ACTIONS[action](stall);
+      if (control.tagName === "BUTTON") control.addEventListener("click", () => runStallAction(action, stall));
+      return control;
+    });
+    return el("li", { "data-stall": stall.code }, el("span", { text: stall.message }), " ", ...actions);
+  }));
 }
 
 async function refreshAudit() {
@@ -188,10 +232,11 @@ if (verify) {
   form.elements.concept.focus();
 }
 
-refreshProgress();
+refreshStalls().then(refreshProgress).catch((err) => { document.getElementById("progress-status").textContent = err.message; });
 refreshAudit();
 refreshReview().catch((err) => { document.getElementById("review-status").textContent = err.message; });
 refreshCost().catch((err) => { document.getElementById("cost-summary").textContent = err.message; });
 loadHierarchies().catch((err) => { document.getElementById("start-error").textContent = err.message; });
 setInterval(refreshProgress, POLL_MS);
+setInterval(() => refreshStalls().catch(() => {}), 10 * POLL_MS);
 setInterval(() => refreshCost().catch(() => {}), 10 * POLL_MS);
