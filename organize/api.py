@@ -15,6 +15,7 @@ from config.pagination import StrictPageNumberPagination
 from config.roles import IsOrganizer
 from consensus.starved import starved_settle
 
+from .checklist import dataset_checklist
 from .cost import dataset_ledger
 from .models import CostSettings
 from .progress import dataset_progress
@@ -227,3 +228,26 @@ class DatasetStallsSettleView(APIView):
         )
         body = {"settled": report.settled, "stalls": dataset_stalls(dataset)}
         return Response(StallsSettledSerializer(body).data)
+
+
+class ChecklistStepSerializer(serializers.Serializer):
+    key = serializers.ChoiceField(choices=["images", "classes", "gold", "start", "crowd"])
+    label = serializers.CharField()
+    done = serializers.BooleanField()
+    optional = serializers.BooleanField()
+    href = serializers.CharField(help_text="The page where the step is done.")
+
+
+class ChecklistSerializer(serializers.Serializer):
+    steps = ChecklistStepSerializer(many=True)
+
+
+class DatasetChecklistView(APIView):
+    """A new dataset's first steps (upload, classes, gold, start, workers), each ticked off from the data."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=ChecklistSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(ChecklistSerializer({"steps": dataset_checklist(dataset)}).data)

@@ -31,6 +31,11 @@ urlpatterns = [
         name="dataset-progress",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/checklist/?$",
+        api.DatasetChecklistView.as_view(),
+        name="dataset-checklist",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/stalls/?$", api.DatasetStallsView.as_view(), name="dataset-stalls"
     ),
     re_path(

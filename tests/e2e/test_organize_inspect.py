@@ -80,13 +80,13 @@ def test_an_organizer_inspects_an_image_a_worker_and_the_classes(page, live_serv
     expect(row.locator(".votes")).to_have_text("wendy: yes")
     expect(row).to_contain_text("accept at 1/0")
 
-    page.get_by_role("link", name="People").click()
+    page.get_by_role("link", name="People", exact=True).click()
     page.get_by_role("link", name="wendy").click()
     expect(page.locator("#worker-name")).to_have_text("wendy")
     expect(page.locator("#stages tbody")).to_contain_text("binary_vote")
     expect(page.locator("#recent tbody tr")).to_have_count(1)
 
-    page.get_by_role("link", name="Classes").click()
+    page.get_by_role("link", name="Classes", exact=True).click()
     expect(page.locator("#tree-status")).to_contain_text("20 classes")
     expect(page.locator("#tree li[data-node='n02084071']").first).to_contain_text("dog (n02084071) ✓")
     form = page.locator("#pair-form")

@@ -35,6 +35,11 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     page.get_by_label("Description").fill("photos of streets")
     page.get_by_role("button", name="Create dataset").click()
     expect(page.locator("h1")).to_have_text("street-scenes")
+    # A new dataset's page says what to do first: nothing is ticked off yet.
+    expect(page.locator("#checklist")).to_be_visible()
+    expect(page.locator("#checklist-steps li")).to_have_count(5)
+    expect(page.locator("#checklist-steps li.done")).to_have_count(0)
+    expect(page.locator("#checklist-steps li[data-step='images'] a")).to_have_text("Upload images")
     dataset = Dataset.objects.get(name="street-scenes")
     assert list(dataset.organizers.values_list("username", flat=True)) == ["olga"]
 
@@ -44,7 +49,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     for n in range(2):
         (folder / f"good-{n}.png").write_bytes(png_bytes(size=(80, 60), seed=n))
     (folder / "notes.png").write_bytes(b"this is not an image")
-    page.get_by_role("link", name="Images").click()
+    page.get_by_role("link", name="Images", exact=True).click()
     expect(page.locator("#grid-status")).to_have_text("0 images")  # the page's module listens by now
     page.locator("#file-input").set_input_files([str(p) for p in sorted(folder.iterdir())])
     expect(page.locator("#upload-summary")).to_have_text("2 stored, 1 refused, 0 waiting")
@@ -57,7 +62,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     assert Image.objects.filter(dataset=dataset).count() == 2
 
     # Classes: a broken file is refused with its problems listed; voc20.json loads; three classes picked.
-    page.get_by_role("link", name="Classes").click()
+    page.get_by_role("link", name="Classes", exact=True).click()
     page.wait_for_load_state("networkidle")  # the module listens for the file input before a file is chosen
     broken = tmp_path / "broken.json"
     broken.write_text(
@@ -78,6 +83,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
 
     # Start multi-label questioning: a confirmation first, then an audit row.
     page.get_by_role("link", name="Progress & pipelines").click()
+    expect(page.locator("#checklist-steps li.done")).to_have_count(2)  # images and classes
     expect(page.locator("#start-multilabel select option")).to_have_count(1)
     page.get_by_role("button", name="Start multi-label questioning…").click()
     expect(page.locator("#confirm")).to_be_visible()
@@ -124,7 +130,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     assert list(BoxJob.objects.values_list("image_id", flat=True)) == [shown.pk]
 
     # Invite a worker; the link works in a browser with nobody signed in.
-    page.get_by_role("link", name="People").click()
+    page.get_by_role("link", name="People", exact=True).click()
     page.get_by_role("button", name="Create invitation link").click()
     expect(page.locator("#issued-url")).to_have_value(re.compile(r"/invite/[-\w]{40,}/$"))
     url = page.locator("#issued-url").input_value()

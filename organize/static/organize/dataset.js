@@ -77,6 +77,16 @@ async function refreshStalls() {
   }));
 }
 
+// A new dataset's first steps, ticked off from the data; the card goes once every required step is done.
+async function refreshChecklist() {
+  const { steps } = await api(base, `datasets/${id}/checklist`);
+  const items = steps.map((step) => el("li", { "data-step": step.key, class: step.done ? "done" : "" },
+    el("span", { class: "tick", "aria-hidden": "true", text: step.done ? "✓" : "○" }), " ",
+    step.done ? el("span", { text: `${step.label} (done)` }) : el("a", { href: step.href, text: step.label })));
+  document.getElementById("checklist-steps").replaceChildren(...items);
+  document.getElementById("checklist").hidden = steps.every((s) => s.done || s.optional);
+}
+
 async function refreshAudit() {
   const page = await api(base, `datasets/${id}/audit`);
   const rows = page.results.map((entry) => el("tr", { "data-action": entry.action },
@@ -234,6 +244,8 @@ if (verify) {
 
 refreshStalls().then(refreshProgress).catch((err) => { document.getElementById("progress-status").textContent = err.message; });
 refreshAudit();
+refreshChecklist().catch(() => {});
+setInterval(() => refreshChecklist().catch(() => {}), 10 * POLL_MS);
 refreshReview().catch((err) => { document.getElementById("review-status").textContent = err.message; });
 refreshCost().catch((err) => { document.getElementById("cost-summary").textContent = err.message; });
 loadHierarchies().catch((err) => { document.getElementById("start-error").textContent = err.message; });
