@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "storages",
+    "config.apps.PlatformConfig",
     "hierarchy",
     "annotation",
     "outbox",
@@ -136,6 +137,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.auth_failures.AuthFailureThrottleMiddleware",
     "config.dbconnection.ConnectionLossMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -269,6 +271,10 @@ CROWDLABEL = {
     "LOGIN_FREE_ATTEMPTS_ADDRESS": env_int("CROWDLABEL_LOGIN_FREE_ATTEMPTS_ADDRESS", 20),
     "LOGIN_LOCK_BASE_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_BASE_SECONDS", 30),
     "LOGIN_LOCK_MAX_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_MAX_SECONDS", 3600),
+    # Failed authentications (401s: invalid tokens, anonymous calls; wrong passwords) one client address may
+    # make per window before its requests get 429 (config/auth_failures.py). Production limits by default;
+    # development does not, like the API rates.
+    "AUTH_FAILURE_RATE": env_rate("CROWDLABEL_AUTH_FAILURE_RATE", "30/min" if PRODUCTION else None),
     # Origins images may load from besides our own (the S3 bucket is added by itself; a CDN goes here).
     "CSP_IMG_SOURCES": env_list("CROWDLABEL_CSP_IMG_SOURCES")
     + media_origins(AWS_STORAGE_BUCKET_NAME, AWS_S3_REGION_NAME, AWS_S3_ENDPOINT_URL),
