@@ -125,10 +125,14 @@ def interrupted_while_switching_autocommit(job_id):
     raise SoftTimeLimitExceeded()
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
-    "interrupted", [interrupted_in_an_atomic_block, interrupted_while_switching_autocommit]
+    "interrupted",
+    [
+        interrupted_in_an_atomic_block,
+        # psycopg's refusal, as the audit saw it; SQLite's driver has no such state.
+        pytest.param(interrupted_while_switching_autocommit, marks=pytest.mark.postgres),
+    ],
 )
 def test_a_failed_attempt_is_recorded_whatever_state_it_left_the_connection_in(
     organizer, monkeypatch, interrupted
