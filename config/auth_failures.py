@@ -21,9 +21,9 @@ PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 
 def parse_rate(rate: str) -> tuple[int, int]:
-    """ "30/min" -> (30, 60): failures allowed, window in seconds."""
+    """Failures allowed and the window in seconds: (30, 60) for "30/min"; at least one failure is allowed."""
     number, _, period = rate.partition("/")
-    return int(number), PERIODS[period[0]]
+    return max(1, int(number)), PERIODS[period[0]]
 
 
 def _rate() -> tuple[int, int] | None:

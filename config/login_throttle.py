@@ -7,10 +7,12 @@ twice as long as the last, up to a cap; while locked no password is even checked
 guessed from there, and a success clears the count. The account's lock is per address so that it cannot be
 turned against its owner: someone who knows a username (organizers' are e-mail addresses) and keeps failing
 locks out only their own address, while the owner signs in from theirs. Each address is also limited over all
-accounts, and a wrong password counts as a failed authentication of the address (config/auth_failures.py). Every sign-in path goes through `authenticate()`, so the backend below
-covers the login page, the admin login and any token endpoint built on DRF's AuthTokenSerializer; the forms
-add a message a person can act on. Throttling races across processes (two failures may both read the same
-count): it slows guessing down by orders of magnitude, which is its job, rather than counting exactly."""
+accounts, and a wrong password counts as a failed authentication of the address (config/auth_failures.py).
+
+Every sign-in path goes through `authenticate()`, so the backend below covers the login page, the admin login
+and any token endpoint built on DRF's AuthTokenSerializer; the forms add a message a person can act on.
+Throttling races across processes (two failures may both read the same count): it slows guessing down by
+orders of magnitude, which is its job, rather than counting exactly."""
 
 from __future__ import annotations
 

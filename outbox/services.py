@@ -254,9 +254,8 @@ def message_run(message_id: int, *, delivery: str) -> str:
     try:
         with Heartbeat(message_id, delivery):
             task = celery_task(message.task_name)
-            task(
-                *message.args, **message.kwargs
-            )  # called directly: in this process, with its own transactions
+            # Called directly: in this process, with its own transactions.
+            task(*message.args, **message.kwargs)
     except Exception as exc:
         error = "".join(traceback.format_exception(exc))[-4000:]
         log.warning("outbox: %s failed on attempt %s: %s", message, claim.attempt, exc)
