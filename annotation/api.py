@@ -196,7 +196,8 @@ class DatasetViewSet(
     @extend_schema(request=BoxJobsStartSerializer, responses={201: BoxJobsStartedSerializer})
     @box_jobs.mapping.post
     def box_jobs_start(self, request, pk=None):
-        """Start the box pipeline (draw, quality, coverage) for a concept on images known to show it.
+        """Start the box pipeline (draw, quality, coverage) for a concept: by default on the images whose
+        final label says the concept is present, or on the images named, or on every image (`where: all`).
         Starting a job that exists already changes nothing."""
         dataset = self.get_object()
         form = BoxJobsStartSerializer(data=request.data)
@@ -204,6 +205,17 @@ class DatasetViewSet(
         data = form.validated_data
         concept = concept_by_wnid(data["concept"])
         images = dataset_images(dataset, data)
+        where = "images" if images is not None else data["where"]
+        if where == "verified":
+            images = boxes.images_verified_present(dataset, concept)
+            if not images:
+                raise ValidationError(
+                    {
+                        "where": f"no image of this dataset is verified to show {concept.wnid} "
+                        f"({concept.name}) yet: verify the class first, name the images, or box every "
+                        'image with "where": "all"'
+                    }
+                )
         with transaction.atomic():
             report = boxes.box_jobs_start(
                 dataset=dataset,
@@ -217,9 +229,11 @@ class DatasetViewSet(
                 actor=request.user,
                 action="boxes.start",
                 parameters=request_parameters(data),
-                result={"created": report.created, "existing": report.existing},
+                result={"created": report.created, "existing": report.existing, "where": where},
             )
-        body = BoxJobsStartedSerializer({"created": report.created, "existing": report.existing}).data
+        body = BoxJobsStartedSerializer(
+            {"created": report.created, "existing": report.existing, "where": where}
+        ).data
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(

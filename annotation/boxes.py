@@ -103,6 +103,13 @@ def on_leaves_present(event) -> int:
     return created
 
 
+def images_verified_present(dataset: Dataset, concept) -> list[Image]:
+    """The dataset's images whose final label says `concept` is present: where boxing it is worth a draw."""
+    return list(
+        dataset.images.filter(final_labels__concept=concept, final_labels__present=True).order_by("id")
+    )
+
+
 @dataclass(frozen=True)
 class StartReport:
     created: int

@@ -435,7 +435,8 @@ def coverage_decided(job: BoxJob, all_covered: bool) -> Result:
         new = _move(job, event, status=JobStatus.REVIEW, coverage_exclude=())
         return new, [
             SendToReview(
-                ReviewReason.NO_BOXES, "coverage confirmed with no box for a synset verified present"
+                ReviewReason.NO_BOXES,
+                "coverage confirmed with no box accepted: does the image show the class at all?",
             )
         ]
     new = _move(job, event, status=JobStatus.DONE, coverage_exclude=())

@@ -194,15 +194,28 @@ class BoxJobsStartSerializer(serializers.Serializer):
     images = serializers.ListField(
         child=serializers.IntegerField(),
         required=False,
-        help_text="Images known to show the concept (default: every image of the dataset).",
+        help_text="Images to box, chosen by the organizer (overrides `where`).",
+    )
+    where = serializers.ChoiceField(
+        choices=[("verified", "verified"), ("all", "all")],
+        default="verified",
+        help_text="Without `images`: `verified` (default) boxes the images whose final label says the concept "
+        "is present (image verification, Algorithm 1 or a reviewer decided it); `all` boxes every image of "
+        "the dataset, shown or not (each image without the class still costs a draw task and coverage votes).",
     )
     max_boxes = serializers.IntegerField(min_value=1, max_value=200, default=25)
     max_rounds = serializers.IntegerField(min_value=1, max_value=500, default=30)
+
+    def validate(self, attrs):
+        if "images" in attrs and "where" in self.initial_data:
+            raise serializers.ValidationError({"where": "give either `images` or `where`, not both"})
+        return attrs
 
 
 class BoxJobsStartedSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     existing = serializers.IntegerField(help_text="Images that already had a job for the concept.")
+    where = serializers.CharField(help_text="How the images were chosen: `images`, `verified` or `all`.")
 
 
 class BoxJobProgressSerializer(serializers.Serializer):

@@ -1,12 +1,18 @@
-"""Sign-in throttling with back-off, per account and per client address, kept in Django's cache (the local-memory
-default for one process; a shared cache such as Redis, CROWDLABEL_CACHE_URL, when several processes serve).
+"""Sign-in throttling with back-off, per (account, client address) and per client address, kept in Django's
+cache (the local-memory default for one process; a shared cache such as Redis, CROWDLABEL_CACHE_URL, when
+several processes serve).
 
-After a number of free failures, each further failure locks the account (or the address) for twice as long as
-the last, up to a cap; while locked no password is even checked, so a locked account cannot be guessed, and a
-success clears the account's count. Every sign-in path goes through `authenticate()`, so the backend below
-covers the login page, the admin login and any token endpoint built on DRF's AuthTokenSerializer; the forms
-add a message a person can act on. Throttling races across processes (two failures may both read the same
-count): it slows guessing down by orders of magnitude, which is its job, rather than counting exactly."""
+After a number of free failures, each further failure locks the account from that address (or the address) for
+twice as long as the last, up to a cap; while locked no password is even checked, so a locked account cannot be
+guessed from there, and a success clears the count. The account's lock is per address so that it cannot be
+turned against its owner: someone who knows a username (organizers' are e-mail addresses) and keeps failing
+locks out only their own address, while the owner signs in from theirs. Each address is also limited over all
+accounts, and a wrong password counts as a failed authentication of the address (config/auth_failures.py).
+
+Every sign-in path goes through `authenticate()`, so the backend below covers the login page, the admin login
+and any token endpoint built on DRF's AuthTokenSerializer; the forms add a message a person can act on.
+Throttling races across processes (two failures may both read the same count): it slows guessing down by
+orders of magnitude, which is its job, rather than counting exactly."""
 
 from __future__ import annotations
 
@@ -22,7 +28,9 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
-from rest_framework.throttling import BaseThrottle
+
+from . import auth_failures
+from .clientaddress import client_address
 
 KEY_PREFIX = "login-throttle"
 
@@ -41,22 +49,18 @@ class Scope:
     free: int
 
 
-def client_address(request) -> str:
-    """The caller's address, honouring REST_FRAMEWORK["NUM_PROXIES"] for X-Forwarded-For like DRF throttles."""
-    return BaseThrottle().get_ident(request) or "unknown"
-
-
 def _scopes(request, username: str | None) -> list[Scope]:
-    """The counts a sign-in touches: its address (when it came from a request) and its account, last."""
+    """The counts a sign-in touches: its address (when it came from a request) and its account from that
+    address, last. A script calling authenticate() has no address: its account count is its own."""
     config = settings.CROWDLABEL
     scopes = []
-    if request is not None:  # a script calling authenticate() has no address to share a count with
-        scopes.append(
-            Scope(f"{KEY_PREFIX}:addr:{client_address(request)}", config["LOGIN_FREE_ATTEMPTS_ADDRESS"])
-        )
+    address = client_address(request) if request is not None else None
+    if address is not None:
+        scopes.append(Scope(f"{KEY_PREFIX}:addr:{address}", config["LOGIN_FREE_ATTEMPTS_ADDRESS"]))
     if username:
         digest = hashlib.sha256(username.strip().lower().encode("utf-8", "replace")).hexdigest()
-        scopes.append(Scope(f"{KEY_PREFIX}:acct:{digest}", config["LOGIN_FREE_ATTEMPTS_ACCOUNT"]))
+        where = f":{address}" if address is not None else ""
+        scopes.append(Scope(f"{KEY_PREFIX}:acct:{digest}{where}", config["LOGIN_FREE_ATTEMPTS_ACCOUNT"]))
     return scopes
 
 
@@ -79,6 +83,8 @@ def failure_record(request, username: str | None) -> None:
         )
         # Counts are forgotten a day after the last failure (or after the lock, if longer).
         cache.set(scope.key, {"failures": failures, "until": now + lock}, timeout=int(max(lock, 86_400)))
+    if request is not None:
+        auth_failures.failure_record(request)
 
 
 def success_record(request, username: str | None) -> None:
@@ -91,11 +97,11 @@ class SignInLocked(PermissionDenied):
 
 
 def locked_message(wait: int) -> str:
-    return f"Too many failed sign-ins for this account or from this address. Try again in {wait} seconds."
+    return f"Too many failed sign-ins from this address. Try again in {wait} seconds."
 
 
 class ThrottledModelBackend(ModelBackend):
-    """Django's model backend behind the per-account and per-address lockout."""
+    """Django's model backend behind the per-(account, address) and per-address lockout."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if username is None:

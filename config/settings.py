@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.csp import media_origins
 from config.secret_key import DEVELOPMENT_KEY, non_local_hosts, secret_key_problem
 from config.storage import s3_storage
+from config.tasklimits import soft_time_limit
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -112,6 +113,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "storages",
+    "config.apps.PlatformConfig",
     "hierarchy",
     "annotation",
     "outbox",
@@ -135,6 +137,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.auth_failures.AuthFailureThrottleMiddleware",
     "config.dbconnection.ConnectionLossMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -268,6 +271,10 @@ CROWDLABEL = {
     "LOGIN_FREE_ATTEMPTS_ADDRESS": env_int("CROWDLABEL_LOGIN_FREE_ATTEMPTS_ADDRESS", 20),
     "LOGIN_LOCK_BASE_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_BASE_SECONDS", 30),
     "LOGIN_LOCK_MAX_SECONDS": env_int("CROWDLABEL_LOGIN_LOCK_MAX_SECONDS", 3600),
+    # Failed authentications (401s: invalid tokens, anonymous calls; wrong passwords) one client address may
+    # make per window before its requests get 429 (config/auth_failures.py). Production limits by default;
+    # development does not, like the API rates.
+    "AUTH_FAILURE_RATE": env_rate("CROWDLABEL_AUTH_FAILURE_RATE", "30/min" if PRODUCTION else None),
     # Origins images may load from besides our own (the S3 bucket is added by itself; a CDN goes here).
     "CSP_IMG_SOURCES": env_list("CROWDLABEL_CSP_IMG_SOURCES")
     + media_origins(AWS_STORAGE_BUCKET_NAME, AWS_S3_REGION_NAME, AWS_S3_ENDPOINT_URL),
@@ -339,6 +346,10 @@ CROWDLABEL = {
     # Celery's hard time limit for any task (the longest is an export with images); the broker's visibility
     # timeout is sized from it.
     "TASK_TIME_LIMIT_SECONDS": env_int("CROWDLABEL_TASK_TIME_LIMIT_SECONDS", 1800),
+    # A running outbox row is leased to its worker for this long and renewed a third of the way through: a row
+    # whose lease ran out lost its worker (killed, out of memory, machine gone), and the relay sends it again.
+    # Work lost with its worker is back on the broker within this plus OUTBOX_RELAY_SECONDS.
+    "OUTBOX_LEASE_SECONDS": env_int("CROWDLABEL_OUTBOX_LEASE_SECONDS", 60),
     # Reports over a whole dataset (the Statistics page, per-class statistics) are computed in the background
     # and kept; one older than this is shown while a fresh one is computed (benchmark/reports.py).
     "REPORT_MAX_AGE_SECONDS": env_int("CROWDLABEL_REPORT_MAX_AGE_SECONDS", 300),
@@ -363,6 +374,10 @@ CROWDLABEL = {
 }
 if CROWDLABEL["OUTBOX_MAX_ATTEMPTS"] < 1:
     raise ImproperlyConfigured("CROWDLABEL_OUTBOX_MAX_ATTEMPTS must be at least 1")
+if CROWDLABEL["OUTBOX_LEASE_SECONDS"] < 3:
+    raise ImproperlyConfigured("CROWDLABEL_OUTBOX_LEASE_SECONDS must be at least 3")
+if CROWDLABEL["TASK_TIME_LIMIT_SECONDS"] < 1:
+    raise ImproperlyConfigured("CROWDLABEL_TASK_TIME_LIMIT_SECONDS must be at least 1")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -442,7 +457,7 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_TIME_LIMIT = CROWDLABEL["TASK_TIME_LIMIT_SECONDS"]
-CELERY_TASK_SOFT_TIME_LIMIT = max(1, CROWDLABEL["TASK_TIME_LIMIT_SECONDS"] - 60)
+CELERY_TASK_SOFT_TIME_LIMIT = soft_time_limit(CROWDLABEL["TASK_TIME_LIMIT_SECONDS"])
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A request hands work to the broker after its commit: with the broker down it must give up quickly (the
 # outbox relay delivers later), not hang the request.

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from annotation.audit import audit_record
 from annotation.models import Box
-from config.roles import IsOrganizer
+from config.roles import IsOrganizer, IsWorker
 from consensus.api import concept_by_wnid, organizer_dataset
 
 from . import services
@@ -27,6 +27,7 @@ from .serializers import (
     WorkerScoreSerializer,
 )
 from .serving import gold_pool_fill
+from .standing import worker_standing
 
 
 class GoldItemListView(generics.ListAPIView):
@@ -183,3 +184,39 @@ class GoldImportView(APIView):
             raise ValidationError({"errors": exc.errors}) from None
         body = {"created": len(items), "items": items[:100]}
         return Response(GoldImportResultSerializer(body).data, status=status.HTTP_201_CREATED)
+
+
+class FailedQualificationSerializer(serializers.Serializer):
+    dataset_id = serializers.IntegerField()
+    dataset = serializers.CharField()
+    kind = serializers.CharField(help_text="The question kind the qualification was for.")
+    failed_attempts = serializers.IntegerField()
+    attempts_allowed = serializers.IntegerField()
+    retry_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the next attempt may start; null: none left."
+    )
+    message = serializers.CharField(help_text="What the worker page shows.")
+
+
+class DatasetBlockSerializer(serializers.Serializer):
+    dataset_id = serializers.IntegerField()
+    dataset = serializers.CharField()
+    message = serializers.CharField(help_text="What the worker page shows.")
+
+
+class WorkerStandingSerializer(serializers.Serializer):
+    qualifications_failed = FailedQualificationSerializer(many=True)
+    blocked = DatasetBlockSerializer(many=True)
+
+
+class WorkerStandingView(APIView):
+    """The calling worker's own standing: failed qualification attempts that still hold tasks back (with when
+    they may try again, or that no attempt is left) and the datasets they are blocked in. The worker page shows
+    it when no task comes, so a worker is told why."""
+
+    permission_classes = [IsAuthenticated, IsWorker]
+
+    @extend_schema(responses=WorkerStandingSerializer)
+    def get(self, request):
+        failed, blocked = worker_standing(request.user.worker)
+        return Response(WorkerStandingSerializer({"qualifications_failed": failed, "blocked": blocked}).data)

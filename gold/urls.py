@@ -3,6 +3,7 @@ from django.urls import re_path
 from . import api
 
 urlpatterns = [
+    re_path(r"^me/standing/?$", api.WorkerStandingView.as_view(), name="worker-standing"),
     re_path(r"^datasets/(?P<dataset_id>[0-9]+)/gold/?$", api.GoldItemListView.as_view(), name="gold-items"),
     re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/gold/import/?$", api.GoldImportView.as_view(), name="gold-import"

@@ -13,11 +13,14 @@ from annotation.audit import audit_record
 from annotation.models import AuditEntry
 from config.pagination import StrictPageNumberPagination
 from config.roles import IsOrganizer
+from consensus.starved import starved_settle
 
+from .checklist import dataset_checklist
 from .cost import dataset_ledger
 from .models import CostSettings
 from .progress import dataset_progress
 from .scoping import organizer_dataset
+from .stalls import dataset_stalls
 
 
 class StageSerializer(serializers.Serializer):
@@ -168,3 +171,83 @@ class CostSettingsView(APIView):
                 dataset=dataset, actor=request.user, action="cost_settings.change", parameters=request.data
             )
         return Response(form.data)
+
+
+class StallSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(choices=["starved_questions", "calibration_short"])
+    count = serializers.IntegerField(help_text="Questions held up.")
+    message = serializers.CharField(help_text="Why work stopped, in words.")
+    stages = serializers.ListField(child=serializers.CharField(), help_text="Progress stages it holds up.")
+    actions = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What the organizer can do: settle (POST stalls/settle), lower_calibration_votes (PATCH "
+        "consensus-settings), invite (People page).",
+    )
+    crowd = serializers.IntegerField(
+        required=False, help_text="Distinct workers who have worked in the dataset."
+    )
+
+
+class StallsSerializer(serializers.Serializer):
+    stalls = StallSerializer(many=True)
+
+
+class StallsSettledSerializer(StallsSerializer):
+    settled = serializers.DictField(child=serializers.IntegerField(), help_text="Decision -> questions.")
+
+
+class DatasetStallsView(APIView):
+    """Why the dataset's work stopped, if it did: questions no worker of the dataset can take any more, and
+    calibration that needs more distinct workers than have worked in it (`organize/stalls.py`)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=StallsSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(StallsSerializer({"stalls": dataset_stalls(dataset)}).data)
+
+
+class DatasetStallsSettleView(APIView):
+    """Settle now the questions no worker of the dataset can take: each is decided with the votes it has, as at
+    the vote cap (accepted or rejected where the dataset's precision guarantee holds, else sent to review)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=None, responses=StallsSettledSerializer)
+    def post(self, request, dataset_id: int):
+
+        dataset = organizer_dataset(request.user, dataset_id)
+        report = starved_settle(dataset_id=dataset.pk, idle_seconds=0)
+        audit_record(
+            dataset=dataset,
+            actor=request.user,
+            action="stalls.settle",
+            parameters={},
+            result={"settled": report.settled},
+        )
+        body = {"settled": report.settled, "stalls": dataset_stalls(dataset)}
+        return Response(StallsSettledSerializer(body).data)
+
+
+class ChecklistStepSerializer(serializers.Serializer):
+    key = serializers.ChoiceField(choices=["images", "classes", "gold", "start", "crowd"])
+    label = serializers.CharField()
+    done = serializers.BooleanField()
+    optional = serializers.BooleanField()
+    href = serializers.CharField(help_text="The page where the step is done.")
+
+
+class ChecklistSerializer(serializers.Serializer):
+    steps = ChecklistStepSerializer(many=True)
+
+
+class DatasetChecklistView(APIView):
+    """A new dataset's first steps (upload, classes, gold, start, workers), each ticked off from the data."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=ChecklistSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(ChecklistSerializer({"steps": dataset_checklist(dataset)}).data)

@@ -14,8 +14,8 @@ from rest_framework.views import APIView
 from annotation.audit import audit_record
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.roles import IsOrganizer
-from review.models import ItemState, ReviewDecision, ReviewItem, ReviewKind
-from review.services import overlaps_scan_request
+from review.models import Decision, ItemState, ReviewDecision, ReviewItem, ReviewKind
+from review.services import overlaps_scan_request, undo_refusal
 
 from .scoping import organizer_dataset
 
@@ -70,14 +70,20 @@ class RecentDecisionSerializer(serializers.ModelSerializer):
     item_state = serializers.CharField(source="item.state")
     image = serializers.IntegerField(source="item.image_id", allow_null=True)
     undone = serializers.SerializerMethodField(help_text="An undo row points at this decision.")
+    undo_refused = serializers.SerializerMethodField(
+        help_text="Why this decision cannot be undone (its pipeline has acted on it), or empty when it can."
+    )
 
     class Meta:
         model = ReviewDecision
         fields = ["id", "item", "kind", "item_state", "image", "decision", "reviewer", "reason", "undoes", "undone",
-                  "created_at"]  # fmt: skip
+                  "undo_refused", "created_at"]  # fmt: skip
 
     def get_undone(self, decision) -> bool:
         return hasattr(decision, "undone_by")
+
+    def get_undo_refused(self, decision) -> str:
+        return "" if decision.decision == Decision.UNDO else undo_refusal(decision.item)
 
 
 class DatasetReviewDecisionsView(APIView):

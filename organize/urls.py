@@ -31,6 +31,19 @@ urlpatterns = [
         name="dataset-progress",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/checklist/?$",
+        api.DatasetChecklistView.as_view(),
+        name="dataset-checklist",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/stalls/?$", api.DatasetStallsView.as_view(), name="dataset-stalls"
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/stalls/settle/?$",
+        api.DatasetStallsSettleView.as_view(),
+        name="dataset-stalls-settle",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/audit/?$", api.DatasetAuditView.as_view(), name="dataset-audit"
     ),
     re_path(r"^datasets/(?P<dataset_id>[0-9]+)/cost/?$", api.DatasetCostView.as_view(), name="dataset-cost"),

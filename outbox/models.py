@@ -34,6 +34,9 @@ class Message(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # While running: the worker holds the row until then and renews it as it goes (outbox.services.Heartbeat);
+    # a running row whose lease has passed lost its worker, and the relay sends it again.
+    lease_until = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # The Celery task id of the delivery that is running it: a redelivery of the same message (its worker
     # was lost) is a new attempt; another message for the same row while it runs is a duplicate.
@@ -41,7 +44,10 @@ class Message(models.Model):
     last_error = models.TextField(blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["state", "available_at"], name="outbox_state_available")]
+        indexes = [
+            models.Index(fields=["state", "available_at"], name="outbox_state_available"),
+            models.Index(fields=["state", "lease_until"], name="outbox_state_lease"),
+        ]
         ordering = ["id"]
 
     def __str__(self) -> str:

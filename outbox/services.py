@@ -4,12 +4,19 @@ relay until a worker has finished it; park it after too many attempts.
 A request never fails because the broker is down: the row is committed with the state change, the on-commit
 send is best effort, and the relay (a beat task, or `manage.py outbox_relay`) delivers whatever is left once
 the broker is back. Workers run each row at most once to completion (`message_run`): a repeated or
-redelivered message finds the row done, or running under another delivery, and does nothing."""
+redelivered message finds the row done, or running under another delivery, and does nothing.
+
+A running row is leased to its worker and the lease is renewed while the task runs (`Heartbeat`): when the
+worker dies, however it dies, the lease runs out within OUTBOX_LEASE_SECONDS and the relay sends the row again,
+whatever the task time limit. Work due later (a countdown, the back-off after a failure) waits in the table for
+the relay rather than on the broker, where a killed worker holding it would lose it until the broker's
+visibility timeout."""
 
 from __future__ import annotations
 
 import importlib
 import logging
+import threading
 import traceback
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -18,7 +25,8 @@ from datetime import datetime, timedelta
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import Message, MessageState
@@ -28,7 +36,8 @@ log = logging.getLogger(__name__)
 RUNNER = "outbox.tasks.message_run"
 # Pending rows younger than this belong to their own on-commit send: the relay leaves them to it.
 RELAY_GRACE = timedelta(seconds=5)
-# A worker that started a row this long ago and has not finished is gone (Celery's hard time limit is shorter).
+# Rows started before leases existed carry none: such a row is taken for lost once Celery's hard time limit
+# and this margin have passed since it started.
 RUNNING_MARGIN = timedelta(seconds=60)
 
 _park_hooks: dict[str, list[Callable[[Message], None]]] = defaultdict(list)
@@ -65,8 +74,19 @@ def max_attempts() -> int:
 
 
 def running_deadline() -> timedelta:
-    """How long a started row may run before the relay takes its worker for dead."""
+    """How long a started row without a lease (one from before leases) may run before it counts as lost."""
     return timedelta(seconds=settings.CROWDLABEL["TASK_TIME_LIMIT_SECONDS"]) + RUNNING_MARGIN
+
+
+def lease_length() -> timedelta:
+    """How long a running row stays its worker's without a renewal (the heartbeat renews it every third)."""
+    return timedelta(seconds=settings.CROWDLABEL["OUTBOX_LEASE_SECONDS"])
+
+
+def lease_alive(message: Message, now: datetime) -> bool:
+    if message.lease_until is not None:
+        return message.lease_until > now
+    return message.started_at is not None and message.started_at > now - running_deadline()
 
 
 def message_enqueue(
@@ -102,14 +122,14 @@ def message_send(message_id: int, *, countdown: float = 0) -> bool:
     message = Message.objects.filter(pk=message_id).only("pk", "task_name", "state").first()
     if message is None or message.state in (MessageState.DONE, MessageState.PARKED):
         return False
+    if countdown > 0 and not current_app.conf.task_always_eager:
+        # Due later: the relay sends it when it is due. A worker would hold a message with a countdown
+        # unacknowledged until then, and a killed worker would take it along until the visibility timeout.
+        return False
     from .tasks import message_run  # the task module imports this one
 
     try:
-        message_run.apply_async(
-            (message.pk,),
-            queue=queue_for(message.task_name),
-            countdown=max(0.0, countdown) or None,
-        )
+        message_run.apply_async((message.pk,), queue=queue_for(message.task_name))
     except Exception as exc:  # the broker is down or refuses: the relay sends it later
         log.warning("outbox: message %s (%s) stays pending: %s", message.pk, message.task_name, exc)
         return False
@@ -144,8 +164,7 @@ def _claim(message_id: int, delivery: str, now: datetime) -> Claim | None:
         if (
             message.state == MessageState.RUNNING
             and message.delivery != delivery
-            and message.started_at is not None
-            and message.started_at > now - running_deadline()
+            and lease_alive(message, now)
         ):
             return None  # a duplicate message while another delivery runs it
         if message.attempts >= max_attempts():
@@ -159,9 +178,64 @@ def _claim(message_id: int, delivery: str, now: datetime) -> Claim | None:
         message.attempts += 1
         message.state = MessageState.RUNNING
         message.started_at = now
+        message.lease_until = now + lease_length()
         message.delivery = delivery
-        message.save(update_fields=["attempts", "state", "started_at", "delivery"])
+        message.save(update_fields=["attempts", "state", "started_at", "lease_until", "delivery"])
         return Claim(message, message.attempts)
+
+
+class Heartbeat:
+    """Renews a running row's lease from a thread of the worker's process while the task runs, so the lease
+    runs out only when that process is gone (SIGKILL, out of memory, the hard time limit, a lost machine):
+    the relay then sends the row again within a lease, however long tasks may legitimately run. The thread has
+    its own database connection (Django's are per thread) and closes it when the task ends."""
+
+    def __init__(self, message_id: int, delivery: str):
+        self.message_id = message_id
+        self.delivery = delivery
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"outbox-lease-{message_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)  # a renewal in flight is harmless: it only touches a row still running
+
+    def _beat(self) -> None:
+        every = lease_length().total_seconds() / 3
+        try:
+            while not self.stopped.wait(every):
+                try:
+                    Message.objects.filter(
+                        pk=self.message_id, delivery=self.delivery, state=MessageState.RUNNING
+                    ).update(lease_until=timezone.now() + lease_length())
+                except DatabaseError as exc:  # the next beat tries again on a new connection
+                    log.warning("outbox: could not renew the lease of message %s: %s", self.message_id, exc)
+                    connections[DEFAULT_DB_ALIAS].close()
+        finally:
+            connections.close_all()  # this thread's connections only
+
+
+def _connection_recover(depth: int) -> None:
+    """After a task raised, its connection may be anywhere: inside an atomic block whose exit never ran (a soft
+    time limit is raised between any two bytecodes), in a transaction Django does not know about (psycopg then
+    refuses the next atomic block with "can't change 'autocommit' now"), or lost with its server. Recording
+    the failure starts on a new connection. At `depth` > 0 the run is inside a caller's transaction (an eager
+    run in-process): that connection is the caller's, and is left to it."""
+    if depth:
+        return
+    connection = connections[DEFAULT_DB_ALIAS]
+    # Out of any block of the task's, so that close() lets the connection go; connect() resets the rest.
+    connection.in_atomic_block = False
+    connection.closed_in_transaction = False
+    try:
+        connection.close()
+    except Exception as exc:  # already broken: dropping it is all that is left to do
+        log.warning("outbox: closing the connection after a failed task: %s", exc)
+    connection.connection = None
 
 
 def backoff(attempt: int) -> float:
@@ -172,16 +246,20 @@ def backoff(attempt: int) -> float:
 def message_run(message_id: int, *, delivery: str) -> str:
     """Run the row's task in this worker: claim it (one more attempt), call the task, record the outcome.
     A failure is retried with back-off until `OUTBOX_MAX_ATTEMPTS`, then parked for a person to look at."""
+    depth = len(connections[DEFAULT_DB_ALIAS].atomic_blocks)
     claim = _claim(message_id, delivery, timezone.now())
     if claim is None:
         return "skipped"
     message = claim.message
     try:
-        task = celery_task(message.task_name)
-        task(*message.args, **message.kwargs)  # called directly: in this process, with its own transactions
+        with Heartbeat(message_id, delivery):
+            task = celery_task(message.task_name)
+            # Called directly: in this process, with its own transactions.
+            task(*message.args, **message.kwargs)
     except Exception as exc:
         error = "".join(traceback.format_exception(exc))[-4000:]
         log.warning("outbox: %s failed on attempt %s: %s", message, claim.attempt, exc)
+        _connection_recover(depth)
         with transaction.atomic():
             message = Message.objects.select_for_update().get(pk=message_id)
             if message.delivery != delivery or message.state != MessageState.RUNNING:
@@ -193,19 +271,20 @@ def message_run(message_id: int, *, delivery: str) -> str:
             wait = backoff(message.attempts)
             message.state = MessageState.PENDING
             message.available_at = timezone.now() + timedelta(seconds=wait)
-            message.save(update_fields=["state", "available_at", "last_error"])
+            message.lease_until = None
+            message.save(update_fields=["state", "available_at", "lease_until", "last_error"])
             transaction.on_commit(lambda: message_send(message_id, countdown=wait))
         return "retrying"
     Message.objects.filter(pk=message_id, delivery=delivery, state=MessageState.RUNNING).update(
-        state=MessageState.DONE, finished_at=timezone.now()
+        state=MessageState.DONE, finished_at=timezone.now(), lease_until=None
     )
     return "done"
 
 
 def relay(*, now: datetime | None = None, limit: int = 500) -> dict[str, int]:
     """Deliver what the on-commit send could not, and sweep work whose worker died: pending rows that are
-    due, sent rows the broker lost (older than the visibility timeout), and running rows past the time limit
-    (parked at once when they have used every attempt). Safe to run in several processes at once."""
+    due, sent rows the broker lost (older than the visibility timeout), and running rows whose lease has
+    passed (parked at once when they have used every attempt). Safe to run in several processes at once."""
     now = now or timezone.now()
     visibility = timedelta(seconds=settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 3600))
     counts = {"sent": 0, "resent": 0, "parked": 0, "failed": 0}
@@ -223,7 +302,8 @@ def relay(*, now: datetime | None = None, limit: int = 500) -> dict[str, int]:
         )
         dead = list(
             Message.objects.select_for_update(skip_locked=True).filter(
-                state=MessageState.RUNNING, started_at__lt=now - running_deadline()
+                Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - running_deadline()),
+                state=MessageState.RUNNING,
             )[:limit]
         )
         again = list(lost)
@@ -238,7 +318,7 @@ def relay(*, now: datetime | None = None, limit: int = 500) -> dict[str, int]:
             else:
                 again.append(message.pk)
         # Back to pending, so the guarded send below marks them sent again; the next claim is a new attempt.
-        Message.objects.filter(pk__in=again).update(state=MessageState.PENDING)
+        Message.objects.filter(pk__in=again).update(state=MessageState.PENDING, lease_until=None)
     for pk in due:
         counts["sent" if message_send(pk) else "failed"] += 1
     for pk in again:

@@ -103,12 +103,6 @@ def _apply(item, row) -> None:
         )
 
 
-def _revert(item, row) -> None:
-    from .services import ReviewError
-
-    raise ReviewError("this box job went back to the pipeline, which has acted on it; it cannot be undone")
-
-
 def _describe(item) -> dict[str, Any]:
     job = BoxJob.objects.select_related("concept").filter(pk=item.subject.get("id")).first()
     if job is None:
@@ -128,7 +122,7 @@ def _describe(item) -> dict[str, Any]:
 
 RESOLVER = resolvers.Resolver(
     apply=_apply,
-    revert=_revert,
+    undo_refused="this box job went back to the pipeline, which has acted on it; it cannot be undone",
     decisions=(Decision.ACCEPT, Decision.REDRAW, Decision.CLOSE, Decision.ABSENT),
     describe=_describe,
     owns_box=True,

@@ -109,15 +109,6 @@ def _apply(item, row) -> resolvers.Hold | None:
     return None
 
 
-def _revert(item, row) -> None:
-    from .services import ReviewError
-
-    raise ReviewError(
-        "this verdict was handed to the pipeline that asked the question, which has acted on it; it cannot "
-        "be undone"
-    )
-
-
 def _describe(item) -> dict[str, Any]:
     question = Question.objects.select_related("concept", "task").filter(pk=item.subject.get("id")).first()
     if question is None:
@@ -137,7 +128,8 @@ def _describe(item) -> dict[str, Any]:
 
 RESOLVER = resolvers.Resolver(
     apply=_apply,
-    revert=_revert,
+    undo_refused="this verdict was handed to the pipeline that asked the question, which has acted on it; it "
+    "cannot be undone",
     decisions=(Decision.ACCEPT, Decision.REJECT),
     describe=_describe,
     owns_box=True,  # the box pipeline accepts or discards a box_quality question's box

@@ -24,10 +24,8 @@ class Hold:
 
 @dataclass(frozen=True)
 class Resolver:
-    # apply(item, decision_row) runs after the decision row exists and returns None, or a Hold;
-    # revert(item, undone_decision_row) on undo (it may raise review.services.ReviewError to refuse the undo).
+    # apply(item, decision_row) runs after the decision row exists and returns None, or a Hold.
     apply: Callable[[Any, Any], Hold | None]
-    revert: Callable[[Any, Any], None] | None = None
     # The decisions a reviewer may take on these items (default: the item kind's, accept / reject).
     decisions: tuple[str, ...] | None = None
     # describe(item) -> what the reviewer needs to decide: {"kind": str, "question": str, "concept": Concept | None,
@@ -36,6 +34,9 @@ class Resolver:
     # The pipeline sets the state of the item's box itself (through its own transitions); otherwise accept /
     # reject set it before `apply` runs.
     owns_box: bool = False
+    # Why a decision on these items cannot be undone (the pipeline has acted on it), or "" when it can: the
+    # undo is refused with this text, and the pages do not offer it (`review.services.undo_refusal`).
+    undo_refused: str = ""
 
 
 _resolvers: dict[str, Resolver] = {}

@@ -11,7 +11,7 @@ from hierarchy.models import Concept
 
 from . import resolvers
 from .models import Decision, ReviewDecision, ReviewItem
-from .services import decisions_for, held_decision
+from .services import decisions_for, held_decision, undo_refusal
 
 
 class ConceptBriefSerializer(serializers.ModelSerializer):
@@ -148,6 +148,9 @@ class UndoSerializer(serializers.Serializer):
 
 class ReviewDecisionSerializer(serializers.ModelSerializer):
     new_concept = serializers.SlugRelatedField(slug_field="wnid", read_only=True)
+    undo_refused = serializers.SerializerMethodField(
+        help_text="Why this decision cannot be undone (its pipeline has acted on it), or empty when it can."
+    )
 
     class Meta:
         model = ReviewDecision
@@ -161,5 +164,9 @@ class ReviewDecisionSerializer(serializers.ModelSerializer):
             "after",
             "reason",
             "undoes",
+            "undo_refused",
             "created_at",
         ]
+
+    def get_undo_refused(self, decision) -> str:
+        return "" if decision.decision == Decision.UNDO else undo_refusal(decision.item)

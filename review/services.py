@@ -615,6 +615,12 @@ def _recheck_after(item: ReviewItem, boxes: list[Box]) -> None:
         overlaps_scan_soon(item.dataset_id)
 
 
+def undo_refusal(item: ReviewItem) -> str:
+    """Why no decision on `item` can be undone (its pipeline has acted on it), or "" when one can."""
+    resolver = resolvers.get(item.subject)
+    return resolver.undo_refused if resolver is not None else ""
+
+
 def review_undo(
     *, decision: ReviewDecision, organizer, reason: str = "", now: datetime | None = None
 ) -> ReviewDecision:
@@ -629,6 +635,9 @@ def review_undo(
         decision = ReviewDecision.objects.get(pk=decision.pk)
         if decision.decision == Decision.UNDO:
             raise InvalidDecision("an undo cannot be undone: decide the item again instead")
+        refused = undo_refusal(item)
+        if refused:
+            raise ReviewError(refused)
         if ReviewDecision.objects.filter(undoes=decision).exists():
             raise ReviewError("this decision was already undone")
         latest = item.decisions.order_by("-id").values_list("pk", flat=True).first()
@@ -678,9 +687,6 @@ def review_undo(
             item.state, item.leased_to = ItemState.LEASED, organizer
             item.lease_expires_at = now + review_lease_duration()
         item.save(update_fields=["state", "leased_to", "lease_expires_at", "updated_at"])
-        resolver = resolvers.get(item.subject)
-        if resolver is not None and resolver.revert is not None:
-            resolver.revert(item, decision)
         _recheck_after(item, [box for box in restored if box.state == BoxState.ACCEPTED])
         final_boxes_sync(item.dataset, {box.image_id for box in boxes.values()})
         return row

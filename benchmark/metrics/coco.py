@@ -1,4 +1,4 @@
-"""COCO bounding-box AP (AP@[.5:.95], AP50, AP75, APs, APm, APl), numerically identical to pycocotools.
+"""COCO bounding-box AP and AR (the 12 stats of COCOeval.summarize()), numerically identical to pycocotools.
 
 Follows COCOeval (evaluate, evaluateImg, accumulate, summarize) rule for rule, but matches every image and
 class at once with numpy instead of one Python loop per detection.
@@ -24,8 +24,11 @@ AREA_RANGES = (
     (32.0**2, 96.0**2),
     (96.0**2, 1e5**2),
 )  # all, small, medium, large
-MAX_DETS = 100  # stats[0:6] all use maxDets=100
-STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl")
+MAX_DETS_LEVELS = (1, 10, 100)  # COCOeval.Params.maxDets
+MAX_DETS = MAX_DETS_LEVELS[-1]  # the AP stats and AR by area use maxDets=100
+AP_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl")
+AR_NAMES = ("AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+STAT_NAMES = AP_NAMES + AR_NAMES  # the order of COCOeval.stats
 
 
 def ground_truth_from_coco(dataset: Mapping[str, Any]) -> GroundTruth:
@@ -56,7 +59,11 @@ def ground_truth_from_coco(dataset: Mapping[str, Any]) -> GroundTruth:
 
 
 def detections_from_coco(results: Sequence[Mapping[str, Any]]) -> Detections:
-    """Detections from a COCO results list of ``{image_id, category_id, bbox, score}`` (already validated)."""
+    """Detections from a COCO results list of ``{image_id, category_id, bbox, score}`` (already validated).
+
+    Boxes are kept as given, past the border or not, as pycocotools' ``loadRes`` keeps them: IoU is of the
+    raw boxes and a detection's area (for the area ranges) is the raw ``w * h``.
+    """
     n = len(results)
     image = np.fromiter((r["image_id"] for r in results), dtype=np.int64, count=n)
     category = np.fromiter((r["category_id"] for r in results), dtype=np.int64, count=n)
@@ -65,10 +72,9 @@ def detections_from_coco(results: Sequence[Mapping[str, Any]]) -> Detections:
     return Detections(image, category, boxes, scores)
 
 
-def _summarize(precision: FloatArray, t_index: int | None, area_index: int) -> float:
-    s = precision[:, :, :, area_index]
-    if t_index is not None:
-        s = s[t_index : t_index + 1]
+def _summarize(values: FloatArray, t_index: int | None = None) -> float:
+    """COCOeval.summarize's mean over the defined entries (``> -1``), in the same array order (same floats)."""
+    s = values if t_index is None else values[t_index : t_index + 1]
     valid = s[s > -1]
     return -1.0 if valid.size == 0 else float(np.mean(valid))
 
@@ -131,6 +137,7 @@ class CocoMatches:
     det_image: IntArray  # position of the image in the sorted image ids
     det_cat: IntArray  # position of the class in the sorted class ids
     det_score_rank: IntArray  # dense rank of decreasing score (equal scores share a rank)
+    det_rank: IntArray  # place among the detections of its (image, class) by decreasing score (maxDets cut)
     tps: BoolArray  # (A * T, D): true positive at area range a, IoU threshold t
     fps: BoolArray
     pos_counts: IntArray  # (A, images, classes): truths not ignored
@@ -181,6 +188,7 @@ def coco_match(gt: GroundTruth, dets: Detections) -> CocoMatches:
     n = len(order)
     acc = np.argsort(d_cat[order] * n + _stable_rank(-d_scores[order])) if n else order
     sel = d_keep[order[acc]]
+    d_rank = rank[acc]
     d_img, d_cat, d_scores = d_img[order[acc]], d_cat[order[acc]], d_scores[order[acc]]
     d_group = d_img * n_cat + d_cat
     d_boxes = dets.boxes[sel]
@@ -229,63 +237,78 @@ def coco_match(gt: GroundTruth, dets: Detections) -> CocoMatches:
     for a in range(n_area):
         np.add.at(pos_counts[a], (g_img[~g_ignore[a]], g_cat[~g_ignore[a]]), 1)
     score_rank = np.unique(-d_scores, return_inverse=True)[1].reshape(-1) if n else np.zeros(0, np.int64)
-    return CocoMatches(d_img, d_cat, score_rank, tps, fps, pos_counts, n_cat)
+    return CocoMatches(d_img, d_cat, score_rank, d_rank, tps, fps, pos_counts, n_cat)
 
 
-def coco_accumulate(m: CocoMatches, sample: IntArray | None = None) -> FloatArray:
-    """COCOeval.accumulate(): precision (T, R, K, A) at maxDets=100, -1 where a class has no truth.
+def coco_accumulate(m: CocoMatches, sample: IntArray | None = None) -> tuple[FloatArray, FloatArray]:
+    """COCOeval.accumulate(): precision (T, R, K, A) at maxDets=100 and recall (T, K, A, M) at each maxDets,
+    both -1 where a class has no (unignored) truth.
 
+    Recall at maxDets m counts the true positives among the first m detections of each image and class (the
+    matching itself was done with 100, as COCOeval does), over the truths: ``tp / npig``.
     ``sample`` (image positions, with repeats) evaluates a bootstrap draw; a repeated image counts twice and
     ranks, on equal scores, by its place in the draw, exactly as if the draw had been evaluated afresh.
     """
     n_thr, n_rec, n_area = len(IOU_THRESHOLDS), len(RECALL_THRESHOLDS), len(AREA_RANGES)
     if sample is None:
-        tps, fps, det_cat = m.tps, m.fps, m.det_cat
+        tps, fps, det_cat, det_rank = m.tps, m.fps, m.det_cat, m.det_rank
         n_pos = m.pos_counts.sum(axis=1)
     else:
         rows, _ = expand_rows(m.det_image, sample)
         # Rows come out by draw, then in accumulate order; a stable sort on (class, score) finishes the job.
         key = m.det_cat[rows] * (int(m.det_score_rank.max(initial=0)) + 1) + m.det_score_rank[rows]
         rows = rows[np.argsort(key, kind="stable")]
-        tps, fps, det_cat = m.tps[:, rows], m.fps[:, rows], m.det_cat[rows]
+        tps, fps, det_cat, det_rank = m.tps[:, rows], m.fps[:, rows], m.det_cat[rows], m.det_rank[rows]
         n_pos = m.pos_counts[:, sample, :].sum(axis=1)
     cat_bounds = np.searchsorted(det_cat, np.arange(m.n_cat + 1))
     precision = -np.ones((n_thr, n_rec, m.n_cat, n_area))
+    recall = -np.ones((n_thr, m.n_cat, n_area, len(MAX_DETS_LEVELS)))
     for k in range(m.n_cat):
         rows_k = np.flatnonzero(np.repeat(n_pos[:, k], n_thr) > 0)  # settings where the class has truth
         if rows_k.size == 0:
             continue
-        q = _interpolated_precision(
-            tps[rows_k, cat_bounds[k] : cat_bounds[k + 1]],
-            fps[rows_k, cat_bounds[k] : cat_bounds[k + 1]],
-            np.repeat(n_pos[:, k], n_thr)[rows_k],
-        )
+        lo, hi = cat_bounds[k], cat_bounds[k + 1]
+        n_pos_k = np.repeat(n_pos[:, k], n_thr)[rows_k]
+        tps_k = tps[rows_k, lo:hi]
+        q = _interpolated_precision(tps_k, fps[rows_k, lo:hi], n_pos_k)
         precision[rows_k % n_thr, :, k, rows_k // n_thr] = q
-    return precision
+        for level, max_dets in enumerate(MAX_DETS_LEVELS):
+            found = tps_k[:, det_rank[lo:hi] < max_dets].sum(axis=1).astype(np.float64)
+            recall[rows_k % n_thr, k, rows_k // n_thr, level] = found / n_pos_k
+    return precision, recall
 
 
 def coco_precision(gt: GroundTruth, dets: Detections) -> FloatArray:
     """COCOeval's ``eval['precision'][:, :, :, :, maxDets=100]``: (T, R, K, A), -1 where undefined."""
-    return coco_accumulate(coco_match(gt, dets))
+    return coco_accumulate(coco_match(gt, dets))[0]
 
 
-def coco_stats(precision: FloatArray) -> dict[str, float]:
-    """COCOeval.summarize() stats[0:6] from the precision array."""
+def coco_stats(precision: FloatArray, recall: FloatArray) -> dict[str, float]:
+    """COCOeval.summarize() stats (bbox): AP at maxDets 100, then AR at maxDets 1, 10, 100 and by area."""
     t50 = int(np.flatnonzero(IOU_THRESHOLDS == 0.5)[0])
     t75 = int(np.flatnonzero(IOU_THRESHOLDS == 0.75)[0])
+    last = len(MAX_DETS_LEVELS) - 1
     return {
-        "AP": _summarize(precision, None, 0),
-        "AP50": _summarize(precision, t50, 0),
-        "AP75": _summarize(precision, t75, 0),
-        "APs": _summarize(precision, None, 1),
-        "APm": _summarize(precision, None, 2),
-        "APl": _summarize(precision, None, 3),
+        "AP": _summarize(precision[:, :, :, 0]),
+        "AP50": _summarize(precision[:, :, :, 0], t50),
+        "AP75": _summarize(precision[:, :, :, 0], t75),
+        "APs": _summarize(precision[:, :, :, 1]),
+        "APm": _summarize(precision[:, :, :, 2]),
+        "APl": _summarize(precision[:, :, :, 3]),
+        "AR1": _summarize(recall[:, :, 0, 0]),
+        "AR10": _summarize(recall[:, :, 0, 1]),
+        "AR100": _summarize(recall[:, :, 0, last]),
+        "ARs": _summarize(recall[:, :, 1, last]),
+        "ARm": _summarize(recall[:, :, 2, last]),
+        "ARl": _summarize(recall[:, :, 3, last]),
     }
 
 
 def evaluate_coco(gt: GroundTruth, dets: Detections) -> dict[str, float]:
-    """AP, AP50, AP75, APs, APm, APl as COCOeval.summarize() stats[0:6] (maxDets 100; -1 when undefined)."""
-    return coco_stats(coco_precision(gt, dets))
+    """The 12 stats of COCOeval.summarize() for bbox, in its order (``STAT_NAMES``; -1 when undefined):
+    AP, AP50, AP75, APs, APm, APl at 100 detections per image, AR1, AR10, AR100, and ARs, ARm, ARl at 100.
+    """
+    return coco_stats(*coco_accumulate(coco_match(gt, dets)))
 
 
 def coco_resampler(gt: GroundTruth, dets: Detections) -> Callable[[IntArray], dict[str, float]]:
@@ -294,7 +317,7 @@ def coco_resampler(gt: GroundTruth, dets: Detections) -> Callable[[IntArray], di
     image_ids = np.unique(gt.image_ids)
 
     def stats_of(sample_ids: IntArray) -> dict[str, float]:
-        return coco_stats(coco_accumulate(matches, np.searchsorted(image_ids, sample_ids)))
+        return coco_stats(*coco_accumulate(matches, np.searchsorted(image_ids, sample_ids)))
 
     return stats_of
 

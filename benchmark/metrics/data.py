@@ -85,7 +85,9 @@ class Detections:
     category: IntArray
     boxes: FloatArray
     scores: FloatArray
-    clipped: int = 0  # boxes the reader clipped to their image (they reached past the border)
+    # Counted by the readers when image sizes are known; the boxes themselves are scored as given.
+    past_border: int = 0  # boxes reaching past the image's border (wholly outside included)
+    outside: int = 0  # boxes wholly outside the image
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -131,7 +133,8 @@ class TopKPredictions:
     image_ids: IntArray
     labels: IntArray  # (N, k)
     boxes: FloatArray | None = None  # (N, k, 4) x, y, w, h
-    clipped: int = 0  # boxes the reader clipped to their image
+    past_border: int = 0  # guessed boxes reaching past the image's border, scored as given
+    outside: int = 0  # guessed boxes wholly outside the image
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

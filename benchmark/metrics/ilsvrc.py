@@ -74,15 +74,18 @@ def ilsvrc_det_flags(gt: GroundTruth, dets: Detections) -> DetectionFlags:
     tp_all = np.zeros(len(dets), bool)
     tp_all[d_idx[cand]] = match[0] >= 0
     categories = np.unique(gt.category_ids)
-    known_cat = np.isin(dets.category, categories)
+    # The devkit pools each image's results image by image before its stable sort by confidence, so equal
+    # scores rank by image, then by file order: hand the detections to the AP in that order.
+    known = np.flatnonzero(np.isin(dets.category, categories))
+    known = known[np.argsort(d_pos[known], kind="stable")]
     return DetectionFlags(
         categories=categories,
         names=tuple(gt.name_of(int(c)) for c in categories),
-        det_image=d_pos[known_cat],
-        det_category=dets.category[known_cat],
-        det_score=dets.scores[known_cat],
-        tp=tp_all[known_cat],
-        fp=(keep_d & ~tp_all)[known_cat],  # blacklisted detections are neither
+        det_image=d_pos[known],
+        det_category=dets.category[known],
+        det_score=dets.scores[known],
+        tp=tp_all[known],
+        fp=(keep_d & ~tp_all)[known],  # blacklisted detections are neither
         gt_image=g_pos[keep_g],
         gt_category=gt.box_category[keep_g],
     )
@@ -92,9 +95,11 @@ def evaluate_ilsvrc_det(gt: GroundTruth, dets: Detections) -> dict[str, Any]:
     """mAP and AP per class name under the ILSVRC detection protocol (§4.3, Algorithm 2).
 
     Per image and class, detections in decreasing confidence each take the unassigned truth of highest IoU
-    among those above that truth's threshold (first truth on ties, as the devkit's strict ``>``). AP is the
-    all-point area under the precision envelope, pooled over images. Detections of a class on an image
-    blacklisted for that class are dropped, as are that image's truths of the class.
+    among those whose IoU reaches that truth's threshold (``ov >= thr(k)``: exactly 0.5 counts; first truth on
+    ties, as the devkit's strict ``>``). Boxes are scored as submitted, past the border or not, with the
+    devkit's +1 on pixel-inclusive truth. AP is the all-point area under the precision envelope (``VOCap``),
+    pooled over images; equal scores rank by image, then file order, as the devkit pools them. Detections of
+    a class on an image blacklisted for that class are dropped, as are that image's truths of the class.
     """
     return ap_per_class(ilsvrc_det_flags(gt, dets), eleven_point=False)
 

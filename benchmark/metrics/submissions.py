@@ -45,29 +45,21 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _clip(
-    x1: float, y1: float, x2: float, y2: float, size: tuple[float, float] | None, inclusive: bool = False
-) -> tuple[tuple[float, float, float, float], bool, str | None]:
-    """The box clipped to the image, whether clipping changed it, and why it is refused when nothing is left.
+def _border(
+    x1: float, y1: float, x2: float, y2: float, size: tuple[float, float] | None
+) -> tuple[bool, bool]:
+    """Whether the box reaches past the image's border, and whether it lies wholly outside it.
 
-    Detectors overshoot the border by a pixel or two; pycocotools scores such boxes as they are, and a
-    benchmark should not refuse a whole file over them. Only a box with nothing inside the image is refused.
+    Only counted, never changed: pycocotools (``loadRes``, ``computeIoU``), VOCdevkit and the ILSVRC devkit
+    score every box as submitted, negative coordinates included, and so do we. A box wholly outside the
+    image is scored too (it can only be a false positive against truth inside the image).
     """
     if size is None:
-        return (x1, y1, x2, y2), False, None
+        return False, False
     width, height = size
-    clipped = (
-        min(max(x1, 0.0), width),
-        min(max(y1, 0.0), height),
-        min(max(x2, 0.0), width),
-        min(max(y2, 0.0), height),
-    )
-    cx1, cy1, cx2, cy2 = clipped
-    empty = (cx2 < cx1 or cy2 < cy1) if inclusive else (cx2 <= cx1 or cy2 <= cy1)
-    if empty or x1 > width or y1 > height or x2 < 0 or y2 < 0:
-        reason = f"box [{x1:g}, {y1:g}, {x2:g}, {y2:g}] (x1, y1, x2, y2) lies wholly outside the {width:g}x{height:g} image"
-        return clipped, True, reason
-    return clipped, clipped != (x1, y1, x2, y2), None
+    past = x1 < 0 or y1 < 0 or x2 > width or y2 > height
+    outside = x1 >= width or y1 >= height or x2 <= 0 or y2 <= 0
+    return past or outside, outside
 
 
 def validate_coco_results(
@@ -78,17 +70,17 @@ def validate_coco_results(
 ) -> Detections:
     """Check a COCO results list (``[{image_id, category_id, bbox: [x, y, w, h], score}, ...]``).
 
-    Unknown ids are checked when ``image_ids``/``category_ids`` are given. When the image's (width, height)
-    is known, a box reaching past the border is clipped to the image (counted in ``Detections.clipped``);
-    only a box wholly outside is refused.
+    Unknown ids are checked when ``image_ids``/``category_ids`` are given. Every box with finite numbers and a
+    positive width and height is kept as given, as pycocotools' ``loadRes`` keeps it; when the image's
+    (width, height) is known, boxes reaching past the border (and those wholly outside) are counted in
+    ``Detections.past_border`` (``Detections.outside``).
     """
     if not isinstance(results, list):
         raise SubmissionError([Problem("file", "a COCO results file holds a JSON list of detections")])
     images = None if image_ids is None else set(image_ids)
     categories = None if category_ids is None else set(category_ids)
     problems: list[Problem] = []
-    boxes: list[tuple[float, float, float, float]] = []
-    clipped = 0
+    past_border = outside = 0
     for index, entry in enumerate(results):
         where = f"entry {index}"
         if not isinstance(entry, dict):
@@ -120,21 +112,19 @@ def validate_coco_results(
             problems.append(Problem(where, f"bbox width and height must be positive, got w={w:g}, h={h:g}"))
             continue
         size = image_sizes.get(image) if image_sizes is not None and _is_int(image) else None
-        (x1, y1, x2, y2), changed, outside = _clip(x, y, x + w, y + h, size)
-        if outside:
-            problems.append(Problem(where, outside))
-            continue
-        clipped += changed
-        boxes.append((x1, y1, x2 - x1, y2 - y1))
+        past, out = _border(x, y, x + w, y + h, size)
+        past_border += past
+        outside += out
     if problems:
         raise SubmissionError(problems)
     n = len(results)
     return Detections(
         np.fromiter((r["image_id"] for r in results), np.int64, n),
         np.fromiter((r["category_id"] for r in results), np.int64, n),
-        np.array(boxes, dtype=np.float64).reshape(-1, 4),
+        np.array([r["bbox"] for r in results], dtype=np.float64).reshape(-1, 4),
         np.fromiter((r["score"] for r in results), np.float64, n),
-        clipped=clipped,
+        past_border=past_border,
+        outside=outside,
     )
 
 
@@ -195,7 +185,8 @@ def read_ilsvrc_loc(
     """Localization submission: ``image_id label x1 y1 x2 y2 [label x1 y1 x2 y2 ...]`` (up to 5 guesses).
 
     Corners are inclusive pixel coordinates (ILSVRC devkit); evaluate with ``pixel_inclusive`` truth. Boxes
-    past the border are clipped to the image and counted (``TopKPredictions.clipped``).
+    are scored as given, as the devkit scores them; those past the border are counted
+    (``TopKPredictions.past_border``, ``.outside``).
     """
     return _read_topk(lines, image_ids, labels, max_guesses, True, image_sizes)
 
@@ -214,7 +205,7 @@ def _read_topk(
     problems: list[Problem] = []
     seen: dict[int, int] = {}
     rows: list[tuple[int, list[int], list[list[float]]]] = []
-    clipped = 0
+    past_border = outside = 0
     for number, fields in _numbered(lines):
         where = f"line {number}"
         rest = fields[1:]
@@ -263,12 +254,9 @@ def _read_topk(
                     ok = False
                     continue
                 size = image_sizes.get(image) if image_sizes is not None else None
-                (x1, y1, x2, y2), changed, outside = _clip(x1, y1, x2, y2, size, inclusive=True)
-                if outside:
-                    problems.append(Problem(where, outside))
-                    ok = False
-                    continue
-                clipped += changed
+                past, out = _border(x1, y1, x2, y2, size)
+                past_border += past
+                outside += out
                 guess_boxes.append([x1, y1, x2 - x1, y2 - y1])
         if ok:
             rows.append((image, guess_labels, guess_boxes))
@@ -281,7 +269,9 @@ def _read_topk(
         if guess_boxes:
             boxes_arr[r, : len(guess_boxes)] = guess_boxes
     ids = np.array([r[0] for r in rows], dtype=np.int64)
-    return TopKPredictions(ids, labels_arr, boxes_arr if with_boxes else None, clipped=clipped)
+    return TopKPredictions(
+        ids, labels_arr, boxes_arr if with_boxes else None, past_border=past_border, outside=outside
+    )
 
 
 def read_ilsvrc_det(
@@ -294,13 +284,14 @@ def read_ilsvrc_det(
 
     Corners are inclusive pixel coordinates (ILSVRC devkit), stored as ``[x1, y1, x2 - x1, y2 - y1]``;
     evaluate against truth read with ``pixel_inclusive=True`` so a box spans ``x2 - x1 + 1`` pixels. Boxes
-    past the border are clipped to the image and counted (``Detections.clipped``).
+    are scored as given, as the devkit scores them; those past the border are counted
+    (``Detections.past_border``, ``.outside``).
     """
     images = None if image_ids is None else set(image_ids)
     known_labels = None if labels is None else set(labels)
     problems: list[Problem] = []
     out: list[tuple[int, int, float, float, float, float, float]] = []
-    clipped = 0
+    past_border = outside = 0
     for number, fields in _numbered(lines):
         where = f"line {number}"
         if len(fields) != 7:
@@ -333,16 +324,19 @@ def read_ilsvrc_det(
             problems.append(Problem(where, f"box must have x1 <= x2 and y1 <= y2, got {fields[3:]}"))
             continue
         size = image_sizes.get(image) if image_sizes is not None and image is not None else None
-        (x1, y1, x2, y2), changed, outside = _clip(x1, y1, x2, y2, size, inclusive=True)
-        if outside:
-            problems.append(Problem(where, outside))
-            continue
         if not bad and image is not None and label is not None:
-            clipped += changed
+            past, out_of_image = _border(x1, y1, x2, y2, size)
+            past_border += past
+            outside += out_of_image
             out.append((image, label, score, x1, y1, x2 - x1, y2 - y1))
     if problems:
         raise SubmissionError(problems)
     arr = np.array(out, dtype=np.float64).reshape(-1, 7)
     return Detections(
-        arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 3:], arr[:, 2], clipped=clipped
+        arr[:, 0].astype(np.int64),
+        arr[:, 1].astype(np.int64),
+        arr[:, 3:],
+        arr[:, 2],
+        past_border=past_border,
+        outside=outside,
     )

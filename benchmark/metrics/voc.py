@@ -1,8 +1,11 @@
 """PASCAL VOC detection AP: the 2007 11-point rule and the 2010+ all-point rule, with "difficult" objects.
 
-Matching follows VOCdevkit ``VOCevaldet.m``: detections of a class in decreasing confidence each look at the
-truth of highest overlap in their image (first one on ties); IoU >= 0.5 with a free truth is a true positive,
-with an already detected truth a false positive, with a difficult truth neither.
+Matching follows VOCdevkit ``VOCevaldet.m``: detections of a class in decreasing confidence (file order on
+ties) each look at the truth of highest overlap in their image (first one on ties); IoU >= 0.5 with a free
+truth is a true positive (exactly 0.5 counts, the devkit's ``ovmax >= minoverlap``), with an already detected
+truth a false positive, with a difficult truth neither. Boxes are scored as submitted, past the border or not
+(the devkit clips nothing). With pixel-inclusive truth (VOC and ILSVRC exports) widths, heights and
+intersections get the devkit's +1 (``x2 - x1 + 1``); against continuous (COCO) truth they do not.
 """
 
 from __future__ import annotations
@@ -17,12 +20,19 @@ from .data import BoolArray, Detections, FloatArray, GroundTruth, IntArray, expa
 from .matching import pair_iou, pairs_within_groups
 
 IOU_THRESHOLD = 0.5
-# Recall levels of the 11-point rule as exact tenths (k / 10), so a recall of exactly 0.3 reaches level 0.3.
-ELEVEN_POINTS = np.linspace(0.0, 1.0, 11)
+# The VOC2007 devkit's recall levels ``t=0:0.1:1`` as Matlab's colon operator builds them: the first half as
+# 0 + k*0.1, the second as 1 - k*0.1. So level 0.3 is 3*0.1 = 0.30000000000000004 (a recall of exactly 3/10
+# does not reach it) while 0.6 and 0.7 are the doubles nearest 0.6 and 0.7 (3/5 and 7/10 reach them; the
+# np.arange/linspace levels 0.6000000000000001 and 0.7000000000000001 of Python ports miss them).
+ELEVEN_POINTS = np.array([k * 0.1 for k in range(6)] + [1.0 - k * 0.1 for k in range(4, -1, -1)])
 
 
 def average_precision(tp: BoolArray, fp: BoolArray, n_pos: int, eleven_point: bool) -> float:
-    """AP of detections already sorted by decreasing confidence (VOCdevkit ``VOCevaldet.m`` / ``VOCap.m``)."""
+    """AP of detections already sorted by decreasing confidence (VOCdevkit ``VOCevaldet.m`` / ``VOCap.m``).
+
+    A detection matching a difficult truth (neither flag) has no precision in the devkit (0/0, which Matlab's
+    ``max`` skips); 0 here gives the same AP whenever the class has any scored detection.
+    """
     tp_sum = np.cumsum(tp).astype(np.float64)
     fp_sum = np.cumsum(fp).astype(np.float64)
     rec = tp_sum / n_pos
@@ -30,12 +40,12 @@ def average_precision(tp: BoolArray, fp: BoolArray, n_pos: int, eleven_point: bo
         prec = tp_sum / (tp_sum + fp_sum)
     prec = np.nan_to_num(prec)
     if eleven_point:
-        # VOC2007: mean over recall levels of the best precision at recall >= level (0 when unreachable).
-        total = 0.0
+        # VOC2007: best precision at recall >= level (0 when unreachable), added up as ``ap=ap+p/11``.
+        ap = 0.0
         for level in ELEVEN_POINTS:
             reached = prec[rec >= level]
-            total += float(reached.max()) if reached.size else 0.0
-        return total / 11.0
+            ap += (float(reached.max()) if reached.size else 0.0) / 11
+        return ap
     # VOC2010+: area under the precision envelope, summed where recall changes.
     mrec = np.concatenate([[0.0], rec, [1.0]])
     mpre = np.concatenate([[0.0], prec, [0.0]])

@@ -31,7 +31,7 @@ def started(dataset, organizer, concept):
         format="json",
     )
     assert reply.status_code == 201, reply.data
-    assert reply.data == {"created": 2, "existing": 0}
+    assert reply.data == {"created": 2, "existing": 0, "where": "images"}
     return images
 
 
@@ -60,8 +60,10 @@ def nothing_stored():
 
 def test_organizer_starts_jobs_and_reads_progress(started, dataset, organizer, concept):
     client = client_for(organizer)
-    again = client.post(f"/api/v1/datasets/{dataset.pk}/box-jobs/", {"concept": concept.wnid}, format="json")
-    assert again.data == {"created": 1, "existing": 2}
+    again = client.post(
+        f"/api/v1/datasets/{dataset.pk}/box-jobs/", {"concept": concept.wnid, "where": "all"}, format="json"
+    )
+    assert again.data == {"created": 1, "existing": 2, "where": "all"}
     progress = client.get(f"/api/v1/datasets/{dataset.pk}/box-jobs/", {"concept": concept.wnid})
     assert progress.status_code == 200
     assert progress.data["total"] == 3 and progress.data["status_counts"]["needs_draw"] == 3
@@ -204,3 +206,40 @@ def test_boxes_list_filters_by_state_and_keeps_queries_flat(started, dataset, or
     assert org.get(url, {"state": "bogus"}).status_code == 400
     assert Task.objects.filter(kind="box_coverage").count() == 1
     assert boxes.status_counts(dataset)["awaiting_coverage"] == 1
+
+
+def final_label(image, concept, present):
+    from annotation.models import FinalLabel
+
+    FinalLabel.objects.create(
+        dataset=image.dataset, image=image, concept=concept, present=present, source="consensus"
+    )
+
+
+def test_boxing_starts_by_default_only_where_the_class_is_verified_present(dataset, organizer, concept):
+    shown, absent, unknown = (image(dataset) for _ in range(3))
+    final_label(shown, concept, True)
+    final_label(absent, concept, False)
+    other = factories.ConceptFactory(wnid="n02121808", name="cat")
+    final_label(unknown, other, True)
+    client = client_for(organizer)
+    reply = client.post(f"/api/v1/datasets/{dataset.pk}/box-jobs/", {"concept": concept.wnid}, format="json")
+    assert reply.status_code == 201, reply.data
+    assert reply.data == {"created": 1, "existing": 0, "where": "verified"}
+    assert list(BoxJob.objects.values_list("image_id", flat=True)) == [shown.pk]
+
+
+def test_boxing_where_nothing_is_verified_is_refused_with_the_way_out(dataset, organizer, concept):
+    image(dataset)
+    client = client_for(organizer)
+    reply = client.post(f"/api/v1/datasets/{dataset.pk}/box-jobs/", {"concept": concept.wnid}, format="json")
+    assert reply.status_code == 400
+    assert "no image of this dataset is verified to show n02084071" in str(reply.data["where"])
+    assert '"where": "all"' in str(reply.data["where"])
+    assert not BoxJob.objects.exists()
+    both = client.post(
+        f"/api/v1/datasets/{dataset.pk}/box-jobs/",
+        {"concept": concept.wnid, "where": "all", "images": [1]},
+        format="json",
+    )
+    assert both.status_code == 400 and "not both" in str(both.data["where"])

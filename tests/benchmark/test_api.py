@@ -154,6 +154,9 @@ def test_a_valid_submission_is_scored_against_the_hidden_test_labels(challenge, 
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["state"] == "scored" and body["scores"]["AP50"] == pytest.approx(1.0)
+    # all 12 COCOeval stats, AR included
+    assert {"AR1", "AR10", "AR100", "ARs", "ARm", "ARl"} <= set(body["scores"])
+    assert body["scores"]["AR100"] == pytest.approx(1.0)
     board = client_for(team_user).get(f"/api/v1/challenges/{challenge.pk}/leaderboard").json()
     assert board[0]["team"] == "alices" and board[0]["metric"] == "AP" and board[0]["rank"] == 1
 
@@ -193,7 +196,7 @@ def test_bad_submissions_are_refused_with_every_problem_and_do_not_count(challen
     rows = [
         {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [1, 1, 5, 5], "score": 0.5},
         {"image_id": train_image, "category_id": box.concept_id, "bbox": [1, 1, 5, 5], "score": 0.5},
-        {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [9000, 1, 5, 5], "score": 0.5},
+        {"image_id": box.image_id, "category_id": box.concept_id, "bbox": [1, 1, 0, 5], "score": 0.5},
         {"image_id": box.image_id, "category_id": 424242, "bbox": [1, 1, 5, 5], "score": "high"},
     ]
     response = submit(team_user, challenge, json.dumps(rows).encode())
@@ -203,7 +206,7 @@ def test_bad_submissions_are_refused_with_every_problem_and_do_not_count(challen
         "where": "entry 1",
         "reason": f"unknown image_id {train_image}",
     } in problems  # train ids are unknown
-    assert any(p["where"] == "entry 2" and "outside" in p["reason"] for p in problems)
+    assert any(p["where"] == "entry 2" and "must be positive" in p["reason"] for p in problems)
     assert any(p["where"] == "entry 3" and "unknown category_id" in p["reason"] for p in problems)
     assert any(p["where"] == "entry 3" and "score" in p["reason"] for p in problems)
     syntax = submit(team_user, challenge, b'[{"image_id": 1,\n "bbox": ]')

@@ -283,7 +283,8 @@ def test_evaluate_scores_an_exported_val_set_with_every_detection_protocol(label
     pred = tmp_path / "pred.json"
     pred.write_text(json.dumps(results))
     coco = evaluate_cmd("--protocol", "coco", "--gt", str(gt_file), "--pred", str(pred), "--bootstrap", "20")
-    assert set(coco) >= {"AP", "AP50", "AP75", "APs", "APm", "APl", "bootstrap"}
+    assert set(coco) >= {"AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "bootstrap"}
+    assert set(coco["bootstrap"]) >= {"AP", "AR100", "ARl"}
     assert coco["AP50"] == pytest.approx(1.0)
     voc = evaluate_cmd("--protocol", "voc12", "--gt", str(gt_file), "--pred", str(pred))
     assert set(voc["AP_per_class"]) <= {"dog", "domestic cat"} and voc["mAP"] == pytest.approx(1.0)
@@ -314,7 +315,7 @@ def test_evaluate_refuses_a_malformed_submission_listing_every_problem(labelled,
     bad = [
         {"image_id": image_id, "category_id": labelled["dog"].pk, "bbox": [1, 1, 5, 5], "score": 0.5},
         {"image_id": 999999, "category_id": labelled["dog"].pk, "bbox": [1, 1, 5, 5], "score": 0.5},
-        {"image_id": image_id, "category_id": labelled["dog"].pk, "bbox": [5000, 1, 5, 5], "score": 0.5},
+        {"image_id": image_id, "category_id": labelled["dog"].pk, "bbox": [1, 1, -5, 5], "score": 0.5},
         {"image_id": image_id, "bbox": [1, 1, 5, 5], "score": 0.5},
     ]
     pred = tmp_path / "bad.json"
@@ -324,11 +325,11 @@ def test_evaluate_refuses_a_malformed_submission_listing_every_problem(labelled,
         call_command("evaluate", "--protocol", "coco", "--gt", str(gt_file), "--pred", str(pred), stderr=err)
     lines = err.getvalue().splitlines()
     assert any("entry 1" in line and "unknown image_id 999999" in line for line in lines)
-    assert any("entry 2" in line and "outside" in line for line in lines)
+    assert any("entry 2" in line and "must be positive" in line for line in lines)
     assert any("entry 3" in line and "missing key" in line for line in lines)
 
 
-def test_evaluate_clips_a_box_past_the_border_scores_the_file_and_reports_the_clipping(labelled, tmp_path):
+def test_evaluate_scores_boxes_past_the_border_as_given_and_counts_them(labelled, tmp_path):
     dataset = labelled["dataset"]
     make_splits(dataset, "--freeze")
     export_cmd(dataset, "--format", "coco", "--split", "val", "--out", str(tmp_path / "c"), "--no-images")
@@ -350,7 +351,11 @@ def test_evaluate_clips_a_box_past_the_border_scores_the_file_and_reports_the_cl
             "score": 0.1,
         }
     )
+    # Wholly outside (left of the image): a false positive, as pycocotools scores it, not a refused file.
+    results.append({**results[-1], "bbox": [-50.0, y, 20.0, h], "score": 0.05})
     pred = tmp_path / "pred.json"
     pred.write_text(json.dumps(results))
     coco = evaluate_cmd("--protocol", "coco", "--gt", str(gt_file), "--pred", str(pred))
-    assert coco["clipped_boxes"] == 1 and coco["AP50"] == pytest.approx(1.0)
+    assert coco["boxes_past_border"] == 2 and coco["boxes_outside_image"] == 1
+    assert coco["AP50"] == pytest.approx(1.0)
+    assert {"AR1", "AR10", "AR100", "ARs", "ARm", "ARl"} <= set(coco) and coco["AR100"] == pytest.approx(1.0)

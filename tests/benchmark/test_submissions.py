@@ -28,7 +28,7 @@ def test_every_malformed_coco_entry_is_listed_with_its_index_and_reason():
         {**GOOD, "category_id": 9},
         {**GOOD, "score": float("nan")},
         {**GOOD, "bbox": [0, 0, 0, 5]},
-        {**GOOD, "bbox": [120, 0, 20, 5]},  # wholly outside (one 2 px past is clipped)
+        {**GOOD, "bbox": [120, 0, 20, 5]},  # wholly outside: scored as given, as pycocotools scores it
         {**GOOD, "bbox": [0, 0, 1]},
         {**GOOD, "image_id": "1"},
         "not an object",
@@ -43,13 +43,12 @@ def test_every_malformed_coco_entry_is_listed_with_its_index_and_reason():
         "entry 3: unknown category_id 9",
         "entry 4: score must be a finite number, got nan",
         "entry 5: bbox width and height must be positive, got w=0, h=5",
-        "entry 6: box [120, 0, 140, 5] (x1, y1, x2, y2) lies wholly outside the 100x50 image",
         "entry 7: bbox must be a list of 4 numbers [x, y, w, h], got [0, 0, 1]",
         "entry 8: image_id must be an integer, got '1'",
         "entry 9: expected an object, got str",
         "entry 10: bbox has a non-finite number: [0, inf, 1, 1]",
     ]
-    assert message.startswith("10 problem(s) in the submission:\nentry 1:")
+    assert message.startswith("9 problem(s) in the submission:\nentry 1:")
 
 
 def test_valid_coco_results_become_detections():
@@ -91,7 +90,7 @@ def test_ilsvrc_detection_lines_are_checked_with_line_numbers():
             "1 5 0.9 0 0 10 10",
             "1 2 nan 0 0 10 10",
             "1 2 0.9 10 0 5 10",
-            "1 2 0.9 200 0 500 10",
+            "1 2 0.9 200 0 500 10",  # wholly outside: scored as given, as the devkit scores it
         ]
     )
     problems, _ = problems_of(read_ilsvrc_det, text, image_ids={1}, labels={2}, image_sizes={1: (100, 100)})
@@ -101,7 +100,6 @@ def test_ilsvrc_detection_lines_are_checked_with_line_numbers():
         "line 4: unknown class_id 5",
         "line 5: score and coordinates must be finite numbers, got ['nan', '0', '0', '10', '10']",
         "line 6: box must have x1 <= x2 and y1 <= y2, got ['10', '0', '5', '10']",
-        "line 7: box [200, 0, 500, 10] (x1, y1, x2, y2) lies wholly outside the 100x100 image",
     ]
 
 
@@ -119,28 +117,32 @@ def test_ilsvrc_localization_lines_need_five_fields_per_guess():
     assert pred.boxes is not None and pred.boxes[0, 1].tolist() == [1, 1, 1, 1]
 
 
-def test_coco_boxes_past_the_border_are_clipped_and_counted_not_refused():
+def test_coco_boxes_past_the_border_are_kept_as_given_and_counted():
     entries = [
         {**GOOD, "bbox": [90.0, 0.0, 12.0, 5.0]},  # 2 px past the right border of a 100x50 image
         {**GOOD, "bbox": [-3.0, 45.0, 10.0, 10.0]},  # past the left and bottom borders
+        {**GOOD, "bbox": [120.0, 0.0, 5.0, 5.0]},  # wholly outside
         GOOD,
     ]
     dets = validate_coco_results(entries, image_ids={1}, image_sizes={1: (100, 50)})
-    assert dets.boxes.tolist() == [[90.0, 0.0, 10.0, 5.0], [0.0, 45.0, 7.0, 5.0], [1.0, 2.0, 3.0, 4.0]]
-    assert dets.clipped == 2
+    assert dets.boxes.tolist() == [
+        [90.0, 0.0, 12.0, 5.0],
+        [-3.0, 45.0, 10.0, 10.0],
+        [120, 0, 5, 5],
+        [1, 2, 3, 4],
+    ]
+    assert (dets.past_border, dets.outside) == (3, 1)
 
 
-def test_a_box_wholly_outside_the_image_is_refused_as_empty():
-    problems, _ = problems_of(
-        validate_coco_results, [{**GOOD, "bbox": [120.0, 0.0, 5.0, 5.0]}], image_sizes={1: (100, 50)}
-    )
-    assert problems == ["entry 0: box [120, 0, 125, 5] (x1, y1, x2, y2) lies wholly outside the 100x50 image"]
+def test_boxes_are_not_counted_against_an_unknown_image_size():
+    dets = validate_coco_results([{**GOOD, "bbox": [-5.0, -5.0, 500.0, 500.0]}], image_sizes={})
+    assert (dets.past_border, dets.outside) == (0, 0)
 
 
-def test_ilsvrc_detection_and_localization_boxes_past_the_border_are_clipped_and_counted():
+def test_ilsvrc_detection_and_localization_boxes_past_the_border_are_kept_as_given_and_counted():
     dets = read_ilsvrc_det("1 2 0.9 0 0 102 10\n1 2 0.8 1 1 5 5\n", image_sizes={1: (100, 100)})
-    assert dets.boxes.tolist() == [[0, 0, 100, 10], [1, 1, 4, 4]]
-    assert dets.clipped == 1
+    assert dets.boxes.tolist() == [[0, 0, 102, 10], [1, 1, 4, 4]]
+    assert (dets.past_border, dets.outside) == (1, 0)
     pred = read_ilsvrc_loc("1 3 -2 0 5 5\n", image_ids={1}, image_sizes={1: (100, 100)})
-    assert pred.boxes is not None and pred.boxes[0, 0].tolist() == [0, 0, 5, 5]
-    assert pred.clipped == 1
+    assert pred.boxes is not None and pred.boxes[0, 0].tolist() == [-2, 0, 7, 5]
+    assert (pred.past_border, pred.outside) == (1, 0)

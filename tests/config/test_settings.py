@@ -107,3 +107,15 @@ def test_the_s3_backend_builds_from_those_settings_without_network(var_dir):
     result = run(["-c", code], clean_env(var_dir, AWS_STORAGE_BUCKET_NAME="crowd-media"))
     assert result.returncode == 0, result.stderr
     assert "S3Storage crowd-media" in result.stdout
+
+
+def test_production_limits_failed_authentication_per_address_by_default_and_development_does_not(var_dir):
+    script = (
+        "import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'\n"
+        "from django.conf import settings; print(settings.CROWDLABEL['AUTH_FAILURE_RATE'])"
+    )
+    production = run(["-c", script], production_env(var_dir))
+    assert production.stdout.split() == ["30/min"], production.stderr
+    assert run(["-c", script], clean_env(var_dir)).stdout.split() == ["None"]
+    chosen = run(["-c", script], production_env(var_dir, CROWDLABEL_AUTH_FAILURE_RATE="10/s"))
+    assert chosen.stdout.split() == ["10/s"]

@@ -80,13 +80,13 @@ def test_an_organizer_inspects_an_image_a_worker_and_the_classes(page, live_serv
     expect(row.locator(".votes")).to_have_text("wendy: yes")
     expect(row).to_contain_text("accept at 1/0")
 
-    page.get_by_role("link", name="People").click()
+    page.get_by_role("link", name="People", exact=True).click()
     page.get_by_role("link", name="wendy").click()
     expect(page.locator("#worker-name")).to_have_text("wendy")
     expect(page.locator("#stages tbody")).to_contain_text("binary_vote")
     expect(page.locator("#recent tbody tr")).to_have_count(1)
 
-    page.get_by_role("link", name="Classes").click()
+    page.get_by_role("link", name="Classes", exact=True).click()
     expect(page.locator("#tree-status")).to_contain_text("20 classes")
     expect(page.locator("#tree li[data-node='n02084071']").first).to_contain_text("dog (n02084071) ✓")
     form = page.locator("#pair-form")
@@ -121,7 +121,7 @@ def test_an_organizer_undoes_a_review_decision_from_the_dataset_page(page, live_
     assert page.console_errors == []
 
 
-def test_an_organizer_confirms_and_dismisses_near_duplicate_flags(page, live_server):
+def test_an_organizer_confirms_and_dismisses_near_duplicate_flags(page, live_server, tmp_path):
     from annotation.models import Image
 
     organizer = factories.user_with_roles("olga", ("organizers",))
@@ -144,4 +144,18 @@ def test_an_organizer_confirms_and_dismisses_near_duplicate_flags(page, live_ser
     expect(page.locator("#duplicates-status")).to_have_text("No flag to confirm.")
     assert Image.objects.get(pk=first.pk).near_duplicate_of_id == original.pk
     assert Image.objects.get(pk=second.pk).near_duplicate_of_id is None
+
+    # An upload that raises a flag shows it in the list without a reload (one pixel off the original).
+    import io
+
+    from PIL import Image as PILImage
+
+    picture = PILImage.open(io.BytesIO(png_bytes(size=(120, 90), seed=10)))
+    picture.putpixel((0, 0), (255, 255, 255))
+    near = tmp_path / "cat-again.png"
+    picture.save(near)
+    page.locator("#file-input").set_input_files(str(near))
+    expect(page.locator("#upload-summary")).to_have_text("1 stored, 0 refused, 0 waiting")
+    expect(page.locator("#duplicates-status")).to_have_text("1 flag to confirm")
+    expect(page.locator(".duplicate figcaption").first).to_have_text("cat-again.png")
     assert page.console_errors == []

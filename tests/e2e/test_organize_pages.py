@@ -1,7 +1,8 @@
 """The organizer workspace in real headless Chromium: a new, non-staff organizer signs in from the home page,
 creates a dataset, uploads a folder with one bad file (its refusal shown), uploads voc20.json and picks
 classes, starts multi-label questioning with
-confirmation (the audit trail shows it), watches the progress bars move, and invites a worker who accepts."""
+confirmation (the audit trail shows it), starts boxing on the images verified to show the class (refused, with
+the reason, while there is none), watches the progress bars move, and invites a worker who accepts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.models import AuditEntry, Dataset, Image
+from annotation.models import AuditEntry, BoxJob, Dataset, FinalLabel, Image
 from config.roles import WORKERS, has_role
 from hierarchy.models import Hierarchy
 from multilabel.models import ImageLabeling, LabelingStatus
@@ -34,6 +35,11 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     page.get_by_label("Description").fill("photos of streets")
     page.get_by_role("button", name="Create dataset").click()
     expect(page.locator("h1")).to_have_text("street-scenes")
+    # A new dataset's page says what to do first: nothing is ticked off yet.
+    expect(page.locator("#checklist")).to_be_visible()
+    expect(page.locator("#checklist-steps li")).to_have_count(5)
+    expect(page.locator("#checklist-steps li.done")).to_have_count(0)
+    expect(page.locator("#checklist-steps li[data-step='images'] a")).to_have_text("Upload images")
     dataset = Dataset.objects.get(name="street-scenes")
     assert list(dataset.organizers.values_list("username", flat=True)) == ["olga"]
 
@@ -43,7 +49,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     for n in range(2):
         (folder / f"good-{n}.png").write_bytes(png_bytes(size=(80, 60), seed=n))
     (folder / "notes.png").write_bytes(b"this is not an image")
-    page.get_by_role("link", name="Images").click()
+    page.get_by_role("link", name="Images", exact=True).click()
     expect(page.locator("#grid-status")).to_have_text("0 images")  # the page's module listens by now
     page.locator("#file-input").set_input_files([str(p) for p in sorted(folder.iterdir())])
     expect(page.locator("#upload-summary")).to_have_text("2 stored, 1 refused, 0 waiting")
@@ -56,7 +62,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     assert Image.objects.filter(dataset=dataset).count() == 2
 
     # Classes: a broken file is refused with its problems listed; voc20.json loads; three classes picked.
-    page.get_by_role("link", name="Classes").click()
+    page.get_by_role("link", name="Classes", exact=True).click()
     page.wait_for_load_state("networkidle")  # the module listens for the file input before a file is chosen
     broken = tmp_path / "broken.json"
     broken.write_text(
@@ -77,6 +83,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
 
     # Start multi-label questioning: a confirmation first, then an audit row.
     page.get_by_role("link", name="Progress & pipelines").click()
+    expect(page.locator("#checklist-steps li.done")).to_have_count(2)  # images and classes
     expect(page.locator("#start-multilabel select option")).to_have_count(1)
     page.get_by_role("button", name="Start multi-label questioning…").click()
     expect(page.locator("#confirm")).to_be_visible()
@@ -100,8 +107,30 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     expect(page.locator("#review-status")).to_have_text("Scan started.")
     expect(page.locator("#audit tbody tr[data-action='review.overlap_scan']")).to_have_count(1)
 
+    # Boxing starts where the class is verified present, and the confirmation says so.
+    dog = dataset.concepts.get(name="dog")
+    boxes_form = page.locator("#start-boxes")
+    boxes_form.get_by_label("Concept (wnid)").fill(dog.wnid)
+    boxes_form.get_by_role("button", name="Start boxing…").click()
+    expect(page.locator("#confirm-text")).to_have_text(
+        f"Start boxing {dog.wnid} on the images verified to show it?"
+    )
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#start-error")).to_contain_text(
+        f"no image of this dataset is verified to show {dog.wnid}"
+    )
+    assert not BoxJob.objects.exists()
+    shown = Image.objects.filter(dataset=dataset).order_by("id").first()
+    FinalLabel.objects.create(dataset=dataset, image=shown, concept=dog, present=True, source="consensus")
+    boxes_form.get_by_role("button", name="Start boxing…").click()
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#start-status")).to_have_text(
+        f"Boxing {dog.wnid}: 1 new job(s), 0 image(s) already had one."
+    )
+    assert list(BoxJob.objects.values_list("image_id", flat=True)) == [shown.pk]
+
     # Invite a worker; the link works in a browser with nobody signed in.
-    page.get_by_role("link", name="People").click()
+    page.get_by_role("link", name="People", exact=True).click()
     page.get_by_role("button", name="Create invitation link").click()
     expect(page.locator("#issued-url")).to_have_value(re.compile(r"/invite/[-\w]{40,}/$"))
     url = page.locator("#issued-url").input_value()
@@ -118,6 +147,8 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     invitee.get_by_label("Password").fill("a-long-passphrase-42")
     invitee.get_by_role("button", name="Create my account").click()
     expect(invitee.locator("h1")).to_have_text("Welcome, walt")
+    # An annotator is not shown an API token unless they open "Answering with a program…".
+    expect(invitee.locator("#api-token")).to_be_hidden()
     invitee.get_by_role("link", name="Continue").click()
     expect(invitee).to_have_url(f"{base}/worker/")
     other.close()

@@ -290,6 +290,10 @@ def test_question_mark_lists_the_shortcuts_and_keys_do_not_answer_behind_it(
     sheet = page.get_by_role("dialog", name="Keyboard shortcuts")
     expect(sheet).to_be_visible()
     expect(sheet).to_contain_text("can't tell: skip this task")
+    # The draw page's zoom and pan keys are listed too.
+    expect(sheet).to_contain_text("drawing: zoom in / out")
+    expect(sheet).to_contain_text("drawing: fit the whole image")
+    expect(sheet).to_contain_text("drawing: move the zoomed image")
     page.keyboard.press("y")  # meant for nothing while the list is open
     page.keyboard.press("Escape")
     expect(sheet).to_be_hidden()

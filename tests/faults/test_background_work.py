@@ -1,7 +1,7 @@
 """Background work is never lost or stuck (issue 18, item 3): with the broker down, requests still answer and
 their work waits in the outbox; the relay delivers it once the broker is back; a worker killed with SIGKILL
-mid-task has the task redelivered, and after three lost attempts it is parked and shown to the organizer; a job
-whose worker's main process died is swept and run again."""
+mid-task has the task redelivered, and after three lost attempts it is parked and shown to the organizer. A job
+whose whole worker died: test_killed_worker_recovery.py."""
 
 from __future__ import annotations
 
@@ -194,36 +194,6 @@ def test_a_pool_process_killed_mid_export_is_retried_then_parked_after_three_los
     assert worker.poll() is None, "the worker itself survives its pool processes"
     parked = client_for(organizer).get("/api/v1/background-work/?state=parked").json()["results"]
     assert [row["task_name"] for row in parked] == [EXPORT]
-
-
-@pytest.mark.broker
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_an_export_whose_whole_worker_was_killed_is_swept_and_finished_by_another(organizer, workers):
-    dataset = factories.DatasetFactory(organizers=[organizer])
-    factories.ImageFactory.create_batch(3, dataset=dataset)
-    first, log = workers.start(pool="prefork")
-    with celery_pointed_at(BROKER_URL, workers.prefix):
-        job_id = request_export(client_for(organizer), dataset).json()["id"]
-        lock = RowLock(job_id)
-        try:
-            wait_for(lambda: message_row().state == "running", "the export to start", log)
-            workers.kill_all(first)  # main process and pool: the message stays unacknowledged in Redis
-        finally:
-            lock.release()
-        assert ExportJob.objects.get(pk=job_id).state in (JobState.QUEUED, JobState.RUNNING)
-        assert outbox.relay()["resent"] == 0, "within the time limit the run may still be alive"
-        _, second_log = workers.start(pool="prefork")
-        # The sweeper, once the time limit has passed: the run is dead, send it again.
-        deadline = outbox.running_deadline()
-        assert outbox.relay(now=timezone.now() + deadline + timedelta(seconds=1))["resent"] == 1
-        wait_for(
-            lambda: ExportJob.objects.get(pk=job_id).state == JobState.DONE,
-            "the export to finish",
-            second_log,
-        )
-    message = message_row()
-    assert message.state == MessageState.DONE and message.attempts == 2
 
 
 def test_celery_acknowledges_late_hands_back_lost_work_and_outwaits_the_longest_task():

@@ -79,4 +79,4 @@ def test_starting_boxing_and_verification_are_audited(api_client, organizer, dat
         entries["boxes.start"].parameters["images"] == 1
         and entries["boxes.start"].parameters["max_boxes"] == 4
     )
-    assert entries["boxes.start"].result == {"created": 1, "existing": 0}
+    assert entries["boxes.start"].result == {"created": 1, "existing": 0, "where": "images"}

@@ -68,8 +68,8 @@ def test_recent_decisions_are_listed_and_an_organizer_undoes_one(
     client = api_client(organizer)
     with django_assert_max_num_queries(5):
         rows = client.get(f"/api/v1/datasets/{dataset.pk}/review/decisions").json()["results"]
-    assert [(r["id"], r["decision"], r["undone"], r["reviewer"]) for r in rows] == [
-        (first.pk, "duplicate_keep_a", False, "reviewer")
+    assert [(r["id"], r["decision"], r["undone"], r["reviewer"], r["undo_refused"]) for r in rows] == [
+        (first.pk, "duplicate_keep_a", False, "reviewer", "")
     ]
     assert Box.objects.filter(state=BoxState.REMOVED, image__dataset=dataset).count() == 1
     undo = client.post(

@@ -37,8 +37,10 @@ from consensus.services import Target, questions_create, vote_record
 from consensus.stopping import Decision as Decision_
 from review import services, stuck, tasks
 from review.models import Decision, ItemState, ReviewItem, ReviewKind, ScanState
+from review.serializers import ReviewDecisionSerializer
 from tests import factories
 from tests.annotation.boxhelpers import answer, image, workers
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -148,6 +150,11 @@ def test_the_reviewers_verdict_decides_the_question_through_the_engine_for_every
     with pytest.raises(services.ReviewError, match="cannot be undone"):
         services.review_undo(decision=decision, organizer=organizer)
     assert Question.objects.get(pk=question.pk).state == QuestionState.REJECTED
+    # The pages are told so, and offer no undo for it (the reviewer's and the organizer's).
+    shown = client_for(organizer).get(f"/api/v1/datasets/{dataset.pk}/review/decisions").json()["results"]
+    assert [r["id"] for r in shown] == [decision.pk]
+    assert "acted on it" in shown[0]["undo_refused"]
+    assert "acted on it" in ReviewDecisionSerializer(decision).data["undo_refused"]
 
 
 def test_an_undecidable_box_quality_question_is_one_item_and_its_verdict_resumes_the_job(

@@ -56,6 +56,7 @@ POLICY: dict[str, tuple[frozenset[str], str | dict[str, str]]] = {
     "v1_assignments_release_create": (W, "own"),
     "v1_assignments_submit_create": (W, "own"),
     "v1_assignments_undo_create": (W, "own"),
+    "v1_me_standing_retrieve": (W, "shared"),  # the caller's own standing, no row named
     # provider sessions: a signed bundle session, never an account's token
     "bundle_next": (frozenset(), "shared"),
     "bundle_image": (frozenset(), "shared"),
@@ -116,6 +117,9 @@ for _operation in (
     "v1_datasets_people_block_create",
     "v1_datasets_people_unblock_create",
     "v1_datasets_progress_retrieve",
+    "v1_datasets_stalls_retrieve",
+    "v1_datasets_checklist_retrieve",
+    "v1_datasets_stalls_settle_create",
     "v1_datasets_review_retrieve",
     "v1_datasets_review_create",
     "v1_datasets_split_versions_list",

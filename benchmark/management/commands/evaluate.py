@@ -60,6 +60,8 @@ class Command(BaseCommand):
             raise CommandError("--bootstrap must be >= 0")
         result = evaluate_files(protocol, gt, pred, options["bootstrap"], options["seed"])
         if getattr(pred, "boxes", None) is not None:
-            # Boxes past the border were clipped to the image, as pycocotools would score them; say how many.
-            result["clipped_boxes"] = pred.clipped
+            # Boxes are scored as submitted, as pycocotools and the devkits score them; say how many reach past
+            # the image's border (and how many lie wholly outside it), so a coordinate mix-up shows.
+            result["boxes_past_border"] = pred.past_border
+            result["boxes_outside_image"] = pred.outside
         self.stdout.write(json.dumps(_finite(result), sort_keys=True))

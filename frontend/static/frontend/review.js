@@ -180,7 +180,8 @@ async function decide(decision) {
     });
     decidedCounter.textContent = String(Number(decidedCounter.textContent) + 1);
     const choice = item.decisions.find((c) => c.value === decision);
-    offerUndo({ id: saved.id, itemId: item.id, label: choice ? choiceLabel(item, choice) : decision });
+    // A decision its pipeline has acted on is final: no undo is offered for it.
+    offerUndo(saved.undo_refused ? null : { id: saved.id, itemId: item.id, label: choice ? choiceLabel(item, choice) : decision });
     await next();
   } catch (error) {
     show(`The decision was not saved: ${error.message}`, true);
@@ -208,6 +209,7 @@ async function undo() {
     decidedCounter.textContent = String(Math.max(0, Number(decidedCounter.textContent) - 1));
     const item = await api(base, "review/next" + query({ skip: String(current ? current.id : "") }));
     if (item) render(item);
+    refreshSummary(); // the item is in review again, no longer decided
     show(`Decision on item ${decision.itemId} taken back: decide it again.`);
   } catch (error) {
     show(`The decision could not be taken back: ${error.message}`, true);

@@ -58,6 +58,23 @@ async function rendererFor(kind) {
   return renderers.get(kind);
 }
 
+// Why tasks may have stopped coming: a failed qualification (and when to try again) or a block in a dataset.
+const standingList = document.getElementById("standing");
+async function showStanding() {
+  try {
+    const standing = await api(base, "me/standing");
+    const lines = [...standing.qualifications_failed, ...standing.blocked].map((s) => {
+      const item = document.createElement("li");
+      item.textContent = s.message;
+      return item;
+    });
+    standingList.replaceChildren(...lines);
+    standingList.hidden = !lines.length;
+  } catch (error) {
+    // A convenience: the queue keeps being asked whether or not this answers.
+  }
+}
+
 function show(message, isError = false, action = null) {
   statusLine.replaceChildren(message);
   if (action) statusLine.append(" ", action);
@@ -211,9 +228,11 @@ async function next() {
   }
   if (!assignment) {
     show("No tasks are waiting right now. This page checks again every 10 seconds.");
+    showStanding();
     retryTimer = setTimeout(next, 10000);
     return;
   }
+  standingList.hidden = true;
   return present(assignment);
 }
 

@@ -7,6 +7,9 @@ const base = app.dataset.api;
 const id = app.dataset.dataset;
 const POLL_MS = 3000;
 
+// Stages a stall holds up show "stalled" instead of an ETA (nobody can work on them).
+let stalledStages = new Set();
+
 function stageRow(stage) {
   const share = stage.total ? Math.min(100, (100 * stage.done) / stage.total) : 0;
   const bar = el("div", { class: "bar", role: "progressbar", "aria-valuemin": "0",
@@ -15,7 +18,8 @@ function stageRow(stage) {
   fill.style.width = `${share}%`;
   bar.append(fill);
   const review = stage.in_review ? `, ${stage.in_review} in review` : "";
-  const eta = stage.total ? ` · ${duration(stage.eta_seconds)}` : "";
+  const stalled = stalledStages.has(stage.key) && stage.done < stage.total;
+  const eta = stage.total ? ` · ${stalled ? "stalled: see below" : duration(stage.eta_seconds)}` : "";
   return el("div", { class: "stage-row", "data-stage": stage.key },
     el("span", { text: stage.label }), bar,
     el("span", { class: "counts", text: `${stage.done} / ${stage.total}${review}${eta}` }));
@@ -31,6 +35,56 @@ async function refreshProgress() {
   } catch (err) {
     status.textContent = `Progress unavailable: ${err.message}`;
   }
+}
+
+const STALL_ACTIONS = {
+  settle: (stall) => el("button", { type: "button", text: "Settle these questions now" }),
+  lower_calibration_votes: (stall) => el("button", { type: "button",
+    text: `Lower the calibration votes to ${Math.max(1, stall.crowd)}` }),
+  invite: () => el("a", { href: `/organize/datasets/${id}/people/`, text: "Invite more workers" }),
+};
+
+async function runStallAction(action, stall) {
+  const status = document.getElementById("stall-status");
+  status.textContent = "";
+  try {
+    if (action === "settle") {
+      const result = await api(base, `datasets/${id}/stalls/settle`, { method: "POST" });
+      const settled = Object.entries(result.settled).map(([d, n]) => `${n} ${d}`).join(", ") || "none";
+      status.textContent = `Settled: ${settled}.`;
+    } else if (action === "lower_calibration_votes") {
+      const votes = Math.max(1, stall.crowd);
+      await api(base, `datasets/${id}/consensus-settings`, { method: "PATCH", body: { calibration_votes: votes } });
+      status.textContent = `Calibration now asks ${votes} votes per question.`;
+    }
+  } catch (err) {
+    status.textContent = err.message;
+  }
+  await Promise.all([refreshStalls(), refreshProgress(), refreshAudit()]);
+}
+
+async function refreshStalls() {
+  const { stalls } = await api(base, `datasets/${id}/stalls`);
+  stalledStages = new Set(stalls.flatMap((s) => s.stages));
+  document.getElementById("stalls").hidden = stalls.length === 0;
+  document.getElementById("stall-list").replaceChildren(...stalls.map((stall) => {
+    const actions = stall.actions.map((action) => {
+      const control = STALL_ACTIONS[action](stall);
+      if (control.tagName === "BUTTON") control.addEventListener("click", () => runStallAction(action, stall));
+      return control;
+    });
+    return el("li", { "data-stall": stall.code }, el("span", { text: stall.message }), " ", ...actions);
+  }));
+}
+
+// A new dataset's first steps, ticked off from the data; the card goes once every required step is done.
+async function refreshChecklist() {
+  const { steps } = await api(base, `datasets/${id}/checklist`);
+  const items = steps.map((step) => el("li", { "data-step": step.key, class: step.done ? "done" : "" },
+    el("span", { class: "tick", "aria-hidden": "true", text: step.done ? "✓" : "○" }), " ",
+    step.done ? el("span", { text: `${step.label} (done)` }) : el("a", { href: step.href, text: step.label })));
+  document.getElementById("checklist-steps").replaceChildren(...items);
+  document.getElementById("checklist").hidden = steps.every((s) => s.done || s.optional);
 }
 
 async function refreshAudit() {
@@ -91,7 +145,9 @@ async function refreshDecisions() {
     let action = el("span", { text: d.undone ? "undone" : "" });
     const first = !latest.has(d.item);
     latest.add(d.item);
-    if (first && d.decision !== "undo" && !d.undone) {
+    if (first && d.decision !== "undo" && !d.undone && d.undo_refused) {
+      action = el("span", { text: "final: the pipeline acted on it", title: d.undo_refused });
+    } else if (first && d.decision !== "undo" && !d.undone) {
       action = el("button", { type: "button", text: "Undo…" });
       action.addEventListener("click", () => undo(d));
     }
@@ -141,8 +197,12 @@ const STARTS = {
     body: { concept: data.concept, calibrate: data.calibrate === "on" } }),
   multilabel: (data) => ({ path: `datasets/${id}/multilabel`, text: "Start multi-label questioning of every image?",
     body: { hierarchy: Number(data.hierarchy) } }),
-  boxes: (data) => ({ path: `datasets/${id}/box-jobs`, text: `Start boxing ${data.concept} on images that show it?`,
-    body: { concept: data.concept, max_boxes: Number(data.max_boxes) } }),
+  boxes: (data) => ({ path: `datasets/${id}/box-jobs`,
+    text: data.where === "all"
+      ? `Start boxing ${data.concept} on every image of the dataset, whether it shows ${data.concept} or not?`
+      : `Start boxing ${data.concept} on the images verified to show it?`,
+    body: { concept: data.concept, where: data.where, max_boxes: Number(data.max_boxes) },
+    done: (r) => `Boxing ${data.concept}: ${r.created} new job(s), ${r.existing} image(s) already had one.` }),
 };
 
 function confirmStart(text, body) {
@@ -165,7 +225,7 @@ for (const form of document.querySelectorAll("form.pipeline")) {
     if (!(await confirmStart(start.text, start.body))) return;
     try {
       const result = await api(base, start.path, { method: "POST", body: start.body });
-      status.textContent = `Started: ${JSON.stringify(result)}`;
+      status.textContent = start.done ? start.done(result) : `Started: ${JSON.stringify(result)}`;
       await Promise.all([refreshAudit(), refreshProgress()]);
     } catch (err) {
       error.textContent = err.message;
@@ -182,10 +242,13 @@ if (verify) {
   form.elements.concept.focus();
 }
 
-refreshProgress();
+refreshStalls().then(refreshProgress).catch((err) => { document.getElementById("progress-status").textContent = err.message; });
 refreshAudit();
+refreshChecklist().catch(() => {});
+setInterval(() => refreshChecklist().catch(() => {}), 10 * POLL_MS);
 refreshReview().catch((err) => { document.getElementById("review-status").textContent = err.message; });
 refreshCost().catch((err) => { document.getElementById("cost-summary").textContent = err.message; });
 loadHierarchies().catch((err) => { document.getElementById("start-error").textContent = err.message; });
 setInterval(refreshProgress, POLL_MS);
+setInterval(() => refreshStalls().catch(() => {}), 10 * POLL_MS);
 setInterval(() => refreshCost().catch(() => {}), 10 * POLL_MS);

@@ -34,4 +34,7 @@ async function refresh() {
   }));
 }
 
-refresh().catch((err) => { document.getElementById("duplicates-error").textContent = err.message; });
+const showError = (err) => { document.getElementById("duplicates-error").textContent = err.message; };
+refresh().catch(showError);
+// An upload on this page (images.js) may flag new near-duplicates.
+app.addEventListener("images-uploaded", () => refresh().catch(showError));

@@ -88,6 +88,8 @@ async function uploadAll(files) {
   }
   await Promise.all(Array.from({ length: PARALLEL }, lane));
   loadPage(1);
+  // The near-duplicate list (duplicates.js) shows the flags these files raised.
+  document.getElementById("images-app").dispatchEvent(new CustomEvent("images-uploaded"));
 }
 
 // Folders arrive as directory entries: walk them for their files.
