@@ -96,7 +96,10 @@ def test_renaming_a_used_concept_is_refused_naming_only_the_uploaders_own_datase
     assert response.status_code == 409, response.data
     [error] = response.data["errors"]
     assert "name '=HYPERLINK" in error and "'cat'" in error
-    assert f"used by your dataset(s) {dataset.name} and used by other datasets" in error and "B-main" not in error
+    assert (
+        f"used by your dataset(s) {dataset.name} and used by other datasets" in error
+        and "B-main" not in error
+    )
     assert Concept.objects.get(wnid=cat["id"]).name == "cat" and Hierarchy.objects.count() == 1
     unused = json.loads(json.dumps(changed))
     unused["nodes"] = [n if n["id"] != cat["id"] else {**n, "name": "cat"} for n in unused["nodes"]]
