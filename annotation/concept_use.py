@@ -8,14 +8,17 @@ from collections import defaultdict
 from .models import Dataset, Task
 
 
-def concept_users(wnids: list[str]) -> dict[str, set[str]]:
-    users: dict[str, set[str]] = defaultdict(set)
+def concept_users(wnids: list[str]) -> dict[str, dict[int, str]]:
+    """wnid -> {id: name} of the datasets using it."""
+    users: dict[str, dict[int, str]] = defaultdict(dict)
     picked = Dataset.concepts.through.objects.filter(concept__wnid__in=wnids)
-    for wnid, name in picked.values_list("concept__wnid", "dataset__name"):
-        users[wnid].add(name)
+    for wnid, pk, name in picked.values_list("concept__wnid", "dataset_id", "dataset__name"):
+        users[wnid][pk] = name
     tasked = (
-        Task.objects.filter(concept__wnid__in=wnids).values_list("concept__wnid", "dataset__name").distinct()
+        Task.objects.filter(concept__wnid__in=wnids)
+        .values_list("concept__wnid", "dataset_id", "dataset__name")
+        .distinct()
     )
-    for wnid, name in tasked:
-        users[wnid].add(name)
+    for wnid, pk, name in tasked:
+        users[wnid][pk] = name
     return users

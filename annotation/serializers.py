@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.bounds import id_integer
 from config.urlids import id_url
 
 from . import kinds
@@ -165,9 +166,7 @@ class SubmitSerializer(serializers.Serializer):
 
 class VoteTasksSerializer(serializers.Serializer):
     concept = serializers.CharField(help_text="wnid of the concept to ask about.")
-    images = serializers.ListField(
-        child=serializers.IntegerField(), required=False, help_text="Default: all."
-    )
+    images = serializers.ListField(child=id_integer(), required=False, help_text="Default: all.")
     answers_wanted = serializers.IntegerField(min_value=1, max_value=15, default=3)
     priority = serializers.IntegerField(
         default=0,
@@ -192,7 +191,7 @@ class VoteResultSerializer(serializers.Serializer):
 class BoxJobsStartSerializer(serializers.Serializer):
     concept = serializers.CharField(help_text="wnid of the concept to box.")
     images = serializers.ListField(
-        child=serializers.IntegerField(),
+        child=id_integer(),
         required=False,
         help_text="Images to box, chosen by the organizer (overrides `where`).",
     )

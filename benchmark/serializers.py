@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
+from config.bounds import bounded_integer, id_integer
+
 from .exporters import FORMATS
 from .models import BlacklistEntry, BoxAttributes, DetectionSet, ExportJob, Submission, Viewpoint
 
@@ -103,7 +105,7 @@ class DetectionSetRequestSerializer(serializers.Serializer):
         help_text="Drop classes whose objects average more of the image than this (ILSVRC DET: 0.5); "
         "null keeps every class.",
     )
-    min_instances = serializers.IntegerField(default=0, min_value=0)
+    min_instances = bounded_integer(DetectionSet, "min_instances", default=0)
 
 
 class DetectionSetSerializer(serializers.ModelSerializer):
@@ -151,7 +153,7 @@ class TodoJobsSerializer(serializers.Serializer):
 
 
 class BlacklistRequestSerializer(serializers.Serializer):
-    image = serializers.IntegerField(min_value=1)
+    image = id_integer()
     wnid = serializers.RegexField(
         r"^n[0-9]{8}$", max_length=9, required=False, help_text="The class; omit for every class."
     )
@@ -159,7 +161,7 @@ class BlacklistRequestSerializer(serializers.Serializer):
 
 
 class BlacklistLiftSerializer(serializers.Serializer):
-    image = serializers.IntegerField(min_value=1)
+    image = id_integer()
     wnid = serializers.RegexField(
         r"^n[0-9]{8}$", max_length=9, required=False, help_text="The class; omit for the whole-image flag."
     )
@@ -175,7 +177,7 @@ class BlacklistEntrySerializer(serializers.ModelSerializer):
 
 
 class BoxAttributesRequestSerializer(serializers.Serializer):
-    box = serializers.IntegerField(min_value=1)
+    box = id_integer()
     difficult = serializers.BooleanField(required=False)
     truncated = serializers.BooleanField(required=False, allow_null=True)
     occluded = serializers.BooleanField(required=False)

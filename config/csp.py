@@ -1,6 +1,7 @@
 """The Content-Security-Policy every page is served with: scripts and everything else only from our own origin
-(no inline script, no eval), images also from the media bucket, no plugins, no framing. A view that sets its own
-policy (the MTurk page, which must be framed by the provider) keeps it."""
+(no inline script, no eval), images also from the media bucket, no plugins, no framing. A view that must differ
+in a directive or two (the MTurk page, which the provider frames and whose form posts to the provider) names only
+those with `csp_relax`; the rest of the policy stays. A view that sets the whole header itself keeps it."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def media_origins(bucket: str, region: str | None, endpoint_url: str | None) -> 
     return hosts
 
 
-def policy(img_sources: list[str]) -> str:
+def policy(img_sources: list[str], relaxed: dict[str, list[str]] | None = None) -> str:
     directives = {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
@@ -44,12 +45,28 @@ def policy(img_sources: list[str]) -> str:
         "form-action": ["'self'"],
         "frame-ancestors": ["'none'"],
     }
+    for name, values in (relaxed or {}).items():
+        if name not in directives:
+            raise ValueError(f"unknown Content-Security-Policy directive {name!r}")
+        directives[name] = list(values)
     return "; ".join(f"{name} {' '.join(values)}" for name, values in directives.items())
 
 
-@lru_cache(maxsize=8)
-def _header(img_sources: tuple[str, ...]) -> str:
-    return policy(list(img_sources))
+RELAXED = "csp_relaxed"  # the response attribute `csp_relax` sets
+
+
+def csp_relax(response, **directives: list[str]):
+    """Replace only the named directives of the site policy on this response (`frame_ancestors=[...]` for
+    `frame-ancestors`); every other directive (script-src above all) stays as the site sets it."""
+    relaxed = dict(getattr(response, RELAXED, ()))
+    relaxed.update({name.replace("_", "-"): list(values) for name, values in directives.items()})
+    setattr(response, RELAXED, relaxed)
+    return response
+
+
+@lru_cache(maxsize=32)
+def _header(img_sources: tuple[str, ...], relaxed: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> str:
+    return policy(list(img_sources), {name: list(values) for name, values in relaxed})
 
 
 class ContentSecurityPolicyMiddleware:
@@ -61,5 +78,6 @@ class ContentSecurityPolicyMiddleware:
         if HEADER not in response.headers:
             # Read per response (built once per value): a process started before the setting changed, such as
             # a test's live server, serves the current policy.
-            response.headers[HEADER] = _header(tuple(settings.CROWDLABEL["CSP_IMG_SOURCES"]))
+            relaxed = tuple(sorted((k, tuple(v)) for k, v in getattr(response, RELAXED, {}).items()))
+            response.headers[HEADER] = _header(tuple(settings.CROWDLABEL["CSP_IMG_SOURCES"]), relaxed)
         return response

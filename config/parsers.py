@@ -1,7 +1,8 @@
 """DRF request parsers that refuse what would otherwise reach a view as a 500: JSON nested deeper than
-MAX_JSON_DEPTH, and NUL characters or lone surrogates in any string of a JSON or multipart body (400, naming
-the field). JSON is every operation's body, multipart only a file upload's. Body size is bounded before
-parsing, by config/requestcheck.py."""
+MAX_JSON_DEPTH, numbers no column holds (NaN, Infinity, 1e400, integers beyond 64 bits) in a JSON body, and NUL
+characters or lone surrogates in any string of a JSON or multipart body (400, naming the field). JSON is every
+operation's body, multipart only a file upload's. Body size is bounded before parsing, by
+config/requestcheck.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 from rest_framework.utils import json
 
-from config.textcheck import BadText, NestingTooDeep, check_strings, check_tree
+from config.textcheck import (
+    BadText,
+    NestingTooDeep,
+    check_strings,
+    check_tree,
+    json_constant,
+    json_float,
+    json_int,
+)
 
 # Our deepest real payload (a box submit) nests 4 levels; 32 leaves room and stops a recursion bomb.
 MAX_JSON_DEPTH = 32
@@ -21,8 +30,10 @@ class JSONParser(parsers.JSONParser):
         raw = stream.read() if stream is not None else b""
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
+            # Numbers the platform cannot hold (NaN, Infinity, 1e400, integers beyond 64 bits) decode to
+            # markers that check_tree refuses, naming their field.
             data = json.loads(
-                raw.decode(encoding), parse_constant=json.strict_constant if self.strict else None
+                raw.decode(encoding), parse_float=json_float, parse_int=json_int, parse_constant=json_constant
             )
         except RecursionError:
             raise ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels") from None

@@ -365,7 +365,9 @@ CROWDLABEL = {
     "MTURK_PUBLIC_URL": os.environ.get("CROWDLABEL_MTURK_PUBLIC_URL", ""),
     "MTURK_FRAME_HEIGHT": env_int("CROWDLABEL_MTURK_FRAME_HEIGHT", 800),
     "MTURK_FRAME_ANCESTORS": env_list(
-        "CROWDLABEL_MTURK_FRAME_ANCESTORS", "https://www.mturk.com,https://workersandbox.mturk.com"
+        "CROWDLABEL_MTURK_FRAME_ANCESTORS",
+        # MTurk shows HITs to workers on worker.mturk.com; www.mturk.com and the sandbox frame them too.
+        "https://worker.mturk.com,https://www.mturk.com,https://workersandbox.mturk.com",
     ),
     "MTURK_SUBMIT_HOSTS": env_list(
         "CROWDLABEL_MTURK_SUBMIT_HOSTS", "https://www.mturk.com,https://workersandbox.mturk.com"

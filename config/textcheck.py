@@ -1,11 +1,16 @@
 """The rule for text arriving from outside: no NUL characters (PostgreSQL cannot store them) and no lone UTF-16
-surrogates (they cannot be encoded as UTF-8, so echoing one back in an error message would crash the response).
-Pure Python: the request parsers and middleware in config/ apply it to bodies, query strings and paths."""
+surrogates (they cannot be encoded as UTF-8, so echoing one back in an error message would crash the response);
+in JSON, no number the platform cannot hold (NaN, Infinity, a float that overflows such as 1e400, an integer
+beyond 64 bits). Pure Python: the request parsers and middleware in config/ apply it to bodies, query strings
+and paths."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
 
@@ -28,14 +33,47 @@ class BadText(ValueError):
     pass
 
 
+class RefusedNumber:
+    """Stands in decoded JSON for a number the platform cannot hold, until `check_tree` names its field."""
+
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str):
+        self.problem = problem
+
+
+def json_float(text: str) -> float | RefusedNumber:
+    """`parse_float` for json.loads."""
+    value = float(text)
+    return value if math.isfinite(value) else RefusedNumber(f"{text[:40]} is not a finite number")
+
+
+def json_int(text: str) -> int | RefusedNumber:
+    """`parse_int` for json.loads: an integer beyond 64 bits fits no column (and no id)."""
+    if len(text) > 20:  # more digits than any 64-bit integer: refused before int() reads thousands of them
+        return RefusedNumber(f"{text[:20]}... is out of range (-2^63 to 2^63-1)")
+    value = int(text)
+    if INT64_MIN <= value <= INT64_MAX:
+        return value
+    return RefusedNumber(f"{text} is out of range (-2^63 to 2^63-1)")
+
+
+def json_constant(name: str) -> RefusedNumber:
+    """`parse_constant` for json.loads: NaN, Infinity and -Infinity."""
+    return RefusedNumber(f"{name} is not a finite number")
+
+
 def check_tree(data: object, *, max_depth: int) -> None:
-    """Walk decoded JSON without recursion: refuse nesting deeper than `max_depth` (NestingTooDeep) and any key
-    or string with a NUL or a lone surrogate (BadText, naming where it was found)."""
+    """Walk decoded JSON without recursion: refuse nesting deeper than `max_depth` (NestingTooDeep), any key
+    or string with a NUL or a lone surrogate and any number `json_float`/`json_int`/`json_constant` refused
+    (BadText, naming where it was found)."""
     stack: list[tuple[object, int, str]] = [(data, 1, "")]
     while stack:
         value, depth, where = stack.pop()
         if isinstance(value, str):
             _check_string(value, where)
+        elif isinstance(value, RefusedNumber):
+            raise BadText(f"{where or 'the body'}: {value.problem}")
         elif isinstance(value, dict | list):
             if depth > max_depth:
                 raise NestingTooDeep(f"JSON nested deeper than {max_depth} levels")

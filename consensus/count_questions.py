@@ -37,7 +37,7 @@ def count_questions_create(
         raise ValueError(f"unknown question kind {kind!r}; known: {', '.join(QuestionKind.values)}")
     policy_of(rule)  # a bad spec fails here, naming what is wrong
     settings = ConsensusSettings.for_dataset(dataset.pk)
-    text = text or question_text(kind, concept)
+    text = text or question_text(kind, concept, dataset.pk)
     with transaction.atomic():
         questions = [
             Question(

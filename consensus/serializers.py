@@ -6,10 +6,12 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.bounds import ColumnBoundsMixin, id_integer
+
 from .models import CalibrationTable, ConsensusSettings, Question, QuestionDecision, QuestionKind, Vote
 
 
-class ConsensusSettingsSerializer(serializers.ModelSerializer):
+class ConsensusSettingsSerializer(ColumnBoundsMixin, serializers.ModelSerializer):
     class Meta:
         model = ConsensusSettings
         fields = [
@@ -47,7 +49,7 @@ class ConsensusSettingsSerializer(serializers.ModelSerializer):
 class VerificationRequestSerializer(serializers.Serializer):
     concept = serializers.CharField(help_text="wnid of the concept the candidates were collected for.")
     images = serializers.ListField(
-        child=serializers.IntegerField(), required=False, help_text="Candidate image ids (default: all)."
+        child=id_integer(), required=False, help_text="Candidate image ids (default: all)."
     )
     calibrate = serializers.BooleanField(
         required=False,

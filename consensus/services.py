@@ -79,10 +79,9 @@ class AlreadyVoted(QueueError):
 # --- wording -----------------------------------------------------------------------------------------------
 
 
-def question_text(kind: str, concept: Concept) -> str:
-    return wording.question_text(
-        kind, concept
-    )  # one wording for real questions and gold (consensus/wording.py)
+def question_text(kind: str, concept: Concept, dataset_id: int) -> str:
+    # One wording for a dataset's real questions and its gold (consensus/wording.py).
+    return wording.question_text(kind, concept, dataset_id)
 
 
 # --- policy and estimators ---------------------------------------------------------------------------------
@@ -464,7 +463,7 @@ def questions_create(
     if calibration is not None and len(calibration) != len(targets):
         raise ValueError("calibration must say one flag per target")
     settings = ConsensusSettings.for_dataset(dataset.pk)
-    text = text or question_text(kind, concept)
+    text = text or question_text(kind, concept, dataset.pk)
     with transaction.atomic():
         has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
         if not has_table:
@@ -550,7 +549,12 @@ def _serve(
     payloads = payloads or [None] * len(questions)
     tasks = [
         _task_for(
-            q, text or question_text(q.kind, concepts[q.concept_id]), settings, priority, task_kind, payload
+            q,
+            text or question_text(q.kind, concepts[q.concept_id], q.dataset_id),
+            settings,
+            priority,
+            task_kind,
+            payload,
         )
         for q, payload in zip(questions, payloads, strict=True)
     ]

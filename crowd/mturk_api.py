@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from annotation import kinds
 from annotation.models import Dataset
+from config.bounds import id_integer
 from config.roles import IsOrganizer
 
 from . import mturk as mturk_tasks
@@ -19,7 +20,7 @@ from .providers import mturk
 
 
 class PublishSerializer(serializers.Serializer):
-    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
+    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all(), pk_field=id_integer())
     kind = serializers.CharField()
     count = serializers.IntegerField(min_value=1, max_value=10_000, help_text="Number of HITs.")
     max_assignments = serializers.IntegerField(

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from annotation import kinds
 from annotation.api import Conflict
 from annotation.models import Dataset
+from config.bounds import id_integer
 from config.queryparams import query_id
 from config.roles import IsOrganizer
 
@@ -25,7 +26,7 @@ from .providers import external_link
 
 
 class StudyLinkSerializer(serializers.ModelSerializer):
-    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all())
+    dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all(), pk_field=id_integer())
     url = serializers.SerializerMethodField(
         help_text="The link to give the marketplace (add the participant id)."
     )

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from annotation import kinds
+from config.csp import csp_relax
 
 from .models import MturkHit, StudyLink
 from .providers import base, external_link, mturk
@@ -47,9 +48,13 @@ MTURK_ID = re.compile(r"^[A-Z0-9]{1,64}$")
 
 
 def _framable_by_mturk(response):
-    """Only MTurk's own hosts may frame the task page; every other page keeps X-Frame-Options DENY."""
-    ancestors = " ".join(settings.CROWDLABEL["MTURK_FRAME_ANCESTORS"]) or "'none'"
-    response["Content-Security-Policy"] = f"frame-ancestors {ancestors}"
+    """Only MTurk's own hosts may frame the task page, and its form may post to MTurk's submit hosts (and follow
+    their redirect to MTurk's worker site); the rest of the site's policy (script-src above all) stays. Every
+    other page keeps X-Frame-Options DENY and frame-ancestors 'none'."""
+    conf = settings.CROWDLABEL
+    ancestors = list(conf["MTURK_FRAME_ANCESTORS"]) or ["'none'"]
+    mturk_hosts = dict.fromkeys([*conf["MTURK_SUBMIT_HOSTS"], *conf["MTURK_FRAME_ANCESTORS"]])
+    csp_relax(response, frame_ancestors=ancestors, form_action=["'self'", *mturk_hosts])
     response.xframe_options_exempt = True
     return response
 

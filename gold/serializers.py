@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from config.bounds import ColumnBoundsMixin, id_integer
 from consensus.models import QuestionKind
 
 from . import scoring
@@ -22,8 +23,8 @@ class GoldItemSerializer(serializers.ModelSerializer):
 class GoldItemCreateSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=QuestionKind.choices, default=QuestionKind.IMAGE_VERIFY)
     concept = serializers.CharField(help_text="wnid of the concept.")
-    image = serializers.IntegerField()
-    box = serializers.IntegerField(required=False, allow_null=True)
+    image = id_integer()
+    box = id_integer(required=False, allow_null=True)
     answer = serializers.BooleanField()
     explanation = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")
 
@@ -59,7 +60,7 @@ class PaymentDecisionSerializer(serializers.ModelSerializer):
         fields = ["id", "assignment", "worker", "recommendation", "reason", "created_at"]
 
 
-class GoldSettingsSerializer(serializers.ModelSerializer):
+class GoldSettingsSerializer(ColumnBoundsMixin, serializers.ModelSerializer):
     class Meta:
         model = GoldSettings
         fields = [

@@ -247,7 +247,7 @@ def gold_pool_fill(*, dataset_id: int) -> int:
                 image_id=item.image_id,
                 concept_id=item.concept_id,
                 box_id=item.box_id,
-                text=question_text(item.kind, item.concept),
+                text=question_text(item.kind, item.concept, dataset_id),
                 priority=0,
                 answers_wanted=vote_cap,
                 pool=GOLD_POOL,

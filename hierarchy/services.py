@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -12,16 +12,20 @@ from .fixture import WNID_RE, HierarchyFixture
 from .models import Concept, ConceptEdge, Hierarchy, QuestionNode
 
 
-def concepts_upsert(nodes: Iterable[Mapping]) -> dict[str, Concept]:
+def concepts_upsert(nodes: Iterable[Mapping], keep: Collection[str] = ()) -> dict[str, Concept]:
     """Create or update concepts and their is-a edges from validated node mappings with keys `wnid`, `name`,
-    `gloss` and `parents` (a list of wnids present in the same batch or already stored). One transaction."""
+    `gloss` and `parents` (a list of wnids present in the same batch or already stored). Concepts named in
+    `keep` (those datasets use) are created when missing but never rewritten. One transaction."""
     nodes = list(nodes)
+    keep = frozenset(keep)
     with transaction.atomic():
         by_wnid: dict[str, Concept] = {}
         for node in nodes:
-            concept, _ = Concept.objects.update_or_create(
-                wnid=node["wnid"], defaults={"name": node["name"], "gloss": node.get("gloss", "")}
-            )
+            fields = {"name": node["name"], "gloss": node.get("gloss", "")}
+            if node["wnid"] in keep:
+                concept, _ = Concept.objects.get_or_create(wnid=node["wnid"], defaults=fields)
+            else:
+                concept, _ = Concept.objects.update_or_create(wnid=node["wnid"], defaults=fields)
             by_wnid[concept.wnid] = concept
         wanted_parents = {p for node in nodes for p in node.get("parents", ())} - set(by_wnid)
         by_wnid.update({c.wnid: c for c in Concept.objects.filter(wnid__in=wanted_parents)})
@@ -41,18 +45,54 @@ class HierarchyConflict(ValueError):
     """A hierarchy with this name and version is stored with a different question DAG."""
 
 
+@dataclass(frozen=True)
+class ConceptChange:
+    """What a file would change about a concept datasets use: its `field` (name, gloss or parents) from
+    `stored` to `uploaded`; `datasets` maps the ids of the datasets using it to their names."""
+
+    wnid: str
+    name: str
+    field: str
+    stored: str
+    uploaded: str
+    datasets: Mapping[int, str]
+
+    def describe(self, visible: Collection[int] | None = None) -> str:
+        """The refusal in words. `visible`: the ids of the datasets the reader may see named (the uploader's
+        own); the rest are "other datasets", never named. None names every dataset (the operator's shell)."""
+        if visible is None:
+            shown, others = sorted(self.datasets.values()), False
+        else:
+            shown = sorted(name for pk, name in self.datasets.items() if pk in visible)
+            others = any(pk not in visible for pk in self.datasets)
+        users = []
+        if shown:
+            users.append(f"your dataset(s) {', '.join(shown)}" if visible is not None else ", ".join(shown))
+        if others:
+            users.append("other datasets")
+        return (
+            f"{self.wnid} ({self.name}): {self.field} {self.uploaded} in this file conflicts with the stored "
+            f"{self.field} {self.stored}, {' and '.join(f'used by {u}' for u in users)}; a concept in use keeps "
+            "its name, gloss "
+            "and parents (say it your way in the node's question)"
+        )
+
+
 class ConceptConflict(ValueError):
-    """The file would rewrite the gloss or the parents of concepts datasets use; `errors` names each one."""
+    """The file would rewrite the name, gloss or parents of concepts datasets use; `changes` names each one."""
 
-    def __init__(self, errors: list[str]):
-        self.errors = errors
-        super().__init__("; ".join(errors))
+    def __init__(self, changes: list[ConceptChange]):
+        self.changes = changes
+        super().__init__("; ".join(change.describe() for change in changes))
+
+    def describe(self, visible: Collection[int] | None = None) -> list[str]:
+        return [change.describe(visible) for change in self.changes]
 
 
-# wnids -> {wnid: names of the datasets that use it}. Concepts are the ground floor: the apps that use them
+# wnids -> {wnid: {id: name} of the datasets that use it}. Concepts are the ground floor: the apps that use them
 # (annotation: datasets' picked classes and tasks) register here in `AppConfig.ready`, so every loader of a
 # hierarchy (the upload endpoint, `load_hierarchy`, the simulator) applies the same "concept in use" rule.
-ConceptUsers = Callable[[list[str]], Mapping[str, Iterable[str]]]
+ConceptUsers = Callable[[list[str]], Mapping[str, Mapping[int, str]]]
 _concept_users: list[ConceptUsers] = []
 
 
@@ -63,43 +103,49 @@ def register_concept_users(fn: ConceptUsers) -> ConceptUsers:
     return fn
 
 
-def concepts_in_use(wnids: Iterable[str]) -> dict[str, list[str]]:
-    """wnid -> the sorted names of the datasets using it, as the registered apps say (only the given wnids)."""
+def concepts_in_use(wnids: Iterable[str]) -> dict[str, dict[int, str]]:
+    """wnid -> {id: name} of the datasets using it, as the registered apps say (only the given wnids)."""
     wnids = sorted(set(wnids))
-    users: dict[str, set[str]] = defaultdict(set)
+    users: dict[str, dict[int, str]] = defaultdict(dict)
     for fn in _concept_users:
-        for wnid, names in fn(wnids).items():
-            users[wnid].update(names)
-    return {wnid: sorted(names) for wnid, names in users.items()}
+        for wnid, datasets in fn(wnids).items():
+            users[wnid].update(datasets)
+    return dict(users)
 
 
-def concept_conflicts(fixture: HierarchyFixture, in_use: Mapping[str, Iterable[str]]) -> list[str]:
-    """What loading `fixture` would change about concepts in use (wnid -> names of the datasets using it):
-    another gloss, or another is-a parent. Concepts are shared by every dataset, so such a change would
-    silently alter the meaning of their labels; each conflict names the stored and the uploaded value."""
-    wanted = {node.wnid: node for node in fixture.nodes if node.wnid and node.wnid in in_use}
+def concept_conflicts(
+    fixture: HierarchyFixture, in_use: Mapping[str, Mapping[int, str]]
+) -> list[ConceptChange]:
+    """What loading `fixture` would change about concepts in use (wnid -> {id: name} of the datasets using
+    it): another name, another gloss (a file without a gloss keeps the stored one), or another is-a parent.
+    Concepts are shared by every dataset, so such a change would rewrite other organizers' classes, exports
+    and questions; each change names the stored and the uploaded value."""
+    wanted = {node.id: node for node in fixture.nodes if node.id in in_use}
     if not wanted:
         return []
     stored = {c.wnid: c for c in Concept.objects.filter(wnid__in=wanted).prefetch_related("parents")}
-    errors = []
+    changes = []
     for wnid, node in wanted.items():
         concept = stored.get(wnid)
         if concept is None:
             continue
-        users = ", ".join(sorted(in_use[wnid]))
-        if node.gloss and concept.gloss and node.gloss.strip() != concept.gloss.strip():
-            errors.append(
-                f"{wnid} ({concept.name}): gloss {node.gloss!r} in this file conflicts with the stored gloss "
-                f"{concept.gloss!r} used by dataset(s) {users}"
-            )
+
+        def change(field: str, old: str, new: str, concept=concept, wnid=wnid) -> ConceptChange:
+            return ConceptChange(wnid, concept.name, field, old, new, dict(in_use[wnid]))
+
+        if node.name.strip() != concept.name.strip():
+            changes.append(change("name", repr(concept.name), repr(node.name)))
+        if node.gloss.strip() and node.gloss.strip() != concept.gloss.strip():
+            changes.append(change("gloss", repr(concept.gloss), repr(node.gloss)))
         old_parents = {p.wnid for p in concept.parents.all()}
         new_parents = {p for p in node.parents if WNID_RE.match(p)} - old_parents
-        if new_parents:
-            errors.append(
-                f"{wnid} ({concept.name}): parent(s) {', '.join(sorted(new_parents))} in this file conflict with "
-                f"the stored parent(s) {', '.join(sorted(old_parents)) or '(none)'} used by dataset(s) {users}"
+        if node.wnid and new_parents:
+            changes.append(
+                change(
+                    "parent(s)", ", ".join(sorted(old_parents)) or "(none)", ", ".join(sorted(new_parents))
+                )
             )
-    return errors
+    return changes
 
 
 @dataclass(frozen=True)
@@ -111,16 +157,17 @@ class LoadResult:
 
 
 def hierarchy_load(
-    fixture: HierarchyFixture, in_use: Mapping[str, Iterable[str]] | None = None
+    fixture: HierarchyFixture, in_use: Mapping[str, Mapping[int, str]] | None = None
 ) -> LoadResult:
     """Store a validated fixture (see hierarchy.fixture) as a Hierarchy with its QuestionNodes, in one transaction.
 
     Every node gets a concept: its synset when its id is a wnid (with is-a edges between synset nodes), else a
     local concept named by its question id, so the consensus engine has a subject for every question. Loading
     the same name and version again is a no-op when the DAG is the same and refused when it differs (bump the
-    version: stored labeling states refer to the DAG they were recorded on). A file that would change the gloss
-    or parents of a concept in use (`in_use`: wnid -> names of the datasets using it; by default what the
-    registered apps say, `concepts_in_use`) is refused (ConceptConflict) and nothing is stored."""
+    version: stored labeling states refer to the DAG they were recorded on). A file that would change the name,
+    gloss or parents of a concept in use (`in_use`: wnid -> {id: name} of the datasets using it; by default what
+    the registered apps say, `concepts_in_use`) is refused (ConceptConflict) and nothing is stored: one
+    organizer's upload never rewrites the classes of another's dataset."""
     dag = fixture.to_dag()  # raises DagError on a structural problem the fixture parser did not catch
     with transaction.atomic():
         existing = (
@@ -136,19 +183,22 @@ def hierarchy_load(
                 existing, False, existing.nodes.count(), existing.nodes.filter(leaf=True).count()
             )
         if in_use is None:
-            in_use = concepts_in_use(node.wnid for node in fixture.nodes if node.wnid)
+            in_use = concepts_in_use(node.id for node in fixture.nodes)
         conflicts = concept_conflicts(fixture, in_use)
         if conflicts:
             raise ConceptConflict(conflicts)
         concepts = concepts_upsert(
-            {
-                "wnid": node.id,
-                "name": node.name,
-                "gloss": node.gloss,
-                # Is-a edges only between synsets: question ids are groupings, not concepts of WordNet.
-                "parents": [p for p in node.parents if node.wnid and WNID_RE.match(p)],
-            }
-            for node in fixture.nodes
+            (
+                {
+                    "wnid": node.id,
+                    "name": node.name,
+                    "gloss": node.gloss,
+                    # Is-a edges only between synsets: question ids are groupings, not concepts of WordNet.
+                    "parents": [p for p in node.parents if node.wnid and WNID_RE.match(p)],
+                }
+                for node in fixture.nodes
+            ),
+            keep=in_use,
         )
         hierarchy = Hierarchy.objects.create(
             name=fixture.name,

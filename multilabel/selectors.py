@@ -1,4 +1,5 @@
-"""Reads for organizers: a dataset's multi-label progress and each image's present classes."""
+"""Reads: a dataset's multi-label progress and each image's present classes (for organizers), and how its own
+hierarchies word a concept's question (for consensus.wording)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,22 @@ from typing import Any
 
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
 
+from hierarchy.models import QuestionNode
+
 from .models import ImageLabeling, LabelingAnswer, LabelingStatus, LeafLabel
+
+
+def dataset_wording(dataset_id: int, concept_id: int) -> str | None:
+    """The concept's question in the newest hierarchy the dataset labels with (registered with
+    consensus.wording): only the dataset's own hierarchies word its questions, never one another organizer
+    uploaded later."""
+    used = ImageLabeling.objects.filter(dataset_id=dataset_id).values("hierarchy_id")
+    return (
+        QuestionNode.objects.filter(concept_id=concept_id, hierarchy_id__in=used)
+        .order_by("-hierarchy_id")
+        .values_list("question", flat=True)
+        .first()
+    )
 
 
 def labelings_of(dataset_id: int, hierarchy_id: int | None = None) -> QuerySet[ImageLabeling]:

@@ -6,14 +6,15 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotation.models import PRIORITY_LIMIT
+from config.bounds import id_integer
 
 from .models import ImageLabeling, LabelingOrder, QuestionEngine
 
 
 class MultilabelStartSerializer(serializers.Serializer):
-    hierarchy = serializers.IntegerField(help_text="Id of a loaded hierarchy (GET /api/v1/hierarchies/).")
+    hierarchy = id_integer(help_text="Id of a loaded hierarchy (GET /api/v1/hierarchies/).")
     images = serializers.ListField(
-        child=serializers.IntegerField(), required=False, help_text="Image ids (default: every image)."
+        child=id_integer(), required=False, help_text="Image ids (default: every image)."
     )
     order = serializers.ChoiceField(choices=LabelingOrder.choices, default=LabelingOrder.BREADTH_FIRST)
     engine = serializers.ChoiceField(choices=QuestionEngine.choices, default=QuestionEngine.CONSENSUS)

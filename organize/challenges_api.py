@@ -21,6 +21,7 @@ from benchmark.metrics import PROTOCOLS
 from benchmark.models import Challenge, SplitVersion, Team
 from benchmark.serializers import LeaderboardRowSerializer
 from benchmark.services import BenchmarkError
+from config.bounds import bounded_integer
 from config.roles import IsOrganizer
 
 from .classes_api import Conflict
@@ -53,7 +54,9 @@ class ChallengeSerializer(serializers.ModelSerializer):
 class ChallengeCreateSerializer(serializers.Serializer):
     name = serializers.SlugField(max_length=100)
     protocol = serializers.ChoiceField(choices=sorted(PROTOCOLS))
-    split_version = serializers.IntegerField(min_value=1, help_text="The number of a frozen split version.")
+    split_version = bounded_integer(
+        SplitVersion, "number", min_value=1, help_text="The number of a frozen split version."
+    )
     submissions_per_window = serializers.IntegerField(min_value=1, max_value=100, default=2)
     window_days = serializers.IntegerField(min_value=1, max_value=365, default=7)
 

@@ -21,7 +21,7 @@ from hierarchy.fixture import FixtureError, parse_fixture
 from hierarchy.models import Concept, Hierarchy, QuestionNode
 from hierarchy.services import ConceptConflict, HierarchyConflict, hierarchy_load
 
-from .scoping import organizer_dataset
+from .scoping import organizer_dataset, organizer_datasets
 
 
 class Conflict(APIException):
@@ -41,8 +41,9 @@ class UploadResultSerializer(serializers.Serializer):
 class HierarchyUploadView(APIView):
     """Upload a hierarchy (the crowdlabel-hierarchy/1 JSON of `load_hierarchy`, see docs/hierarchy.md) as the
     request body. Refused with 400 and every bad entry in `errors`; with 409 when the name and version are
-    stored with another DAG, or when the file would change the gloss or parents of a concept a dataset uses
-    (each conflict names the stored and the uploaded value and the datasets)."""
+    stored with another DAG, or when the file would change the name, gloss or parents of a concept a dataset
+    uses (each conflict names the stored and the uploaded value, the caller's own datasets using it, and
+    "other datasets" for the rest, never their names)."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 
@@ -59,7 +60,13 @@ class HierarchyUploadView(APIView):
         except DagError as exc:
             raise ValidationError({"errors": exc.problems}) from None
         except ConceptConflict as exc:
-            raise Conflict({"errors": exc.errors}) from None
+            # The uploader's own datasets are named; other organizers' only as "other datasets".
+            visible = (
+                None
+                if request.user.is_superuser
+                else set(organizer_datasets(request.user).values_list("pk", flat=True))
+            )
+            raise Conflict({"errors": exc.describe(visible)}) from None
         except HierarchyConflict as exc:
             raise Conflict({"errors": [str(exc)]}) from None
         h = result.hierarchy

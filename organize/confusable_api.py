@@ -1,12 +1,11 @@
 """Confusable pairs among a dataset's classes (seal / sea otter): listed, added and removed by the dataset's
-organizers. Pairs are shared by every dataset (the overlap scan reads them all), so a pair can only join two
-of the dataset's own classes, and removing one that another organizer's dataset also has both classes of is
-refused, naming that dataset. Both changes are audited."""
+organizers. Each dataset keeps its own pairs and notes (its overlap scan reads only those), so one organizer's
+pairs never show in, or change, another's dataset. A pair joins two of the dataset's own classes. Both changes
+are audited."""
 
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -42,9 +41,8 @@ class ConfusablePairCreateSerializer(serializers.Serializer):
 
 
 def dataset_pairs(dataset: Dataset):
-    concepts = dataset.concepts.values("pk")
     return (
-        ConfusablePair.objects.filter(concept_a__in=concepts, concept_b__in=concepts)
+        ConfusablePair.objects.filter(dataset=dataset)
         .select_related("concept_a", "concept_b")
         .order_by("concept_a__wnid", "concept_b__wnid")
     )
@@ -77,7 +75,7 @@ class ConfusablePairsView(APIView):
         try:
             with transaction.atomic():
                 pair = ConfusablePair(
-                    concept_a=found[data["a"]], concept_b=found[data["b"]], note=data["note"]
+                    dataset=dataset, concept_a=found[data["a"]], concept_b=found[data["b"]], note=data["note"]
                 )
                 pair.save()
                 audit_record(
@@ -102,20 +100,6 @@ class ConfusablePairDetailView(APIView):
         dataset = organizer_dataset(request.user, dataset_id)
         with transaction.atomic():
             pair = get_object_or_404(dataset_pairs(dataset).select_for_update(of=("self",)), pk=pair_id)
-            others = (
-                Dataset.objects.filter(concepts=pair.concept_a_id)
-                .filter(concepts=pair.concept_b_id)
-                .exclude(Q(pk=dataset.pk) | Q(organizers=request.user))
-                .values_list("name", flat=True)
-                .order_by("name")
-            )
-            if others:
-                raise Conflict(
-                    {
-                        "detail": f"{pair.concept_a.wnid} / {pair.concept_b.wnid} is also a pair of the classes "
-                        f"of {', '.join(others)}: its organizers rely on it"
-                    }
-                )
             audit_record(
                 dataset=dataset,
                 actor=request.user,

@@ -16,6 +16,7 @@ from annotation.audit import audit_record
 from benchmark.models import SplitVersion
 from benchmark.services import BenchmarkError, split_version_create, split_version_freeze
 from benchmark.splits import SplitRatios
+from config.bounds import bounded_integer
 from config.roles import IsOrganizer
 
 from .scoping import organizer_dataset
@@ -41,7 +42,7 @@ class SplitRequestSerializer(serializers.Serializer):
     train = serializers.FloatField(min_value=0, max_value=1, default=0.6)
     val = serializers.FloatField(min_value=0, max_value=1, default=0.13)
     test = serializers.FloatField(min_value=0, max_value=1, default=0.27)
-    seed = serializers.IntegerField(min_value=0, default=0)
+    seed = bounded_integer(SplitVersion, "seed", min_value=0, default=0)
     source_rules = SourceRuleSerializer(many=True, required=False, max_length=50)
 
     def validate(self, data):

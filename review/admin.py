@@ -7,8 +7,8 @@ from .models import ConfusablePair, ReviewDecision, ReviewItem, ScanState
 
 @admin.register(ConfusablePair)
 class ConfusablePairAdmin(admin.ModelAdmin):
-    list_display = ("id", "concept_a", "concept_b", "note")
-    raw_id_fields = ("concept_a", "concept_b")
+    list_display = ("id", "dataset", "concept_a", "concept_b", "note")
+    raw_id_fields = ("dataset", "concept_a", "concept_b")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -178,9 +178,13 @@ class ReviewDecision(models.Model):
 
 
 class ConfusablePair(models.Model):
-    """Two classes crowds mix up (seal / sea otter, banjo / guitar): their overlaps are queued at the lower
-    confusable threshold. Stored with concept_a < concept_b."""
+    """Two of a dataset's classes its crowd mixes up (seal / sea otter, banjo / guitar): their overlaps in that
+    dataset are queued at the lower confusable threshold. Each dataset keeps its own pairs and notes (concepts
+    are shared by every dataset; what an organizer says about them is not). Stored with concept_a < concept_b."""
 
+    dataset = models.ForeignKey(
+        "annotation.Dataset", on_delete=models.CASCADE, related_name="confusable_pairs"
+    )
     concept_a = models.ForeignKey("hierarchy.Concept", on_delete=models.CASCADE, related_name="+")
     concept_b = models.ForeignKey("hierarchy.Concept", on_delete=models.CASCADE, related_name="+")
     note = models.CharField(max_length=200, blank=True)
@@ -188,12 +192,14 @@ class ConfusablePair(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["concept_a", "concept_b"], name="confusable_pair_unique"),
+            models.UniqueConstraint(
+                fields=["dataset", "concept_a", "concept_b"], name="confusable_pair_unique_per_dataset"
+            ),
             models.CheckConstraint(condition=Q(concept_a__lt=F("concept_b")), name="confusable_pair_ordered"),
         ]
 
     def __str__(self) -> str:
-        return f"confusable {self.concept_a_id} / {self.concept_b_id}"
+        return f"confusable {self.concept_a_id} / {self.concept_b_id} in dataset {self.dataset_id}"
 
     def save(self, *args, **kwargs):
         # Either order is accepted from forms and scripts; the row is stored canonically.

@@ -119,7 +119,7 @@ def _describe(item) -> dict[str, Any]:
     shown = shown_box_ids(question.subject)
     return {
         "kind": question.kind,
-        "question": text or question_text(question.kind, question.concept),
+        "question": text or question_text(question.kind, question.concept, question.dataset_id),
         "concept": question.concept,
         "votes": {"yes": question.yes_count, "no": question.no_count, "p": question.p},
         "boxes": list(Box.objects.filter(pk__in=shown).select_related("concept").order_by("pk")),

@@ -104,14 +104,16 @@ class ScanReport:
     items_dismissed: int = 0
 
 
-def overlap_thresholds() -> OverlapThresholds:
-    """The configured thresholds and the organizer's confusable pairs (by concept id)."""
+def overlap_thresholds(dataset_id: int) -> OverlapThresholds:
+    """The configured thresholds and the dataset's own confusable pairs (by concept id)."""
     conf = settings.CROWDLABEL
     return OverlapThresholds(
         duplicate_iou=conf["REVIEW_DUPLICATE_IOU"],
         cross_class_iou=conf["REVIEW_CROSS_CLASS_IOU"],
         confusable_iou=conf["REVIEW_CONFUSABLE_IOU"],
-        confusable_pairs=frozenset(ConfusablePair.objects.values_list("concept_a_id", "concept_b_id")),
+        confusable_pairs=frozenset(
+            ConfusablePair.objects.filter(dataset_id=dataset_id).values_list("concept_a_id", "concept_b_id")
+        ),
     )
 
 
@@ -138,7 +140,7 @@ def overlaps_scan(
     cursor so a killed run resumes where it stopped (`max_chunks` stops early on purpose). Safe to run again
     at any time: pairs are queued once, a rerun with nothing new does nothing."""
     now = now or timezone.now()
-    thresholds = overlap_thresholds()
+    thresholds = overlap_thresholds(dataset.pk)
     items_before = ReviewItem.objects.filter(dataset=dataset).count()
     report = ScanReport(dataset_id=dataset.pk, resumed=_scan_begin(dataset, now))
     chunks = 0

@@ -7,8 +7,6 @@ it cannot be forged, moved to another participant or bundle, or (once redeemed) 
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import asdict, dataclass
 from urllib.parse import quote
@@ -17,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from config.csvfile import csv_text
 from crowd.models import Bundle, BundleState, CompletionRedemption, Provider, StudyLink, WorkerSource
 
 from .base import Completion, CrowdProvider, bundle_open, register, worker_for_external
@@ -144,9 +143,4 @@ def completions_list(study: StudyLink) -> list[CompletionRow]:
 
 
 def completions_csv(rows: list[CompletionRow]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(CompletionRow.__dataclass_fields__))
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(asdict(row))
-    return out.getvalue()
+    return csv_text(list(CompletionRow.__dataclass_fields__), (asdict(row) for row in rows))

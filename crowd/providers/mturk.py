@@ -3,8 +3,9 @@ and the accepted-assignment check of the task page. Reconciling and paying lives
 
 The sandbox is used unless CROWDLABEL_MTURK_PRODUCTION is set. Every call goes through `call`, which backs
 off on throttling and network failures; calls that change money or HITs carry a UniqueRequestToken (or are
-checked against MTurk's state before a retry), so retrying them is safe. Mechanical Turk closes for good on
-2026-09-30 (AWS's notice); the other providers keep working after that date.
+checked against MTurk's state before a retry), so retrying them is safe. AWS's notice (2026): MTurk accepts no
+new customers from 2026-07-30 and existing requesters continue, so this provider serves organizers whose
+platform has an existing requester account.
 """
 
 from __future__ import annotations

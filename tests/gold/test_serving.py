@@ -215,7 +215,9 @@ def test_items_from_before_pool_tasks_get_theirs_from_the_command_once(dataset, 
     assert {(t.pool, t.kind, t.topic, t.state) for t in tasks} == {
         (GOLD_POOL, "question", "image_verify", "open")
     }
-    assert [t.payload for t in tasks] == [{"question": question_text("image_verify", concept)}] * 3
+    assert [t.payload for t in tasks] == [
+        {"question": question_text("image_verify", concept, dataset.pk)}
+    ] * 3
     call_command("gold_pool_fill")
     assert Task.objects.filter(pool=GOLD_POOL).count() == 3, "nothing made twice"
     with pytest.raises(CommandError):

@@ -72,10 +72,38 @@ def test_a_gloss_or_parent_conflicting_with_a_used_concept_is_refused_naming_bot
     assert response.status_code == 409, response.data
     errors = response.data["errors"]
     assert len(errors) == 2
-    assert "'a small robot'" in errors[0] and repr(cat["gloss"]) in errors[0] and "pets" in errors[0]
-    assert "n00015388" in errors[1] and "(none)" in errors[1] and "pets" in errors[1]
+    assert "'a small robot'" in errors[0] and repr(cat["gloss"]) in errors[0]
+    assert "n00015388" in errors[1] and "(none)" in errors[1]
+    # Another organizer's dataset is "other datasets", never named.
+    assert all("used by other datasets" in e and "pets" not in e for e in errors)
     assert Hierarchy.objects.count() == 1
     assert Concept.objects.get(wnid=cat["id"]).gloss == cat["gloss"]
+
+
+def test_renaming_a_used_concept_is_refused_naming_only_the_uploaders_own_datasets(
+    api_client, organizer, dataset
+):
+    """Before, a changed name passed: another organizer's upload renamed this dataset's class."""
+    client = api_client(organizer)
+    assert upload(client, VOC20).status_code == 201
+    cat = next(n for n in VOC20["nodes"] if n["name"] == "cat")
+    dataset.concepts.add(Concept.objects.get(wnid=cat["id"]))
+    factories.DatasetFactory(name="B-main").concepts.add(Concept.objects.get(wnid=cat["id"]))
+    changed = json.loads(json.dumps(VOC20))
+    changed["version"] = "2"
+    next(n for n in changed["nodes"] if n["id"] == cat["id"])["name"] = '=HYPERLINK("https://evil.example")'
+    response = upload(client, changed)
+    assert response.status_code == 409, response.data
+    [error] = response.data["errors"]
+    assert "name '=HYPERLINK" in error and "'cat'" in error
+    assert (
+        f"used by your dataset(s) {dataset.name} and used by other datasets" in error
+        and "B-main" not in error
+    )
+    assert Concept.objects.get(wnid=cat["id"]).name == "cat" and Hierarchy.objects.count() == 1
+    unused = json.loads(json.dumps(changed))
+    unused["nodes"] = [n if n["id"] != cat["id"] else {**n, "name": "cat"} for n in unused["nodes"]]
+    assert upload(client, unused).status_code == 201  # the same file keeping the stored name loads
 
 
 def test_load_hierarchy_on_the_command_line_refuses_the_same_rewrite_of_a_concept_in_use(

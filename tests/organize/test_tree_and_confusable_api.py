@@ -1,6 +1,6 @@
 """The tree browser's endpoint (every node of a hierarchy with its parents, in three queries) and confusable
 pairs edited by organizers: only between their dataset's classes, each change audited, a duplicate refused, and
-a pair another organizer's dataset relies on kept."""
+each dataset's pairs and notes its own (another organizer's are neither shown, named nor touched)."""
 
 from __future__ import annotations
 
@@ -65,20 +65,29 @@ def test_a_pair_needs_two_distinct_classes_of_the_dataset(api_client, organizer,
     assert not ConfusablePair.objects.exists() and not AuditEntry.objects.exists()
 
 
-def test_a_pair_another_organizers_dataset_relies_on_is_kept(
-    api_client, organizer, dataset, other_dataset, classes
-):
+def test_each_dataset_keeps_its_own_pairs_and_notes(api_client, organizer, dataset, other_dataset, classes):
+    """Before, pairs were shared: another organizer's note showed in this dataset's list, and removing the pair
+    was refused naming the other organizer's dataset."""
     seal, otter, _ = classes
     other_dataset.concepts.set([seal, otter])
-    pair = ConfusablePair.objects.create(concept_a=seal, concept_b=otter)
-    r = api_client(organizer).delete(f"/api/v1/datasets/{dataset.pk}/confusable-pairs/{pair.pk}")
-    assert r.status_code == 409 and other_dataset.name in r.json()["detail"]
-    assert ConfusablePair.objects.filter(pk=pair.pk).exists()
+    theirs = ConfusablePair.objects.create(
+        dataset=other_dataset, concept_a=seal, concept_b=otter, note="B's note"
+    )
+    client = api_client(organizer)
+    url = f"/api/v1/datasets/{dataset.pk}/confusable-pairs"
+    assert client.get(url).json() == []
+    assert client.delete(f"{url}/{theirs.pk}").status_code == 404
+    mine = client.post(url, {"a": "n02076196", "b": "n02444819", "note": "A's note"}, format="json")
+    assert mine.status_code == 201, mine.content  # the same classes, listed in this dataset too
+    assert [p["note"] for p in client.get(url).json()] == ["A's note"]
+    removed = client.delete(f"{url}/{mine.json()['id']}")
+    assert removed.status_code == 204 and other_dataset.name.encode() not in removed.content
+    assert ConfusablePair.objects.get(pk=theirs.pk).note == "B's note"
 
 
 def test_pairs_outside_the_dataset_are_neither_listed_nor_removable(api_client, organizer, dataset, classes):
     seal, _, dog = classes
-    pair = ConfusablePair.objects.create(concept_a=seal, concept_b=dog)
+    pair = ConfusablePair.objects.create(dataset=factories.DatasetFactory(), concept_a=seal, concept_b=dog)
     client = api_client(organizer)
     assert client.get(f"/api/v1/datasets/{dataset.pk}/confusable-pairs").json() == []
     assert client.delete(f"/api/v1/datasets/{dataset.pk}/confusable-pairs/{pair.pk}").status_code == 404

