@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import OperationalError, connection
 
 from annotation import boxes, queue
+from hierarchy import events
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_for
 from hierarchy.services import hierarchy_load
@@ -65,6 +66,18 @@ def test_algorithm1_and_boxes_from_16_threads_never_deadlock():
         if node.concept_id is not None
     }
     labeling_start(dataset=dataset, hierarchy=hierarchy)
+    # The box pipeline starts at once on the images' present classes (as a finished labeling starts it, and
+    # does again, idempotently, when Algorithm 1 finds them), so both pipelines run side by side from the start.
+    for img in images:
+        events.announce(
+            events.LeavesPresent(
+                dataset_id=dataset.pk,
+                image_id=img.pk,
+                hierarchy_id=hierarchy.pk,
+                labeling_id=0,
+                concept_ids=tuple(graph.nodes[leaf].concept_id for leaf in sorted(present[img.pk])),
+            )
+        )
     deadlocks_before = _deadlocks_recorded()
 
     def answer(task):
@@ -123,8 +136,8 @@ def test_algorithm1_and_boxes_from_16_threads_never_deadlock():
     assert outcomes["40P01"] == 0, f"submits failed with a deadlock: {dict(outcomes)}\n" + "\n".join(failures)
     assert set(outcomes) == {"stored"}, dict(outcomes)
     assert _deadlocks_recorded() == deadlocks_before
-    # Both pipelines really ran side by side: Algorithm 1 finished images, whose present classes got box jobs
-    # that drew boxes and asked about them.
+    # Both pipelines really ran side by side: Algorithm 1 finished images, and box jobs drew boxes and asked
+    # about them.
     assert ImageLabeling.objects.filter(status=LabelingStatus.DONE).exists(), dict(answered)
     assert answered["hierarchy"] and answered["image_verify"], dict(answered)
     assert answered["box_draw"] and answered["box_quality"], dict(answered)
