@@ -157,7 +157,7 @@ def box_check(*, image: Image, concept_id: int, coords) -> geometry.Box:
 
 
 def _job_for_task(task: Task) -> BoxJob:
-    return BoxJob.objects.select_for_update().get(pk=task.payload["job"])
+    return BoxJob.objects.select_for_update(no_key=True).get(pk=task.payload["job"])
 
 
 def box_submit(*, task: Task, worker, box: geometry.Box) -> Box:
@@ -229,7 +229,7 @@ def box_job_review_resolve(*, job_id: int, outcome: str) -> BoxJob:
     """A reviewer resolved a job in review (`pipeline.ReviewOutcome`: accept, redraw or close); the job goes
     back to the pipeline. Raises `pipeline.TransitionError` when the job is not in review."""
     with transaction.atomic(), counters.held():
-        job = BoxJob.objects.select_for_update().get(pk=job_id)
+        job = BoxJob.objects.select_for_update(no_key=True).get(pk=job_id)
         _advance(job, lambda s: pipeline.review_decided(s, outcome))
         return job
 
@@ -239,13 +239,15 @@ def _on_box_decision(box_id: int, transition) -> bool:
     if box is None:
         raise LookupError(f"no box {box_id}")
     with transaction.atomic(), counters.held():
-        job = BoxJob.objects.select_for_update().get(image_id=box["image_id"], concept_id=box["concept_id"])
+        job = BoxJob.objects.select_for_update(no_key=True).get(
+            image_id=box["image_id"], concept_id=box["concept_id"]
+        )
         return _advance_or_ignore(job, transition)
 
 
 def _on_job_decision(job_id: int, transition) -> bool:
     with transaction.atomic(), counters.held():
-        job = BoxJob.objects.select_for_update().get(pk=job_id)
+        job = BoxJob.objects.select_for_update(no_key=True).get(pk=job_id)
         return _advance_or_ignore(job, transition)
 
 
