@@ -51,7 +51,7 @@ def test_failed_submits_are_sent_again_with_their_key_counted_and_stored_once(mo
     monkeypatch.setattr(driver, "SUBMIT_RETRY_PAUSE", 0.0)
     out = io.StringIO()
     call_command(
-        "simulate", scenario="verify", images=12, workers=5, seed=1, synsets=3, stdout=out, no_progress=True
+        "simulate", scenario="verify", images=8, workers=4, seed=1, synsets=3, stdout=out, no_progress=True
     )
     summary = json.loads(out.getvalue())
     (transport,) = FlakyTransport.instances
