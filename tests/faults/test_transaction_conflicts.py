@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def leased(monkeypatch):
-    monkeypatch.setattr(dbconnection, "CONFLICT_PAUSE", 0.0)
+    monkeypatch.setattr(dbconnection, "CONFLICT_PAUSE", 0.0, raising=False)
     queue_tasks(1)
     client = client_for(user_create(username="conflicted", password=None, roles=(WORKERS,)))
     lease = client.get("/api/v1/tasks/next")
