@@ -94,7 +94,8 @@ def held(using: str = DEFAULT_DB_ALIAS) -> Iterator[_Held]:
     """Counter additions made inside the block are summed per row and written when it ends, sorted by (table,
     key), or earlier by `.flush()` (a submit writes them before it leases the next task). Use it inside the
     transaction the additions belong to; a block inside another adds to the outer one, and an error in the
-    block drops what is held (the transaction is rolled back anyway)."""
+    block drops what is held (the transaction is rolled back anyway). An addition made inside a savepoint that
+    is rolled back while the block goes on stays held, so count outside such savepoints (every service does)."""
     connection = connections[using]
     outer = _HELD.get(id(connection))
     if outer is not None:
