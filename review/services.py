@@ -507,7 +507,7 @@ def review_decide(
 
 
 def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, reason: str) -> ReviewDecision:
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         item = ReviewItem.objects.select_for_update().get(pk=item.pk)
         if item.state == ItemState.DECIDED:
             raise AlreadyDecided("this item was already decided")
@@ -632,7 +632,7 @@ def review_undo(
     one undoing is the reviewer who decided (`organizer` is then that reviewer), the item goes back to them
     leased, so their review page shows it again for the right decision."""
     now = now or timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         item = ReviewItem.objects.select_for_update().get(pk=decision.item_id)
         decision = ReviewDecision.objects.get(pk=decision.pk)
         if decision.decision == Decision.UNDO:

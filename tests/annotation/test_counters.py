@@ -5,6 +5,7 @@ concurrent writers on PostgreSQL; `counters_recount` repairs them."""
 from __future__ import annotations
 
 import io
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -192,3 +193,44 @@ def test_concurrent_task_creation_and_submits_add_up_exactly_on_postgresql():
     assert row.tasks == THREADS * TASKS_EACH
     assert row.answers == submitted == Assignment.objects.filter(state=AssignmentState.SUBMITTED).count()
     assert_counters_match_a_recount(dataset.pk)
+
+
+@pytest.mark.django_db
+def test_counters_held_in_a_block_are_summed_per_row_and_written_last_in_table_then_key_order():
+    # The lock order (docs/architecture.md): whatever order a transaction's pipelines add in, its counter rows
+    # are locked at the end, by table and then key, so two transactions never hold them crosswise.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    first, second = factories.DatasetFactory(), factories.DatasetFactory()
+    for d in (first, second):
+        DatasetTally.objects.update_or_create(dataset=d, defaults={"images": 0})
+        UsageCounter.objects.create(dataset=d, stage="question", concept=None)
+    usage = {"stage": "question", "concept_id": None}
+    with transaction.atomic(), CaptureQueriesContext(connection) as captured:
+        with counters.held():
+            counters.counter_add(UsageCounter, {"dataset_id": second.pk, **usage}, {"tasks": 1})
+            counters.counter_add(DatasetTally, {"dataset_id": second.pk}, {"images": 1})
+            counters.counter_add(DatasetTally, {"dataset_id": first.pk}, {"images": 2})
+            counters.counter_add(DatasetTally, {"dataset_id": second.pk}, {"images": 3})
+            counters.counter_add(UsageCounter, {"dataset_id": first.pk, **usage}, {"tasks": 5})
+            assert captured.captured_queries == []  # nothing written yet
+    updates = [q["sql"] for q in captured.captured_queries if q["sql"].lstrip().upper().startswith("UPDATE")]
+    tally, usage_table = "annotation_datasettally", "annotation_usagecounter"
+    assert [tally if tally in u else usage_table for u in updates] == [tally, tally, usage_table, usage_table]
+    assert [DatasetTally.objects.get(dataset=d).images for d in (first, second)] == [2, 4]
+    assert [UsageCounter.objects.get(dataset=d).tasks for d in (first, second)] == [5, 1]
+    # Within a table, by key: the first dataset's row before the second's.
+    keyed = [int(re.search(r"dataset_id\W* = (\d+)", u).group(1)) for u in updates]
+    assert keyed == [first.pk, second.pk, first.pk, second.pk]
+
+
+@pytest.mark.django_db
+def test_counters_held_in_a_block_that_fails_are_dropped():
+    dataset = factories.DatasetFactory()
+    DatasetTally.objects.update_or_create(dataset=dataset, defaults={"images": 0})
+    with pytest.raises(RuntimeError), transaction.atomic(), counters.held():
+        counters.images_counted(dataset.pk, 3)
+        raise RuntimeError("the submit failed")
+    counters.images_counted(dataset.pk, 1)  # outside a block: at once
+    assert DatasetTally.objects.get(dataset=dataset).images == 1
