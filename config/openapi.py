@@ -31,6 +31,11 @@ COMMON = {
     "403": ("Signed in, but the caller's role may not use this operation.", REF_ERROR),
     "404": ("No such object among those the caller may see.", REF_ERROR),
     "429": ("Too many requests: wait for the seconds in `Retry-After`.", REF_ERROR),
+    "503": (
+        "Busy: the database kept conflicting with concurrent work (a submit is run again up to 3 times first) "
+        "or a service is down; send the same request again (the same Idempotency-Key) after `Retry-After`.",
+        REF_ERROR,
+    ),
 }
 # Operations that take a body can also be refused for its size or type, or conflict with the current state.
 WITH_BODY = {
