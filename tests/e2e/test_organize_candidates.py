@@ -93,7 +93,7 @@ def test_an_organizer_imports_a_url_list_and_follows_it_to_a_pool(page, live_ser
     assert violations(page) == []
 
     pool_row.get_by_role("link", name="Verify this pool…").click()
-    expect(page.locator("#start-verification input[name='concept']")).to_have_value("n02084071")
+    expect(page.locator("#start-verification input[name='concept'][value='n02084071']")).to_be_checked()
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{live_server.url}/organize/datasets/{dataset.pk}/candidates/")
     assert violations(page) == []

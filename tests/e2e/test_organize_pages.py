@@ -107,14 +107,23 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     expect(page.locator("#review-status")).to_have_text("Scan started.")
     expect(page.locator("#audit tbody tr[data-action='review.overlap_scan']")).to_have_count(1)
 
+    # Verification of every class at once: "Select all", one confirmation naming them, a line per class.
+    verify_form = page.locator("#start-verification")
+    expect(verify_form.locator("input[name='concept']")).to_have_count(3)
+    verify_form.get_by_label("Select all").check()
+    verify_form.get_by_role("button", name="Start verification…").click()
+    expect(page.locator("#confirm-text")).to_have_text("Verify the candidate images of 3 classes?")
+    expect(page.locator("#confirm-params")).to_contain_text("cat, dog, person")
+    page.locator("#confirm-ok").click()
+    expect(page.locator("#audit tbody tr[data-action='verification.start']")).to_have_count(3)
+    expect(page.locator("#start-status")).to_contain_text("dog: 2 question(s) asked")
+
     # Boxing starts where the class is verified present, and the confirmation says so.
     dog = dataset.concepts.get(name="dog")
     boxes_form = page.locator("#start-boxes")
-    boxes_form.get_by_label("Concept (wnid)").fill(dog.wnid)
+    boxes_form.get_by_label("Class").select_option(dog.wnid)
     boxes_form.get_by_role("button", name="Start boxing…").click()
-    expect(page.locator("#confirm-text")).to_have_text(
-        f"Start boxing {dog.wnid} on the images verified to show it?"
-    )
+    expect(page.locator("#confirm-text")).to_have_text("Start boxing dog on the images verified to show it?")
     page.locator("#confirm-ok").click()
     expect(page.locator("#start-error")).to_contain_text(
         f"no image of this dataset is verified to show {dog.wnid}"
@@ -125,7 +134,7 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     boxes_form.get_by_role("button", name="Start boxing…").click()
     page.locator("#confirm-ok").click()
     expect(page.locator("#start-status")).to_have_text(
-        f"Boxing {dog.wnid}: 1 new job(s), 0 image(s) already had one."
+        "Boxing dog: 1 new job(s), 0 image(s) already had one."
     )
     assert list(BoxJob.objects.values_list("image_id", flat=True)) == [shown.pk]
 

@@ -192,23 +192,71 @@ async function loadHierarchies() {
   select.replaceChildren(...items.map((h) => el("option", { value: h.id, text: `${h.name} ${h.version}` })));
 }
 
+// The dataset's classes, for the class pickers (the verification form's checkboxes, the boxing form's select).
+let classes = [];
+async function loadClasses() {
+  const data = await api(base, `datasets/${id}/concepts`);
+  classes = [...data.selected].sort((a, b) => a.name.localeCompare(b.name));
+  const label = (c) => `${c.name} (${c.wnid})`;
+  for (const box of document.querySelectorAll(".class-choices")) {
+    box.replaceChildren(...classes.map((c) => el("label", { class: "check" },
+      el("input", { type: "checkbox", name: box.dataset.name, value: c.wnid }), ` ${label(c)}`)));
+  }
+  for (const select of document.querySelectorAll("select.class-select")) {
+    select.replaceChildren(...classes.map((c) => el("option", { value: c.wnid, text: label(c) })));
+  }
+  if (!classes.length) {
+    document.getElementById("start-error").textContent = "This dataset has no classes yet: choose them on the Classes page.";
+  }
+}
+const className = (wnid) => (classes.find((c) => c.wnid === wnid) || { name: wnid }).name;
+
+for (const all of document.querySelectorAll(".class-picker .select-all")) {
+  all.addEventListener("change", () => {
+    for (const box of all.closest("fieldset").querySelectorAll("input[name=concept]")) box.checked = all.checked;
+  });
+}
+
+// Each start: what the confirmation says (in words), the requests it sends, and what the page says after.
 const STARTS = {
-  verification: (data) => ({ path: `datasets/${id}/verification`, text: `Verify candidate images of ${data.concept}?`,
-    body: { concept: data.concept, calibrate: data.calibrate === "on" } }),
-  multilabel: (data) => ({ path: `datasets/${id}/multilabel`, text: "Start multi-label questioning of every image?",
-    body: { hierarchy: Number(data.hierarchy) } }),
-  boxes: (data) => ({ path: `datasets/${id}/box-jobs`,
-    text: data.where === "all"
-      ? `Start boxing ${data.concept} on every image of the dataset, whether it shows ${data.concept} or not?`
-      : `Start boxing ${data.concept} on the images verified to show it?`,
-    body: { concept: data.concept, where: data.where, max_boxes: Number(data.max_boxes) },
-    done: (r) => `Boxing ${data.concept}: ${r.created} new job(s), ${r.existing} image(s) already had one.` }),
+  verification: (form, data) => {
+    const wnids = [...form.querySelectorAll("input[name=concept]:checked")].map((b) => b.value);
+    const calibrate = data.calibrate === "on";
+    const names = wnids.map(className);
+    return {
+      text: wnids.length === 1 ? `Verify the candidate images of ${names[0]}?`
+        : `Verify the candidate images of ${wnids.length} classes?`,
+      details: `${names.join(", ")}${calibrate ? "; each class calibrated first" : ""}.`,
+      requests: wnids.map((wnid) => ({ path: `datasets/${id}/verification`, body: { concept: wnid, calibrate }, label: className(wnid) })),
+      done: (r) => `${r.created} question(s) asked${r.calibration ? `, ${r.calibration} for calibration` : ""}`,
+      empty: "Choose at least one class to verify.",
+    };
+  },
+  multilabel: (form, data) => ({
+    text: "Start multi-label questioning of every image?",
+    details: `Hierarchy: ${form.querySelector("select[name=hierarchy] option:checked")?.textContent ?? data.hierarchy}.`,
+    requests: [{ path: `datasets/${id}/multilabel`, body: { hierarchy: Number(data.hierarchy) }, label: "Multi-label questioning" }],
+    done: (r) => `${r.created} image(s) started, ${r.already} already being labelled`,
+  }),
+  boxes: (form, data) => {
+    const name = className(data.concept);
+    return {
+      text: data.where === "all"
+        ? `Start boxing ${name} on every image of the dataset, whether it shows ${name} or not?`
+        : `Start boxing ${name} on the images verified to show it?`,
+      details: `At most ${data.max_boxes} boxes per image.`,
+      requests: data.concept ? [{ path: `datasets/${id}/box-jobs`, label: `Boxing ${name}`,
+        body: { concept: data.concept, where: data.where, max_boxes: Number(data.max_boxes) } }] : [],
+      done: (r) => `${r.created} new job(s), ${r.existing} image(s) already had one`,
+      empty: "Choose the class to box.",
+    };
+  },
 };
 
-function confirmStart(text, body) {
+function confirmStart(text, details) {
   const dialog = document.getElementById("confirm");
   document.getElementById("confirm-text").textContent = text;
-  document.getElementById("confirm-params").textContent = JSON.stringify(body, null, 2);
+  document.getElementById("confirm-params").textContent = details;
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
     dialog.showModal();
@@ -221,25 +269,39 @@ for (const form of document.querySelectorAll("form.pipeline")) {
     const error = document.getElementById("start-error");
     const status = document.getElementById("start-status");
     error.textContent = "";
-    const start = STARTS[form.dataset.action](formData(form));
-    if (!(await confirmStart(start.text, start.body))) return;
-    try {
-      const result = await api(base, start.path, { method: "POST", body: start.body });
-      status.textContent = start.done ? start.done(result) : `Started: ${JSON.stringify(result)}`;
-      await Promise.all([refreshAudit(), refreshProgress()]);
-    } catch (err) {
-      error.textContent = err.message;
+    const start = STARTS[form.dataset.action](form, formData(form));
+    if (!start.requests.length) {
+      error.textContent = start.empty;
+      return;
     }
+    if (!(await confirmStart(start.text, start.details))) return;
+    const lines = [];
+    const failures = [];
+    for (const request of start.requests) {
+      try {
+        const result = await api(base, request.path, { method: "POST", body: request.body });
+        lines.push(`${request.label}: ${start.done(result)}.`);
+      } catch (err) {
+        failures.push(`${request.label}: ${err.message}`);
+      }
+    }
+    status.textContent = lines.join(" ");
+    error.textContent = failures.join(" ");
+    await Promise.all([refreshAudit(), refreshProgress(), refreshChecklist().catch(() => {})]);
   });
 }
 
 // The candidates page links here with ?verify=WNID: the verification form comes filled in and in view.
 const verify = new URLSearchParams(window.location.search).get("verify");
+const classesLoaded = loadClasses().catch((err) => { document.getElementById("start-error").textContent = err.message; });
 if (verify) {
-  const form = document.getElementById("start-verification");
-  form.elements.concept.value = verify;
-  form.scrollIntoView();
-  form.elements.concept.focus();
+  classesLoaded.then(() => {
+    const form = document.getElementById("start-verification");
+    const box = [...form.querySelectorAll("input[name=concept]")].find((b) => b.value === verify);
+    if (box) box.checked = true;
+    form.scrollIntoView();
+    (box || form.querySelector("button")).focus();
+  });
 }
 
 refreshStalls().then(refreshProgress).catch((err) => { document.getElementById("progress-status").textContent = err.message; });
