@@ -212,3 +212,34 @@ def test_runserver_with_its_autoreloader_runs_the_schedule_once_in_the_serving_p
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_simulated_crowd_against_a_server_waits_for_its_schedule_to_settle_what_nobody_can_answer(
+    settings, dataset, organizer
+):
+    """`simulate --organizer-token ... --sweep-wait S`: the crowd has run dry with a question open; the
+    operator waits (no command of its own) until the server's scheduled sweep has settled it."""
+    from rest_framework.authtoken.models import Token
+
+    from crowd.server_setup import ApiOperator
+    from crowd.transport import InProcessTransport
+
+    settings.CROWDLABEL = {**settings.CROWDLABEL, "STARVED_AFTER_SECONDS": 0}
+    token = Token.objects.create(user=organizer).key
+    operator = ApiOperator(InProcessTransport(), token, {}, sweep_wait=60, poll=0.2)
+    assert operator.sweep_stuck(dataset.name) == 0, "nothing open: no wait"
+    question = starved_question(dataset, factories.ConceptFactory(wnid="n02123045", name="tabby cat"))
+    assert ApiOperator(InProcessTransport(), token, {}).sweep_stuck(dataset.name) == 0, "no wait asked"
+    question.refresh_from_db()
+    assert question.state == QuestionState.OPEN
+    beat = embedded_beat.EmbeddedBeat(
+        fast({"stuck": settings.CELERY_BEAT_SCHEDULE["review-queue-stuck"]}, 1.0)
+    )
+    beat.start()
+    try:
+        assert operator.sweep_stuck(dataset.name) == 1
+    finally:
+        beat.stop(timeout=30)
+    question.refresh_from_db()
+    assert question.state == QuestionState.REVIEW
