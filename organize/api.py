@@ -9,6 +9,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api import Conflict
 from annotation.audit import audit_record
 from annotation.models import AuditEntry
 from config.pagination import StrictPageNumberPagination
@@ -17,6 +18,7 @@ from consensus.starved import starved_settle
 
 from .checklist import dataset_checklist
 from .cost import dataset_ledger
+from .dataset_delete import DatasetInUse, dataset_delete
 from .models import CostSettings
 from .progress import dataset_progress
 from .scoping import organizer_dataset
@@ -251,3 +253,24 @@ class DatasetChecklistView(APIView):
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
         return Response(ChecklistSerializer({"steps": dataset_checklist(dataset)}).data)
+
+
+class DatasetDeletedSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField(help_text="The deleted dataset's id.")
+    images = serializers.IntegerField(help_text="Images deleted with it.")
+
+
+class DatasetDeleteView(APIView):
+    """Delete a dataset nobody has worked on, with its images and setup (`organize/dataset_delete.py`); a
+    dataset whose tasks were ever handed out is kept (409, saying why)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=None, responses=DatasetDeletedSerializer)
+    def post(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        try:
+            images = dataset_delete(dataset)
+        except DatasetInUse as exc:
+            raise Conflict(f"{dataset.name} cannot be deleted: {exc}") from None
+        return Response(DatasetDeletedSerializer({"deleted": dataset_id, "images": images}).data)

@@ -31,6 +31,9 @@ urlpatterns = [
         name="dataset-progress",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/delete/?$", api.DatasetDeleteView.as_view(), name="dataset-delete"
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/checklist/?$",
         api.DatasetChecklistView.as_view(),
         name="dataset-checklist",

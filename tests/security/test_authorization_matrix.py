@@ -121,6 +121,7 @@ for _operation in (
     "v1_datasets_progress_retrieve",
     "v1_datasets_stalls_retrieve",
     "v1_datasets_checklist_retrieve",
+    "v1_datasets_delete_create",
     "v1_datasets_stalls_settle_create",
     "v1_datasets_review_retrieve",
     "v1_datasets_review_create",

@@ -1,0 +1,54 @@
+"""Deleting a dataset nobody has worked on (the simulator and first tries leave empty or mistaken datasets in an
+organizer's list, and there was no way out).
+
+A dataset whose images were ever handed to a worker (any task, gold included) keeps its answers, labels and
+audit trail: it cannot be deleted. Otherwise its setup goes with it: images (and their stored files, removed
+after the commit), the class choice, settings, tallies, audit entries and invitations nobody accepted. What
+else still points at it (a frozen split, an accepted invitation, candidate pools) stops the deletion, named."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.db.models import ProtectedError
+
+from annotation.models import AuditEntry, Dataset, Task
+from crowd.models import Invitation
+
+log = logging.getLogger(__name__)
+
+
+class DatasetInUse(Exception):
+    """The dataset has work or rows that must be kept; the message says which."""
+
+
+def dataset_delete(dataset: Dataset) -> int:
+    """Delete `dataset` and its setup; returns the number of images deleted. Raises DatasetInUse."""
+    if Task.objects.filter(dataset=dataset).exists():
+        raise DatasetInUse(
+            "workers have been given tasks of this dataset: its answers, labels and audit trail are kept "
+            "(nothing was deleted)"
+        )
+    try:
+        with transaction.atomic():
+            locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+            files = [(image.file.storage, image.file.name) for image in locked.images.all()]
+            AuditEntry.objects.filter(dataset=locked).delete()
+            Invitation.objects.filter(dataset=locked, accepted_at__isnull=True).delete()
+            locked.concepts.clear()
+            count, _ = locked.images.all().delete()
+            locked.delete()
+            transaction.on_commit(lambda: _remove_files(files))
+    except ProtectedError as exc:
+        kept = sorted({obj._meta.verbose_name_plural for obj in exc.protected_objects})
+        raise DatasetInUse(f"still used by {', '.join(kept)} (nothing was deleted)") from None
+    return len(files)
+
+
+def _remove_files(files) -> None:
+    for storage, name in files:
+        try:
+            storage.delete(name)
+        except Exception:  # noqa: BLE001 - a file left behind wastes space, it breaks nothing
+            log.warning("could not remove %s after deleting its dataset", name, exc_info=True)
