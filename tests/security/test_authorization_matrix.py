@@ -22,7 +22,7 @@ from rest_framework.test import APIClient
 
 from annotation import queue
 from benchmark.models import Challenge, ExportJob, SplitVersion
-from candidates.models import CandidateImport
+from candidates.models import CandidateImport, SourceBucket
 from consensus.models import Question, QuestionKind
 from crowd.models import StudyLink
 from hierarchy.models import Hierarchy
@@ -170,6 +170,10 @@ for _operation in (
     "v1_datasets_candidates_precision_list",
     "v1_datasets_candidate_pools_list",
     "v1_datasets_candidate_queries_list",
+    "v1_datasets_source_buckets_list",
+    "v1_datasets_source_buckets_create",
+    "v1_datasets_source_buckets_retrieve",
+    "v1_datasets_source_buckets_destroy",
 ):
     POLICY[_operation] = (ORGS, "tenant")
 # Blacklist flags and box attributes: reviewers (on any dataset, like the review queue) and the organizers.
@@ -254,6 +258,9 @@ def tenant(organizer, worker, reviewer, tag: str) -> dict:
         "hierarchy": Hierarchy.objects.create(name=f"h {tag}", version="1", fingerprint=tag).pk,
         "wnid": concept.wnid,
         "candidate_import": CandidateImport.objects.create(dataset=dataset, source_name=f"{tag}.csv").pk,
+        "source_bucket": SourceBucket.objects.create(
+            dataset=dataset, bucket=f"photos-{tag.lower()}", access_key_id="AKIA", secret_sealed=""
+        ).pk,
     }
 
 
@@ -277,7 +284,10 @@ ID_OF = {
 
 MISSING = {
     "wnid": "n99999999",
-    **{name: 999999 for name in (*set(ID_OF.values()), "dataset", "worker", "split", "candidate_import")},
+    **{
+        name: 999999
+        for name in (*set(ID_OF.values()), "dataset", "worker", "split", "candidate_import", "source_bucket")
+    },
 }
 
 
@@ -292,7 +302,7 @@ def concrete(path: str, rows: dict) -> str:
             return str(rows["worker"])
         if name == "number":
             return str(rows["split"])
-        if name in ("challenge_id", "image_id", "hierarchy_id", "candidate_import_id"):
+        if name in ("challenge_id", "image_id", "hierarchy_id", "candidate_import_id", "source_bucket_id"):
             return str(rows[name.removesuffix("_id")])
         if path in UNBUILT and (name != "id" or not path.startswith("/api/v1/datasets/")):
             return "999999"
