@@ -8,6 +8,7 @@ from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
+from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,6 +16,7 @@ from annotation import kinds, queue
 from annotation.models import Assignment, AssignmentState, Box
 from consensus.models import Vote
 from consensus.voiding import votes_void
+from outbox.services import message_enqueue
 
 from . import events, scoring
 from .models import (
@@ -33,26 +35,56 @@ from .models import (
 )
 from .serving import GOLD_POOL, lease_purpose
 
+SCORE_TASK = "gold.tasks.gold_answer_score"
+
 
 def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
-    """Queue submit interceptor: the answer to a gold pool task is checked here and never becomes a consensus
+    """Queue submit interceptor: the answer to a gold pool task is checked by gold and never becomes a consensus
     vote; the task stays in the pool for other workers (the queue never gives it to this one again). Runs inside
-    the submit transaction with the task row locked. Any other task costs no query."""
+    the submit transaction with the task row locked. Any other task costs no query.
+
+    A qualification answer is scored here (its feedback is in the response; those items are announced). An
+    embedded item's answer is scored after the response by a background task (`gold_answer_score`, through
+    the outbox), so a submit takes no longer for gold than for a real question: all the submit does is record
+    the message (issue 35). Without a broker every background task runs in-process, and so does this one."""
     task = assignment.task
     if task.pool != GOLD_POOL:
         return None
-    item = GoldItem.objects.get(task_id=task.pk)
-    if GoldServing.objects.filter(item=item, worker=assignment.worker).exists():
-        return queue.TaskChange()  # answered again after an undo: the first answer is the one scored
     purpose, attempt = lease_purpose(assignment.lease_note) or (Purpose.EMBEDDED, None)
-    serving = GoldServing.objects.create(
+    if purpose == Purpose.EMBEDDED and not current_app.conf.task_always_eager:
+        message_enqueue(SCORE_TASK, (assignment.pk,), dataset_id=task.dataset_id)
+        return queue.TaskChange()
+    _answer_score(assignment, purpose, attempt)
+    return queue.TaskChange()
+
+
+def gold_answer_score(assignment_id: int) -> None:
+    """Score an embedded gold answer after its submit (the outbox's background task): the worker's first answer
+    to the item, once (a run again, or for an answer given again after an undo, changes nothing)."""
+    assignment = Assignment.objects.select_related("task", "worker").get(pk=assignment_id)
+    first = (
+        Assignment.objects.select_related("task", "worker")
+        .filter(task_id=assignment.task_id, worker_id=assignment.worker_id, submitted_at__isnull=False)
+        .order_by("submitted_at", "id")
+        .first()
+    )
+    purpose, attempt = lease_purpose(first.lease_note) or (Purpose.EMBEDDED, None)
+    with transaction.atomic():
+        _answer_score(first, purpose, attempt)
+
+
+def _answer_score(assignment: Assignment, purpose: str, attempt: int | None) -> None:
+    """Record the worker's answer to the item and update their score, unless they answered it before (an
+    answer given again after an undo: the first one is the one scored)."""
+    task = assignment.task
+    item = GoldItem.objects.get(task_id=task.pk)
+    serving, created = GoldServing.objects.get_or_create(
         item=item,
         worker=assignment.worker,
-        task=task,
-        assignment=assignment,
-        purpose=purpose,
-        attempt=attempt,
+        defaults={"task": task, "assignment": assignment, "purpose": purpose, "attempt": attempt},
     )
+    if not created:
+        return
     GoldAnswer.objects.create(
         serving=serving,
         assignment=assignment,
@@ -62,7 +94,6 @@ def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
         correct=bool(assignment.answer["answer"]) == item.answer,
     )
     score_update(worker=assignment.worker, dataset_id=task.dataset_id, kind=item.kind, serving=serving)
-    return queue.TaskChange()
 
 
 def gold_withdraw_intercept(assignment: Assignment) -> queue.TaskChange | None:
@@ -84,6 +115,9 @@ def qualification_feedback(assignment: Assignment) -> dict[str, Any]:
     gold pool task costs a query."""
     if assignment.task.pool != GOLD_POOL:
         return {}
+    found = lease_purpose(assignment.lease_note)
+    if found is not None and found[0] != Purpose.QUALIFICATION:
+        return {}  # embedded gold: no query, as for an ordinary task (and it may not be scored yet)
     answer = GoldAnswer.objects.select_related("serving__item").filter(assignment_id=assignment.pk).first()
     if answer is None or answer.correct or answer.serving.purpose != Purpose.QUALIFICATION:
         return {}
