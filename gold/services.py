@@ -9,14 +9,17 @@ from datetime import timedelta
 from typing import Any
 
 from celery import current_app
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import kinds, queue
 from annotation.models import Assignment, AssignmentState, Box
-from consensus.models import Vote
+from annotation.queue import sqlrows
+from consensus.calibration import ConfidenceTable
+from consensus.models import ConsensusSettings, Vote
+from consensus.services import table_in_use
 from consensus.voiding import votes_void
-from outbox.services import message_enqueue
+from outbox.services import message_record_later
 
 from . import events, scoring
 from .models import (
@@ -35,7 +38,7 @@ from .models import (
 )
 from .serving import GOLD_POOL, lease_purpose
 
-SCORE_TASK = "gold.tasks.gold_answer_score"
+SCORE_TASK = "gold.tasks.gold_score_update"
 
 
 def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
@@ -43,57 +46,79 @@ def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
     vote; the task stays in the pool for other workers (the queue never gives it to this one again). Runs inside
     the submit transaction with the task row locked. Any other task costs no query.
 
-    A qualification answer is scored here (its feedback is in the response; those items are announced). An
-    embedded item's answer is scored after the response by a background task (`gold_answer_score`, through
-    the outbox), so a submit takes no longer for gold than for a real question: all the submit does is record
-    the message (issue 35). Without a broker every background task runs in-process, and so does this one."""
+    The answer is recorded here (a `GoldServing` and its `GoldAnswer`, like the question lookup and the vote a
+    real answer costs). A qualification answer is scored here too (its feedback is in the response; those items
+    are announced as training). An embedded item's score is updated after the response, by a background task
+    the outbox's relay delivers (`gold_score_update`), so a submit takes no longer for gold than for a real
+    question (issue 35). Without a broker every background task runs in-process, and this one runs here."""
     task = assignment.task
     if task.pool != GOLD_POOL:
         return None
     purpose, attempt = lease_purpose(assignment.lease_note) or (Purpose.EMBEDDED, None)
+    item_id, kind, expected, concept_id, calibration_min, served = _item_of(task, assignment.worker_id)
+    if served:
+        return queue.TaskChange()  # answered again after an undo: the first answer is the one scored
+    # The statements a real answer runs, in kind: the subject looked up (the question), the answer recorded
+    # (the vote), and the calibration table of its (kind, concept) read and applied to the answer (the vote's
+    # estimate). The last serves only to make a gold submit cost what a real one costs.
+    serving = GoldServing(
+        item_id=item_id,
+        worker=assignment.worker,
+        task=task,
+        assignment=assignment,
+        purpose=purpose,
+        attempt=attempt,
+    )
+    sqlrows.insert(connection, serving)
+    sqlrows.insert_later(
+        connection,
+        GoldAnswer(
+            serving=serving,
+            assignment=assignment,
+            worker=assignment.worker,
+            dataset_id=task.dataset_id,
+            kind=kind,
+            correct=bool(assignment.answer["answer"]) == expected,
+        ),
+    )
+    table = table_in_use(kind, concept_id, calibration_min)
+    if table is not None:
+        yes = bool(assignment.answer["answer"])
+        ConfidenceTable.from_dict(table.table).p_positive(int(yes), int(not yes))
     if purpose == Purpose.EMBEDDED and not current_app.conf.task_always_eager:
-        message_enqueue(SCORE_TASK, (assignment.pk,), dataset_id=task.dataset_id)
-        return queue.TaskChange()
-    _answer_score(assignment, purpose, attempt)
+        # Written with the submit's own writes and left to the relay: no round trip to the database or broker.
+        message_record_later(connection, SCORE_TASK, (serving.pk,), dataset_id=task.dataset_id)
+    else:
+        score_update(worker=assignment.worker, dataset_id=task.dataset_id, kind=kind, serving=serving)
     return queue.TaskChange()
 
 
-def gold_answer_score(assignment_id: int) -> None:
-    """Score an embedded gold answer after its submit (the outbox's background task): the worker's first answer
-    to the item, once (a run again, or for an answer given again after an undo, changes nothing)."""
-    assignment = Assignment.objects.select_related("task", "worker").get(pk=assignment_id)
-    first = (
-        Assignment.objects.select_related("task", "worker")
-        .filter(task_id=assignment.task_id, worker_id=assignment.worker_id, submitted_at__isnull=False)
-        .order_by("submitted_at", "id")
-        .first()
-    )
-    purpose, attempt = lease_purpose(first.lease_note) or (Purpose.EMBEDDED, None)
+def _item_of(task, worker_id: int) -> tuple[int, str, bool, int, int, bool]:
+    """(id, kind, answer, concept, the dataset's calibration_min, whether this worker answered it before) of
+    the gold item a pool task serves: one prepared statement, as a real answer's question lookup is."""
+    qn = connection.ops.quote_name
+    with sqlrows.cursor(connection) as cursor:
+        cursor.execute(
+            f"SELECT i.id, i.kind, i.answer, i.concept_id, COALESCE(c.calibration_min, %s), "
+            f"EXISTS (SELECT 1 FROM {qn(GoldServing._meta.db_table)} s WHERE s.item_id = i.id AND s.worker_id = %s) "
+            f"FROM {qn(GoldItem._meta.db_table)} i LEFT JOIN {qn(ConsensusSettings._meta.db_table)} c "
+            "ON c.dataset_id = i.dataset_id WHERE i.task_id = %s",
+            [_CALIBRATION_MIN, worker_id, task.pk],
+        )
+        return cursor.fetchone()
+
+
+_CALIBRATION_MIN = ConsensusSettings._meta.get_field("calibration_min").default
+
+
+def gold_score_update(serving_id: int) -> None:
+    """The background half of an embedded gold answer: update the worker's score with it (and block them when
+    their answers say so). Safe to run again: the score is recounted from the recorded answers."""
+    serving = GoldServing.objects.select_related("item", "worker", "task").get(pk=serving_id)
     with transaction.atomic():
-        _answer_score(first, purpose, attempt)
-
-
-def _answer_score(assignment: Assignment, purpose: str, attempt: int | None) -> None:
-    """Record the worker's answer to the item and update their score, unless they answered it before (an
-    answer given again after an undo: the first one is the one scored)."""
-    task = assignment.task
-    item = GoldItem.objects.get(task_id=task.pk)
-    serving, created = GoldServing.objects.get_or_create(
-        item=item,
-        worker=assignment.worker,
-        defaults={"task": task, "assignment": assignment, "purpose": purpose, "attempt": attempt},
-    )
-    if not created:
-        return
-    GoldAnswer.objects.create(
-        serving=serving,
-        assignment=assignment,
-        worker=assignment.worker,
-        dataset_id=task.dataset_id,
-        kind=item.kind,
-        correct=bool(assignment.answer["answer"]) == item.answer,
-    )
-    score_update(worker=assignment.worker, dataset_id=task.dataset_id, kind=item.kind, serving=serving)
+        score_update(
+            worker=serving.worker, dataset_id=serving.item.dataset_id, kind=serving.item.kind, serving=serving
+        )
 
 
 def gold_withdraw_intercept(assignment: Assignment) -> queue.TaskChange | None:

@@ -1,4 +1,5 @@
-"""Background work of gold: scoring an embedded gold answer after the submit's response (gold.services)."""
+"""Background work of gold: updating a worker's score with an embedded gold answer after the submit's response
+(gold.services)."""
 
 from celery import shared_task
 
@@ -6,7 +7,7 @@ from . import services
 
 
 @shared_task(
-    name="gold.tasks.gold_answer_score", autoretry_for=(Exception,), retry_backoff=True, max_retries=5
+    name="gold.tasks.gold_score_update", autoretry_for=(Exception,), retry_backoff=True, max_retries=5
 )
-def gold_answer_score(assignment_id: int) -> None:
-    services.gold_answer_score(assignment_id)
+def gold_score_update(serving_id: int) -> None:
+    services.gold_score_update(serving_id)
