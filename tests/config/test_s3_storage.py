@@ -87,8 +87,10 @@ def test_the_worker_pages_image_url_gives_the_stored_bytes(stored, s3_media, s3_
 
 
 def test_a_worker_without_a_task_on_the_image_gets_no_bucket_url(stored, worker):
-    response = client_for(worker).get(f"/api/v1/images/{stored[0].pk}/file")
+    response = client_for(worker).get(f"/api/v1/task-images/{image_ref(stored[0].pk)}")
     assert response.status_code == 404 and "Location" not in response
+    response = client_for(worker).get(f"/api/v1/images/{stored[0].pk}/file")  # workers never load by id
+    assert response.status_code == 403 and "Location" not in response
 
 
 def test_a_review_item_shows_its_image_from_the_bucket(stored, s3_media, s3_endpoint, dataset):
