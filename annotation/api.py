@@ -15,7 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,6 +28,7 @@ from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 from . import boxes, examples, hooks, kinds, queue, vote_tasks
 from .audit import audit_record, request_parameters
 from .image_filters import IMAGE_FILTER_PARAMETERS, images_filtered
+from .imagerefs import image_ref_id
 from .ingest import images_ingest, item_read
 from .models import (
     Assignment,
@@ -508,24 +509,47 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class ImageFileView(APIView):
-    """The image bytes, for the dataset's organizers and reviewers and for workers holding a task on it."""
+    """The image bytes by id, for the dataset's organizers and for reviewers. Workers load a task's image by
+    the opaque reference its lease gives (`task-images/{ref}`): an id would tell them how old the image is."""
 
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses={(200, "image/*"): OpenApiTypes.BINARY})
     def get(self, request, pk: int):
-        image = get_object_or_404(Image.objects.select_related("dataset"), pk=pk)
         user = request.user
+        if not (user.is_superuser or has_role(user, REVIEWERS) or has_role(user, ORGANIZERS)):
+            raise PermissionDenied(
+                "Workers load a task's image from the URL its lease gives (task.image.url)."
+            )
+        image = get_object_or_404(Image.objects.select_related("dataset"), pk=pk)
         allowed = (
             user.is_superuser
             or has_role(user, REVIEWERS)
-            or (has_role(user, ORGANIZERS) and image.dataset.organizers.filter(pk=user.pk).exists())
-            or (
-                hasattr(user, "worker")
-                and Assignment.objects.filter(worker=user.worker, task__image=image).exists()
-            )
+            or image.dataset.organizers.filter(pk=user.pk).exists()
         )
         if not allowed:
+            raise NotFound("No such image.")
+        return image_file_response(image)
+
+
+class TaskImageFileView(APIView):
+    """The image of a task, by the opaque reference the lease gave, for the worker who holds (or held) a task
+    on it. Any other reference, or an image of nobody's task of theirs, is the same 404."""
+
+    permission_classes = [IsAuthenticated, IsWorker]
+
+    @extend_schema(responses={(200, "image/*"): OpenApiTypes.BINARY})
+    def get(self, request, ref: str):
+        image_id = image_ref_id(ref)
+        image = (
+            Image.objects.filter(
+                pk=image_id,
+                pk__in=Assignment.objects.filter(worker=request.user.worker).values("task__image_id"),
+            ).first()
+            if image_id is not None
+            else None
+        )
+        if image is None:
             raise NotFound("No such image.")
         return image_file_response(image)
 

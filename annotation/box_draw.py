@@ -1,8 +1,9 @@
 """The DRAW micro-task kind of the box pipeline: one worker draws one box around one instance not yet boxed,
 or answers that none is left (ILSVRC §3.2.1; Su, Deng, Fei-Fei 2012).
 
-Answer: {"box": [x1, y1, x2, y2]} in original-image pixels, or {"none_left": true}; an optional "image" id
-lets a client make sure the box belongs to the image it showed. A refused box stores nothing.
+Answer: {"box": [x1, y1, x2, y2]} in original-image pixels, or {"none_left": true}; an optional "image" (the
+image's opaque reference, `task.image.ref` of the lease) lets a client make sure the box belongs to the image it
+showed. A refused box stores nothing.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import boxes, geometry, kinds
+from .imagerefs import image_ref
 from .models import Assignment, Task, TaskState
 from .queue.contract import TaskChange
 
@@ -29,9 +31,9 @@ def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
         raise kinds.AnswerInvalid(
             'the answer must be an object like {"box": [x1, y1, x2, y2]} or {"none_left": true}'
         )
-    if "image" in answer and answer["image"] != task.image_id:
+    if "image" in answer and answer["image"] != image_ref(task.image_id):
         raise kinds.AnswerInvalid(
-            f"this task is about image {task.image_id}, not image {answer['image']!r}: no task of yours is on that image"
+            "\"image\" names another image than this task's: send the task's task.image.ref as the lease gave it"
         )
     has_box = "box" in answer
     none_left = answer.get("none_left", False)

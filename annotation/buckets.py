@@ -1,9 +1,11 @@
 """Reading images out of an S3 bucket prefix (`s3://bucket/prefix`): list its objects page by page, resumable
 after a key, and read one object within a size limit.
 
-The endpoint, region and credentials are the media storage's own settings (`AWS_S3_ENDPOINT_URL`,
+By default the endpoint, region and credentials are the media storage's own settings (`AWS_S3_ENDPOINT_URL`,
 `AWS_S3_REGION_NAME`, the usual AWS credential variables or the instance role), so an S3-compatible store serves
-both. Every failure is a `BucketError` whose message names the bucket and what to do about it.
+both; that is for the operator's own commands. A caller acting for a tenant passes the `client` of the bucket the
+tenant registered (candidates.sources). Every failure is a `BucketError` whose message names the bucket and what
+to do about it.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ class BucketLocation:
         return f"s3://{self.bucket}/{self.prefix}"
 
 
+def bucket_name_valid(name: str) -> bool:
+    return bool(_BUCKET_NAME.match(name))
+
+
 def bucket_url_parse(url: str) -> BucketLocation:
     """`s3://bucket` or `s3://bucket/prefix` (the prefix is taken as written: `photos/` lists one folder,
     `photos` also matches `photos-old/`)."""
@@ -67,7 +73,7 @@ def bucket_url_parse(url: str) -> BucketLocation:
 
 
 def bucket_objects(
-    url: str, *, start_after: str | None = None, page_size: int = 1000
+    url: str, *, start_after: str | None = None, page_size: int = 1000, client=None
 ) -> Iterator[BucketObject]:
     """Every object under the URL's prefix in key order (S3 lists keys in UTF-8 byte order), one listing page
     of `page_size` keys (S3's maximum is 1000) at a time. `start_after` resumes after that key. Folder markers
@@ -79,7 +85,7 @@ def bucket_objects(
     if start_after:
         arguments["StartAfter"] = start_after
     pages = (
-        _client()
+        (client or _client())
         .get_paginator("list_objects_v2")
         .paginate(**arguments, PaginationConfig={"PageSize": page_size})
     )
@@ -93,11 +99,11 @@ def bucket_objects(
                 )
 
 
-def bucket_object_read(url: str, key: str, *, max_bytes: int) -> bytes:
+def bucket_object_read(url: str, key: str, *, max_bytes: int, client=None) -> bytes:
     """The object's bytes. An object over `max_bytes` is refused from the size in its metadata (a HEAD request),
     before any of it is downloaded; at most `max_bytes` + 1 bytes are ever fetched (it may grow in between)."""
     location = bucket_url_parse(url)
-    client = _client()
+    client = client or _client()
     with _translated(location.bucket, key):
         size = client.head_object(Bucket=location.bucket, Key=key)["ContentLength"]
         if size > max_bytes:
@@ -118,7 +124,7 @@ def bucket_object_read(url: str, key: str, *, max_bytes: int) -> bytes:
 
 def _client():
     """A client on the media storage's endpoint, region and credentials (django-storages' setting names)."""
-    return _client_for(
+    return client_for(
         settings.AWS_S3_ENDPOINT_URL,
         settings.AWS_S3_REGION_NAME,
         getattr(settings, "AWS_S3_ACCESS_KEY_ID", None) or getattr(settings, "AWS_ACCESS_KEY_ID", None),
@@ -127,8 +133,8 @@ def _client():
     )
 
 
-@lru_cache(maxsize=4)
-def _client_for(endpoint_url: str | None, region: str | None, access_key: str | None, secret_key: str | None):
+@lru_cache(maxsize=16)
+def client_for(endpoint_url: str | None, region: str | None, access_key: str | None, secret_key: str | None):
     # Building a client costs a few hundred milliseconds (it loads the service model), more than reading an
     # image: one per configuration, shared (boto3 clients are thread-safe).
     return boto3.session.Session().client(

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 
 from . import counters
 from .imagecheck import CheckedImage, Header, ImageRejected, check_image, hamming_distances
+from .imagerefs import image_ref
 from .models import Dataset, Image
 
 
@@ -52,9 +53,14 @@ class IngestReport:
 
     def as_dict(self) -> dict:
         return {
-            "stored": [{"id": i.pk, "name": i.original_name} for i in self.stored],
+            "stored": [{"id": i.pk, "ref": image_ref(i.pk), "name": i.original_name} for i in self.stored],
             "near_duplicates": [
-                {"id": i.pk, "name": i.original_name, "near_duplicate_of": i.near_duplicate_of_id}
+                {
+                    "id": i.pk,
+                    "ref": image_ref(i.pk),
+                    "name": i.original_name,
+                    "near_duplicate_of": i.near_duplicate_of_id,
+                }
                 for i in self.near_duplicates
             ],
             "rejected": [{"name": name, "reason": reason} for name, reason in self.rejected],

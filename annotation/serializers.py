@@ -10,6 +10,7 @@ from config.urlids import id_url
 
 from . import kinds
 from .imagecheck import ACCEPTED_FORMATS
+from .imagerefs import image_ref
 from .models import PRIORITY_LIMIT, Assignment, ConceptExample, Dataset, ExamplePolarity, Image
 
 
@@ -61,6 +62,7 @@ class IngestRejectionSerializer(serializers.Serializer):
 
 class IngestStoredSerializer(serializers.Serializer):
     id = serializers.IntegerField()
+    ref = serializers.CharField(help_text="The reference workers' leases name the image by (task.image.ref).")
     name = serializers.CharField()
     near_duplicate_of = serializers.IntegerField(required=False, allow_null=True)
 
@@ -71,18 +73,27 @@ class IngestReportSerializer(serializers.Serializer):
     rejected = IngestRejectionSerializer(many=True)
 
 
+def task_image_url(ref: str) -> str:
+    return f"/api/v1/task-images/{ref}"
+
+
 class WorkerImageSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    url = serializers.CharField()
+    ref = serializers.CharField(
+        help_text="The image's opaque reference (no id: nothing a worker sees tells an old image from a new one); "
+        "a box_draw answer may name it as `image`."
+    )
+    url = serializers.CharField(
+        help_text="/api/v1/task-images/{ref}: the bytes, for the worker holding the task."
+    )
     width = serializers.IntegerField()
     height = serializers.IntegerField()
 
 
 class WorkerTaskSerializer(serializers.Serializer):
     """What a worker's browser may know about a task: its kind, the public payload and the image. Never
-    the task's result, its other answers, or whether it is a gold item."""
+    the task's result, its other answers, whether it is a gold item, or an id that tells its age: the task is
+    named by its assignment, the image by an opaque reference (annotation/imagerefs.py)."""
 
-    id = serializers.IntegerField()
     kind = serializers.CharField()
     title = serializers.SerializerMethodField()
     payload = serializers.SerializerMethodField()
@@ -100,9 +111,10 @@ class WorkerTaskSerializer(serializers.Serializer):
         image = task.image
         if image is None:
             return None
+        ref = image_ref(image.pk)
         return {
-            "id": image.pk,
-            "url": id_url("image-file", image.pk),
+            "ref": ref,
+            "url": task_image_url(ref),
             "width": image.width,
             "height": image.height,
         }
@@ -110,7 +122,6 @@ class WorkerTaskSerializer(serializers.Serializer):
     def to_representation(self, task):
         """The fields above, built directly (see AssignmentSerializer.to_representation)."""
         return {
-            "id": task.pk,
             "kind": task.kind,
             "title": self.get_title(task),
             "payload": self.get_payload(task),

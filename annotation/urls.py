@@ -2,6 +2,7 @@ from django.urls import re_path
 from rest_framework.routers import SimpleRouter
 
 from . import api
+from .imagerefs import REF_PATTERN
 
 router = SimpleRouter()
 router.trailing_slash = "/?"  # both /api/v1/x and /api/v1/x/ work: clients differ
@@ -11,6 +12,9 @@ router.register("assignments", api.AssignmentViewSet, basename="assignment")
 urlpatterns = [
     re_path(r"^tasks/next/?$", api.NextTaskView.as_view(), name="task-next"),
     re_path(r"^images/(?P<pk>[0-9]+)/file/?$", api.ImageFileView.as_view(), name="image-file"),
+    re_path(
+        rf"^task-images/(?P<ref>{REF_PATTERN})/?$", api.TaskImageFileView.as_view(), name="task-image-file"
+    ),
     re_path(r"^examples/(?P<pk>[0-9]+)/file/?$", api.ExampleFileView.as_view(), name="example-file"),
     *router.urls,
 ]

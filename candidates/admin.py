@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Candidate, CandidateImport, CandidateRow
+from .models import Candidate, CandidateImport, CandidateRow, SourceBucket
 
 
 @admin.register(CandidateImport)
@@ -30,3 +30,9 @@ class CandidateRowAdmin(admin.ModelAdmin):
 class CandidateAdmin(admin.ModelAdmin):
     list_display = ("id", "dataset", "concept", "image", "query", "source")
     raw_id_fields = ("image", "row", "concept")
+
+
+@admin.register(SourceBucket)
+class SourceBucketAdmin(admin.ModelAdmin):
+    list_display = ("id", "dataset", "bucket", "endpoint_url", "access_key_id", "created_at")
+    exclude = ("secret_sealed",)  # register through the API, which seals the secret

@@ -18,14 +18,15 @@ from config.parsers import MultiPartParser
 from config.roles import IsOrganizer
 from hierarchy.selectors import queries_for_concept
 
-from . import selectors, services
-from .models import CandidateImport
+from . import selectors, services, sources
+from .models import CandidateImport, SourceBucket
 from .serializers import (
     CandidateQuerySerializer,
     ImportProgressSerializer,
     ImportUploadSerializer,
     PoolSummarySerializer,
     QueryPrecisionSerializer,
+    SourceBucketSerializer,
 )
 
 MAX_LIST_BYTES = 50 * 1024 * 1024
@@ -132,3 +133,67 @@ class CandidateQueriesView(APIView):
         return Response(
             CandidateQuerySerializer([q.as_dict() for q in queries_for_concept(concept)], many=True).data
         )
+
+
+class SourceBucketListView(APIView):
+    """The buckets the dataset's `s3://bucket/key` candidate rows may be read from, and registering one. A row
+    naming any other bucket (the platform's media bucket included) fails like a missing object."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=SourceBucketSerializer(many=True))
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(SourceBucketSerializer(dataset.source_buckets.order_by("id"), many=True).data)
+
+    @extend_schema(
+        request=SourceBucketSerializer,
+        responses={201: SourceBucketSerializer},
+        description="Register a bucket (again: replace its endpoint, region and credentials). Read with your own "
+        "access key on the platform's S3 endpoint or one the operator approved, or with the platform's "
+        "credentials when the operator granted the bucket to this dataset. The secret is never shown again.",
+    )
+    def post(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        form = SourceBucketSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            source = sources.source_register(dataset=dataset, actor=request.user, **form.validated_data)
+        except sources.SourceRefused as exc:
+            raise ValidationError({"bucket": [str(exc)]}) from None
+        audit_record(
+            dataset=dataset,
+            actor=request.user,
+            action="candidates.source_bucket_register",
+            parameters={"bucket": source.bucket, "endpoint_url": source.endpoint_url},
+            result={"source_bucket": source.pk, "credentials": source.credentials},
+        )
+        return Response(SourceBucketSerializer(source).data, status=status.HTTP_201_CREATED)
+
+
+class SourceBucketView(APIView):
+    """One registered source bucket; deleting it stops every later read of it (pending rows fail)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=SourceBucketSerializer)
+    def get(self, request, dataset_id: int, source_bucket_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(SourceBucketSerializer(self._source(dataset, source_bucket_id)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, dataset_id: int, source_bucket_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        source = self._source(dataset, source_bucket_id)
+        audit_record(
+            dataset=dataset,
+            actor=request.user,
+            action="candidates.source_bucket_remove",
+            parameters={"bucket": source.bucket},
+        )
+        source.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @staticmethod
+    def _source(dataset, source_bucket_id: int) -> SourceBucket:
+        return get_object_or_404(SourceBucket, pk=source_bucket_id, dataset=dataset)

@@ -107,3 +107,39 @@ class Candidate(models.Model):
 
     def __str__(self) -> str:
         return f"image {self.image_id} for {self.concept_id} ({self.query!r})"
+
+
+class SourceBucket(models.Model):
+    """A bucket the dataset's organizers registered as a source of `s3://bucket/key` candidate rows: the only
+    buckets an import of that dataset reads (candidates.sources). Read with the organizer's own access key on
+    the platform's S3 endpoint or another the operator approved, or with the platform's own credentials when the
+    operator granted the bucket to this dataset (`CROWDLABEL_SOURCE_BUCKET_GRANTS`). The secret is stored
+    encrypted and never shown again."""
+
+    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="source_buckets")
+    bucket = models.CharField(max_length=63)
+    endpoint_url = models.CharField(
+        max_length=200, blank=True, help_text="Empty: the platform's S3 endpoint (AWS_S3_ENDPOINT_URL)."
+    )
+    region = models.CharField(max_length=50, blank=True)
+    access_key_id = models.CharField(
+        max_length=128, blank=True, help_text="Empty: the platform's credentials, for a bucket granted to it."
+    )
+    secret_sealed = models.TextField(blank=True, help_text="The secret access key, encrypted.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "bucket"], name="source_bucket_one_per_dataset")
+        ]
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket} for dataset {self.dataset_id}"
+
+    @property
+    def credentials(self) -> str:
+        return "own" if self.access_key_id else "granted"

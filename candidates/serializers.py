@@ -57,3 +57,31 @@ class CandidateQuerySerializer(serializers.Serializer):
     query = serializers.CharField()
     kind = serializers.CharField(help_text="synonym, parent (a parent-gloss word added) or translation.")
     language = serializers.CharField()
+
+
+class SourceBucketSerializer(serializers.Serializer):
+    """A bucket registered as a source of the dataset's `s3://` candidate rows. The secret is write-only."""
+
+    id = serializers.IntegerField(read_only=True)
+    bucket = serializers.CharField(max_length=63, help_text="The bucket's name (s3://NAME/...).")
+    endpoint_url = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Empty: the platform's S3 endpoint; otherwise one the operator approved.",
+    )
+    region = serializers.CharField(max_length=50, required=False, allow_blank=True, default="")
+    access_key_id = serializers.CharField(
+        max_length=128,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="With secret_access_key: your own key that can read the bucket. Both empty: the platform's "
+        "credentials, only for a bucket the operator granted to this dataset.",
+    )
+    secret_access_key = serializers.CharField(
+        max_length=256, required=False, allow_blank=True, default="", write_only=True, trim_whitespace=False
+    )
+    credentials = serializers.CharField(read_only=True, help_text="own (an access key) or granted.")
+    created_at = serializers.DateTimeField(read_only=True)

@@ -25,7 +25,7 @@ from annotation.models import Dataset
 from hierarchy.models import Concept
 from outbox.services import message_enqueue
 
-from . import dedup
+from . import dedup, sources
 from .addresses import allow_list
 from .fetch import Fetched, FetchLimits, Outcome, PoolSettings, fetch_many
 from .models import Candidate, CandidateImport, CandidateRow, ImportState, RowState
@@ -81,15 +81,25 @@ def candidate_import_create(
 def candidate_import_bucket(
     *, dataset: Dataset, url: str, concept: str, query: str = "", actor=None
 ) -> CandidateImport:
-    """Record every object under an s3://bucket/prefix as a row for one concept (source "bucket")."""
+    """Record every object under an s3://bucket/prefix as a row for one concept (source "bucket"). The bucket
+    must be registered for the dataset (candidates.sources) and is listed with its credentials."""
     if not url.startswith("s3://") or not url[5:].split("/", 1)[0]:
         raise ImportRefused(f"{url!r} is not an s3://bucket/prefix URL")
     bucket = url[5:].split("/", 1)[0]
+    source = sources.registered(dataset, bucket)
+    if source is None:
+        raise ImportRefused(
+            f"bucket {bucket!r} is not registered for dataset {dataset.name!r}: register it first "
+            f"(POST /api/v1/datasets/{dataset.pk}/source-buckets/)"
+        )
     try:
+        client = sources.source_client(source)
         listed = [
             ListedRow(line=n, url=f"s3://{bucket}/{obj.key}", concept=concept, query=query, source="bucket")
-            for n, obj in enumerate(buckets.bucket_objects(url), start=1)
+            for n, obj in enumerate(buckets.bucket_objects(url, client=client), start=1)
         ]
+    except sources.SourceRefused as exc:
+        raise ImportRefused(f"bucket {bucket!r}: {exc}") from None
     except buckets.BucketError as exc:  # a bad URL, a missing bucket, denied access: named by the message
         raise ImportRefused(str(exc)) from None
     if not listed:
@@ -153,21 +163,21 @@ def _file_name(url: str, row_id: int) -> str:
 
 
 def _downloads(
-    urls: Sequence[str], limits: FetchLimits, pool: PoolSettings, fetcher: Callable | None
+    dataset: Dataset, urls: Sequence[str], limits: FetchLimits, pool: PoolSettings, fetcher: Callable | None
 ) -> Iterator[Outcome]:
     http = [u for u in urls if not u.startswith("s3://")]
     yield from fetch_many(http, limits, pool, fetcher=fetcher)
     s3 = [u for u in urls if u.startswith("s3://")]
-    if s3:
-        for index, url in enumerate(s3):
-            bucket, _, key = url[5:].partition("/")
-            outcome = Outcome(index=index, url=url, attempts=1)
-            try:
-                data = buckets.bucket_object_read(f"s3://{bucket}", key, max_bytes=limits.max_bytes)
-                outcome.fetched = Fetched(url=url, final_url=url, content_type="", data=data)
-            except buckets.BucketError as exc:  # a missing key, a too large object, an unreachable endpoint
-                outcome.error = f"bucket read failed: {exc}"[:500]
-            yield outcome
+    clients: dict = {}
+    for index, url in enumerate(s3):
+        bucket, _, key = url[5:].partition("/")
+        outcome = Outcome(index=index, url=url, attempts=1)
+        try:
+            data = sources.object_read(dataset, bucket, key, max_bytes=limits.max_bytes, sources=clients)
+            outcome.fetched = Fetched(url=url, final_url=url, content_type="", data=data)
+        except buckets.BucketError as exc:  # one text for missing, unregistered and denied (sources.py)
+            outcome.error = str(exc)[:500]
+        yield outcome
 
 
 def candidate_import_run(
@@ -201,7 +211,7 @@ def candidate_import_run(
     # hash index is loaded once per chunk and at most INGEST_BYTES of downloads wait in memory.
     waiting: list[tuple[Outcome, list[CandidateRow]]] = []
     held = 0
-    for outcome in _downloads(list(by_url), limits, pool, fetcher):
+    for outcome in _downloads(job.dataset, list(by_url), limits, pool, fetcher):
         group = by_url[outcome.url]
         if outcome.fetched is None:
             for row in group:

@@ -14,6 +14,16 @@ urlpatterns = [
         name="candidate-import",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/source-buckets/?$",
+        api.SourceBucketListView.as_view(),
+        name="source-buckets",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/source-buckets/(?P<source_bucket_id>[0-9]+)/?$",
+        api.SourceBucketView.as_view(),
+        name="source-bucket",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/candidates/(?P<wnid>[^/]+)/precision/?$",
         api.QueryPrecisionView.as_view(),
         name="candidate-query-precision",

@@ -306,6 +306,11 @@ CROWDLABEL = {
     "CANDIDATE_TOTAL_SECONDS": env_float("CROWDLABEL_CANDIDATE_TOTAL_SECONDS", 60.0),
     "CANDIDATE_MAX_REDIRECTS": env_int("CROWDLABEL_CANDIDATE_MAX_REDIRECTS", 5),
     "CANDIDATE_BATCH_ROWS": env_int("CROWDLABEL_CANDIDATE_BATCH_ROWS", 200),
+    # Buckets `s3://` candidate rows may be read from (candidates/sources.py): the S3 endpoints besides the
+    # platform's own that organizers may register buckets on, and the `dataset:bucket` pairs the operator lets
+    # read with the platform's own credentials (without them a bucket needs the organizer's access key).
+    "SOURCE_BUCKET_ENDPOINTS": env_list("CROWDLABEL_SOURCE_BUCKET_ENDPOINTS"),
+    "SOURCE_BUCKET_GRANTS": env_list("CROWDLABEL_SOURCE_BUCKET_GRANTS"),
     # Who decides the box pipeline's quality and coverage questions: "consensus" (calibrated, sequential; the
     # default) or "fixed" (annotation's fixed vote: quality 2 yes or 2 no, coverage 3 yes or 1 no), kept for
     # comparison (docs/boxes.md). The older name CROWDLABEL_BOX_QUALITY_BACKEND is still read.

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from annotation import kinds, queue
 from annotation.api import Conflict, idempotency_key, image_file_response
+from annotation.imagerefs import image_ref_id
 from annotation.models import Assignment, Image
 from annotation.serializers import AssignmentSerializer, SubmitSerializer
 from config.dbconnection import idempotent_by_key
@@ -107,8 +108,8 @@ class BundleStepSerializer(serializers.Serializer):
     completion = CompletionSerializer(allow_null=True)
 
 
-def image_url(image_id: int, token: str) -> str:
-    return f"{reverse('bundle-image', args=[image_id])}?session={token}"
+def image_url(ref: str, token: str) -> str:
+    return f"{reverse('bundle-image', args=[ref])}?session={token}"
 
 
 def step_body(step: base.BundleStep, token: str) -> dict:
@@ -117,7 +118,7 @@ def step_body(step: base.BundleStep, token: str) -> dict:
     if step.assignment is not None:
         assignment = AssignmentSerializer(step.assignment).data
         if assignment["task"]["image"] is not None:
-            assignment["task"]["image"]["url"] = image_url(assignment["task"]["image"]["id"], token)
+            assignment["task"]["image"]["url"] = image_url(assignment["task"]["image"]["ref"], token)
     return {
         "bundle": {
             "id": b.pk,
@@ -185,9 +186,14 @@ class BundleImageView(APIView):
         responses={(200, "image/*"): OpenApiTypes.BINARY},
         operation_id="bundle_image",
     )
-    def get(self, request, pk: int):
-        """The image of an item leased in this session (nothing else)."""
-        image = Image.objects.filter(pk=pk, tasks__assignments__bundle_item__bundle=request.auth).first()
+    def get(self, request, ref: str):
+        """The image of an item leased in this session (nothing else), by the reference its item gave."""
+        image_id = image_ref_id(ref)
+        image = (
+            Image.objects.filter(pk=image_id, tasks__assignments__bundle_item__bundle=request.auth).first()
+            if image_id is not None
+            else None
+        )
         if image is None:
             raise NotFound("No such image in this session.")
         return image_file_response(image)

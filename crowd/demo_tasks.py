@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 
 from annotation import boxes, queue
+from annotation.imagerefs import image_ref
 from annotation.models import Box, BoxState, Dataset, Image, TaskState
 from config.roles import WORKERS
 from consensus import verification
@@ -137,7 +138,7 @@ def crowd_boxes(dataset: Dataset, concept, image: Image, max_answers: int = 200)
             queue.assignment_release(assignment=lease)  # the demo worker's to answer
             break
         if task.kind == boxes.DRAW_KIND:
-            answer = {"box": _drawn_box(task.image, report.accepted_boxes), "image": task.image_id}
+            answer = {"box": _drawn_box(task.image, report.accepted_boxes), "image": image_ref(task.image_id)}
         else:
             answer = {"answer": not coverage}  # the boxes are tight; one object is not boxed yet
         queue.assignment_submit(assignment=lease, answer=answer, idempotency_key=f"demo-{lease.pk}")

@@ -105,6 +105,8 @@ class OrganizerApi:
         self.token = token
         self.dataset_id: int | None = None
         self.dataset_name: str | None = None
+        # What a worker's lease names an uploaded image by (task.image.ref: an opaque reference, never the id).
+        self.image_of_ref: dict[str, int] = {}
 
     def call(self, method: str, path: str, **kwargs) -> Reply:
         return self.transport.call(method, path, token=self.token, **kwargs)
@@ -127,6 +129,7 @@ class OrganizerApi:
             if report["rejected"]:
                 raise RuntimeError(f"the platform rejected generated images: {report['rejected']}")
             ids.update({item["name"]: item["id"] for item in report["stored"]})
+            self.image_of_ref.update({item["ref"]: item["id"] for item in report["stored"]})
             if progress:
                 progress(len(ids))
         return ids

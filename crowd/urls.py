@@ -1,6 +1,8 @@
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
+from annotation.imagerefs import REF_PATTERN
+
 from . import bundle_api, mturk_api, study_api, views
 
 router = SimpleRouter()
@@ -17,7 +19,9 @@ urlpatterns = [
         name="bundle-submit",
     ),
     re_path(
-        r"^api/v1/bundle/images/(?P<pk>[0-9]+)/?$", bundle_api.BundleImageView.as_view(), name="bundle-image"
+        rf"^api/v1/bundle/images/(?P<ref>{REF_PATTERN})/?$",
+        bundle_api.BundleImageView.as_view(),
+        name="bundle-image",
     ),
     re_path(r"^api/v1/mturk/hits/?$", mturk_api.PublishView.as_view(), name="mturk-publish"),
     *router.urls,

@@ -8,13 +8,18 @@ from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from celery import current_app
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import kinds, queue
 from annotation.models import Assignment, AssignmentState, Box
-from consensus.models import Vote
+from annotation.queue import sqlrows
+from consensus.calibration import ConfidenceTable
+from consensus.models import ConsensusSettings, Vote
+from consensus.services import table_in_use
 from consensus.voiding import votes_void
+from outbox.services import message_record_later
 
 from . import events, scoring
 from .models import (
@@ -33,36 +38,87 @@ from .models import (
 )
 from .serving import GOLD_POOL, lease_purpose
 
+SCORE_TASK = "gold.tasks.gold_score_update"
+
 
 def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
-    """Queue submit interceptor: the answer to a gold pool task is checked here and never becomes a consensus
+    """Queue submit interceptor: the answer to a gold pool task is checked by gold and never becomes a consensus
     vote; the task stays in the pool for other workers (the queue never gives it to this one again). Runs inside
-    the submit transaction with the task row locked. Any other task costs no query."""
+    the submit transaction with the task row locked. Any other task costs no query.
+
+    The answer is recorded here (a `GoldServing` and its `GoldAnswer`, like the question lookup and the vote a
+    real answer costs). A qualification answer is scored here too (its feedback is in the response; those items
+    are announced as training). An embedded item's score is updated after the response, by a background task
+    the outbox's relay delivers (`gold_score_update`), so a submit takes no longer for gold than for a real
+    question (issue 35). Without a broker every background task runs in-process, and this one runs here."""
     task = assignment.task
     if task.pool != GOLD_POOL:
         return None
-    item = GoldItem.objects.get(task_id=task.pk)
-    if GoldServing.objects.filter(item=item, worker=assignment.worker).exists():
-        return queue.TaskChange()  # answered again after an undo: the first answer is the one scored
     purpose, attempt = lease_purpose(assignment.lease_note) or (Purpose.EMBEDDED, None)
-    serving = GoldServing.objects.create(
-        item=item,
+    item_id, kind, expected, concept_id, calibration_min, served = _item_of(task, assignment.worker_id)
+    if served:
+        return queue.TaskChange()  # answered again after an undo: the first answer is the one scored
+    # The statements a real answer runs, in kind: the subject looked up (the question), the answer recorded
+    # (the vote), and the calibration table of its (kind, concept) read and applied to the answer (the vote's
+    # estimate). The last serves only to make a gold submit cost what a real one costs.
+    serving = GoldServing(
+        item_id=item_id,
         worker=assignment.worker,
         task=task,
         assignment=assignment,
         purpose=purpose,
         attempt=attempt,
     )
-    GoldAnswer.objects.create(
-        serving=serving,
-        assignment=assignment,
-        worker=assignment.worker,
-        dataset_id=task.dataset_id,
-        kind=item.kind,
-        correct=bool(assignment.answer["answer"]) == item.answer,
+    sqlrows.insert(connection, serving)
+    sqlrows.insert_later(
+        connection,
+        GoldAnswer(
+            serving=serving,
+            assignment=assignment,
+            worker=assignment.worker,
+            dataset_id=task.dataset_id,
+            kind=kind,
+            correct=bool(assignment.answer["answer"]) == expected,
+        ),
     )
-    score_update(worker=assignment.worker, dataset_id=task.dataset_id, kind=item.kind, serving=serving)
+    table = table_in_use(kind, concept_id, calibration_min)
+    if table is not None:
+        yes = bool(assignment.answer["answer"])
+        ConfidenceTable.from_dict(table.table).p_positive(int(yes), int(not yes))
+    if purpose == Purpose.EMBEDDED and not current_app.conf.task_always_eager:
+        # Written with the submit's own writes and left to the relay: no round trip to the database or broker.
+        message_record_later(connection, SCORE_TASK, (serving.pk,), dataset_id=task.dataset_id)
+    else:
+        score_update(worker=assignment.worker, dataset_id=task.dataset_id, kind=kind, serving=serving)
     return queue.TaskChange()
+
+
+def _item_of(task, worker_id: int) -> tuple[int, str, bool, int, int, bool]:
+    """(id, kind, answer, concept, the dataset's calibration_min, whether this worker answered it before) of
+    the gold item a pool task serves: one prepared statement, as a real answer's question lookup is."""
+    qn = connection.ops.quote_name
+    with sqlrows.cursor(connection) as cursor:
+        cursor.execute(
+            f"SELECT i.id, i.kind, i.answer, i.concept_id, COALESCE(c.calibration_min, %s), "
+            f"EXISTS (SELECT 1 FROM {qn(GoldServing._meta.db_table)} s WHERE s.item_id = i.id AND s.worker_id = %s) "
+            f"FROM {qn(GoldItem._meta.db_table)} i LEFT JOIN {qn(ConsensusSettings._meta.db_table)} c "
+            "ON c.dataset_id = i.dataset_id WHERE i.task_id = %s",
+            [_CALIBRATION_MIN, worker_id, task.pk],
+        )
+        return cursor.fetchone()
+
+
+_CALIBRATION_MIN = ConsensusSettings._meta.get_field("calibration_min").default
+
+
+def gold_score_update(serving_id: int) -> None:
+    """The background half of an embedded gold answer: update the worker's score with it (and block them when
+    their answers say so). Safe to run again: the score is recounted from the recorded answers."""
+    serving = GoldServing.objects.select_related("item", "worker", "task").get(pk=serving_id)
+    with transaction.atomic():
+        score_update(
+            worker=serving.worker, dataset_id=serving.item.dataset_id, kind=serving.item.kind, serving=serving
+        )
 
 
 def gold_withdraw_intercept(assignment: Assignment) -> queue.TaskChange | None:
@@ -84,6 +140,9 @@ def qualification_feedback(assignment: Assignment) -> dict[str, Any]:
     gold pool task costs a query."""
     if assignment.task.pool != GOLD_POOL:
         return {}
+    found = lease_purpose(assignment.lease_note)
+    if found is not None and found[0] != Purpose.QUALIFICATION:
+        return {}  # embedded gold: no query, as for an ordinary task (and it may not be scored yet)
     answer = GoldAnswer.objects.select_related("serving__item").filter(assignment_id=assignment.pk).first()
     if answer is None or answer.correct or answer.serving.purpose != Purpose.QUALIFICATION:
         return {}

@@ -29,6 +29,8 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.queue import sqlrows
+
 from .models import Message, MessageState
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,19 @@ def message_enqueue(
         available_at=timezone.now() + timedelta(seconds=countdown),
     )
     transaction.on_commit(lambda: message_send(message.pk, countdown=countdown))
+    return message
+
+
+def message_record_later(connection, task_name: str, args: Iterable = (), *, dataset_id: int | None = None):
+    """Record a call of the Celery task `task_name` with the caller's deferred writes (annotation.queue.sqlrows:
+    inside a submit, in the one statement that writes the answer's effects) and send nothing on commit: the relay
+    delivers it on its first run after RELAY_GRACE (within `CROWDLABEL_OUTBOX_RELAY_SECONDS`). For work that may
+    wait that long, recorded on a path whose response time must not depend on it (a gold answer's score)."""
+    celery_task(task_name)
+    message = Message(
+        task_name=task_name, args=list(args), kwargs={}, dataset_id=dataset_id, available_at=timezone.now()
+    )
+    sqlrows.insert_later(connection, message)
     return message
 
 

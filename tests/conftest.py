@@ -111,3 +111,11 @@ def png_bytes(size=(64, 48), colour=(200, 30, 30), seed: int | None = None) -> b
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+def leased_task(body: dict):
+    """The task of an assignment as the API handed it out: leases name no task (only their assignment) and
+    their image by an opaque reference (annotation/imagerefs.py), so tests look the task up server-side."""
+    from annotation.models import Assignment
+
+    return Assignment.objects.select_related("task").get(pk=body["id"]).task

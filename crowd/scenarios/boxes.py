@@ -70,7 +70,9 @@ def is_box_task(task: dict) -> bool:
     return task["kind"] in KIND_TIMING or "boxes" in task["payload"]
 
 
-def answer_box_task(worker: SimulatedWorker, task: dict, scene: Scene) -> tuple[dict | None, float]:
+def answer_box_task(
+    worker: SimulatedWorker, task: dict, scene: Scene, image_id: int
+) -> tuple[dict | None, float]:
     """A worker's answer to a draw, quality or coverage task on `scene`, and the seconds it took; None when
     the draw page keeps refusing what the worker draws (the worker hands the task back)."""
     kind = task["kind"]
@@ -87,7 +89,7 @@ def answer_box_task(worker: SimulatedWorker, task: dict, scene: Scene) -> tuple[
         return _draw(worker, truth, shown, scene, float(payload["min_difference"])), seconds
     shown = np.asarray(payload["boxes"], dtype=np.float64).reshape(-1, 4)
     # What the worker sees names the question, so colluders can agree on it.
-    key = (task["image"]["id"], payload["concept"]["wnid"], kind, payload.get("box"), len(shown))
+    key = (image_id, payload["concept"]["wnid"], kind, payload.get("box"), len(shown))
     if kind == "box_quality":
         box = np.asarray(payload["box"], dtype=np.float64).reshape(1, 4)
         return {"answer": judge_box_quality(worker, box, truth, shown, question_key=key)}, seconds
@@ -136,6 +138,7 @@ class BoxesScenario:
         self.kinds = KINDS
         self.scenes: list[Scene] = generate_scenes(classes, SceneSpec(n_images=n_images, seed=seed))
         self.image_scene: dict[int, Scene] = {}
+        self.image_of_ref: dict[str, int] = {}  # a lease's task.image.ref -> the image id uploading gave
 
     def setup(self, api: OrganizerApi) -> None:
         cap = max(3, min(DEFAULT_VOTE_CAP, len(self.crowd.workers) - 2))
@@ -148,6 +151,7 @@ class BoxesScenario:
         ids = api.upload(files)
         by_name = {name: scene for (name, _), scene in zip(files, self.scenes, strict=True)}
         self.image_scene = {image_id: by_name[name] for name, image_id in ids.items()}
+        self.image_of_ref = api.image_of_ref
         by_concept: dict[str, list[int]] = {}
         for image_id, scene in sorted(self.image_scene.items()):
             for key in sorted(scene.class_keys):
@@ -166,7 +170,8 @@ class BoxesScenario:
 
     def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
         task = assignment["task"]
-        return answer_box_task(worker, task, self.image_scene[task["image"]["id"]])
+        image_id = self.image_of_ref[task["image"]["ref"]]
+        return answer_box_task(worker, task, self.image_scene[image_id], image_id)
 
     def summarize(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
         rows = api.paged(f"/api/v1/datasets/{api.dataset_id}/boxes/", {"state": "accepted"})

@@ -132,6 +132,7 @@ class FullScenario:
         self.gold_answers: dict[str, int] = {}  # simulated worker id -> gold tasks answered
         self.assignment_worker: dict[int, str] = {}  # assignment id -> simulated worker id
         self.image_scene: dict[int, Scene] = {}
+        self.image_of_ref: dict[str, int] = {}  # a lease's task.image.ref -> the image id uploading gave
         self.scene_of: dict[int, Scene] = {}  # every image id the crowd may see, side datasets included
         self.files: list[tuple[str, bytes]] = []
         self.image_ids: dict[str, int] = {}
@@ -165,6 +166,7 @@ class FullScenario:
         gold_scene = {ids[name]: by_name[name] for name, _ in gold_files}
         self.gold_images = set(gold_scene)
         self.scene_of.update(self.image_scene)
+        self.image_of_ref = api.image_of_ref  # side datasets' uploads add theirs (_majority)
         self.scene_of.update(gold_scene)
         self.candidates = self._choose_candidates()
         if self.gold_rate:
@@ -286,6 +288,7 @@ class FullScenario:
         side = OrganizerApi(api.transport, api.token)
         side.create_dataset(f"{api.dataset_name}-majority{n}", description="fixed-majority comparison")
         ids = side.upload(self.files)
+        self.image_of_ref.update(side.image_of_ref)
         to_side = {self.image_ids[name]: side_id for name, side_id in ids.items()}
         self.scene_of.update({side_id: self.image_scene[main] for main, side_id in to_side.items()})
         by_concept: dict[str, list[int]] = {}
@@ -334,9 +337,10 @@ class FullScenario:
 
     def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
         task = assignment["task"]
-        scene = self.scene_of[task["image"]["id"]]
+        image_id = self.image_of_ref[task["image"]["ref"]]
+        scene = self.scene_of[image_id]
         if is_box_task(task):
-            answer, seconds = answer_box_task(worker, task, scene)
+            answer, seconds = answer_box_task(worker, task, scene, image_id)
             what = (
                 task["kind"]
                 if task["kind"] != "question"
@@ -346,13 +350,13 @@ class FullScenario:
             node = task["payload"]["concept"]["wnid"]
             truth = bool(self.hierarchy.leaves_under.get(node, frozenset({node})) & scene.class_keys)
             difficulty = self.crowd.difficulty(worker, node, sorted(scene.class_keys))
-            yes = answer_binary(worker, truth, difficulty, question_key=(task["image"]["id"], node))
+            yes = answer_binary(worker, truth, difficulty, question_key=(image_id, node))
             answer, seconds = {"answer": yes}, answer_seconds(worker, TaskKind.QUESTION)
             what = PHASE_ANSWERS.get(self.phase, self.phase)
         if answer is not None:
             self.counts[what] = self.counts.get(what, 0) + 1
             self.assignment_worker[assignment["id"]] = worker.worker_id
-            if task["image"]["id"] in self.gold_images:
+            if image_id in self.gold_images:
                 self.gold_answers[worker.worker_id] = self.gold_answers.get(worker.worker_id, 0) + 1
         return answer, seconds
 

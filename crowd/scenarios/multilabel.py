@@ -105,12 +105,14 @@ class MultilabelScenario:
         )
         self.scenes: list[Scene] = generate_scenes(self.classes, spec)
         self.image_scene: dict[int, Scene] = {}
+        self.image_of_ref: dict[str, int] = {}  # a lease's task.image.ref -> the image id uploading gave
 
     def setup(self, api: OrganizerApi) -> None:
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
         ids = api.upload(files)
         by_name = {f"scene-{s.index:05d}.{s.image_format.lower()}": s for s in self.scenes}
         self.image_scene = {image_id: by_name[name] for name, image_id in ids.items()}
+        self.image_of_ref = api.image_of_ref
         hierarchies = api.paged("/api/v1/hierarchies/")
         match = [
             h
@@ -133,7 +135,7 @@ class MultilabelScenario:
 
     def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
         task = assignment["task"]
-        scene = self.image_scene[task["image"]["id"]]
+        scene = self.image_scene[self.image_of_ref[task["image"]["ref"]]]
         node = task["payload"]["concept"]["wnid"]
         truth = bool(self.hierarchy.leaves_under[node] & scene.class_keys)
         # A leaf question is as hard as its class; a high-level question has the crowd's base difficulty.

@@ -63,6 +63,7 @@ class VerifyScenario:
             spec = SceneSpec(n_images=self.n_images, seed=self.seed, width_range=(w, w), height_range=(h, h))
         self.scenes: list[Scene] = generate_scenes(self.classes, spec)
         self.image_scene: dict[int, Scene] = {}
+        self.image_of_ref: dict[str, int] = {}  # a lease's task.image.ref -> the image id uploading gave
         self.candidates: list[tuple[int, str]] = []  # (scene index, class key)
         self.gold_indices: set[int] = set()  # scenes the organizer labeled themselves (gold, not production)
         self.gold_images: set[int] = set()
@@ -88,6 +89,7 @@ class VerifyScenario:
         by_index = {s.index: s for s in self.scenes}
         name_to_index = {name: int(name.split("-")[1].split(".")[0]) for name, _ in files}
         self.image_scene = {image_id: by_index[name_to_index[name]] for name, image_id in ids.items()}
+        self.image_of_ref = api.image_of_ref
         index_to_image = {name_to_index[name]: image_id for name, image_id in ids.items()}
         self.index_to_image = index_to_image
         self.candidates = self._choose_candidates()
@@ -144,7 +146,7 @@ class VerifyScenario:
 
     def answer(self, worker: SimulatedWorker, assignment: dict) -> tuple[dict | None, float]:
         task = assignment["task"]
-        image_id = task["image"]["id"]
+        image_id = self.image_of_ref[task["image"]["ref"]]
         scene = self.image_scene[image_id]
         key = task["payload"]["concept"]["wnid"]
         present = sorted(scene.class_keys)

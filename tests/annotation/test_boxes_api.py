@@ -9,10 +9,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation import boxes
+from annotation.imagerefs import image_ref
 from annotation.models import Assignment, AssignmentState, Box, BoxJob, BoxJobEvent, Task
 from tests import factories
 from tests.annotation.boxhelpers import image, vote, workers
-from tests.conftest import client_for
+from tests.conftest import client_for, leased_task
 
 pytestmark = pytest.mark.django_db
 
@@ -144,8 +145,11 @@ def test_a_draw_on_an_image_without_a_task_is_refused(started, worker, other_wor
     client = client_for(worker)
     assignment = next_draw(client)
     wrong_image = started[2].pk
-    reply = submit(client, assignment["id"], {"box": [10, 10, 100, 90], "image": wrong_image})
-    assert reply.status_code == 400 and f"not image {wrong_image}" in str(reply.data["answer"])
+    for named in (image_ref(wrong_image), wrong_image, leased_task(assignment).image_id):
+        # another image's reference, and ids (even the right one: leases name images by reference only)
+        reply = submit(client, assignment["id"], {"box": [10, 10, 100, 90], "image": named})
+        assert reply.status_code == 400 and "names another image" in str(reply.data["answer"])
+        assert str(wrong_image) not in str(reply.data["answer"]), "the refusal names no image id"
     # another worker's assignment is not theirs to answer at all
     reply = submit(client_for(other_worker), assignment["id"], {"box": [10, 10, 100, 90]})
     assert reply.status_code == 404
@@ -166,7 +170,7 @@ def test_a_box_within_5_px_of_an_accepted_box_is_refused_as_its_duplicate(starte
     first = next_draw(client)
     assert (
         submit(
-            client, first["id"], {"box": [10.5, 10, 100, 90], "image": first["task"]["image"]["id"]}
+            client, first["id"], {"box": [10.5, 10, 100, 90], "image": first["task"]["image"]["ref"]}
         ).status_code
         == 201
     )
@@ -175,7 +179,7 @@ def test_a_box_within_5_px_of_an_accepted_box_is_refused_as_its_duplicate(starte
     box = Box.objects.get()
     drawer = client_for(crowd[0].user)
     again = next_draw(drawer)
-    if again["task"]["image"]["id"] != box.image_id:  # the other image's first draw: hand it back
+    if again["task"]["image"]["ref"] != image_ref(box.image_id):  # the other image's first draw: hand it back
         assert drawer.post(f"/api/v1/assignments/{again['id']}/release").status_code == 200
         again = next_draw(drawer)
     assert again["task"]["payload"]["boxes"] == [{"id": box.pk, "box": [10.5, 10.0, 100.0, 90.0]}]

@@ -130,12 +130,12 @@ def test_missing_credentials_and_an_unreachable_endpoint_are_named(s3_source, se
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name)
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to ask on a test machine
-    buckets._client_for.cache_clear()  # a client keeps the credentials it found first
+    buckets.client_for.cache_clear()  # a client keeps the credentials it found first
     try:
         with pytest.raises(BucketError, match=f"no AWS credentials to read bucket '{bucket}'"):
             list(bucket_objects(f"s3://{bucket}/"))
     finally:
-        buckets._client_for.cache_clear()
+        buckets.client_for.cache_clear()
         monkeypatch.undo()
 
     with socket.socket() as sock:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import ConceptExample, ExampleState, Task
+from annotation.models import ConceptExample, ExampleState
 from gold.models import GoldServing, GoldSettings, Purpose
 from tests import factories
-from tests.conftest import client_for, png_bytes
+from tests.conftest import client_for, leased_task, png_bytes
 from tests.gold.conftest import gold_for, make_images, make_workers, production_questions, small_qualification
 
 pytestmark = pytest.mark.django_db
@@ -147,7 +147,7 @@ def test_gold_and_ordinary_tasks_carry_the_same_examples(organizer, dataset, con
 
     def lease_and_answer():
         body = client.get("/api/v1/tasks/next").json()
-        task = Task.objects.get(pk=body["task"]["id"])
+        task = leased_task(body)
         client.post(
             f"/api/v1/assignments/{body['id']}/submit",
             {"answer": {"answer": answers.get(task.image_id, True)}},

@@ -21,6 +21,7 @@ from gold.items import GoldSpec, gold_items_create
 from gold.models import GoldSettings
 from tests import factories
 from tests.annotation.test_queue_queries import token_client, vote_task
+from tests.conftest import leased_task
 from tests.gold.conftest import make_images, make_workers, production_questions
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -176,7 +177,7 @@ def test_the_vote_path_compiles_no_orm_statement_but_the_counters(worker):
     task = vote_task(answers_wanted=1)
     client = token_client(worker)
     response = client.get("/api/v1/tasks/next")
-    assert response.status_code == 200 and response.json()["task"]["id"] == task.pk
+    assert response.status_code == 200 and leased_task(response.json()).pk == task.pk
     with orm_statements() as compiled:
         response = client.post(
             f"/api/v1/assignments/{response.json()['id']}/submit",

@@ -213,7 +213,12 @@ def test_api_upload_of_many_files_stores_good_ones_and_reports_the_rest(organize
     assert [s["name"] for s in body["stored"]] == ["a.jpg", "b.jpg", "c.jpg"]
     a_id = body["stored"][0]["id"]
     assert body["near_duplicates"] == [
-        {"id": body["stored"][2]["id"], "name": "c.jpg", "near_duplicate_of": a_id}
+        {
+            "id": body["stored"][2]["id"],
+            "ref": body["stored"][2]["ref"],
+            "name": "c.jpg",
+            "near_duplicate_of": a_id,
+        }
     ]
     assert [r["name"] for r in body["rejected"]] == ["notes.jpg"]
     assert "not an image" in body["rejected"][0]["reason"]

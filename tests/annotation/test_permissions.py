@@ -11,6 +11,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation import queue
+from annotation.imagerefs import image_ref
 from tests import factories
 from tests.conftest import client_for
 
@@ -75,8 +76,10 @@ def test_worker_cannot_fetch_an_image_of_a_task_they_never_had(worker, other_wor
     theirs = leased_assignment(other_worker)
     mine = leased_assignment(worker)
     client = client_for(worker)
-    assert client.get(f"/api/v1/images/{theirs.task.image_id}/file").status_code == 404
-    assert client.get(f"/api/v1/images/{mine.task.image_id}/file").status_code == 200
+    assert client.get(f"/api/v1/task-images/{image_ref(theirs.task.image_id)}").status_code == 404
+    assert client.get(f"/api/v1/task-images/{image_ref(mine.task.image_id)}").status_code == 200
+    # Never by id, not even their own task's image: ids tell old images from new ones.
+    assert client.get(f"/api/v1/images/{mine.task.image_id}/file").status_code == 403
 
 
 # --- organizers ----------------------------------------------------------------------------------------
@@ -116,6 +119,7 @@ def api_operations() -> list[tuple[str, str]]:
     operations = []
     for path, item in schema["paths"].items():
         concrete = re.sub(r"\{wnid\}", "n00000001", path)
+        concrete = re.sub(r"\{ref\}", "A" * 22, concrete)  # an image reference's shape
         concrete = re.sub(r"\{[^}]+\}", "1", concrete)
         for method in item:
             if method in {"get", "post", "put", "patch", "delete"}:

@@ -10,6 +10,7 @@ from django.utils import timezone
 from annotation import queue
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 from tests import factories
+from tests.conftest import leased_task
 
 pytestmark = pytest.mark.django_db
 
@@ -35,10 +36,11 @@ def test_next_task_leases_highest_priority_first_and_shows_no_result(worker, api
     response = lease(api_client(worker))
     assert response.status_code == 200
     body = response.json()
-    assert body["task"]["id"] == high.pk
+    assert leased_task(body).pk == high.pk and "id" not in body["task"]
     assert body["state"] == "leased"
     assert "result" not in body["task"] and "answers_count" not in body["task"]
-    assert body["task"]["image"]["url"].startswith("/api/v1/images/")
+    assert body["task"]["image"]["url"] == f"/api/v1/task-images/{body['task']['image']['ref']}"
+    assert "id" not in body["task"]["image"]
     assert Task.objects.get(pk=high.pk).state == TaskState.LEASED
     assert Task.objects.get(pk=low.pk).state == TaskState.OPEN
 
@@ -137,7 +139,7 @@ def test_expired_lease_returns_task_to_queue_on_read(worker, other_worker, api_c
     Assignment.objects.filter(pk=assignment_id).update(expires_at=timezone.now() - timedelta(seconds=1))
     response = lease(api_client(other_worker))
     assert response.status_code == 200
-    assert response.json()["task"]["id"] == task.pk
+    assert leased_task(response.json()).pk == task.pk
     assert Assignment.objects.get(pk=assignment_id).state == AssignmentState.EXPIRED
 
 
@@ -167,7 +169,7 @@ def test_released_task_goes_to_another_worker_not_back(worker, other_worker, api
     response = client.post(f"/api/v1/assignments/{assignment_id}/release")
     assert response.status_code == 200 and response.json()["state"] == "released"
     assert lease(client).status_code == 204
-    assert lease(api_client(other_worker)).json()["task"]["id"] == task.pk
+    assert leased_task(lease(api_client(other_worker)).json()).pk == task.pk
 
 
 def test_excluded_worker_never_leases_the_task(worker, api_client):

@@ -13,6 +13,7 @@ from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.test import APIClient
 
+from annotation.imagerefs import image_ref
 from annotation.models import Assignment, Task, TaskState
 from annotation.serializers import AssignmentSerializer, WorkerTaskSerializer
 from annotation.vote_tasks import vote_tasks_create
@@ -102,7 +103,7 @@ def test_the_submit_that_closes_a_vote_adds_only_its_decision_and_final_label_wr
 def test_submit_response_still_carries_the_task_image_and_question(worker):
     task = factories.TaskFactory()
     _, _, body = cycle(token_client(worker))
-    assert body["task"]["image"]["id"] == task.image_id
+    assert body["task"]["image"]["ref"] == image_ref(task.image_id)
     assert body["task"]["payload"]["concept"]["wnid"] == task.concept.wnid
     assert body["state"] == "submitted"
 

@@ -35,7 +35,7 @@ def test_held_lists_only_the_workers_live_leases_oldest_first(worker, other_work
     assert response.status_code == 200
     results = response.json()["results"]
     assert [a["id"] for a in results] == [first, second]
-    assert results[0]["task"]["image"]["url"].startswith("/api/v1/images/")
+    assert results[0]["task"]["image"]["url"].startswith("/api/v1/task-images/")
     # Without `held`, the list is every assignment of the worker, newest first, as before.
     assert [a["id"] for a in held(client, "false").json()["results"]] == [expired, answered, second, first]
 

@@ -13,6 +13,7 @@ from annotation import queue
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 from tests import factories
 from tests.annotation.test_queue import lease
+from tests.conftest import leased_task
 
 pytestmark = pytest.mark.django_db
 
@@ -42,14 +43,14 @@ def test_the_answer_brings_back_the_next_lease_as_tasks_next_hands_it_out(worker
     high = factories.TaskFactory(priority=5, image=image)
     client = api_client(worker)
     assignment = lease(client).json()
-    assert assignment["task"]["id"] == first.pk
+    assert leased_task(assignment).pk == first.pk
 
     response = submit_next(client, assignment["id"])
     assert response.status_code == 201
     body = response.json()
     assert body["id"] == assignment["id"] and body["state"] == "submitted"
     nxt = body["next"]
-    assert nxt["task"]["id"] == high.pk, "the highest priority left, as tasks/next would lease it"
+    assert leased_task(nxt).pk == high.pk, "the highest priority left, as tasks/next would lease it"
     assert nxt["state"] == "leased" and "examples" in nxt["task"]
     assert set(nxt) == set(assignment) and set(nxt["task"]) == set(assignment["task"])
     assert held(worker) == [nxt["id"]]

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Image
-from candidates import services
+from candidates import services, sources
 from candidates.models import Candidate, CandidateImport, RowState
 from tests.annotation import imagefiles
 
@@ -19,6 +19,7 @@ def test_a_bucket_prefix_becomes_a_pool_of_the_concept_with_bad_objects_reported
     s3_media, s3_source, dataset, dog, django_capture_on_commit_callbacks
 ):
     client, bucket = s3_source
+    sources.source_register(dataset=dataset, bucket=bucket, access_key_id="AKIA", secret_access_key="s")
     for key, data in {
         "dogs/a.jpg": imagefiles.jpeg(11),
         "dogs/b.png": imagefiles.encode(imagefiles.picture(12), "PNG"),
@@ -52,6 +53,9 @@ def test_a_bucket_prefix_becomes_a_pool_of_the_concept_with_bad_objects_reported
 
 
 def test_a_missing_bucket_is_refused_naming_it_and_records_nothing(s3_source, dataset, dog):
+    sources.source_register(
+        dataset=dataset, bucket="no-such-bucket", access_key_id="AKIA", secret_access_key="s"
+    )
     with pytest.raises(services.ImportRefused, match="no-such-bucket"):
         services.candidate_import_bucket(dataset=dataset, url="s3://no-such-bucket/x/", concept=dog.wnid)
     with pytest.raises(CommandError, match="no-such-bucket"):

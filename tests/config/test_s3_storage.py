@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 from storages.backends.s3 import S3Storage
 
+from annotation.imagerefs import image_ref
 from annotation.models import Box, BoxState, Image
 from annotation.vote_tasks import vote_tasks_create
 from config.csp import media_origins
@@ -74,7 +75,7 @@ def test_the_worker_pages_image_url_gives_the_stored_bytes(stored, s3_media, s3_
     vote_tasks_create(dataset=dataset, concept=concept, images=stored[:1], answers_wanted=1)
     client = client_for(worker)
     body = client.get("/api/v1/tasks/next").json()
-    assert body["task"]["image"]["id"] == stored[0].pk
+    assert body["task"]["image"]["ref"] == image_ref(stored[0].pk)
 
     fetched = follow_to_bucket(client.get(body["task"]["image"]["url"]), s3_endpoint, s3_media)
 
@@ -86,8 +87,10 @@ def test_the_worker_pages_image_url_gives_the_stored_bytes(stored, s3_media, s3_
 
 
 def test_a_worker_without_a_task_on_the_image_gets_no_bucket_url(stored, worker):
-    response = client_for(worker).get(f"/api/v1/images/{stored[0].pk}/file")
+    response = client_for(worker).get(f"/api/v1/task-images/{image_ref(stored[0].pk)}")
     assert response.status_code == 404 and "Location" not in response
+    response = client_for(worker).get(f"/api/v1/images/{stored[0].pk}/file")  # workers never load by id
+    assert response.status_code == 403 and "Location" not in response
 
 
 def test_a_review_item_shows_its_image_from_the_bucket(stored, s3_media, s3_endpoint, dataset):

@@ -23,6 +23,7 @@ from consensus.models import (
     Vote,
 )
 from tests import factories
+from tests.conftest import leased_task
 from tests.hierarchy.conftest import tiny_hierarchy  # noqa: F401  (a fixture, used by name)
 
 from .conftest import make_images, make_workers
@@ -79,7 +80,9 @@ def test_undo_takes_the_vote_out_of_the_tally_and_leases_the_task_back(
     response = undo(api_client, mistaken, wrong.pk)
     assert response.status_code == 201, response.content
     lease = response.json()
-    assert lease["id"] != wrong.pk and lease["task"]["id"] == question.task_id and lease["state"] == "leased"
+    assert (
+        lease["id"] != wrong.pk and leased_task(lease).pk == question.task_id and lease["state"] == "leased"
+    )
     assert "question" in lease["task"]["payload"]  # handed out like any lease (tasks/next)
     question.refresh_from_db()
     assert (question.yes_count, question.no_count, question.state) == (1, 0, QuestionState.OPEN)

@@ -13,6 +13,7 @@ from annotation import queue
 from consensus import services, verification
 from consensus.models import CalibrationTable, ConsensusSettings, Question, QuestionRole, QuestionState
 from tests import factories
+from tests.conftest import leased_task
 
 from .conftest import make_images, make_workers
 
@@ -153,7 +154,7 @@ def test_the_worker_task_json_never_shows_votes_p_role_or_calibration(api_client
         for word in ("calibration", "production", "role", "yes_count", "no_count", '"p"', "gold", "vote"):
             assert word not in text, (word, body)
         assert set(body["task"]["payload"]) == {"question", "concept"}
-        seen_roles.add(Question.objects.get(task_id=body["task"]["id"]).role)
+        seen_roles.add(Question.objects.get(task_id=leased_task(body).pk).role)
         submit = client.post(
             f"/api/v1/assignments/{body['id']}/submit",
             {"answer": {"answer": True}},

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import boxes, queue
+from annotation.imagerefs import image_ref
 from annotation.vote_tasks import vote_tasks_create
 from consensus import verification
 from consensus.models import Question, QuestionKind
@@ -62,7 +63,7 @@ def queue_one(kind: str) -> str:
         lease = queue.task_lease_next(worker=drawer)
         box = [100.0, 80.0, 380.0, 300.0]
         queue.assignment_submit(
-            assignment=lease, answer={"box": box, "image": images[0].pk}, idempotency_key="d"
+            assignment=lease, answer={"box": box, "image": image_ref(images[0].pk)}, idempotency_key="d"
         )
         assert Question.objects.filter(kind=QuestionKind.BOX_QUALITY, state="open").exists()
         return "question"

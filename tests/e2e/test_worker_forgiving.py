@@ -95,7 +95,7 @@ def test_training_questions_are_announced_and_a_wrong_answer_shows_the_right_one
 
 def test_no_answer_is_taken_before_the_image_has_loaded(page, live_server, two_vote_tasks):
     held = []
-    page.route("**/api/v1/images/*/file*", lambda route: held.append(route))
+    page.route("**/api/v1/task-images/*", lambda route: held.append(route))
     factories.user_with_roles("ann", ("workers",))
     sign_in(page, live_server.url, "ann")
     expect(page.locator("h1.question")).to_have_text("Does this image show a dog?")
@@ -110,7 +110,7 @@ def test_no_answer_is_taken_before_the_image_has_loaded(page, live_server, two_v
 
     for route in held:
         route.continue_()
-    page.unroute("**/api/v1/images/*/file*")
+    page.unroute("**/api/v1/task-images/*")
     wait_for_image_loaded(page)
     page.keyboard.press("n")
     expect(page.locator("#answered")).to_have_text("1")

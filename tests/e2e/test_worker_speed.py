@@ -10,6 +10,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from annotation.imagerefs import image_ref
 from annotation.models import Assignment, AssignmentState
 from annotation.vote_tasks import vote_tasks_create
 from tests import factories
@@ -88,7 +89,7 @@ def signed_in_with_one_ahead(page, live_server) -> tuple[Network, int, int]:
 
 
 def image_path(assignment_id: int) -> str:
-    return f"/api/v1/images/{Assignment.objects.get(pk=assignment_id).task.image_id}/file"
+    return f"/api/v1/task-images/{image_ref(Assignment.objects.get(pk=assignment_id).task.image_id)}"
 
 
 def test_the_next_task_and_its_image_are_ready_before_the_answer_and_show_without_a_request(

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from gold.models import GoldItem, GoldSettings, WorkerScore
-from tests.conftest import client_for
+from tests.conftest import client_for, leased_task
 
 from .conftest import gold_for, make_images, make_workers, production_questions, small_qualification
 
@@ -39,7 +39,7 @@ def test_embedded_gold_never_leaks_in_raw_json_or_the_worker_page(dataset, conce
         raw = r.content.decode()
         assert_no_gold(raw)
         body = json.loads(raw)
-        item = GoldItem.objects.filter(task_id=body["task"]["id"]).first()
+        item = GoldItem.objects.filter(task_id=leased_task(body).pk).first()
         is_gold = item is not None
         gold_tasks += is_gold
         shapes.setdefault(is_gold, set()).add(json.dumps(sorted(body["task"]["payload"])))
@@ -83,7 +83,7 @@ def test_qualification_feedback_appears_only_after_a_wrong_qualification_answer(
     (w,) = make_workers(1)
     client = client_for(w.user)
     body = client.get("/api/v1/tasks/next").json()
-    truth = answers[body["task"]["image"]["id"]]
+    truth = answers[leased_task(body).image_id]
     wrong = client.post(
         f"/api/v1/assignments/{body['id']}/submit",
         {"answer": {"answer": not truth}},
@@ -92,7 +92,7 @@ def test_qualification_feedback_appears_only_after_a_wrong_qualification_answer(
     ).json()
     assert wrong["feedback"]["expected"] == {"answer": truth}
     body = client.get("/api/v1/tasks/next").json()
-    truth = answers[body["task"]["image"]["id"]]
+    truth = answers[leased_task(body).image_id]
     right = client.post(
         f"/api/v1/assignments/{body['id']}/submit",
         {"answer": {"answer": truth}},

@@ -8,6 +8,7 @@ import pytest
 
 from annotation.models import Assignment, AssignmentState, Task
 from gold.models import GoldAnswer, GoldServing, GoldSettings, Purpose, WorkerScore
+from tests.conftest import leased_task
 
 from .conftest import gold_for, make_images, make_workers, production_questions, small_qualification
 
@@ -41,14 +42,14 @@ def test_an_embedded_gold_answer_is_taken_back_like_any_other_and_the_first_answ
     (w,) = make_workers(1)
     client = api_client(w.user)
     body = lease(client)
-    item = gold[body["task"]["id"]]
+    item = gold[leased_task(body).pk]
     wrong = not item.answer
     submit(client, body, wrong)
 
     undone = client.post(f"/api/v1/assignments/{body['id']}/undo")
     assert undone.status_code == 201, undone.content
     again = undone.json()
-    assert again["task"]["id"] == body["task"]["id"] and again["state"] == "leased"
+    assert leased_task(again).pk == leased_task(body).pk and again["state"] == "leased"
     assert set(again) == set(body) and set(again["task"]["payload"]) == set(body["task"]["payload"])
     assert Assignment.objects.get(pk=body["id"]).state == AssignmentState.WITHDRAWN
 

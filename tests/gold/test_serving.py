@@ -14,6 +14,7 @@ from consensus.models import Question, Vote
 from gold.models import GoldAnswer, GoldItem, GoldServing, GoldSettings, Purpose, WorkerScore
 from gold.serving import GOLD_POOL, gold_due, lease_policy
 from tests import factories
+from tests.conftest import leased_task
 
 from .conftest import gold_for, make_images, make_workers, production_questions, small_qualification
 
@@ -174,7 +175,7 @@ def test_qualification_items_are_announced_as_training_and_nothing_else_is(datas
 
     def lease_and_answer():
         body = client.get("/api/v1/tasks/next").json()
-        task = Task.objects.get(pk=body["task"]["id"])
+        task = leased_task(body)
         right = answers.get(task.image_id, True)
         response = client.post(
             f"/api/v1/assignments/{body['id']}/submit",

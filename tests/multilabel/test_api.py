@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from annotation.imagerefs import image_ref
 from multilabel.labeling import labeling_answer
 from multilabel.models import ImageLabeling, LabelingStatus
 from tests import factories
@@ -135,4 +136,4 @@ def test_worker_sees_the_question_with_gloss_and_examples_and_nothing_else(
         "concept": {"wnid": "q:animal", "name": "animal", "gloss": "gloss of animal"},
         "examples": ["dog", "cat"],
     }
-    assert task["image"]["id"] == images[0].pk
+    assert task["image"]["ref"] == image_ref(images[0].pk)

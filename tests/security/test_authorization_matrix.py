@@ -22,9 +22,10 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from annotation import queue
+from annotation.imagerefs import image_ref
 from annotation.models import Dataset
 from benchmark.models import Challenge, ExportJob, SplitVersion
-from candidates.models import CandidateImport
+from candidates.models import CandidateImport, SourceBucket
 from consensus.models import Question, QuestionKind
 from crowd.models import StudyLink
 from hierarchy.models import Concept, Hierarchy
@@ -69,9 +70,10 @@ POLICY: dict[str, tuple[frozenset[str], str | dict[str, str]]] = {
     "v1_concepts_retrieve": (ANYONE_SIGNED_IN, "shared"),
     "v1_challenges_leaderboard_list": (ANYONE_SIGNED_IN, "shared"),
     "v1_challenges_submissions_create": (ANYONE_SIGNED_IN, "shared"),
-    # an image file: its dataset's organizers, a worker who holds (or held) a task on it, and reviewers (the
-    # platform-wide review queue shows any dataset's images)
-    "v1_images_file_retrieve": (frozenset({WORKER, REVIEWER, ORG_A, ORG_B, STAFF}), "tenant"),
+    # an image file by id: its dataset's organizers and reviewers (the platform-wide review queue shows any
+    # dataset's images); workers load a task's image by the opaque reference of their lease instead
+    "v1_images_file_retrieve": (frozenset({REVIEWER, ORG_A, ORG_B, STAFF}), "tenant"),
+    "v1_task_images_retrieve": (W, "own"),
     # reviewers: the platform-wide review queue
     "v1_review_next_retrieve": (frozenset({REVIEWER, STAFF}), "shared"),
     "v1_review_items_decide_create": (frozenset({REVIEWER, STAFF}), "shared"),
@@ -177,6 +179,10 @@ for _operation in (
     "v1_datasets_candidates_precision_list",
     "v1_datasets_candidate_pools_list",
     "v1_datasets_candidate_queries_list",
+    "v1_datasets_source_buckets_list",
+    "v1_datasets_source_buckets_create",
+    "v1_datasets_source_buckets_retrieve",
+    "v1_datasets_source_buckets_destroy",
 ):
     POLICY[_operation] = (ORGS, "tenant")
 # Blacklist flags and box attributes: reviewers (on any dataset, like the review queue) and the organizers.
@@ -190,7 +196,7 @@ for _operation in (
 # The hierarchy tree: organizers, platform-wide (hierarchies are shared, like the hierarchy list).
 POLICY["v1_hierarchies_tree_retrieve"] = (ORGS, "shared")
 # An example image: like an image file, its dataset's organizers, workers with a task there, and reviewers.
-POLICY["v1_examples_file_retrieve"] = POLICY["v1_images_file_retrieve"]
+POLICY["v1_examples_file_retrieve"] = (frozenset({WORKER, REVIEWER, ORG_A, ORG_B, STAFF}), "tenant")
 
 # Rows this test does not build (their id names no row, so "reached" may also be a 404 there).
 UNBUILT = {
@@ -198,6 +204,8 @@ UNBUILT = {
     "/api/v1/datasets/{dataset_id}/confusable-pairs/{pair_id}/": "no confusable pair is built",
     "/api/v1/datasets/{id}/examples/{example_id}/remove/": "no example image is built",
     "/api/v1/examples/{id}/file/": "no example image is built",
+    # Built, but its DELETE by the dataset's organizer leaves none for the staff call after it.
+    "/api/v1/datasets/{dataset_id}/source-buckets/{source_bucket_id}/": "removed by the organizer's DELETE",
     "/api/v1/datasets/{dataset_id}/detection-sets/{name}/freeze/": "no detection set is built",
     "/api/v1/datasets/{dataset_id}/detection-sets/{name}/todo/": "no detection set is built",
 }
@@ -243,6 +251,7 @@ def tenant(organizer, worker, reviewer, tag: str) -> dict:
         "dataset": dataset.pk,
         "worker": worker.worker.pk,
         "image": image.pk,
+        "image_ref": image_ref(image.pk),
         "assignment": assignment.pk,
         "split": split.number,
         "export": export.pk,
@@ -261,6 +270,9 @@ def tenant(organizer, worker, reviewer, tag: str) -> dict:
         "hierarchy": Hierarchy.objects.create(name=f"h {tag}", version="1", fingerprint=tag).pk,
         "wnid": concept.wnid,
         "candidate_import": CandidateImport.objects.create(dataset=dataset, source_name=f"{tag}.csv").pk,
+        "source_bucket": SourceBucket.objects.create(
+            dataset=dataset, bucket=f"photos-{tag.lower()}", access_key_id="AKIA", secret_sealed=""
+        ).pk,
     }
 
 
@@ -284,7 +296,11 @@ ID_OF = {
 
 MISSING = {
     "wnid": "n99999999",
-    **{name: 999999 for name in (*set(ID_OF.values()), "dataset", "worker", "split", "candidate_import")},
+    "image_ref": "A" * 22,
+    **{
+        name: 999999
+        for name in (*set(ID_OF.values()), "dataset", "worker", "split", "candidate_import", "source_bucket")
+    },
 }
 
 
@@ -295,11 +311,13 @@ def concrete(path: str, rows: dict) -> str:
             return rows["wnid"]
         if name == "dataset_id":
             return str(rows["dataset"])
+        if name == "ref":
+            return rows["image_ref"]
         if name == "worker_id":
             return str(rows["worker"])
         if name == "number":
             return str(rows["split"])
-        if name in ("challenge_id", "image_id", "hierarchy_id", "candidate_import_id"):
+        if name in ("challenge_id", "image_id", "hierarchy_id", "candidate_import_id", "source_bucket_id"):
             return str(rows[name.removesuffix("_id")])
         if path in UNBUILT and (name != "id" or not path.startswith("/api/v1/datasets/")):
             return "999999"

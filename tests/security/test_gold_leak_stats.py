@@ -28,7 +28,7 @@ from consensus import services as consensus
 from consensus.models import ConsensusSettings, QuestionKind
 from gold.models import GoldItem, GoldSettings
 from tests import factories
-from tests.conftest import client_for
+from tests.conftest import client_for, leased_task
 from tests.gold.conftest import gold_for, install_table, make_images, make_workers
 
 WORKERS, LEASES_PER_WORKER = 25, 40  # 1,000 leases
@@ -122,7 +122,7 @@ def test_gold_and_normal_leases_agree_on_every_field_id_order_and_latency_over_a
     gold_answer = dict(GoldItem.objects.values_list("task_id", "answer"))
 
     rng = np.random.default_rng(18)
-    leases, submits = [], []
+    leases, submits, leased_ids = [], [], []
     cpu, wall = {True: [], False: []}, {True: [], False: []}
     newest_at_lease = {True: 0, False: 0}
     for worker in make_workers(WORKERS):
@@ -134,12 +134,14 @@ def test_gold_and_normal_leases_agree_on_every_field_id_order_and_latency_over_a
             spent_cpu, spent = time.process_time() - started_cpu, time.perf_counter() - started
             assert response.status_code == 200, response.content
             body = response.json()
-            is_gold = body["task"]["id"] in gold_tasks
+            task_id = leased_task(body).pk
+            is_gold = task_id in gold_tasks
             cpu[is_gold].append(spent_cpu)
             wall[is_gold].append(spent)
-            newest_at_lease[is_gold] += body["task"]["id"] == newest
+            newest_at_lease[is_gold] += task_id == newest
             leases.append((is_gold, body))
-            answer = gold_answer[body["task"]["id"]] if is_gold else bool(rng.random() < 0.5)
+            leased_ids.append((is_gold, task_id))
+            answer = gold_answer[task_id] if is_gold else bool(rng.random() < 0.5)
             submitted = client.post(
                 f"/api/v1/assignments/{body['id']}/submit",
                 {"answer": {"answer": answer}},
@@ -150,7 +152,7 @@ def test_gold_and_normal_leases_agree_on_every_field_id_order_and_latency_over_a
             submits.append((is_gold, submitted.json()))
         listed = client.get("/api/v1/assignments/?page_size=100").json()["results"]
         assert len(listed) == LEASES_PER_WORKER
-        submits.extend((a["task"]["id"] in gold_tasks, a) for a in listed)
+        submits.extend((leased_task(a).pk in gold_tasks, a) for a in listed)
 
     gold = [b for g, b in leases if g]
     normal = [b for g, b in leases if not g]
@@ -175,12 +177,12 @@ def test_gold_and_normal_leases_agree_on_every_field_id_order_and_latency_over_a
     assert {repr(shape(b)) for b in gold_after} == {repr(shape(b)) for b in normal_after}
     assert all("feedback" not in b and "training" not in b for _, b in leases + submits)
     # Nothing on a gold image repeats a real question: gold sits on images without questions of its kind.
-    gold_images = {b["task"]["image"]["id"] for b in gold}
-    assert gold_images.isdisjoint({b["task"]["image"]["id"] for b in normal})
+    gold_images = {b["task"]["image"]["ref"] for b in gold}
+    assert gold_images.isdisjoint({b["task"]["image"]["ref"] for b in normal})
 
     # Ids: gold ids lie among real ones (made with them, not at lease time) and a gold lease is never the newest
     # task of the dataset, as every gold lease was when gold was made at lease time.
-    real_ids = [b["task"]["id"] for b in normal]
+    real_ids = [task_id for g, task_id in leased_ids if not g]
     assert min(real_ids) < min(gold_tasks) and max(gold_tasks) < max(real_ids)
     assert newest_at_lease[True] == 0
 

@@ -16,6 +16,7 @@ from PIL import ImageDraw
 
 from annotation import boxes, queue
 from annotation.examples import ExampleRefused, example_add
+from annotation.imagerefs import image_ref
 from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Box, Dataset
 from annotation.vote_tasks import KIND as VOTE_KIND
@@ -195,6 +196,8 @@ class Command(BaseCommand):
         image = assignment.task.image
         box = [image.width * 0.2, image.height * 0.2, image.width * 0.6, image.height * 0.7]
         queue.assignment_submit(
-            assignment=assignment, answer={"box": box, "image": image.pk}, idempotency_key="demo-draw"
+            assignment=assignment,
+            answer={"box": box, "image": image_ref(image.pk)},
+            idempotency_key="demo-draw",
         )
         return started.created, 1

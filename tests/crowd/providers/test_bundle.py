@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.imagerefs import image_ref, image_ref_id
 from annotation.models import Assignment, AssignmentState
 from crowd.models import Bundle, BundleState, Provider, WorkerSource
 from crowd.providers import base
@@ -106,6 +107,8 @@ def test_bundle_images_are_served_only_for_the_sessions_own_items(dataset, votes
     client = session_client("unused")
     client.credentials()
     assert client.get(image["url"]).status_code == 200
-    other = next(t.image_id for t in votes if t.image_id != image["id"])
-    assert client.get(f"/api/v1/bundle/images/{other}?session={token}").status_code == 404
-    assert client.get(f"/api/v1/bundle/images/{image['id']}?session=forged").status_code in (401, 403)
+    assert "id" not in image and image["url"].startswith(f"/api/v1/bundle/images/{image['ref']}?")
+    mine = image_ref_id(image["ref"])
+    other = next(t.image_id for t in votes if t.image_id != mine)
+    assert client.get(f"/api/v1/bundle/images/{image_ref(other)}?session={token}").status_code == 404
+    assert client.get(f"/api/v1/bundle/images/{image['ref']}?session=forged").status_code in (401, 403)

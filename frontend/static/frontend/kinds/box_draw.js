@@ -129,7 +129,7 @@ export function render(container, assignment, answer) {
       say(why, true);
       return;
     }
-    answer({ box: b, image: image.id });
+    answer({ box: b, image: image.ref });
   }
 
   svg.addEventListener("pointerdown", (event) => {
