@@ -36,7 +36,6 @@ UNDER = {"q:animal": {DOG, CAT}, "q:pet": {DOG, CAT}, "q:vehicle": {CAR}}
 def _fresh_caches(settings):
     graph_cache_clear()
     order_cache_clear()
-    settings.CROWDLABEL = {**settings.CROWDLABEL, "REVIEW_SCAN_SETTLE_SECONDS": 0}
     yield
     graph_cache_clear()
     order_cache_clear()
