@@ -18,6 +18,7 @@ from benchmark.services import export_run
 from gold.models import GoldItem
 from review.models import ItemState, ReviewItem
 from tests import factories
+from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -207,3 +208,32 @@ def test_the_export_command_takes_include_provisional(dataset, dog, tmp_path):
     )
     assert "labels: provisional" in out.getvalue() and "2 accepted boxes not final (written" in out.getvalue()
     assert len(coco(tmp_path / "x")["annotations"]) == 2
+
+
+def test_an_export_job_takes_include_provisional_and_reports_completeness(
+    organizer, dataset, dog, django_capture_on_commit_callbacks
+):
+    dataset.organizers.add(organizer)
+    img = image(dataset)
+    job(img, dog)
+    box(img, dog), box(img, dog, x1=12)
+    final_labels_rebuild(dataset)
+    client = client_for(organizer)
+    url = f"/api/v1/datasets/{dataset.pk}/exports/"
+
+    bad = client.post(url, {"format": "coco", "include_provisional": "sometimes"}, format="json")
+    assert bad.status_code == 400 and "include_provisional" in bad.json()
+    with django_capture_on_commit_callbacks(execute=True):
+        final = client.post(url, {"format": "coco", "include_images": False}, format="json").json()
+        loose = client.post(
+            url, {"format": "coco", "include_images": False, "include_provisional": True}, format="json"
+        ).json()
+
+    assert loose["id"] != final["id"], "a different export, not the one in flight"
+    final = client.get(f"/api/v1/exports/{final['id']}/").json()
+    loose = client.get(f"/api/v1/exports/{loose['id']}/").json()
+    assert (final["include_provisional"], loose["include_provisional"]) == (False, True)
+    assert final["manifest"]["completeness"]["images_left_out"]["by_reason"] == {"boxes_not_final": 1}
+    assert final["progress"] == 0
+    assert loose["manifest"]["completeness"]["labels"] == "provisional" and loose["progress"] == 1
+    assert loose["manifest"]["counts"]["boxes"] == {"all": 2}
