@@ -65,7 +65,9 @@ class DatasetExportsView(APIView):
         responses={201: ExportJobSerializer, 200: ExportJobSerializer},
         description="Queue an export (Celery queue `exports`). The same request while an identical job is "
         "queued or running returns that job (200) instead of starting another. Test labels are never "
-        "included: test images come with ids only.",
+        "included: test images come with ids only. The job first checks the overlaps of every accepted box not "
+        "checked yet, then writes; its manifest's `completeness` lists, per class, accepted boxes not final "
+        "and images left out (unfinished labelling, gold, unlabelled), with reasons.",
     )
     def post(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
@@ -81,6 +83,7 @@ class DatasetExportsView(APIView):
                 include_images=data["include_images"],
                 provenance=data["provenance"],
                 detection_set=data["detection_set"],
+                include_provisional=data["include_provisional"],
             )
         except services.UnknownDetectionSet as exc:
             raise ValidationError({"detection_set": str(exc)}) from None

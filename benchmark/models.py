@@ -86,6 +86,11 @@ class ExportJob(models.Model):
     split = models.CharField(max_length=8, choices=ExportSplit.choices, default=ExportSplit.ALL)
     include_images = models.BooleanField(default=True)
     provenance = models.BooleanField(default=False)
+    include_provisional = models.BooleanField(
+        default=False,
+        help_text="Also write accepted boxes that are not final yet (an overlap check pending, a review item "
+        "open); the manifest says so. Default: final labels only.",
+    )
     detection_set = models.CharField(
         max_length=100,
         blank=True,
@@ -115,6 +120,7 @@ class ExportJob(models.Model):
                     "include_images",
                     "provenance",
                     "detection_set",
+                    "include_provisional",
                 ],
                 condition=Q(state__in=["queued", "running"]),
                 name="export_job_one_in_flight",
@@ -122,7 +128,15 @@ class ExportJob(models.Model):
             # NULLs are distinct in unique indexes (and SQLite has no NULLS NOT DISTINCT): unsplit exports
             # get their own constraint.
             models.UniqueConstraint(
-                fields=["dataset", "format", "split", "include_images", "provenance", "detection_set"],
+                fields=[
+                    "dataset",
+                    "format",
+                    "split",
+                    "include_images",
+                    "provenance",
+                    "detection_set",
+                    "include_provisional",
+                ],
                 condition=Q(state__in=["queued", "running"], split_version__isnull=True),
                 name="export_job_one_in_flight_unsplit",
             ),

@@ -13,14 +13,29 @@ from itertools import groupby
 from typing import IO, Any
 
 from django.core.files.storage import default_storage
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from annotation.models import BoxJob, Dataset, FinalBox, FinalLabel, Image, Task, TaskState
+from annotation.models import (
+    Box,
+    BoxJob,
+    BoxJobStatus,
+    BoxState,
+    Dataset,
+    FinalBox,
+    FinalLabel,
+    Image,
+    Task,
+    TaskState,
+)
 from annotation.vote_tasks import KIND as BINARY_VOTE
-from consensus.models import Question, QuestionKind
+from consensus.models import Question, QuestionKind, QuestionState
+from gold.models import GoldItem
 from hierarchy.models import Concept, ConceptEdge, QuestionNode
+from multilabel.models import ImageLabeling, LabelingStatus
+from review.models import OPEN_STATES, OverlapCheck, ReviewItem
 
 from .class_selection import ImageVerdicts, merged_verdicts
+from .completeness import BoxReason, Completeness, ImageReason, OpenWork, ProvisionalBox, assess
 from .exporters.base import SPLIT_NAMES, ExportBox, ExportCategory, ExportImage, ExportLabel
 from .models import BlacklistEntry, BoxAttributes, DetectionSet, ImageSplit, SplitVersion
 
@@ -190,16 +205,101 @@ def concept_parents() -> dict[int, list[int]]:
     return parents
 
 
+def export_completeness(
+    dataset: Dataset,
+    version: SplitVersion | None,
+    mapping: dict[int, int] | None = None,
+    include_provisional: bool = False,
+) -> Completeness:
+    """Which images of an export are written and what is not final yet (`benchmark.completeness` holds the
+    rule), from the dataset's open work, its accepted boxes outside the review gate, its final labels and its
+    gold items. With a detection set (`mapping`), only work and boxes of its classes count."""
+    if version is None:
+        images = [(pk, "all") for pk in Image.objects.filter(dataset=dataset).values_list("id", flat=True)]
+    else:
+        images = list(ImageSplit.objects.filter(version=version).values_list("image_id", "split"))
+
+    def of_classes(qs: QuerySet) -> QuerySet:
+        return qs if mapping is None else qs.filter(concept_id__in=list(mapping))
+
+    labelled = set(
+        of_classes(FinalLabel.objects.filter(dataset=dataset)).values_list("image_id", flat=True).distinct()
+    )
+    labelled |= set(
+        of_classes(FinalBox.objects.filter(dataset=dataset)).values_list("image_id", flat=True).distinct()
+    )
+    gold = set(GoldItem.objects.filter(dataset=dataset).values_list("image_id", flat=True).distinct())
+    work: list[OpenWork] = []
+    for image_id, concept_id, status in (
+        of_classes(BoxJob.objects.filter(dataset=dataset))
+        .exclude(status=BoxJobStatus.DONE)
+        .values_list("image_id", "concept_id", "status")
+    ):
+        reason = ImageReason.BOX_JOB_IN_REVIEW if status == BoxJobStatus.REVIEW else ImageReason.BOX_JOB_OPEN
+        work.append(OpenWork(image_id, concept_id, reason))
+    undecided = (QuestionState.WAITING, QuestionState.OPEN, QuestionState.REVIEW)
+    for image_id, concept_id in of_classes(
+        Question.objects.filter(dataset=dataset, kind=QuestionKind.IMAGE_VERIFY, state__in=undecided)
+    ).values_list("image_id", "concept_id"):
+        work.append(OpenWork(image_id, concept_id, ImageReason.VERIFICATION_OPEN))
+    for image_id, concept_id in (
+        of_classes(Task.objects.filter(dataset=dataset, kind=BINARY_VOTE, concept__isnull=False))
+        .exclude(state__in=[TaskState.DONE, TaskState.CANCELLED])
+        .values_list("image_id", "concept_id")
+    ):
+        work.append(OpenWork(image_id, concept_id, ImageReason.VOTE_OPEN))
+    for image_id in (
+        ImageLabeling.objects.filter(dataset=dataset)
+        .exclude(status=LabelingStatus.DONE)
+        .values_list("image_id", flat=True)
+    ):
+        work.append(OpenWork(image_id, None, ImageReason.LABELING_OPEN))
+    open_items = ReviewItem.objects.filter(state__in=OPEN_STATES)
+    accepted = of_classes(Box.objects.filter(image__dataset=dataset, state=BoxState.ACCEPTED))
+    not_final = accepted.annotate(
+        checked=Exists(OverlapCheck.objects.filter(box_id=OuterRef("pk"))),
+        in_review=Exists(open_items.filter(box_a=OuterRef("pk")))
+        | Exists(open_items.filter(box_b=OuterRef("pk"))),
+    ).filter(Q(checked=False) | Q(in_review=True))
+    provisional = [
+        ProvisionalBox(
+            box_id,
+            image_id,
+            concept_id,
+            BoxReason.REVIEW_OPEN if in_review else BoxReason.OVERLAP_UNCHECKED,
+        )
+        for box_id, image_id, concept_id, in_review in not_final.values_list(
+            "id", "image_id", "concept_id", "in_review"
+        )
+    ]
+    return assess(
+        images,
+        labelled=labelled,
+        gold=gold,
+        open_work=work,
+        provisional=provisional,
+        include_provisional=include_provisional,
+    )
+
+
 class DatasetSource:
     """A dataset's finalized labels as the exporters read them, split by a split version (or one pseudo
     split "all" when the dataset has none). With a detection set, only its classes are exported, fine
     classes under their merged class (the fine name kept on each box), and a frozen set's snapshot supplies
-    the blacklist and box attributes."""
+    the blacklist and box attributes. Only the images `benchmark.completeness` lets through are streamed
+    (never an unfinished or unlabelled image as a background); with `include_provisional` the accepted boxes
+    not final yet are written too."""
 
     def __init__(
-        self, dataset: Dataset, version: SplitVersion | None, detection_set: DetectionSet | None = None
+        self,
+        dataset: Dataset,
+        version: SplitVersion | None,
+        detection_set: DetectionSet | None = None,
+        include_provisional: bool = False,
     ):
         self.dataset = dataset
+        self.include_provisional = include_provisional
+        self._completeness: Completeness | None = None
         self.version = version
         self.detection_set = detection_set
         self.dataset_name = dataset.name
@@ -245,8 +345,9 @@ class DatasetSource:
         every = [c.id for c in self.categories()]
         mapping = self._mapping
         pairs: set[tuple[int, int]] = set()
+        left_out = self.assessment().left_out
         for image_id, concept_id in self._blacklist:
-            if ids is not None and image_id not in ids:
+            if (ids is not None and image_id not in ids) or image_id in left_out:
                 continue
             if concept_id is None:
                 pairs.update((image_id, c) for c in every)
@@ -269,27 +370,54 @@ class DatasetSource:
             return Image.objects.filter(dataset=self.dataset).values("id")
         return ImageSplit.objects.filter(version=self.version, split=split).values("image_id")
 
+    def assessment(self) -> Completeness:
+        if self._completeness is None:
+            self._completeness = export_completeness(
+                self.dataset, self.version, self._mapping, self.include_provisional
+            )
+        return self._completeness
+
+    def completeness(self) -> dict[str, Any]:
+        names = dict(Concept.objects.filter(pk__in=self._completeness_classes()).values_list("id", "name"))
+        return self.assessment().as_dict(names)
+
+    def _completeness_classes(self) -> set[int]:
+        found = self.assessment()
+        return set(found.boxes_not_final) | set(found.images_unfinished)
+
     def images(self, split: str) -> Iterator[ExportImage]:
         qs = Image.objects.filter(dataset=self.dataset)
         if self.version is not None:
             qs = qs.filter(id__in=self._image_ids(split))
         rows = qs.order_by("id").values_list("id", "width", "height", "file")
+        left_out = self.assessment().left_out
         for pk, width, height, name in rows.iterator(chunk_size=CHUNK):
+            if pk in left_out:
+                continue
             extension = name.rsplit(".", 1)[-1].lower() if "." in name[-6:] else "jpg"
             yield ExportImage(pk, f"{pk:012d}.{extension}", width, height, split)
 
+    def _boxes(self) -> tuple[QuerySet, str]:
+        """The boxes to write and their id column: the final boxes, or every accepted box (provisional)."""
+        if self.include_provisional:
+            return Box.objects.filter(image__dataset=self.dataset, state=BoxState.ACCEPTED), "id"
+        return FinalBox.objects.filter(dataset=self.dataset), "box_id"
+
     def boxes(self, split: str) -> Iterator[ExportBox]:
-        qs = FinalBox.objects.filter(dataset=self.dataset)
+        qs, box_id_column = self._boxes()
         if self.version is not None:
             qs = qs.filter(image_id__in=self._image_ids(split))
         mapping = self._mapping
         if mapping is not None:
             qs = qs.filter(concept_id__in=list(mapping))
         attributes = self._box_attributes()
-        rows = qs.order_by("image_id", "box_id").values_list(
-            "box_id", "image_id", "concept_id", "concept__name", "x1", "y1", "x2", "y2"
+        rows = qs.order_by("image_id", box_id_column).values_list(
+            box_id_column, "image_id", "concept_id", "concept__name", "x1", "y1", "x2", "y2"
         )
+        left_out = self.assessment().left_out
         for box_id, image_id, concept_id, concept_name, *corners in rows.iterator(chunk_size=CHUNK):
+            if image_id in left_out:
+                continue
             fine = ""
             if mapping is not None and mapping[concept_id] != concept_id:
                 fine, concept_id = concept_name, mapping[concept_id]
@@ -297,17 +425,24 @@ class DatasetSource:
 
     def labels(self, split: str) -> Iterator[ExportLabel]:
         images = None if self.version is None else self._image_ids(split)
+        left_out = self.assessment().left_out
         if self._mapping is None:
             for label in image_labels(self.dataset, images):
-                yield ExportLabel(label.image_id, label.concept_id, label.positive)
+                if label.image_id not in left_out:
+                    yield ExportLabel(label.image_id, label.concept_id, label.positive)
             return
         for verdicts in merged_image_verdicts(self.dataset, self._mapping, images):
+            if verdicts.image_id in left_out:
+                continue
             for c in sorted(verdicts.present | verdicts.absent):
                 yield ExportLabel(verdicts.image_id, c, c in verdicts.present)
 
     def provenance(self, split: str) -> Iterator[dict[str, Any]]:
         images = None if self.version is None else self._image_ids(split)
+        left_out = self.assessment().left_out
         for label in image_labels(self.dataset, images):
+            if label.image_id in left_out:
+                continue
             yield {
                 "image_id": label.image_id,
                 "category_id": label.concept_id,
@@ -317,19 +452,29 @@ class DatasetSource:
                 "votes": {"yes": label.yes, "no": label.no},
                 "probability": label.probability,
             }
-        qs = FinalBox.objects.filter(dataset=self.dataset)
+        qs, box_id_column = self._boxes()
         if images is not None:
             qs = qs.filter(image_id__in=images)
-        rows = qs.order_by("image_id", "box_id").values_list(
-            "box_id", "image_id", "concept_id", "box__drawn_by_id"
+        drawn_by_column = "drawn_by_id" if box_id_column == "id" else "box__drawn_by_id"
+        # With provisional boxes, each line says whether its box is final (through the review gate).
+        final = (
+            set(FinalBox.objects.filter(dataset=self.dataset).values_list("box_id", flat=True))
+            if self.include_provisional
+            else None
+        )
+        rows = qs.order_by("image_id", box_id_column).values_list(
+            box_id_column, "image_id", "concept_id", drawn_by_column
         )
         for box_id, image_id, concept_id, drawn_by in rows.iterator(chunk_size=CHUNK):
+            if image_id in left_out:
+                continue
             yield {
                 "box_id": box_id,
                 "image_id": image_id,
                 "category_id": concept_id,
                 "pipeline": "box",
                 "state": "accepted",
+                "final": final is None or box_id in final,
                 "drawn_by": drawn_by,
             }
 

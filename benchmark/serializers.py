@@ -16,6 +16,11 @@ class ExportRequestSerializer(serializers.Serializer):
     split = serializers.ChoiceField(choices=("train", "val", "test", "all"), default="all")
     include_images = serializers.BooleanField(default=True)
     provenance = serializers.BooleanField(default=False)
+    include_provisional = serializers.BooleanField(
+        default=False,
+        help_text="Also write accepted boxes not final yet (overlap check pending, review item open); the "
+        "manifest's `completeness.labels` then reads `provisional`. Default: final labels only.",
+    )
     detection_set = serializers.SlugField(
         max_length=100,
         required=False,
@@ -39,6 +44,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "split",
             "include_images",
             "provenance",
+            "include_provisional",
             "detection_set",
             "state",
             "progress",

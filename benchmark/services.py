@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from annotation.models import Dataset, Image
 from outbox import services as outbox
+from review.scan import overlaps_scan
 
 from . import selectors
 from .exporters import FORMATS, ExportOptions, export, export_dataset
@@ -97,7 +98,11 @@ def split_version_freeze(*, version: SplitVersion) -> SplitVersion:
 
 
 def export_source(
-    dataset: Dataset, split: str, version: SplitVersion | None = None, detection_set=None
+    dataset: Dataset,
+    split: str,
+    version: SplitVersion | None = None,
+    detection_set=None,
+    include_provisional: bool = False,
 ) -> selectors.DatasetSource:
     """The label source of an export; a frozen detection set exports on the split version it was frozen on."""
     if version is None and detection_set is not None and detection_set.frozen:
@@ -110,7 +115,7 @@ def export_source(
         raise BenchmarkError(
             f"dataset {dataset.name} has no split version: run make_splits first, or export --split all"
         )
-    return selectors.DatasetSource(dataset, version, detection_set)
+    return selectors.DatasetSource(dataset, version, detection_set, include_provisional=include_provisional)
 
 
 def export_run(
@@ -125,12 +130,19 @@ def export_run(
     progress: Callable[[int], None] | None = None,
     hidden_truth: bool = True,
     detection_set=None,
+    include_provisional: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Export to a directory or archive; with ``hidden_truth`` the withheld test labels go beside it. With a
-    detection set (``benchmark.detection_sets``) only its classes are exported, merged classes included."""
+    detection set (``benchmark.detection_sets``) only its classes are exported, merged classes included.
+
+    The dataset's labels are brought up to date first: the overlap check's catch-up runs for every accepted box
+    not checked yet (`review.scan`), so a box accepted a moment ago is final, or listed as not final, in this
+    export. The manifest's `completeness` says what is left out and why (`benchmark.completeness`); with
+    ``include_provisional`` accepted boxes not final yet are written too."""
     if format_name not in FORMATS:
         raise BenchmarkError(f"unknown format {format_name!r}; choose from {', '.join(FORMATS)}")
-    source = export_source(dataset, split, version, detection_set)
+    overlaps_scan(dataset)
+    source = export_source(dataset, split, version, detection_set, include_provisional)
     options = ExportOptions(
         split=split, include_images=include_images, provenance=provenance, progress=progress
     )
@@ -151,6 +163,7 @@ def export_job_request(
     include_images: bool,
     provenance: bool,
     detection_set: str = "",
+    include_provisional: bool = False,
 ) -> tuple[ExportJob, bool]:
     """Queue an export job, or return the identical one already in flight (a repeated POST changes nothing).
     The Celery task is enqueued once the row is committed."""
@@ -177,6 +190,7 @@ def export_job_request(
         "include_images": include_images,
         "provenance": provenance,
         "detection_set": detection_set,
+        "include_provisional": include_provisional,
     }
     with transaction.atomic():
         try:
@@ -233,6 +247,7 @@ def export_job_run(job_id: int) -> ExportJob:
                     if job.detection_set
                     else None
                 ),
+                include_provisional=job.include_provisional,
             )
         except BenchmarkError as exc:
             ExportJob.objects.filter(pk=job_id).update(

@@ -339,12 +339,10 @@ CROWDLABEL = {
     "REVIEW_LEASE_SECONDS": env_int("CROWDLABEL_REVIEW_LEASE_SECONDS", 600),
     # How long a reviewer may take back their own latest decision (a mis-keyed 1-5); organizers have no limit.
     "REVIEW_UNDO_SECONDS": env_int("CROWDLABEL_REVIEW_UNDO_SECONDS", 600),
-    # Boxes younger than this may belong to transactions still committing: the scan checks them but does not
-    # move its watermark past them, so a late commit with a lower id is never skipped.
-    "REVIEW_SCAN_SETTLE_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_SETTLE_SECONDS", 120),
-    # Accepted boxes request an overlap scan this many seconds later; requests in between join that scan.
+    # A failed overlap check (accepted boxes are checked on commit) requests a catch-up scan this many seconds
+    # later; requests in between join that scan.
     "REVIEW_SCAN_DEBOUNCE_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_DEBOUNCE_SECONDS", 30),
-    # The scheduled scan of every dataset with unscanned boxes, and the sweep that queues questions and box
+    # The scheduled catch-up scan of every dataset with accepted boxes not checked yet, and the sweep that queues questions and box
     # jobs left in review without a review item.
     "REVIEW_SCAN_EVERY_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS", 300),
     # Background work (outbox/): a task that failed, or whose worker died, this many times is parked for the

@@ -36,4 +36,4 @@ class ReviewDecisionAdmin(ReadOnlyAdmin):
 
 @admin.register(ScanState)
 class ScanStateAdmin(ReadOnlyAdmin):
-    list_display = ("dataset", "last_box_id", "run_upto_box_id", "last_finished_at", "last_pairs_found")
+    list_display = ("dataset", "last_finished_at", "last_boxes_checked", "last_pairs_found")

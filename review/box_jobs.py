@@ -3,7 +3,7 @@ undecidable question of a backend without its own review path) becomes an ambigu
 image and boxes; the reviewer's accept / redraw / close goes back to the pipeline (`annotation.pipeline.
 review_decided`). A job in review because a consensus question was undecidable is carried by that question's
 item instead (review.questions): its verdict resumes the job as the question's decision, one item, one path.
-Accepted boxes request an overlap scan.
+Accepted boxes have their overlaps checked once their transaction commits (review.scan).
 
 A job may also end with the reviewer's "absent": the class is not in the image at all. That is how a wrong
 "present" is caught that the crowd agreed on (a confusable sibling: honest workers say "bicycle" for a motorbike,
@@ -66,9 +66,9 @@ def box_job_to_review(job: BoxJob, reason: str, detail: str) -> None:
 
 
 def boxes_accepted(job: BoxJob, box_ids: list[int]) -> None:
-    from .services import overlaps_scan_soon
+    from .scan import overlaps_check_soon
 
-    overlaps_scan_soon(job.dataset_id)
+    overlaps_check_soon(job.dataset_id, [job.image_id])
 
 
 def _apply(item, row) -> None:

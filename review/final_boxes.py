@@ -1,4 +1,4 @@
-"""The review gate's output as final labels: after a scan and after each decision, the boxes that
+"""The review gate's output as final labels: after an overlap check and after each decision, the boxes that
 `selectors.finalized_boxes` lets through become the dataset's final boxes (`annotation.final_labels`); a box a
 reviewer removed, relabelled or sent back to a recheck leaves them."""
 

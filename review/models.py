@@ -1,5 +1,5 @@
 """Review queues (ILSVRC Appendix E): items for in-house reviewers, their append-only decisions, the
-organizer's confusable class pairs and the per-dataset scan watermark."""
+organizer's confusable class pairs and the per-box record of the overlap check."""
 
 from __future__ import annotations
 
@@ -209,19 +209,11 @@ class ConfusablePair(models.Model):
 
 
 class ScanState(models.Model):
-    """Where the overlap scan of a dataset stands.
-
-    `last_box_id`: every box with a smaller or equal id was settled (not pending) and scanned; later scans only
-    re-check boxes above it plus those queued in `BoxRecheck`. The `run_*` fields describe a scan in progress
-    so a killed task resumes at `run_cursor_image_id` instead of starting over."""
+    """When the overlap catch-up of a dataset last ran and what it found, and whether one is requested (the
+    debounce of `services.overlaps_scan_request`). Which boxes are checked is not a watermark: each accepted
+    box has its own `OverlapCheck`."""
 
     dataset = models.OneToOneField("annotation.Dataset", on_delete=models.CASCADE, related_name="scan_state")
-    last_box_id = models.BigIntegerField(default=0)
-    run_upto_box_id = models.BigIntegerField(null=True, blank=True)
-    run_watermark = models.BigIntegerField(null=True, blank=True)
-    run_recheck_upto = models.BigIntegerField(null=True, blank=True)
-    run_cursor_image_id = models.BigIntegerField(default=0)
-    run_started_at = models.DateTimeField(null=True, blank=True)
     last_finished_at = models.DateTimeField(null=True, blank=True)
     last_boxes_checked = models.PositiveIntegerField(default=0)
     last_pairs_found = models.PositiveIntegerField(default=0)
@@ -233,19 +225,19 @@ class ScanState(models.Model):
     )
 
     def __str__(self) -> str:
-        return f"scan of dataset {self.dataset_id} up to box {self.last_box_id}"
+        return f"overlap scans of dataset {self.dataset_id}"
 
 
-class BoxRecheck(models.Model):
-    """A box whose class or state changed after it was scanned (a relabel, an undo): the next scan re-checks
-    its image. A work list, consumed by the scan."""
+class OverlapCheck(models.Model):
+    """An accepted box whose overlaps with every other accepted box of its image were examined (pairs over
+    a threshold queued for a reviewer). Written under the image's row lock, so a box accepted concurrently
+    is either seen by this check or checked after it; deleted when the box's class or state changes (a
+    relabel, an undo), so the box is examined again. One of the conditions of a final box."""
 
-    dataset = models.ForeignKey("annotation.Dataset", on_delete=models.CASCADE, related_name="+")
-    box = models.ForeignKey("annotation.Box", on_delete=models.CASCADE, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["id"]
+    box = models.OneToOneField(
+        "annotation.Box", primary_key=True, on_delete=models.CASCADE, related_name="overlap_check"
+    )
+    checked_at = models.DateTimeField()
 
     def __str__(self) -> str:
-        return f"recheck box {self.box_id}"
+        return f"overlaps of box {self.box_id} checked at {self.checked_at}"

@@ -9,7 +9,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from annotation.models import Box, BoxState, Dataset
 
-from .models import OPEN_STATES, BoxRecheck, ItemState, ReviewItem, ReviewKind, ScanState
+from .models import OPEN_STATES, ItemState, OverlapCheck, ReviewItem, ReviewKind
 
 
 def review_items_available(
@@ -52,18 +52,14 @@ def review_summary(
 def finalized_boxes(dataset: Dataset, include_open: bool = False) -> QuerySet[Box]:
     """The accepted boxes an exporter may publish as final labels.
 
-    By default a box is final only once a finished overlap scan covered it and no review item about it is
-    still open: nothing a reviewer has yet to look at is exported as final. `include_open=True` is the
-    organizer's explicit choice to export every accepted box anyway."""
+    By default a box is final once its own gate is passed, whatever other boxes are doing: it is accepted,
+    its overlaps with the other accepted boxes of its image were examined (`OverlapCheck`, written by
+    `review.scan`), and no review item about it is open. `include_open=True` is the organizer's explicit
+    choice to export every accepted box anyway."""
     boxes = Box.objects.filter(image__dataset=dataset, state=BoxState.ACCEPTED)
     if include_open:
         return boxes
     open_items = ReviewItem.objects.filter(state__in=OPEN_STATES)
-    last_scanned = (
-        ScanState.objects.filter(dataset=dataset).values_list("last_box_id", flat=True).first() or 0
-    )
-    return boxes.filter(id__lte=last_scanned).exclude(
-        Exists(open_items.filter(box_a=OuterRef("pk")))
-        | Exists(open_items.filter(box_b=OuterRef("pk")))
-        | Exists(BoxRecheck.objects.filter(box=OuterRef("pk")))
+    return boxes.filter(Exists(OverlapCheck.objects.filter(box_id=OuterRef("pk")))).exclude(
+        Exists(open_items.filter(box_a=OuterRef("pk"))) | Exists(open_items.filter(box_b=OuterRef("pk")))
     )

@@ -1,23 +1,21 @@
-"""State changes of the review queues: the overlap scan, leasing an item, deciding it, undoing a decision,
-and queueing ambiguous items from other pipelines (ILSVRC Appendix E).
+"""State changes of the review queues: requesting the overlap scan (`review.scan`), leasing an item, deciding
+it, undoing a decision, and queueing ambiguous items from other pipelines (ILSVRC Appendix E).
 
-Locks are always taken item row first, then box rows in id order, so decisions, undos and the scan never
-deadlock; other items touched as a side effect are locked with SKIP LOCKED and never waited for.
+Locks are always taken item row first, then box rows in id order, then the boxes' image rows, so decisions,
+undos and the overlap check never deadlock; other items touched as a side effect are locked with SKIP LOCKED
+and never waited for.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Min, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from django.utils import timezone
 
 from annotation import counters
@@ -29,8 +27,6 @@ from .final_boxes import final_boxes_sync
 from .models import (
     DECISIONS_BY_KIND,
     OPEN_STATES,
-    BoxRecheck,
-    ConfusablePair,
     Decision,
     ItemState,
     ReviewDecision,
@@ -38,19 +34,18 @@ from .models import (
     ReviewKind,
     ScanState,
 )
-from .overlaps import (
-    BoxArrays,
-    OverlapThresholds,
-    PairKind,
-    find_overlap_pairs,
-    find_overlap_pairs_for_changed,
+from .scan import (  # noqa: F401  (the scan's entry points, for callers of the review services)
+    ScanReport,
+    boxes_recheck,
+    datasets_to_scan,
+    dismiss,
+    lock_images,
+    overlap_thresholds,
+    overlaps_check_images,
+    overlaps_scan,
+    pair_priority,
 )
 from .selectors import review_items_available
-
-T = TypeVar("T")
-
-# Keeps `IN (...)` lists well under SQLite's bound-parameter limit.
-_IN_BATCH = 5000
 
 
 class ReviewError(Exception):
@@ -81,270 +76,13 @@ class InvalidDecision(ValueError):
     """The decision does not fit the item (wrong kind, missing or useless new class); the API answers 400."""
 
 
-def _batched(values: Sequence[T], size: int = _IN_BATCH) -> Iterator[Sequence[T]]:
-    for start in range(0, len(values), size):
-        yield values[start : start + size]
-
-
 # ---------------------------------------------------------------------------------------------------------
-# The overlap scan
+# The overlap scan (review/scan.py) and its requests
 # ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ScanReport:
-    dataset_id: int
-    resumed: bool = False
-    finished: bool = False
-    images_scanned: int = 0
-    boxes_checked: int = 0
-    pairs_found: int = 0
-    items_created: int = 0
-    items_reopened: int = 0
-    items_dismissed: int = 0
-
-
-def overlap_thresholds(dataset_id: int) -> OverlapThresholds:
-    """The configured thresholds and the dataset's own confusable pairs (by concept id)."""
-    conf = settings.CROWDLABEL
-    return OverlapThresholds(
-        duplicate_iou=conf["REVIEW_DUPLICATE_IOU"],
-        cross_class_iou=conf["REVIEW_CROSS_CLASS_IOU"],
-        confusable_iou=conf["REVIEW_CONFUSABLE_IOU"],
-        confusable_pairs=frozenset(
-            ConfusablePair.objects.filter(dataset_id=dataset_id).values_list("concept_a_id", "concept_b_id")
-        ),
-    )
-
 
 # Items a pipeline waits on (a question in review holds up its labeling or box job) come before every pair,
 # which only holds back the export: pairs range from 0 to 100.
 PIPELINE_PRIORITY = 101
-
-
-def pair_priority(iou: float) -> int:
-    # The most overlapping pairs first: they are the likeliest true duplicates or mislabels.
-    return int(round(100 * iou))
-
-
-def overlaps_scan(
-    dataset: Dataset,
-    *,
-    chunk_images: int = 1000,
-    max_chunks: int | None = None,
-    now: datetime | None = None,
-) -> ScanReport:
-    """Queue every duplicate and cross-class pair involving a box that is new or changed since the last scan.
-
-    Works through the touched images in chunks of `chunk_images`, one short transaction each, recording its
-    cursor so a killed run resumes where it stopped (`max_chunks` stops early on purpose). Safe to run again
-    at any time: pairs are queued once, a rerun with nothing new does nothing."""
-    now = now or timezone.now()
-    thresholds = overlap_thresholds(dataset.pk)
-    items_before = ReviewItem.objects.filter(dataset=dataset).count()
-    report = ScanReport(dataset_id=dataset.pk, resumed=_scan_begin(dataset, now))
-    chunks = 0
-    while max_chunks is None or chunks < max_chunks:
-        if not _scan_chunk(dataset, thresholds, chunk_images, report, now):
-            report.finished = True
-            final_boxes_sync(dataset)  # the boxes this scan let through are final now
-            break
-        chunks += 1
-    report.items_created = ReviewItem.objects.filter(dataset=dataset).count() - items_before
-    return report
-
-
-def _scan_begin(dataset: Dataset, now: datetime) -> bool:
-    """Start a run (fixing its box range and watermark) unless one is in progress; True when resuming."""
-    with transaction.atomic():
-        ScanState.objects.get_or_create(dataset=dataset)
-        state = ScanState.objects.select_for_update().get(dataset=dataset)
-        if state.run_upto_box_id is not None:
-            return True
-        settle = timedelta(seconds=settings.CROWDLABEL["REVIEW_SCAN_SETTLE_SECONDS"])
-        agg = Box.objects.filter(image__dataset=dataset, id__gt=state.last_box_id).aggregate(
-            upto=Max("id"),
-            pending=Min("id", filter=Q(state=BoxState.PENDING)),
-            recent=Min("id", filter=Q(created_at__gte=now - settle)),
-        )
-        upto = agg["upto"] or state.last_box_id
-        # The watermark never passes a pending box (it may be accepted later) nor a box so recent that a
-        # transaction holding a lower id might still be committing; boxes above it are checked again next time.
-        watermark = upto
-        for bound in (agg["pending"], agg["recent"]):
-            if bound is not None:
-                watermark = min(watermark, bound - 1)
-        state.run_upto_box_id = upto
-        state.run_watermark = watermark
-        state.run_recheck_upto = BoxRecheck.objects.filter(dataset=dataset).aggregate(m=Max("id"))["m"] or 0
-        state.run_cursor_image_id = 0
-        state.run_started_at = now
-        state.save()
-        return False
-
-
-def _changed_boxes(dataset: Dataset, state: ScanState) -> Q:
-    recheck = BoxRecheck.objects.filter(dataset=dataset, id__lte=state.run_recheck_upto).values("box_id")
-    return Q(id__gt=state.last_box_id, id__lte=state.run_upto_box_id, state=BoxState.ACCEPTED) | Q(
-        id__in=recheck
-    )
-
-
-def _scan_chunk(
-    dataset: Dataset, thresholds: OverlapThresholds, chunk_images: int, report: ScanReport, now: datetime
-) -> bool:
-    """Scan the next chunk of touched images; False once the run is complete."""
-    with transaction.atomic():
-        state = ScanState.objects.select_for_update().get(dataset=dataset)
-        if state.run_upto_box_id is None:
-            return False  # another process finished this run
-        changed_q = _changed_boxes(dataset, state)
-        in_dataset = Box.objects.filter(image__dataset=dataset).order_by()
-        image_ids = list(
-            in_dataset.filter(changed_q, image_id__gt=state.run_cursor_image_id)
-            .order_by("image_id")
-            .values_list("image_id", flat=True)
-            .distinct()[:chunk_images]
-        )
-        if not image_ids:
-            report.items_dismissed += _scan_finish(dataset, state, report, now)
-            return False
-        changed_ids = list(in_dataset.filter(changed_q, image_id__in=image_ids).values_list("id", flat=True))
-        boxes = _load_accepted(image_ids)
-        changed = np.array(changed_ids, dtype=np.int64)
-        if len(boxes) and np.isin(boxes.box_id, changed).all():
-            pairs = find_overlap_pairs(boxes, thresholds)
-        else:
-            pairs = find_overlap_pairs_for_changed(boxes, changed, thresholds)
-        report.images_scanned += len(image_ids)
-        report.boxes_checked += len(changed_ids)
-        report.pairs_found += len(pairs)
-
-        kinds = np.where(
-            pairs.kind == PairKind.DUPLICATE, ReviewKind.DUPLICATE.value, ReviewKind.CROSS_CLASS.value
-        )
-        image_of = dict(zip(boxes.box_id.tolist(), boxes.image_id.tolist(), strict=True))
-        found = {
-            (int(a), int(b), str(k))
-            for a, b, k in zip(pairs.box_a.tolist(), pairs.box_b.tolist(), kinds.tolist(), strict=True)
-        }
-        ReviewItem.objects.bulk_create(
-            (
-                ReviewItem(
-                    kind=str(k),
-                    dataset=dataset,
-                    box_a_id=int(a),
-                    box_b_id=int(b),
-                    image_id=image_of[int(a)],
-                    iou=float(iou),
-                    confusable=bool(c),
-                    priority=pair_priority(float(iou)),
-                )
-                for a, b, iou, k, c in zip(
-                    pairs.box_a.tolist(),
-                    pairs.box_b.tolist(),
-                    pairs.iou.tolist(),
-                    kinds.tolist(),
-                    pairs.confusable.tolist(),
-                    strict=True,
-                )
-            ),
-            batch_size=1000,
-            ignore_conflicts=True,
-        )
-        report.items_reopened += _reopen_dismissed(found)
-        report.items_dismissed += _dismiss_stale(changed_ids, found)
-        state.run_cursor_image_id = image_ids[-1]
-        state.save(update_fields=["run_cursor_image_id"])
-        return True
-
-
-def _load_accepted(image_ids: list[int]) -> BoxArrays:
-    rows = list(
-        Box.objects.filter(image_id__in=image_ids, state=BoxState.ACCEPTED)
-        .order_by()
-        .values_list("id", "image_id", "concept_id", "x1", "y1", "x2", "y2")
-    )
-    ids = np.array([r[:3] for r in rows], dtype=np.int64).reshape(-1, 3)
-    coords = np.array([r[3:] for r in rows], dtype=np.float64).reshape(-1, 4)
-    return BoxArrays(
-        box_id=ids[:, 0],
-        image_id=ids[:, 1],
-        class_id=ids[:, 2],
-        x1=coords[:, 0],
-        y1=coords[:, 1],
-        x2=coords[:, 2],
-        y2=coords[:, 3],
-    )
-
-
-def _reopen_dismissed(found: set[tuple[int, int, str]]) -> int:
-    """Pairs dismissed earlier (a box was removed, then restored) that qualify again go back to the queue."""
-    if not found:
-        return 0
-    box_a_ids = sorted({a for a, _, _ in found})
-    reopen = []
-    for batch in _batched(box_a_ids):
-        rows = ReviewItem.objects.filter(state=ItemState.DISMISSED, box_a_id__in=batch).values_list(
-            "pk", "box_a_id", "box_b_id", "kind"
-        )
-        reopen += [pk for pk, a, b, k in rows if (a, b, k) in found]
-    return ReviewItem.objects.filter(pk__in=reopen, state=ItemState.DISMISSED).update(state=ItemState.OPEN)
-
-
-def _dismiss_stale(changed_ids: list[int], found: set[tuple[int, int, str]]) -> int:
-    """Open pair items of re-checked boxes that no longer qualify (relabelled, moved below a threshold)."""
-    stale = []
-    for batch in _batched(changed_ids):
-        rows = (
-            ReviewItem.objects.filter(state__in=OPEN_STATES)
-            .exclude(kind=ReviewKind.AMBIGUOUS)
-            .filter(Q(box_a_id__in=batch) | Q(box_b_id__in=batch))
-            .values_list("pk", "box_a_id", "box_b_id", "kind")
-        )
-        stale += [pk for pk, a, b, k in rows if (a, b, k) not in found]
-    return _dismiss(stale)
-
-
-def _dismiss(item_ids: Iterable[int]) -> int:
-    return ReviewItem.objects.filter(pk__in=list(item_ids), state__in=OPEN_STATES).update(
-        state=ItemState.DISMISSED, leased_to=None, lease_expires_at=None
-    )
-
-
-def _scan_finish(dataset: Dataset, state: ScanState, report: ScanReport, now: datetime) -> int:
-    # Pairs whose box left the accepted set (rejected, removed) since they were queued.
-    orphans = (
-        ReviewItem.objects.filter(dataset=dataset, state__in=OPEN_STATES)
-        .exclude(kind=ReviewKind.AMBIGUOUS)
-        .filter(~Q(box_a__state=BoxState.ACCEPTED) | ~Q(box_b__state=BoxState.ACCEPTED))
-        .values_list("pk", flat=True)
-    )
-    dismissed = _dismiss(list(orphans))
-    BoxRecheck.objects.filter(dataset=dataset, id__lte=state.run_recheck_upto).delete()
-    state.last_box_id = state.run_watermark
-    state.run_upto_box_id = state.run_watermark = state.run_recheck_upto = None
-    state.run_cursor_image_id = 0
-    state.last_finished_at = now
-    state.last_boxes_checked = report.boxes_checked
-    state.last_pairs_found = report.pairs_found
-    state.save()
-    return dismissed
-
-
-def boxes_recheck(*, dataset: Dataset, box_ids: Iterable[int]) -> None:
-    """Ask the next scan to re-check these boxes (their class or state changed after they were scanned)."""
-    BoxRecheck.objects.bulk_create(BoxRecheck(dataset=dataset, box_id=pk) for pk in sorted(set(box_ids)))
-
-
-def overlaps_scan_soon(dataset_id: int) -> None:
-    """Scan the dataset soon after the current transaction commits (boxes were accepted, relabelled or
-    restored): in a worker after `CROWDLABEL_REVIEW_SCAN_DEBOUNCE_SECONDS`, or in-process when Celery is eager.
-
-    Debounced: a request while a requested scan has not started yet is absorbed by it, and one within the
-    debounce period after a scan finished is left to the next request or to the scheduled scan
-    (`overlaps_scan_due`), so a stream of accepted boxes costs one scan per period, in a worker or in-process."""
-    transaction.on_commit(lambda: overlaps_scan_request(dataset_id))
 
 
 def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None) -> bool:
@@ -374,22 +112,6 @@ def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None) -> bo
 def overlaps_scan_requested_clear(dataset: Dataset) -> None:
     """A requested scan is starting: later requests queue a new one."""
     ScanState.objects.filter(dataset=dataset, scan_requested_at__isnull=False).update(scan_requested_at=None)
-
-
-def datasets_to_scan() -> list[int]:
-    """Datasets with accepted boxes above their scan watermark, boxes waiting for a re-check, or a scan in
-    progress: what the scheduled scan looks at. One indexed probe per dataset (boxes by id from the watermark)."""
-    due = set(BoxRecheck.objects.order_by().values_list("dataset_id", flat=True).distinct())
-    due |= set(ScanState.objects.filter(run_upto_box_id__isnull=False).values_list("dataset_id", flat=True))
-    watermarks = Dataset.objects.annotate(last=Coalesce("scan_state__last_box_id", Value(0))).values_list(
-        "pk", "last"
-    )
-    for dataset_id, last in watermarks:
-        if dataset_id not in due and (
-            Box.objects.filter(image__dataset_id=dataset_id, state=BoxState.ACCEPTED, id__gt=last).exists()
-        ):
-            due.add(dataset_id)
-    return sorted(due)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -479,7 +201,7 @@ def _dismiss_items_of_removed(item: ReviewItem, removed: list[int]) -> list[int]
         .select_for_update(skip_locked=True)
         .values_list("pk", flat=True)
     )
-    _dismiss(ids)
+    dismiss(ids)
     return sorted(ids)
 
 
@@ -502,7 +224,7 @@ def review_decide(
             item=item, reviewer=reviewer, decision=decision, new_concept=new_concept, reason=reason
         )
     except SubjectGone:
-        _dismiss([item.pk])
+        dismiss([item.pk])
         raise
 
 
@@ -526,6 +248,10 @@ def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, re
             raise InvalidDecision("a new class only goes with relabel_a or relabel_b")
 
         boxes = _lock_boxes(item.box_ids)
+        if item.kind != ReviewKind.AMBIGUOUS:
+            # A pair's decision and the overlap check of its image take turns (review.scan): the check never
+            # reads the boxes half-decided, and the final boxes are synced by whoever comes second.
+            lock_images(box.image_id for box in boxes.values())
         a, b = boxes.get(item.box_a_id or 0), boxes.get(item.box_b_id or 0)
         if item.kind != ReviewKind.AMBIGUOUS and any(x.state != BoxState.ACCEPTED for x in boxes.values()):
             raise BoxesChanged("a box of this pair was removed or rejected meanwhile; take the next item")
@@ -614,7 +340,6 @@ def decisions_for(item: ReviewItem) -> tuple[str, ...]:
 def _recheck_after(item: ReviewItem, boxes: list[Box]) -> None:
     if boxes:
         boxes_recheck(dataset=item.dataset, box_ids=[box.pk for box in boxes])
-        overlaps_scan_soon(item.dataset_id)
 
 
 def undo_refusal(item: ReviewItem) -> str:
@@ -647,6 +372,7 @@ def review_undo(
             raise ReviewError("only the latest decision of a decided item can be undone")
         after = decision.after.get("boxes", {})
         boxes = _lock_boxes(int(pk) for pk in after)
+        lock_images(box.image_id for box in boxes.values())
         current = _snapshot(boxes.values())
         if current != after:
             raise BoxesChanged("the boxes changed after this decision (a later decision or pipeline step)")

@@ -9,7 +9,7 @@ from . import services, stuck
 
 @shared_task(name="review.tasks.overlaps_scan", autoretry_for=(Exception,), retry_backoff=True, max_retries=5)
 def overlaps_scan(dataset_id: int) -> dict:
-    """Queue new duplicate and cross-class pairs of a dataset. Idempotent: a retry resumes the same run."""
+    """Check the dataset's accepted boxes not checked yet (the catch-up). Idempotent: a retry checks the rest."""
     dataset = Dataset.objects.filter(pk=dataset_id).first()
     if dataset is None:
         return {"dataset_id": dataset_id, "missing": True}
@@ -19,7 +19,7 @@ def overlaps_scan(dataset_id: int) -> dict:
 
 @shared_task(name="review.tasks.overlaps_scan_due")
 def overlaps_scan_due() -> dict:
-    """On a schedule: scan every dataset with accepted boxes no finished scan has covered yet."""
+    """On a schedule: scan every dataset with accepted boxes whose overlaps were not checked yet."""
     due = services.datasets_to_scan()
     for dataset_id in due:
         overlaps_scan.delay(dataset_id)

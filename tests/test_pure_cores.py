@@ -26,6 +26,7 @@ PURE_CORES = [
     "benchmark/splits.py",
     "benchmark/class_selection.py",
     "benchmark/dataset_stats.py",
+    "benchmark/completeness.py",
     "benchmark/metrics",
     "benchmark/exporters",
     "crowd/scenes.py",

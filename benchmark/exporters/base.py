@@ -107,6 +107,11 @@ class LabelSource(Protocol):
 
     def open_image(self, image: ExportImage) -> IO[bytes]: ...
 
+    def completeness(self) -> dict[str, Any] | None:
+        """What the export leaves out and what is not final yet (`benchmark.completeness`), for the
+        manifest; None when the source does not say."""
+        ...
+
 
 @dataclass
 class ExportOptions:
@@ -379,7 +384,7 @@ def write_blacklist(ctx: ExportContext) -> None:
 
 
 def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -> dict[str, Any]:
-    return {
+    manifest = {
         "dataset": ctx.source.dataset_name,
         "dataset_version": ctx.source.dataset_version,
         "format": format_name,
@@ -391,6 +396,10 @@ def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -
         "blacklisted": {s: len(set(pairs)) for s, pairs in sorted(ctx.blacklisted.items())},
         "files": {k: {"sha256": v.sha256, "bytes": v.bytes} for k, v in sorted(ctx.tree.files.items())},
     }
+    completeness = ctx.source.completeness()
+    if completeness is not None:
+        manifest["completeness"] = completeness
+    return manifest
 
 
 def archive_kind(out: Path) -> str | None:

@@ -20,6 +20,7 @@ class MemorySource:
     image_bytes: dict[int, bytes] = field(default_factory=dict)
     blacklist_: list[tuple[int, int]] = field(default_factory=list)  # (image id, category id)
     dataset_version: str = "memory"
+    completeness_: dict[str, Any] | None = None
 
     def categories(self) -> Sequence[ExportCategory]:
         return sorted(self.categories_, key=lambda c: c.id)
@@ -50,6 +51,9 @@ class MemorySource:
     def provenance(self, split: str) -> Iterator[dict[str, Any]]:
         for label in self.labels(split):
             yield {"image_id": label.image_id, "category_id": label.category_id, "positive": label.positive}
+
+    def completeness(self) -> dict[str, Any] | None:
+        return self.completeness_
 
     def open_image(self, image: ExportImage) -> IO[bytes]:
         return io.BytesIO(self.image_bytes.get(image.id, b""))

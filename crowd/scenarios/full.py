@@ -469,9 +469,9 @@ class FullScenario:
             [c for c in self.candidates if c in positives], [c for c in self.candidates if c in truth]
         )
         leaves = label_precision_recall(positives, truth)
+        true_boxes = truth_boxes({i: s.boxes_by_class() for i, s in self.image_scene.items()})
         boxes = score_instances(
-            truth_boxes({i: s.boxes_by_class() for i, s in self.image_scene.items()}),
-            {key: b for key, b in coco.boxes.items() if key[0] in self.image_scene},
+            true_boxes, {key: b for key, b in coco.boxes.items() if key[0] in self.image_scene}
         )
         n = len(self.scenes)
         questions = api.paged(f"/api/v1/datasets/{api.dataset_id}/decisions/")
@@ -510,7 +510,10 @@ class FullScenario:
             "box_jobs": api.call("GET", f"/api/v1/datasets/{api.dataset_id}/box-jobs/").expect(200)[
                 "status_counts"
             ],
-            "pipeline": self._pipeline_figures(api, questions, truth),
+            "pipeline": {
+                **self._pipeline_figures(api, questions, truth),
+                **self._accepted_box_figures(api, true_boxes),
+            },
             **({"fixed_majority": self.majority_figures} if self.majority_figures else {}),
             **(self._gold_summary(api, stats) if self.gold_rate else {}),
             "answers_by_kind": dict(sorted(self.counts.items())),
@@ -560,6 +563,22 @@ class FullScenario:
         return api.call("GET", "/api/v1/review/summary", params={"dataset": api.dataset_id}).expect(200)[
             "counts"
         ]
+
+    def _accepted_box_figures(self, api: OrganizerApi, true_boxes) -> dict[str, Any]:
+        """The accepted boxes' coverage, scored as the exported ones are: what the export would hold if every
+        accepted box were in it (the export's `box_coverage` beside it shows what did not reach the file)."""
+        accepted: dict[tuple[int, str], list[list[float]]] = {}
+        for r in api.paged(f"/api/v1/datasets/{api.dataset_id}/boxes/", {"state": "accepted"}):
+            if r["image"] in self.image_scene:
+                accepted.setdefault((r["image"], r["concept"]), []).append(
+                    [r["x1"], r["y1"], r["x2"], r["y2"]]
+                )
+        score = score_instances(true_boxes, accepted)
+        return {
+            "box_coverage": rounded(score.coverage),
+            "box_coverage_small": rounded(score.small_coverage),
+            "accepted_boxes": score.exported_boxes,
+        }
 
     def _pipeline_figures(self, api: OrganizerApi, questions: list[dict], truth: set) -> dict[str, Any]:
         """What the platform's own read APIs say, beside what the export says: a gap between the two is a

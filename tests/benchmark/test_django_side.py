@@ -36,7 +36,7 @@ def test_image_labels_read_accepted_boxes_and_finished_votes_only(labelled):
     assert labels[(images[3].pk, dog.pk)].pipeline == "box"
     assert not labels[(images[6].pk, dog.pk)].positive  # verified negative
     assert labels[(images[6].pk, dog.pk)].no == 3
-    assert (images[7].pk, cat.pk) not in labels  # unfinished vote
+    assert (images[7].pk, cat.pk) not in labels  # cancelled vote
     # Image 0 has removed (dog) and rejected (cat) boxes besides its accepted cat box.
     assert (images[0].pk, dog.pk) not in labels
     keys = list(labels)

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import AuditEntry, Box, BoxState
-from benchmark.models import SplitVersion
+from benchmark.models import ExportJob, SplitVersion
 from tests import factories
 from tests.benchmark.conftest import finalize
 
@@ -54,6 +54,9 @@ def test_an_organizer_freezes_a_split_exports_coco_and_downloads_it(page, live_s
     expect(page.locator("#export-status")).to_contain_text("done")
     total = bar.get_attribute("aria-valuemax")
     assert int(total) > 0 and bar.get_attribute("aria-valuenow") == total  # 100% when done
+    # What the export holds, from its manifest: every box final, no image left out.
+    summary = page.locator("#export-completeness-summary")
+    expect(summary).to_contain_text("Labels: final only. No image left out. Everything accepted is final.")
     with page.expect_download() as download_info:
         page.locator("#export-download").click()
     path = tmp_path / "export.zip"
@@ -66,6 +69,11 @@ def test_an_organizer_freezes_a_split_exports_coco_and_downloads_it(page, live_s
     assert api.loadCats(api.getCatIds())[0]["name"] == "dog"
     assert len(api.getAnnIds()) == len(api.getImgIds())  # one box per image
     assert json.loads(archive.read("manifest.json"))["format"] == "coco"
+
+    page.get_by_label("Include provisional boxes").check()
+    page.get_by_role("button", name="Start export").click()
+    expect(summary).to_contain_text("Labels: final and provisional.")
+    assert ExportJob.objects.filter(dataset=dataset, include_provisional=True, state="done").count() == 1
     actions = set(AuditEntry.objects.filter(dataset=dataset).values_list("action", flat=True))
     assert actions == {"splits.compute", "splits.freeze", "export.start"}
     assert page.console_errors == []

@@ -29,7 +29,8 @@ W, H = 100, 100
 
 def scene(dataset, copies: int = 1):
     """`copies` times: one image with a small dog (1% of the image), one with a dog (9%) and a cat (4%), one with a cat
-    filling half of it, one with nothing."""
+    filling half of it, one with nothing (verified: no dog; an image nobody labelled is no background, and neither
+    exports nor statistics hold it)."""
     dog, _ = Concept.objects.get_or_create(wnid="n02084071", defaults={"name": "dog"})
     cat, _ = Concept.objects.get_or_create(wnid="n02121808", defaults={"name": "domestic cat"})
     for _ in range(copies):
@@ -38,6 +39,13 @@ def scene(dataset, copies: int = 1):
         add_box(img[1], dog, 0, 0, 30, 30)
         add_box(img[1], cat, 40, 40, 60, 60)
         add_box(img[2], cat, 0, 0, 100, 50)
+        factories.TaskFactory(
+            image=img[3],
+            dataset=dataset,
+            concept=dog,
+            state="done",
+            result={"answer": False, "yes": 0, "no": 3},
+        )
     finalize(dataset)
     return dog, cat
 
@@ -60,7 +68,8 @@ def test_the_endpoint_reports_what_the_command_reports_for_an_unsplit_dataset(or
     body = client_for(organizer).get(f"/api/v1/datasets/{dataset.pk}/statistics").json()
     assert body["split_version"] is None and body["version"] == "unsplit" and body["withheld"] == []
     (split,) = body["splits"]
-    assert (split["split"], split["images"], split["labelled_images"], split["instances"]) == ("all", 4, 3, 4)
+    # every image has a label now: the one with nothing is a verified negative
+    assert (split["split"], split["images"], split["labelled_images"], split["instances"]) == ("all", 4, 4, 4)
     assert split["clutter"] == pytest.approx(4 / 3, abs=1e-4)  # three images with a box, one of them with two
     assert split["mean_classes_per_image"] == pytest.approx((0 + 1 + 2 + 1) / 4, abs=1e-4)
     assert [r["images"] for r in split["classes_per_image"]] == [1, 2, 1]

@@ -8,12 +8,6 @@ from annotation.models import Box, BoxState
 from tests import factories
 
 
-@pytest.fixture(autouse=True)
-def _review_settings(settings):
-    # Tests create boxes and scan at once: no settle window for in-flight transactions.
-    settings.CROWDLABEL = {**settings.CROWDLABEL, "REVIEW_SCAN_SETTLE_SECONDS": 0}
-
-
 @pytest.fixture
 def reviewer(db):
     return factories.user_with_roles("reviewer", ("reviewers",))

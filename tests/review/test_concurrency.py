@@ -7,8 +7,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from django.db import transaction
 
-from annotation.models import Box, BoxState, Dataset, Image
+from annotation.models import Box, BoxState, Dataset, FinalBox, Image
 from hierarchy.models import Concept
 from review import services
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem
@@ -118,3 +119,60 @@ def test_two_reviewers_removing_the_same_box_from_different_pairs_never_deadlock
     for ab, ac, a in jobs:
         assert Box.objects.get(pk=a.pk).state == BoxState.REMOVED
         assert ReviewDecision.objects.filter(item__in=[ab, ac]).count() == 1
+
+
+def test_boxes_accepted_concurrently_on_one_image_have_every_overlap_examined():
+    """Each thread accepts one box of an image and commits; its overlap check runs on commit. However the
+    commits and checks interleave, every overlapping pair is queued, every box is checked once, and the final
+    boxes are exactly those the gate lets through (issue 31: finality without a settle window)."""
+    from review import scan, selectors
+    from review.models import OverlapCheck, ReviewKind
+
+    dog = Concept.objects.create(wnid="n02084071", name="dog")
+    cat = Concept.objects.create(wnid="n02121808", name="cat")
+    dataset = Dataset.objects.create(name="finality-concurrency")
+    rounds = 6
+    images = Image.objects.bulk_create(
+        Image(dataset=dataset, file=f"f/{i}.png", width=300, height=100, sha256=f"{i:064x}", phash="0" * 16)
+        for i in range(rounds)
+    )
+    # Per image: four mutually overlapping dog boxes (six duplicate pairs) and four cats apart from all.
+    pending = []
+    for img in images:
+        pending.append(
+            Box.objects.bulk_create(
+                [
+                    *(
+                        Box(image=img, concept=dog, x1=0, y1=0, x2=50, y2=50 - k, state=BoxState.PENDING)
+                        for k in range(4)
+                    ),
+                    *(
+                        Box(image=img, concept=cat, x1=60 + 60 * k, y1=0, x2=100 + 60 * k, y2=40)
+                        for k in range(4)
+                    ),
+                ]
+            )
+        )
+    for group in pending:
+        Box.objects.filter(pk__in=[b.pk for b in group]).update(state=BoxState.PENDING)
+
+    @in_thread
+    def accept(args) -> None:
+        box, barrier = args
+        barrier.wait()
+        with transaction.atomic():
+            Box.objects.filter(pk=box.pk).update(state=BoxState.ACCEPTED)
+            scan.overlaps_check_soon(dataset.pk, [box.image_id])
+
+    for group in pending:
+        barrier = threading.Barrier(len(group))
+        with ThreadPoolExecutor(len(group)) as pool:
+            list(pool.map(accept, [(box, barrier) for box in group]))
+
+    assert services.datasets_to_scan() == [], "every accepted box was checked on commit"
+    assert OverlapCheck.objects.count() == 8 * rounds
+    duplicates = ReviewItem.objects.filter(kind=ReviewKind.DUPLICATE, state=ItemState.OPEN)
+    assert duplicates.count() == 6 * rounds
+    final = set(selectors.finalized_boxes(dataset).values_list("id", flat=True))
+    assert final == set(Box.objects.filter(concept=cat).values_list("id", flat=True))
+    assert set(FinalBox.objects.values_list("box_id", flat=True)) == final

@@ -14,11 +14,12 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from annotation import boxes, vote_tasks
 from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
-from annotation.models import Box, BoxJob, BoxState, FinalLabel, Task, TaskState
+from annotation.models import Box, BoxJob, BoxState, FinalBox, FinalLabel, Task, TaskState
 from benchmark.final_labels import final_labels_rebuild
 from consensus import box_questions, voiding
 from consensus import events as consensus_events
@@ -36,7 +37,7 @@ from consensus.models import (
 from consensus.services import Target, questions_create, vote_record
 from consensus.stopping import Decision as Decision_
 from review import services, stuck, tasks
-from review.models import Decision, ItemState, ReviewItem, ReviewKind, ScanState
+from review.models import Decision, ItemState, OverlapCheck, ReviewItem, ReviewKind, ScanState
 from review.serializers import ReviewDecisionSerializer
 from tests import factories
 from tests.annotation.boxhelpers import answer, image, workers
@@ -289,7 +290,7 @@ def test_accept_and_close_finish_a_box_job_in_review(restore_backend, dataset, c
 # --- the overlap scan after accepted boxes, and on a schedule -----------------------------------------------
 
 
-def test_an_accepted_box_requests_one_debounced_overlap_scan(
+def test_an_accepted_box_is_checked_on_commit_and_is_final_at_once(
     consensus_boxes, dataset, concept, django_capture_on_commit_callbacks
 ):
     with_table(concept, QuestionKind.BOX_QUALITY)
@@ -300,14 +301,19 @@ def test_an_accepted_box_requests_one_debounced_overlap_scan(
         for voter in voters:
             if answer(voter, "question", {"answer": True}).state == TaskState.DONE:
                 break
-    assert Box.objects.get().state == BoxState.ACCEPTED
-    state = ScanState.objects.get(dataset=dataset)
-    assert state.last_finished_at is not None and state.last_box_id == Box.objects.get().pk
-    assert state.scan_requested_at is None, "the scan that ran cleared its request"
-
-    later = state.last_finished_at + timedelta(
-        seconds=settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"] + 1
+    box = Box.objects.get()
+    assert box.state == BoxState.ACCEPTED
+    assert OverlapCheck.objects.filter(box=box).exists(), "checked when its acceptance committed"
+    assert list(FinalBox.objects.values_list("box_id", flat=True)) == [box.pk], (
+        "final with no scan waited for"
     )
+    assert not ScanState.objects.filter(dataset=dataset, scan_requested_at__isnull=False).exists()
+
+
+def test_a_catch_up_scan_request_is_debounced(dataset, django_capture_on_commit_callbacks):
+    now = timezone.now()
+    state = ScanState.objects.create(dataset=dataset, last_finished_at=now)
+    later = now + timedelta(seconds=settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"] + 1)
     assert services.overlaps_scan_request(dataset.pk, now=later - timedelta(seconds=2)) is False, (
         "a scan finished within the debounce period: the next request or the schedule covers the box"
     )
@@ -316,6 +322,9 @@ def test_an_accepted_box_requests_one_debounced_overlap_scan(
     ScanState.objects.filter(pk=state.pk).update(scan_requested_at=None)
     with django_capture_on_commit_callbacks(execute=True):
         assert services.overlaps_scan_request(dataset.pk, now=later) is True
+    assert ScanState.objects.get(pk=state.pk).scan_requested_at is None, (
+        "the scan that ran cleared its request"
+    )
 
 
 def test_the_scheduled_scan_covers_datasets_with_unscanned_boxes(dataset, concept, make_box):

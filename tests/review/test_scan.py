@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 
 from annotation.models import Box, BoxState
 from review import selectors, services, tasks
-from review.models import BoxRecheck, ConfusablePair, Decision, ItemState, ReviewItem, ReviewKind, ScanState
+from review.models import ConfusablePair, Decision, ItemState, OverlapCheck, ReviewItem, ReviewKind
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -101,33 +101,32 @@ def test_rescan_checks_only_new_boxes_and_their_images(dataset, concepts, make_b
 
 def test_a_box_pending_during_a_scan_is_checked_once_it_is_accepted(dataset, concepts, make_box):
     img = image(dataset)
-    make_box(img, concepts["dog"], 0, 0, 50, 50)
+    first = make_box(img, concepts["dog"], 0, 0, 50, 50)
     late = make_box(img, concepts["dog"], 0, 0, 50, 48, state=BoxState.PENDING)
-    make_box(image(dataset), concepts["cat"], 0, 0, 10, 10)  # a later, settled box
+    later = make_box(image(dataset), concepts["cat"], 0, 0, 10, 10)  # accepted after the pending one
     services.overlaps_scan(dataset)
-    assert ScanState.objects.get(dataset=dataset).last_box_id == late.pk - 1
+    assert set(OverlapCheck.objects.values_list("box_id", flat=True)) == {first.pk, later.pk}
     assert not ReviewItem.objects.exists()
 
     Box.objects.filter(pk=late.pk).update(state=BoxState.ACCEPTED)
     report = services.overlaps_scan(dataset)
 
-    assert report.items_created == 1
-    assert ScanState.objects.get(dataset=dataset).last_box_id == Box.objects.latest("id").pk
+    assert (report.boxes_checked, report.items_created) == (1, 1)
+    assert OverlapCheck.objects.count() == 3
 
 
-def test_an_interrupted_scan_resumes_where_it_stopped(dataset, concepts, make_box):
+def test_an_interrupted_scan_leaves_its_checks_and_the_next_does_the_rest(dataset, concepts, make_box):
     for _ in range(5):
         img = image(dataset)
         make_box(img, concepts["dog"], 0, 0, 50, 50)
         make_box(img, concepts["dog"], 0, 0, 50, 45)
     first = services.overlaps_scan(dataset, chunk_images=2, max_chunks=1)
     assert not first.finished and ReviewItem.objects.count() == 2
-    state = ScanState.objects.get(dataset=dataset)
-    assert state.run_upto_box_id is not None and state.last_box_id == 0
+    assert OverlapCheck.objects.count() == 4
 
     second = services.overlaps_scan(dataset, chunk_images=2)
 
-    assert second.resumed and second.finished
+    assert second.finished
     assert second.images_scanned == 3, "the two images of the first chunk are not scanned again"
     assert ReviewItem.objects.count() == 5
 
@@ -141,11 +140,12 @@ def test_decided_pair_is_not_queued_again_but_a_relabel_queues_the_new_pair(
     services.overlaps_scan(dataset)
     item = services.review_lease_next(reviewer=reviewer)
     services.review_decide(item=item, reviewer=reviewer, decision=Decision.RELABEL_B)  # dog -> cat
-    assert BoxRecheck.objects.filter(box=dog).exists()
+    assert not OverlapCheck.objects.filter(box=dog).exists(), "the relabelled box is examined again"
+    assert dog not in selectors.finalized_boxes(dataset)
 
     report = services.overlaps_scan(dataset)
 
-    assert report.boxes_checked == 1 and not BoxRecheck.objects.exists()
+    assert report.boxes_checked == 1 and OverlapCheck.objects.filter(box=dog).exists()
     assert ReviewItem.objects.get(pk=item.pk).state == ItemState.DECIDED
     assert items(dataset) == {(cat.pk, dog.pk, ReviewKind.DUPLICATE, False)}
 

@@ -16,7 +16,9 @@ from benchmark.services import BenchmarkError, export_run
 
 class Command(BaseCommand):
     help = (
-        "Export the dataset's final labels. Test labels are withheld: exporting test (or all) writes test "
+        "Export the dataset's final labels (the overlap check catches up first). Images whose labelling is "
+        "unfinished, gold images and unlabelled images are left out and listed in manifest.json with reasons. "
+        "Test labels are withheld: exporting test (or all) writes test "
         "images and ids only, and the test labels go to OUT-test-groundtruth beside the export, for the "
         "evaluation server. OUT ending in .zip or .tar.gz is an archive, anything else a folder."
     )
@@ -28,6 +30,12 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=True, metavar="DIR_OR_ARCHIVE")
         parser.add_argument("--no-images", action="store_true", help="Write labels and lists only.")
         parser.add_argument("--provenance", action="store_true", help="Add the per-label provenance sidecar.")
+        parser.add_argument(
+            "--include-provisional",
+            action="store_true",
+            help="Also write accepted boxes that are not final yet (overlap check pending, review item open); "
+            "the manifest says so. Default: final labels only.",
+        )
         parser.add_argument(
             "--split-version", type=int, help="Split version number (default: latest frozen)."
         )
@@ -62,6 +70,7 @@ class Command(BaseCommand):
                 version=version,
                 progress=progress,
                 detection_set=detection_set,
+                include_provisional=options["include_provisional"],
             )
         except BenchmarkError as exc:
             raise CommandError(str(exc)) from None
@@ -72,6 +81,19 @@ class Command(BaseCommand):
             f"wrote {out}: "
             + ", ".join(f"{s} {n} images" for s, n in counts["images"].items())
             + f", {sum(counts['boxes'].values())} boxes, {len(manifest['files'])} files"
+        )
+        completeness = manifest["completeness"]
+        not_final = sum(c["accepted_boxes_not_final"]["total"] for c in completeness["classes"].values())
+        left_out = completeness["images_left_out"]
+        self.stdout.write(
+            f"labels: {completeness['labels']}; {left_out['total']} images left out"
+            + (
+                f" ({', '.join(f'{r} {n}' for r, n in left_out['by_reason'].items())})"
+                if left_out["total"]
+                else ""
+            )
+            + f"; {not_final} accepted boxes not final"
+            + (" (written, provisional)" if completeness["labels"] == "provisional" and not_final else "")
         )
         if hidden is not None:
             self.stdout.write(

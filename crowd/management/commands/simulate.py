@@ -105,21 +105,10 @@ def sibling_groups(path: Path | None, keys: list[str]) -> list[list[str]]:
 
 
 class ShellOperator:
-    """The steps of the full scenario that have no API: what an operator runs from the shell.
-
-    In-process (`settle_now`), every box is committed before the scan starts, so the scan's settle delay (which
-    guards against transactions still committing on a live server) is set to 0: a simulated crowd finishes in
-    seconds what people take hours over, and boxes younger than the delay would otherwise never be scanned."""
-
-    def __init__(self, settle_now: bool) -> None:
-        self.settle_now = settle_now
+    """The steps of the full scenario that have no API: what an operator runs from the shell."""
 
     def scan_overlaps(self, dataset_name: str) -> None:
-        if not self.settle_now:
-            call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
-            return
-        with override_settings(CROWDLABEL={**settings.CROWDLABEL, "REVIEW_SCAN_SETTLE_SECONDS": 0}):
-            call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
+        call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
 
     def sweep_stuck(self, dataset_name: str) -> int:
         dataset_id = Dataset.objects.get(name=dataset_name).pk
@@ -487,7 +476,7 @@ class Command(BaseCommand):
             }
         if scenario_name == "full":
             extra |= {
-                "operator": remote.operator() if remote else ShellOperator(settle_now=not opts["server"]),
+                "operator": remote.operator() if remote else ShellOperator(),
                 "reviewer_token": accounts.reviewer_token,
                 "scene_overrides": HOSTILE_SCENES if (opts["scenes"] or crowd_name) == "hostile" else None,
                 "background": bool(opts["server"]),

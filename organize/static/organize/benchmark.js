@@ -63,6 +63,7 @@ async function follow(job) {
   const status = document.getElementById("export-status");
   const link = document.getElementById("export-download");
   document.getElementById("export-job").hidden = false;
+  document.getElementById("export-completeness").hidden = true;
   for (;;) {
     const share = job.total ? (100 * job.progress) / job.total : 0;
     bar.querySelector("span").style.width = `${job.state === "done" ? 100 : share}%`;
@@ -78,6 +79,38 @@ async function follow(job) {
     link.href = job.download_url;
     link.hidden = false;
   }
+  if (job.state === "done" && job.manifest && job.manifest.completeness) showCompleteness(job.manifest.completeness);
+}
+
+// What the export leaves out and what is not final yet (the manifest's `completeness`), with reasons.
+function reasons(counts) {
+  return Object.entries(counts).filter(([key]) => key !== "total").map(([key, n]) => `${key.replaceAll("_", " ")} ${n}`).join(", ");
+}
+
+function showCompleteness(c) {
+  const box = document.getElementById("export-completeness");
+  const left = c.images_left_out;
+  document.getElementById("export-completeness-summary").textContent =
+    `Labels: ${c.labels === "provisional" ? "final and provisional" : "final only"}. ` +
+    (left.total ? `${left.total} images left out (${reasons(left.by_reason)}).` : "No image left out.") +
+    (c.complete ? " Everything accepted is final." : "");
+  const table = document.getElementById("export-completeness-classes");
+  const body = table.querySelector("tbody");
+  body.replaceChildren();
+  for (const [name, row] of Object.entries(c.classes)) {
+    const tr = document.createElement("tr");
+    const boxes = row.accepted_boxes_not_final;
+    const images = row.images_unfinished;
+    for (const text of [name, boxes.total ? `${boxes.total} (${reasons(boxes)})` : "0",
+      images.total ? `${images.total} (${reasons(images)})` : "0"]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+  table.hidden = body.children.length === 0;
+  box.hidden = false;
 }
 
 document.getElementById("export-form").addEventListener("submit", async (event) => {
@@ -87,7 +120,8 @@ document.getElementById("export-form").addEventListener("submit", async (event) 
   const data = formData(event.target);
   try {
     const job = await api(base, `datasets/${id}/exports`, { method: "POST",
-      body: { format: data.format, split: data.split, include_images: data.include_images === "on" } });
+      body: { format: data.format, split: data.split, include_images: data.include_images === "on",
+        include_provisional: data.include_provisional === "on" } });
     await follow(job);
   } catch (err) {
     error.textContent = err.message;

@@ -11,7 +11,8 @@ from review import services
 class Command(BaseCommand):
     help = (
         "Find duplicate boxes and cross-class overlaps among the accepted boxes of a dataset and queue them "
-        "for reviewers. Only boxes new or changed since the last scan are checked; an interrupted scan resumes."
+        "for reviewers. Only accepted boxes not checked yet (new, relabelled or restored) are examined; boxes are "
+        "also checked as they are accepted, so this is a catch-up."
     )
 
     def add_arguments(self, parser):
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             raise CommandError(f"no dataset named {dataset!r}; datasets: {names}")
         report = services.overlaps_scan(found, chunk_images=chunk_images)
         self.stdout.write(
-            f"{'resumed' if report.resumed else 'scanned'} {found.name}: {report.images_scanned} images, "
+            f"scanned {found.name}: {report.images_scanned} images, "
             f"{report.boxes_checked} new or changed boxes, {report.pairs_found} pairs; "
             f"{report.items_created} items queued, {report.items_reopened} reopened, "
             f"{report.items_dismissed} dismissed"
