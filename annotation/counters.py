@@ -20,6 +20,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
+from functools import partial
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum, Value
@@ -69,12 +70,12 @@ class _Held:
         workers, self.workers = self.workers, {}
         writes: list[tuple[tuple, Callable[[], None]]] = []
         for (table, key), (model, keys, deltas) in rows.items():
-            writes.append(((table, key), lambda m=model, k=keys, d=deltas: _counter_add_now(m, k, dict(d))))
+            writes.append(((table, key), partial(_counter_add_now, model, keys, dict(deltas))))
         for (dataset_id, worker_id), answers in workers.items():
             writes.append(
                 (
                     (WorkerTally._meta.db_table, _sort_key((dataset_id, worker_id))),
-                    lambda d=dataset_id, w=worker_id, n=answers: _worker_add_now(d, w, n),
+                    partial(_worker_add_now, dataset_id, worker_id, answers),
                 )
             )
         for _, write in sorted(writes, key=lambda kv: kv[0]):
