@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 from config.csp import media_origins
 from config.secret_key import DEVELOPMENT_KEY, non_local_hosts, secret_key_problem
@@ -490,6 +491,9 @@ CELERY_TASK_ROUTES = {
     "benchmark.*": {"queue": "exports"},
     "crowd.mturk.*": {"queue": "mturk"},
 }
+# Every queue a task is routed to, declared: a worker started without -Q consumes them all (otherwise it would
+# consume "default" only, and calibration rebuilds, exports and MTurk syncs would wait in their queues for good).
+CELERY_TASK_QUEUES = tuple(Queue(name) for name in ("default", "consensus", "exports", "mturk"))
 CELERY_BEAT_SCHEDULE = {
     "outbox-relay": {
         "task": "outbox.tasks.relay",

@@ -134,3 +134,14 @@ def test_production_limits_failed_authentication_per_address_by_default_and_deve
     assert run(["-c", script], clean_env(var_dir)).stdout.split() == ["None"]
     chosen = run(["-c", script], production_env(var_dir, CROWDLABEL_AUTH_FAILURE_RATE="10/s"))
     assert chosen.stdout.split() == ["10/s"]
+
+
+def test_a_worker_started_without_queue_names_consumes_every_routed_queue():
+    """`celery -A config worker` with no -Q: Celery consumes the declared queues, so every queue a task is
+    routed to must be declared (before, such a worker took only "default", and calibration rebuilds waited in
+    "consensus" for good: a simulated crowd's hierarchy questions stalled behind their calibration)."""
+    from config.celery import app
+
+    declared = set(app.amqp.queues)
+    routed = {route["queue"] for route in app.conf.task_routes.values()} | {app.conf.task_default_queue}
+    assert routed <= declared, routed - declared
