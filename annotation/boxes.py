@@ -73,7 +73,7 @@ def box_job_start(
     """Start the box job for an (image, concept) pair verified to show the concept; the first DRAW is queued.
     Idempotent: a second call returns the existing job and `created` False (the unique constraint decides)."""
     state, effects = pipeline.new_job(max_boxes=max_boxes, max_rounds=max_rounds)
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         try:
             with transaction.atomic():
                 job = BoxJob.objects.create(
@@ -164,7 +164,7 @@ def box_check(*, image: Image, concept_id: int, coords) -> geometry.Box:
 
 
 def _job_for_task(task: Task) -> BoxJob:
-    return BoxJob.objects.select_for_update().get(pk=task.payload["job"])
+    return BoxJob.objects.select_for_update(no_key=True).get(pk=task.payload["job"])
 
 
 def box_submit(*, task: Task, worker, box: geometry.Box) -> Box:
@@ -197,7 +197,7 @@ def box_draw_skip(*, task: Task, worker) -> BoxJob:
 
 def on_quality_decided(box_id: int, accepted: bool) -> bool:
     """QUALITY decided for `box_id`. Returns False (and changes nothing) for a stale decision."""
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         applied = _on_box_decision(box_id, lambda s: pipeline.quality_decided(s, box_id, accepted))
         if applied:
             for hook in list(_verdict_hooks):
@@ -235,8 +235,8 @@ def on_question_decided(question: questions.BinaryQuestion, outcome: bool | None
 def box_job_review_resolve(*, job_id: int, outcome: str) -> BoxJob:
     """A reviewer resolved a job in review (`pipeline.ReviewOutcome`: accept, redraw or close); the job goes
     back to the pipeline. Raises `pipeline.TransitionError` when the job is not in review."""
-    with transaction.atomic():
-        job = BoxJob.objects.select_for_update().get(pk=job_id)
+    with transaction.atomic(), counters.held():
+        job = BoxJob.objects.select_for_update(no_key=True).get(pk=job_id)
         _advance(job, lambda s: pipeline.review_decided(s, outcome))
         return job
 
@@ -245,14 +245,16 @@ def _on_box_decision(box_id: int, transition) -> bool:
     box = Box.objects.filter(pk=box_id).values("image_id", "concept_id").first()
     if box is None:
         raise LookupError(f"no box {box_id}")
-    with transaction.atomic():
-        job = BoxJob.objects.select_for_update().get(image_id=box["image_id"], concept_id=box["concept_id"])
+    with transaction.atomic(), counters.held():
+        job = BoxJob.objects.select_for_update(no_key=True).get(
+            image_id=box["image_id"], concept_id=box["concept_id"]
+        )
         return _advance_or_ignore(job, transition)
 
 
 def _on_job_decision(job_id: int, transition) -> bool:
-    with transaction.atomic():
-        job = BoxJob.objects.select_for_update().get(pk=job_id)
+    with transaction.atomic(), counters.held():
+        job = BoxJob.objects.select_for_update(no_key=True).get(pk=job_id)
         return _advance_or_ignore(job, transition)
 
 

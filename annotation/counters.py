@@ -6,15 +6,22 @@ They change only here, with UPDATEs that add to the stored values inside the cal
 writes the boxes, tasks or answers they count), so a rolled-back write leaves them untouched and concurrent
 writers add up exactly: the row lock an UPDATE takes serializes them until commit. A missing row is created in
 a savepoint; when another transaction created it first, the UPDATE runs again. `counters_expected` recomputes every value from the facts
-(`manage.py counters_recount` writes it back, for data loaded around the services, e.g. by COPY)."""
+(`manage.py counters_recount` writes it back, for data loaded around the services, e.g. by COPY).
+
+Lock order (docs/architecture.md, *Lock order*): counter rows are the last rows a transaction locks, in one order
+for every pipeline, by table name and then key. Inside `held()` (every submit, and the services that create
+questions, tasks or boxes in a transaction of their own) additions are summed per row in memory and written
+when the block ends, sorted; two transactions then never hold counter rows crosswise, and none holds a counter
+row while it waits for anything else. Outside a block each addition is written at once."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 
-from django.db import IntegrityError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum, Value
 from django.db.models.functions import Coalesce, NullIf
 
@@ -39,11 +46,85 @@ def task_stage(task: Task) -> str:
     return task.topic or task.kind
 
 
+# --- held additions, written last in (table, key) order --------------------------------------------------
+
+
+class _Held:
+    """The additions of one `held()` block: per counter row, the sum of its deltas."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple, tuple[object, dict, Counter]] = {}  # (table, key) -> (model, keys, deltas)
+        self.workers: dict[tuple[int, int], int] = {}  # (dataset id, worker id) -> answers
+
+    def add(self, model, keys: dict, deltas: dict[str, int]) -> None:
+        row = (model._meta.db_table, _sort_key(keys.values()))
+        found = self.rows.get(row)
+        if found is None:
+            found = self.rows[row] = (model, dict(keys), Counter())
+        found[2].update(deltas)
+
+    def flush(self) -> None:
+        """Write what is held, every row in (table, key) order, and forget it."""
+        rows, self.rows = self.rows, {}
+        workers, self.workers = self.workers, {}
+        writes: list[tuple[tuple, Callable[[], None]]] = []
+        for (table, key), (model, keys, deltas) in rows.items():
+            writes.append(((table, key), lambda m=model, k=keys, d=deltas: _counter_add_now(m, k, dict(d))))
+        for (dataset_id, worker_id), answers in workers.items():
+            writes.append(
+                (
+                    (WorkerTally._meta.db_table, _sort_key((dataset_id, worker_id))),
+                    lambda d=dataset_id, w=worker_id, n=answers: _worker_add_now(d, w, n),
+                )
+            )
+        for _, write in sorted(writes, key=lambda kv: kv[0]):
+            write()
+
+
+def _sort_key(values: Iterable) -> tuple:
+    # NULL keys (a stage without a concept) sort first; every key column of one table has one type.
+    return tuple((v is not None, v) for v in values)
+
+
+_HELD: dict[int, _Held] = {}  # by id(connection) while a held() block is open on it
+
+
+@contextlib.contextmanager
+def held(using: str = DEFAULT_DB_ALIAS) -> Iterator[_Held]:
+    """Counter additions made inside the block are summed per row and written when it ends, sorted by (table,
+    key), or earlier by `.flush()` (a submit writes them before it leases the next task). Use it inside the
+    transaction the additions belong to; a block inside another adds to the outer one, and an error in the
+    block drops what is held (the transaction is rolled back anyway)."""
+    connection = connections[using]
+    outer = _HELD.get(id(connection))
+    if outer is not None:
+        yield outer
+        return
+    batch = _HELD[id(connection)] = _Held()
+    try:
+        yield batch
+        batch.flush()
+    finally:
+        del _HELD[id(connection)]
+
+
 def counter_add(model, keys: dict, deltas: dict[str, int]) -> None:
     """Add `deltas` to the counter row of `model` with `keys` (one UPDATE adding to the columns; a missing row
-    is created). The UPDATE is plain SQL kept per (model, keys, deltas, which keys are NULL) and prepared on
-    PostgreSQL: these counters change inside every submit, and the ORM's F() update took longer to build than
-    the database to run it."""
+    is created): at the end of the `held()` block around it, else at once."""
+    deltas = {name: d for name, d in deltas.items() if d}
+    if not deltas:
+        return
+    batch = _HELD.get(id(connections[model.objects.db]))
+    if batch is not None:
+        batch.add(model, keys, deltas)
+        return
+    _counter_add_now(model, keys, deltas)
+
+
+def _counter_add_now(model, keys: dict, deltas: dict[str, int]) -> None:
+    """The UPDATE of `counter_add`: plain SQL kept per (model, keys, deltas, which keys are NULL) and prepared
+    on PostgreSQL, since these counters change inside every submit and the ORM's F() update took longer to build
+    than the database to run it."""
     deltas = {name: d for name, d in deltas.items() if d}
     if not deltas:
         return
@@ -118,15 +199,16 @@ def tasks_counted(tasks: Iterable[Task]) -> None:
 
 def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None, worker_id: int) -> None:
     """Submitted answers on the task (negative: taken back) and the time they took (submission minus lease
-    time), counted for the task's stage and concept and for the worker who gave them: the usage row first,
-    then the worker's row (created if missing), in that order on every path, so two writers never lock them
-    crosswise. On PostgreSQL inside a submit both go with the submit's other writes, in one round trip."""
-    connection = connections[UsageCounter.objects.db]
-    if connection.vendor != "postgresql":
-        usage_answers_counted(task, answers=answers, worker_time=worker_time)
-        workers_counted(task.dataset_id, {worker_id: answers})
+    time), counted for the task's stage and concept and for the worker who gave them (the worker's row created
+    if missing). Inside a submit both go with its other counters, in (table, key) order (`held`), and on
+    PostgreSQL with its other writes, in one round trip."""
+    usage_answers_counted(task, answers=answers, worker_time=worker_time)
+    batch = _HELD.get(id(connections[WorkerTally.objects.db]))
+    if batch is not None:
+        key = (task.dataset_id, worker_id)
+        batch.workers[key] = batch.workers.get(key, 0) + answers
     else:
-        _usage_and_worker_added(connection, task, answers, worker_time, worker_id)
+        _worker_add_now(task.dataset_id, worker_id, answers)
 
 
 def usage_answers_counted(task: Task, *, answers: int, worker_time: timedelta | None) -> None:
@@ -153,32 +235,15 @@ def _worker_upsert_sql(connection, n_rows: int) -> str:
     )
 
 
-def _usage_and_worker_added(
-    connection, task: Task, answers: int, worker_time: timedelta | None, worker_id: int
-) -> None:
-    """PostgreSQL: add to the usage row, then upsert the worker's row, as two writes that a submit sends
-    with its others (sqlrows.deferred_writes: the usage row is written, and locked, first); a missing usage
-    row is created once they are sent."""
-    qn = connection.ops.quote_name
-    concept = "concept_id IS NULL" if task.concept_id is None else "concept_id = %s"
-    usage = (
-        f"UPDATE {qn(UsageCounter._meta.db_table)} SET answers = answers + %s, "
-        f"worker_microseconds = worker_microseconds + %s WHERE dataset_id = %s AND stage = %s AND {concept}"
-    )
-    params = [answers, _microseconds(worker_time), task.dataset_id, task_stage(task)]
-    if task.concept_id is not None:
-        params.append(task.concept_id)
-
-    def usage_done(changed: int, _returned=None) -> None:
-        if not changed:  # no usage row yet (tasks created around the services)
-            usage_answers_counted(task, answers=answers, worker_time=worker_time)
-
-    sqlrows.write(connection, UsageCounter._meta.db_table, usage, params, on_done=usage_done)
+def _worker_add_now(dataset_id: int, worker_id: int, answers: int) -> None:
+    """Upsert one worker's row (zero included: the row says the worker answered here); on PostgreSQL inside a
+    submit with its other writes (sqlrows.deferred_writes)."""
+    connection = connections[WorkerTally.objects.db]
     sqlrows.write(
         connection,
         WorkerTally._meta.db_table,
         _worker_upsert_sql(connection, 1),
-        [task.dataset_id, worker_id, answers],
+        [dataset_id, worker_id, answers],
     )
 
 

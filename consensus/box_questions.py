@@ -94,7 +94,8 @@ def table_ensure(kind: str, concept: Concept) -> CalibrationTable:
     found = table_newest(kind, concept.pk)
     if found is not None:
         return found
-    Concept.objects.select_for_update().get(pk=concept.pk)  # the rebuild's lock: one table writer at a time
+    # The rebuild's lock, one table writer at a time; NO KEY, so rows naming the concept can still be inserted.
+    Concept.objects.select_for_update(no_key=True).get(pk=concept.pk)
     found = table_newest(kind, concept.pk)
     if found is not None:
         return found

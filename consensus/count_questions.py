@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation import counters
 from annotation.models import Assignment, AssignmentState, Dataset, Task
 from hierarchy.models import Concept
 
@@ -38,7 +39,7 @@ def count_questions_create(
     policy_of(rule)  # a bad spec fails here, naming what is wrong
     settings = ConsensusSettings.for_dataset(dataset.pk)
     text = text or question_text(kind, concept)
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         questions = [
             Question(
                 kind=kind,

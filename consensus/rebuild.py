@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Count, F, Q
 
+from annotation import counters
 from annotation.models import Task, TaskState
 from hierarchy.models import Concept
 
@@ -50,8 +51,11 @@ def calibration_rebuild(
     settings = ConsensusSettings.for_dataset(dataset_id) if dataset_id is not None else ConsensusSettings()
     if min_images is not None:
         settings.calibration_min = min_images
-    with transaction.atomic():
-        Concept.objects.select_for_update().get(pk=concept_id)  # one table writer of a concept at a time
+    with transaction.atomic(), counters.held():
+        # One table writer of a concept at a time, and no question of it created meanwhile that would wait for
+        # a table (questions_create takes the row FOR SHARE); NO KEY, so rows referencing the concept can
+        # still be inserted (their foreign key check takes FOR KEY SHARE).
+        Concept.objects.select_for_update(no_key=True).get(pk=concept_id)
         in_use = table_in_use(kind, concept_id, settings.calibration_min)
         rows = list(
             Question.objects.filter(kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION)
@@ -69,7 +73,11 @@ def calibration_rebuild(
             built = _table_build(kind, concept_id, {pk: n for pk, n, _, _ in rows}, len(subjects))
             in_use = built or in_use
         questions_reevaluate(kind=kind, concept_id=concept_id)
-        return in_use
+    # Outside the concept's lock, each in a transaction of its own: a decision sets pipelines in motion (the
+    # labelings that asked, their next questions under other concepts), which must not wait while this
+    # concept's row is held (docs/architecture.md, *Lock order*).
+    paused_decide(kind=kind)
+    return in_use
 
 
 def _table_build(
@@ -117,11 +125,10 @@ def _table_build(
 
 
 def questions_reevaluate(*, kind: str, concept_id: int) -> dict[str, int]:
-    """After a table lands: serve the (kind, concept) questions that waited for one (in each dataset whose
-    settings accept the table), and decide (or reopen) the calibration questions of the kind paused with their
-    calibration votes: the concept's table, or the kind-wide fallback, may decide them now."""
-    out = {"served": 0, "decided": 0, "reopened": 0}
-    with transaction.atomic():
+    """After a table lands, in the transaction that holds the concept's row: serve the (kind, concept)
+    questions that waited for one (in each dataset whose settings accept the table)."""
+    out = {"served": 0}
+    with transaction.atomic(), counters.held():
         waiting = list(
             Question.objects.select_for_update()
             .filter(kind=kind, concept_id=concept_id, state=QuestionState.WAITING)
@@ -138,18 +145,25 @@ def questions_reevaluate(*, kind: str, concept_id: int) -> dict[str, int]:
                 q.state = QuestionState.OPEN
             _serve(group, None, settings, 0)
             out["served"] += len(group)
-        paused = Question.objects.filter(
-            kind=kind,
-            role=QuestionRole.CALIBRATION,
-            state=QuestionState.OPEN,
-            task__state=TaskState.DONE,
-        ).order_by("id")
-        for question in paused:
-            if question.n_votes < question.min_votes:
-                continue
-            decision = question_decide(question)
-            if decision != Decision.ASK_MORE:
-                out["decided"] += 1
-            elif Task.objects.filter(pk=question.task_id, state=TaskState.OPEN).exists():
-                out["reopened"] += 1
+    return out
+
+
+def paused_decide(*, kind: str) -> dict[str, int]:
+    """Decide (or reopen) the calibration questions of the kind paused with their calibration votes, each in
+    a transaction of its own (`question_decide`): a new table, or the kind-wide fallback, may decide them now."""
+    out = {"decided": 0, "reopened": 0}
+    paused = Question.objects.filter(
+        kind=kind,
+        role=QuestionRole.CALIBRATION,
+        state=QuestionState.OPEN,
+        task__state=TaskState.DONE,
+    ).order_by("id")
+    for question in paused:
+        if question.n_votes < question.min_votes:
+            continue
+        decision = question_decide(question)
+        if decision != Decision.ASK_MORE:
+            out["decided"] += 1
+        elif Task.objects.filter(pk=question.task_id, state=TaskState.OPEN).exists():
+            out["reopened"] += 1
     return out

@@ -17,7 +17,7 @@ from django.db import connections, transaction
 from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
-from annotation import queue
+from annotation import counters, queue
 from annotation.models import Box, Dataset, Image, Task, TaskExclusion, TaskState
 from annotation.queue import QueueError
 from hierarchy.models import Concept
@@ -457,18 +457,21 @@ def questions_create(
     kind has calibration data for the fallback estimator, as a production question (`_roles_without_table`).
     No question is ever left waiting for a table that its batch cannot build.
 
-    The concept row is locked (the rebuild's lock) before deciding that a question waits, so a table built
-    concurrently either is seen here or sees the waiting question and serves it (no race with a rebuild)."""
+    The concept row is locked FOR SHARE (against the rebuild's lock) before deciding that a question waits, so
+    a table built concurrently either is seen here or sees the waiting question and serves it (no race with a
+    rebuild); creators of one concept do not wait for each other."""
     if kind not in QuestionKind.values:
         raise ValueError(f"unknown question kind {kind!r}; known: {', '.join(QuestionKind.values)}")
     if calibration is not None and len(calibration) != len(targets):
         raise ValueError("calibration must say one flag per target")
     settings = ConsensusSettings.for_dataset(dataset.pk)
     text = text or question_text(kind, concept)
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
         if not has_table:
-            Concept.objects.select_for_update().get(pk=concept.pk)  # serialize with calibration_rebuild
+            # Serialized with calibration_rebuild (which takes the row FOR NO KEY UPDATE), never with another
+            # creator: a share lock (docs/architecture.md, *Lock order*).
+            statements.concept_share_lock(connections[Concept.objects.db], concept.pk)
             has_table = table_in_use(kind, concept.pk, settings.calibration_min) is not None
         flags = [False] * len(targets) if calibration is None else list(calibration)
         waits = [False] * len(targets)
@@ -669,7 +672,7 @@ def _task_continue(task: Task, settings: ConsensusSettings) -> None:
 
 def vote_record(*, question: Question, worker, answer: bool, assignment=None) -> Question:
     """Record a vote outside the queue (scripts, imports): locks the task then the question, saves the task."""
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         if question.task_id is None:
             raise QuestionClosed("this question is waiting for its calibration table; it takes no vote now")
         task = Task.objects.select_for_update().get(pk=question.task_id)
@@ -682,7 +685,7 @@ def vote_record(*, question: Question, worker, answer: bool, assignment=None) ->
 def question_decide(question: Question) -> Decision:
     """Re-run the stopping rule on a question's votes now (after a new table): decide it, or reopen it for more
     votes. Locks its task, then the question. Returns the decision (ASK_MORE when it stays open)."""
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         task = Task.objects.select_for_update().get(pk=question.task_id) if question.task_id else None
         question = Question.objects.select_for_update().get(pk=question.pk)
         if question.state != QuestionState.OPEN or question.n_votes < question.min_votes:

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation import queue
+from annotation import counters, queue
 from annotation.models import Assignment, Task, TaskState
 
 from .models import ConsensusSettings, Question, QuestionState
@@ -89,7 +89,7 @@ def question_settle_starved(question: Question) -> Decision | None:
     """Decide a starved question with the votes it has, as at the vote cap: accept or reject where the decided
     set keeps the dataset's guarantee (and the pipeline's stricter bar, e.g. a leaf's), else review. Locks the
     task, then the question (the queue's order); returns None when the question moved on meanwhile."""
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         task = Task.objects.select_for_update().get(pk=question.task_id)
         question = Question.objects.select_for_update().get(pk=question.pk)
         in_queue = task.state == TaskState.OPEN or (

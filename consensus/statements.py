@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from annotation.models import Dataset
 from annotation.queue import sqlrows
+from hierarchy.models import Concept
 
 from .models import ConsensusSettings, Question, QuestionDecision, Vote
 
@@ -84,3 +85,14 @@ def decision_insert(connection, decision: QuestionDecision) -> QuestionDecision:
     submit it goes with the submit's other writes, sqlrows.deferred_writes)."""
     sqlrows.insert_later(connection, decision)
     return decision
+
+
+def concept_share_lock(connection, concept_id: int) -> None:
+    """Hold the concept's row FOR SHARE until commit: question creators of one concept go on side by side,
+    while a calibration rebuild (FOR NO KEY UPDATE of the row) waits for them, or they for it. PostgreSQL only
+    (SQLite runs one writer at a time)."""
+    if connection.vendor != "postgresql":
+        return
+    qn = connection.ops.quote_name
+    with sqlrows.cursor(connection) as cursor:
+        cursor.execute(f"SELECT 1 FROM {qn(Concept._meta.db_table)} WHERE id = %s FOR SHARE", [concept_id])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import queue
+from annotation import counters, queue
 from annotation.models import Task
 
 from . import events, tally
@@ -32,7 +32,7 @@ def question_review_decide(*, question_id: int, accept: bool, reviewer) -> Quest
     """Decide a question in review as the reviewer says: state accepted or rejected, a decision row naming the
     reviewer, its task's result updated, and the `QuestionDecided` event. Locks the task, then the question
     (the engine's lock order). Raises `NotInReview` unless the question is in review."""
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         task_id = Question.objects.filter(pk=question_id).values_list("task_id", flat=True).first()
         task = Task.objects.select_for_update().get(pk=task_id) if task_id else None
         question = Question.objects.select_for_update().get(pk=question_id)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Q
 
-from annotation import kinds, queue
+from annotation import counters, kinds, queue
 from annotation.models import Assignment, Task, TaskState
 
 from . import events, tally
@@ -49,7 +49,7 @@ class VoidReport:
 def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
     """Void these votes (ids; already-void ones are skipped) and repair every question they counted in."""
     report = VoidReport()
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         fresh = list(
             Vote.objects.filter(pk__in=list(votes), void__isnull=True).values_list("pk", "question_id")
         )

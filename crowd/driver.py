@@ -7,6 +7,8 @@ platform's models (a test checks), so what it measures is what a real crowd woul
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import threading
 import time
@@ -49,6 +51,33 @@ class Stats:
     worker_seconds: float = 0.0
     by_kind: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    submit_retries: int = 0  # submits sent again after a 5xx or no answer (same Idempotency-Key)
+
+
+# A submit goes as the worker page sends it (frontend/static/frontend/api.js, submitAnswer): an attempt answered
+# 5xx, or not answered at all, is sent again with the same Idempotency-Key, up to 3 attempts in all, after a
+# pause of 0.5 s times the attempt. A retry of an answer the platform did store is answered with it (200).
+SUBMIT_ATTEMPTS = 3
+SUBMIT_RETRY_PAUSE = 0.5
+
+
+def submit_with_retries(send: Callable[[], Reply], stats: Stats, lock: threading.Lock | None = None) -> Reply:
+    """`send()` the submit like the worker page, counting each retry in `stats.submit_retries`; the last
+    reply (status 0 when the last attempt got none)."""
+    reply = Reply(0, None)
+    for attempt in range(1, SUBMIT_ATTEMPTS + 1):
+        if attempt > 1:
+            with lock if lock is not None else contextlib.nullcontext():
+                stats.submit_retries += 1
+            time.sleep(SUBMIT_RETRY_PAUSE * (attempt - 1))
+        try:
+            reply = send()
+        except (OSError, http.client.HTTPException) as exc:  # the connection failed: no answer came back
+            reply = Reply(0, f"no answer: {exc}")
+            continue
+        if reply.status < 500:
+            return reply
+    return reply
 
 
 class Scenario(Protocol):
@@ -155,12 +184,16 @@ def run_crowd(
                 stats.tasks_skipped += 1
             return True
         key = uuid.UUID(int=int(np.random.default_rng([seed, assignment["id"]]).integers(0, 2**63))).hex
-        result = transport.call(
-            "POST",
-            f"/api/v1/assignments/{assignment['id']}/submit",
-            token=token,
-            json_body={"answer": answer},
-            headers={"Idempotency-Key": key},
+        result = submit_with_retries(
+            lambda: transport.call(
+                "POST",
+                f"/api/v1/assignments/{assignment['id']}/submit",
+                token=token,
+                json_body={"answer": answer},
+                headers={"Idempotency-Key": key},
+            ),
+            stats,
+            lock,
         )
         with lock:
             if result.status in (200, 201):
@@ -248,6 +281,7 @@ def _added(total: Stats | None, run: Stats) -> Stats:
     if total is not None:
         total.tasks_answered += run.tasks_answered
         total.tasks_skipped += run.tasks_skipped
+        total.submit_retries += run.submit_retries
         total.worker_seconds += run.worker_seconds
         for kind, n in run.by_kind.items():
             total.by_kind[kind] = total.by_kind.get(kind, 0) + n
@@ -321,6 +355,7 @@ def simulate(
             "tasks_skipped": stats.tasks_skipped,
             "tasks_by_kind": dict(sorted(stats.by_kind.items())),
             "submit_errors": len(stats.errors),
+            "submit_retries": stats.submit_retries,
             "wall_seconds": round(wall, 2),
         }
     )

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from crowd.driver import OrganizerApi, Stats, pending_waiter, run_crowd
+from crowd.driver import OrganizerApi, Stats, pending_waiter, run_crowd, submit_with_retries
 from crowd.providers.mturk_fake import FakeMturk
 from crowd.simulated import Crowd, SimulatedWorker
 from crowd.transport import Transport
@@ -148,12 +148,15 @@ class BundleFlow:
             stats.tasks_skipped += 1
             return True
         key = uuid.UUID(int=int(np.random.default_rng([self.seed, assignment["id"]]).integers(0, 2**63))).hex
-        result = self.bundle_call(
-            session,
-            "POST",
-            f"/api/v1/bundle/assignments/{assignment['id']}/submit",
-            json_body={"answer": answer},
-            headers={"Idempotency-Key": key},
+        result = submit_with_retries(
+            lambda: self.bundle_call(
+                session,
+                "POST",
+                f"/api/v1/bundle/assignments/{assignment['id']}/submit",
+                json_body={"answer": answer},
+                headers={"Idempotency-Key": key},
+            ),
+            stats,
         )
         if result.status not in (200, 201):
             stats.errors.append(f"{result.status}: {result.data}")

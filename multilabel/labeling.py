@@ -16,6 +16,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import counters
 from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Dataset, Image
@@ -124,7 +125,7 @@ def labeling_start(
     if engine not in QuestionEngine.values:
         raise LabelingError(f"unknown engine {engine!r}; known: {', '.join(QuestionEngine.values)}")
     graph = graph_for(hierarchy)
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         pool = (
             dataset.images.all() if images is None else dataset.images.filter(pk__in=[i.pk for i in images])
         )
@@ -171,8 +172,8 @@ def labeling_answer(
 
     Called by the question engine when it decides a question, inside its transaction. A repeated call for a
     node already decided changes nothing."""
-    with transaction.atomic():
-        labeling = ImageLabeling.objects.select_for_update().get(pk=labeling_id)
+    with transaction.atomic(), counters.held():
+        labeling = ImageLabeling.objects.select_for_update(no_key=True).get(pk=labeling_id)
         graph = graph_for(labeling.hierarchy_id, labeling.state.get("dag"))
         state = LabelingState.from_dict(labeling.state, graph.dag)
         if node_id in state.decisions:
@@ -224,8 +225,8 @@ def labeling_rewind(
     once when asked again. Nothing happens when the labeling never used the node or already holds `present`.
 
     Called by the question engine inside its transaction, like `labeling_answer`."""
-    with transaction.atomic():
-        labeling = ImageLabeling.objects.select_for_update().get(pk=labeling_id)
+    with transaction.atomic(), counters.held():
+        labeling = ImageLabeling.objects.select_for_update(no_key=True).get(pk=labeling_id)
         asked = [(str(item["node"]), bool(item["present"])) for item in labeling.state.get("answers", [])]
         index = next((i for i, (node, _) in enumerate(asked) if node == node_id), None)
         if index is None or asked[index][1] == present:

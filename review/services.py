@@ -442,7 +442,7 @@ def review_lease_next(
 
 def review_release(*, item: ReviewItem, reviewer) -> ReviewItem:
     """The reviewer skips the item: it goes back to the queue for others at once."""
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         item = ReviewItem.objects.select_for_update().get(pk=item.pk)
         if item.state != ItemState.LEASED or item.leased_to_id != reviewer.pk:
             raise NotLeaseHolder("this item is not leased to you")
@@ -505,7 +505,7 @@ def review_decide(
 
 
 def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, reason: str) -> ReviewDecision:
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         item = ReviewItem.objects.select_for_update().get(pk=item.pk)
         if item.state == ItemState.DECIDED:
             raise AlreadyDecided("this item was already decided")
@@ -630,7 +630,7 @@ def review_undo(
     one undoing is the reviewer who decided (`organizer` is then that reviewer), the item goes back to them
     leased, so their review page shows it again for the right decision."""
     now = now or timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(), counters.held():
         item = ReviewItem.objects.select_for_update().get(pk=decision.item_id)
         decision = ReviewDecision.objects.get(pk=decision.pk)
         if decision.decision == Decision.UNDO:

@@ -185,8 +185,9 @@ def assignment_submit(
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
     connection = connections[Assignment.objects.db]
     # The writes the answer causes (its task, the question's vote count or verdict, counters...) go to
-    # PostgreSQL together, in one statement, before the next lease is read (sqlrows.deferred_writes).
-    with transaction.atomic(), sqlrows.deferred_writes(connection):
+    # PostgreSQL together, in one statement, before the next lease is read (sqlrows.deferred_writes); its
+    # counters are written last, in the platform's lock order (counters.held, docs/architecture.md).
+    with transaction.atomic(), sqlrows.deferred_writes(connection), counters.held() as counted:
         current = statements.assignment_read(
             connection, assignment_id, worker.pk if worker is not None else None, lock=True
         )
@@ -245,6 +246,7 @@ def assignment_submit(
             task, answers=1, worker_time=now - current.leased_at, worker_id=current.worker_id
         )
         # Sent here rather than before the lease's first read, so a failure is this submit's own.
+        counted.flush()
         sqlrows.deferred_send(connection)
         return SubmitResult(
             current,

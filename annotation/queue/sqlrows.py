@@ -146,7 +146,8 @@ def insert(connection, instance, *, skip_conflict: bool = False) -> bool:
 
 def insert_later(connection, instance) -> None:
     """`insert` (no conflict expected) without waiting for it: inside `deferred_writes` it goes with the batch
-    and the instance gets its primary key when the batch runs; elsewhere it runs at once."""
+    and the instance gets its primary key when the batch is sent (`deferred_send`, or a statement naming its
+    table); elsewhere it runs at once."""
     if connection.vendor != "postgresql":
         instance.save(force_insert=True, using=connection.alias)
         return
@@ -241,8 +242,13 @@ class _Write:
     on_done: Callable[[int, Any], None] | None
 
 
+# Statements that end or mark part of a transaction: the held writes must be in before them.
+_TRANSACTION_CONTROL = ("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN")
+
+
 class _Batch:
-    """The writes deferred on one connection; sent as one statement before the connection runs any other."""
+    """The writes deferred on one connection; sent as one statement before the connection runs a statement
+    that names one of their tables or controls the transaction, or when the caller says so."""
 
     def __init__(self, connection):
         self.connection = connection
@@ -257,9 +263,19 @@ class _Batch:
         self.pending.append(w)
 
     def before_execute(self, execute, sql, params, many, context):
-        if not self.sending:
+        if not self.sending and self.pending and self.seen_by(sql):
             self.send_all()
         return execute(sql, params, many, context)
+
+    def seen_by(self, sql) -> bool:
+        """Whether `sql` could see or depend on the held writes: it names one of their tables, or it is
+        transaction control (a savepoint, whose rollback must undo them). A statement about other tables
+        leaves them held: sending them there would lock their rows at a point the caller cannot see."""
+        if not isinstance(sql, str):
+            return True
+        if sql.lstrip()[:9].upper().startswith(_TRANSACTION_CONTROL):
+            return True
+        return any(w.table in sql for w in self.pending)
 
     def send_all(self) -> None:
         while self.pending:  # an on_done may hold another write (a fallback)
@@ -299,13 +315,15 @@ _BATCHES: dict[int, _Batch] = {}  # by id(connection) while a deferred_writes bl
 @contextlib.contextmanager
 def deferred_writes(connection):
     """Within the block, writes made with `write` (and `update_later`, `insert_later`) on PostgreSQL are held
-    and sent together, as one statement of data-modifying WITH parts, just before the connection runs any other
-    statement (a read that might see them, a savepoint) and at the end of the block: the submit that closes a
-    vote writes its question, tally, decision, final label, task and counters in one round trip instead of
-    seven. Each write's `on_done(rowcount, returned)` runs once it is sent (a missing counter row is created
-    there). Writes of one table are never sent in one statement, since the parts of one statement do not see
-    each other's changes. Elsewhere (SQLite) writes run at once. Use inside the transaction they belong to; an
-    error in the block drops what is held (the transaction is rolled back anyway)."""
+    and sent together, as one statement of data-modifying WITH parts, at points the caller can see: at
+    `deferred_send`, at the end of the block, and just before the connection runs a statement that names one of
+    their tables (a read that might see them) or a savepoint; a read of other tables leaves them held. The
+    submit that closes a vote writes its question, tally, decision, final label, task and counters in one round
+    trip instead of seven. Each write's `on_done(rowcount, returned)` runs once it is sent (a missing counter row
+    is created there; a held insert gets its primary key there, so read it after `deferred_send`). Writes of
+    one table are never sent in one statement, since the parts of one statement do not see each other's
+    changes. Elsewhere (SQLite) writes run at once. Use inside the transaction they belong to; an error in the
+    block drops what is held (the transaction is rolled back anyway)."""
     if connection.vendor != "postgresql" or id(connection) in _BATCHES:
         yield
         return

@@ -43,10 +43,11 @@ VOTE_SUBMIT_CLOSING = 8
 # A vote on a question: lock the question (its dataset's settings joined), insert the vote (no savepoint), the
 # calibration table in use; then P with the counts (asking more) or the verdict, its decision row, the final
 # label and the question tally of the organizer's progress page, sent with the task and the counters in one
-# statement, except that the hierarchy subscriber of the decision reads its image's labeling in between (so the
-# writes go in two statements); review's subscriber needs nothing for a question that was never in review.
+# statement (the hierarchy subscriber of the decision reads its image's labeling in between: another table, so
+# the writes stay held; issue 32 made that one statement instead of two); review's subscriber needs nothing for
+# a question that was never in review.
 QUESTION_SUBMIT_ASKING_MORE = 9
-QUESTION_SUBMIT_DECIDING = 11
+QUESTION_SUBMIT_DECIDING = 10
 # Submit with next=true (the worker page's): the closing vote's submit and the next task's lease in one request
 # and transaction, so one token lookup instead of two; the lease statement itself keeps the new lease's id on
 # the submitted assignment (a retry hands that lease back), so that costs no statement of its own.

@@ -1,0 +1,80 @@
+"""A deadlock or serialization failure during an idempotent request (issue 32): the server runs the request again
+inside it, a bounded number of times, and the answer is stored once; when every run fails so, the worker is
+answered 503 with Retry-After, never 500, and nothing is kept. The conflict is forced where a real one strikes
+a submit: in the counters' writes, after the answer's own."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from django.db import OperationalError
+
+from annotation import counters
+from annotation.models import Assignment, AssignmentState, Task, UsageCounter, WorkerTally
+from config import dbconnection
+from config.roles import WORKERS
+from crowd.services import user_create
+from tests.conftest import client_for
+from tests.faults.test_connection_kills import queue_tasks
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def leased(monkeypatch):
+    monkeypatch.setattr(dbconnection, "CONFLICT_PAUSE", 0.0)
+    queue_tasks(1)
+    client = client_for(user_create(username="conflicted", password=None, roles=(WORKERS,)))
+    lease = client.get("/api/v1/tasks/next")
+    assert lease.status_code == 200
+    return client, f"/api/v1/assignments/{lease.json()['id']}/submit"
+
+
+def conflicting(monkeypatch, failures: int, error=psycopg.errors.DeadlockDetected) -> list[int]:
+    """The first `failures` submits fail as PostgreSQL fails a transaction it rolled back (Django's
+    OperationalError caused by the driver's error with its SQLSTATE); returns the runs made so far."""
+    runs: list[int] = []
+    real = counters.answers_counted
+
+    def answers_counted(*args, **kwargs):
+        runs.append(len(runs) + 1)
+        real(*args, **kwargs)
+        if len(runs) <= failures:
+            raise OperationalError("deadlock detected") from error("deadlock detected")
+
+    monkeypatch.setattr(counters, "answers_counted", answers_counted)
+    return runs
+
+
+@pytest.mark.parametrize(
+    "error", [psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure], ids=["40P01", "40001"]
+)
+def test_a_submit_that_meets_a_deadlock_is_run_again_in_the_request_and_stored_once(
+    leased, monkeypatch, error
+):
+    client, path = leased
+    runs = conflicting(monkeypatch, failures=2, error=error)
+    response = client.post(path, {"answer": {"answer": True}}, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert response.status_code == 201, response.content
+    assert runs == [1, 2, 3]
+    assert Assignment.objects.filter(state=AssignmentState.SUBMITTED).count() == 1
+    assert Task.objects.get().answers_count == 1
+    assert sum(UsageCounter.objects.values_list("answers", flat=True)) == 1
+    assert list(WorkerTally.objects.values_list("answers", flat=True)) == [1]
+
+
+def test_a_submit_still_conflicting_after_its_retries_answers_503_with_retry_after_and_keeps_nothing(
+    leased, monkeypatch
+):
+    client, path = leased
+    runs = conflicting(monkeypatch, failures=99)
+    response = client.post(path, {"answer": {"answer": True}}, format="json", HTTP_IDEMPOTENCY_KEY="k-2")
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert "retry" in response.json()["detail"]
+    assert len(runs) == 1 + dbconnection.CONFLICT_RETRIES
+    assert Assignment.objects.get().state == AssignmentState.LEASED
+    assert Task.objects.get().answers_count == 0
+    monkeypatch.undo()
+    again = client.post(path, {"answer": {"answer": True}}, format="json", HTTP_IDEMPOTENCY_KEY="k-2")
+    assert again.status_code == 201, "the client's retry with the same key goes through"
+    assert Task.objects.get().answers_count == 1
