@@ -9,14 +9,25 @@ MYPY_PATHS := annotation/geometry.py annotation/pipeline.py annotation/imagechec
 
 .PHONY: run setup demo test flakes lint format bench schema clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# Two stamps: serving needs only the runtime requirements; tests, lint and benchmarks the development ones too
+# (pytest, Chromium's driver, the interop readers: several hundred MB more).
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed
+
+$(RUNTIME): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(DEV): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
 ## setup: migrate the database and load the demo data (what `make run` does before serving)
-setup: $(VENV)/.installed
+setup: $(RUNTIME)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo
 
@@ -27,7 +38,7 @@ run: setup
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 ## test: lint, type check of the pure cores, migration check and the whole test suite
-test: $(VENV)/.installed
+test: $(DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy $(MYPY_PATHS)
@@ -38,26 +49,26 @@ test: $(VENV)/.installed
 ## test that did not pass every time, with the seeds that replay it (tests/flake_hunt.py)
 FLAKE_RUNS ?= 3
 FLAKE_ARGS ?=
-flakes: $(VENV)/.installed
+flakes: $(DEV)
 	$(PY) tests/flake_hunt.py --runs $(FLAKE_RUNS) $(FLAKE_ARGS)
 
-lint: $(VENV)/.installed
+lint: $(DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy $(MYPY_PATHS)
 
-format: $(VENV)/.installed
+format: $(DEV)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
 ## bench: every benchmark, printing figures and ratios (takes minutes; see bench/README.md).
 ## `make bench BENCH_ARGS=` is the full mode (bench/load.py then runs 10 minutes of load under faults).
 BENCH_ARGS ?= --quick
-bench: $(VENV)/.installed
+bench: $(DEV)
 	for f in bench/*.py; do echo "== $$f"; $(PY) $$f $(BENCH_ARGS) || exit 1; done
 
 ## schema: write the OpenAPI schema to docs/openapi.yaml
-schema: $(VENV)/.installed
+schema: $(RUNTIME)
 	$(PY) manage.py spectacular --file docs/openapi.yaml --validate --fail-on-warn
 
 clean:

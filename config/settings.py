@@ -105,6 +105,9 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before whitenoise and staticfiles: its `runserver` (which runs the beat schedule in-process when there is
+    # no broker, outbox/embedded_beat.py) wraps theirs.
+    "outbox",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
@@ -114,7 +117,6 @@ INSTALLED_APPS = [
     "storages",
     "hierarchy",
     "annotation",
-    "outbox",
     "candidates",
     "consensus",
     "gold",
@@ -305,6 +307,8 @@ CROWDLABEL = {
     ),
     # How long a worker holds a leased micro-task.
     "LEASE_SECONDS": env_int("CROWDLABEL_LEASE_SECONDS", 300),
+    # How often the schedule returns tasks whose lease ran out to the queue (annotation.tasks.leases_expire).
+    "LEASE_EXPIRY_EVERY_SECONDS": env_int("CROWDLABEL_LEASE_EXPIRY_EVERY_SECONDS", 60),
     # How long after sending it a worker may take back an answer (a mis-keyed Y/N) while its question is open.
     "ANSWER_UNDO_SECONDS": env_int("CROWDLABEL_ANSWER_UNDO_SECONDS", 10),
     # An open question whose task nobody of its dataset's crowd can take (all voted, blocked, unqualified or
@@ -336,6 +340,10 @@ CROWDLABEL = {
     "OUTBOX_MAX_ATTEMPTS": env_int("CROWDLABEL_OUTBOX_MAX_ATTEMPTS", 3),
     # How often the relay sends work the broker could not take on commit and sweeps work whose worker died.
     "OUTBOX_RELAY_SECONDS": env_int("CROWDLABEL_OUTBOX_RELAY_SECONDS", 30),
+    # Without a broker there is no beat either: `runserver` then runs CELERY_BEAT_SCHEDULE in a thread of its
+    # own (outbox/embedded_beat.py), so lease expiry, the outbox relay, the overlap scans and the stuck-question
+    # sweep happen in the embedded default too. Never with a broker: beat sends the schedule to the workers.
+    "EMBEDDED_BEAT": env_bool("CROWDLABEL_EMBEDDED_BEAT", True) and not os.environ.get("CELERY_BROKER_URL"),
     # Celery's hard time limit for any task (the longest is an export with images); the broker's visibility
     # timeout is sized from it.
     "TASK_TIME_LIMIT_SECONDS": env_int("CROWDLABEL_TASK_TIME_LIMIT_SECONDS", 1800),
@@ -363,6 +371,9 @@ CROWDLABEL = {
 }
 if CROWDLABEL["OUTBOX_MAX_ATTEMPTS"] < 1:
     raise ImproperlyConfigured("CROWDLABEL_OUTBOX_MAX_ATTEMPTS must be at least 1")
+for _every in ("LEASE_EXPIRY_EVERY", "OUTBOX_RELAY", "REVIEW_SCAN_EVERY", "MTURK_SYNC_EVERY"):
+    if CROWDLABEL[f"{_every}_SECONDS"] < 1:  # a schedule of 0 s would run its task back to back
+        raise ImproperlyConfigured(f"CROWDLABEL_{_every}_SECONDS must be at least 1")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -467,7 +478,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "crowd.mturk.hits_sync",
         "schedule": timedelta(seconds=CROWDLABEL["MTURK_SYNC_EVERY_SECONDS"]),
     },
-    "expire-leases": {"task": "annotation.tasks.leases_expire", "schedule": timedelta(seconds=60)},
+    "expire-leases": {
+        "task": "annotation.tasks.leases_expire",
+        "schedule": timedelta(seconds=CROWDLABEL["LEASE_EXPIRY_EVERY_SECONDS"]),
+    },
     "review-scan-overlaps": {
         "task": "review.tasks.overlaps_scan_due",
         "schedule": timedelta(seconds=CROWDLABEL["REVIEW_SCAN_EVERY_SECONDS"]),

@@ -14,6 +14,8 @@ from crowd.driver import Accounts
 from crowd.transport import Reply, Transport
 
 INVITATION_HOURS = 1
+# How often a crowd waiting for the server's sweep looks at the dataset's open questions.
+SWEEP_POLL_SECONDS = 5.0
 
 
 class ServerSetupError(RuntimeError):
@@ -87,12 +89,20 @@ class ApiOperator:
     wait until it has run, compute and freeze a split version."""
 
     def __init__(
-        self, transport: Transport, organizer_token: str, splits: dict, scan_wait: float = 30.0
+        self,
+        transport: Transport,
+        organizer_token: str,
+        splits: dict,
+        scan_wait: float = 30.0,
+        sweep_wait: float = 0.0,
+        poll: float = SWEEP_POLL_SECONDS,
     ) -> None:
         self.transport = transport
         self.token = organizer_token
         self.splits = splits
         self.scan_wait = scan_wait
+        self.sweep_wait = sweep_wait
+        self.poll = poll
 
     def _call(self, method: str, path: str, **kwargs) -> Reply:
         return self.transport.call(method, path, token=self.token, **kwargs)
@@ -124,9 +134,37 @@ class ApiOperator:
 
     def sweep_stuck(self, dataset_name: str) -> int:
         """Against a server the sweep for questions nobody can answer is the server's own schedule
-        (`review.tasks.stuck_enqueue`, after `CROWDLABEL_STARVED_AFTER_SECONDS`; set it low on a test server):
-        there is no API to run it at once, so nothing is settled from here."""
+        (`review.tasks.stuck_enqueue`: beat, or `runserver` itself in the embedded default), after
+        `CROWDLABEL_STARVED_AFTER_SECONDS`; there is no API to run it at once. The crowd has run dry: with
+        `sweep_wait`, wait as people would come back later, until some question open now has left the open
+        state (settled, or sent to review), and return how many did; 0 when none is open or the wait ran out."""
+        if self.sweep_wait <= 0:
+            return 0
+        dataset_id = self.dataset_id(dataset_name)
+        waiting = self._open_questions(dataset_id)
+        deadline = time.monotonic() + self.sweep_wait
+        while waiting and time.monotonic() < deadline:
+            time.sleep(self.poll)
+            moved = waiting - self._open_questions(dataset_id)
+            if moved:
+                return len(moved)
         return 0
+
+    def _open_questions(self, dataset_id: int) -> set[int]:
+        found: set[int] = set()
+        page = 1
+        while True:
+            data = _expect(
+                self._call(
+                    "GET", f"/api/v1/datasets/{dataset_id}/decisions/", params={"state": "open", "page": page}
+                ),
+                200,
+                what="open questions",
+            )
+            found |= {row["id"] for row in data["results"]}
+            if not data.get("next"):
+                return found
+            page += 1
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         path = f"/api/v1/datasets/{self.dataset_id(dataset_name)}/split-versions"

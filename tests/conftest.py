@@ -54,6 +54,8 @@ def pytest_runtest_setup(item):
 def _eager_celery_and_tmp_media(settings, tmp_path):
     # Tests run Celery tasks in-process unless they start a real worker themselves.
     settings.CELERY_TASK_ALWAYS_EAGER = True
+    # No scheduler thread in tests (one that wants it starts its own: tests/outbox/test_embedded_beat.py).
+    settings.CROWDLABEL = {**settings.CROWDLABEL, "EMBEDDED_BEAT": False}
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast, tests only
     settings.MEDIA_ROOT = tmp_path / "media"
     cache.clear()  # sign-in failure counts and API rate histories never carry over from another test

@@ -21,7 +21,7 @@ from django.utils import timezone
 from annotation import kinds, queue
 from annotation.models import Assignment, AssignmentState, Dataset
 from config.roles import WORKERS
-from crowd.models import Bundle, BundleItem, BundleSize, BundleState, Worker
+from crowd.models import Bundle, BundleItem, BundleSize, BundleState, Worker, WorkerSource
 
 SESSION_SALT = "crowd.providers.session"
 
@@ -174,6 +174,25 @@ def _step(bundle: Bundle, assignment: Assignment | None, replayed: bool = False)
     done = bundle.state == BundleState.COMPLETE
     completion = get(bundle.provider).completion(bundle) if done else None
     return BundleStep(bundle, assignment, completion, replayed)
+
+
+def study_lease_policy(worker, request: queue.LeaseRequest, now) -> queue.LeaseTerms | None:
+    """Queue lease policy: a study-link participant works only inside an open session (one bundle per study
+    and participant, never a second), so every dataset where they hold no open bundle is withheld. The queue
+    then says truly what a participant can take, and the starved-question sweep (which asks it, for everyone
+    who has worked in the dataset) no longer waits for participants whose session is over (issue 34). An
+    MTurk worker is not restricted: one who finished an assignment may accept another HIT."""
+    if worker.source != WorkerSource.EXTERNAL:
+        return None
+    asked = (
+        {request.dataset_id}
+        if request.dataset_id is not None
+        else set(Dataset.objects.values_list("pk", flat=True))
+    )
+    open_in = Bundle.objects.filter(worker_id=worker.pk, state=BundleState.OPEN, dataset_id__in=asked)
+    return queue.LeaseTerms(
+        withheld_datasets=frozenset(asked - set(open_in.values_list("dataset_id", flat=True)))
+    )
 
 
 def bundle_next(bundle: Bundle, *, now=None) -> BundleStep:

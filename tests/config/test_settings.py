@@ -20,6 +20,8 @@ print(json.dumps({
     "broker": settings.CELERY_BROKER_URL,
     "storage": settings.STORAGES["default"],
     "debug": settings.DEBUG,
+    "embedded_beat": settings.CROWDLABEL["EMBEDDED_BEAT"],
+    "lease_expiry_every": settings.CELERY_BEAT_SCHEDULE["expire-leases"]["schedule"].total_seconds(),
 }))
 """
 
@@ -74,6 +76,19 @@ def test_development_defaults_are_sqlite_eager_celery_local_files_and_no_debug(v
     assert seen["eager"] is True
     assert seen["storage"]["BACKEND"] == "django.core.files.storage.FileSystemStorage"
     assert seen["debug"] is False
+    assert seen["embedded_beat"] is True  # runserver runs the beat schedule in-process
+    assert seen["lease_expiry_every"] == 60
+
+
+def test_the_embedded_beat_is_off_with_a_broker_or_when_turned_off_and_its_intervals_are_settings(var_dir):
+    assert settings_under(var_dir, CELERY_BROKER_URL="redis://127.0.0.1:6379/0")["embedded_beat"] is False
+    assert settings_under(var_dir, CROWDLABEL_EMBEDDED_BEAT="0")["embedded_beat"] is False
+    assert settings_under(var_dir, CROWDLABEL_LEASE_EXPIRY_EVERY_SECONDS="5")["lease_expiry_every"] == 5
+    refused = run(["-c", PRINT_SETTINGS], clean_env(var_dir, CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS="0"))
+    assert (
+        refused.returncode != 0
+        and "CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS must be at least 1" in refused.stderr
+    )
 
 
 def test_database_url_selects_postgresql(var_dir):

@@ -74,6 +74,54 @@ def test_a_question_someone_can_still_answer_is_left_open_until_that_worker_is_b
     assert split_question.pk in {q.pk for q in starved.questions_starved(idle_seconds=0)}
 
 
+def _participant_answers_one_question(dataset, split_question, participant: str):
+    """A study-link participant (a session of one task) answers another question of the dataset, so they are
+    part of its crowd; returns their bundle after that answer."""
+    from crowd.models import BundleSize, StudyLink
+    from crowd.providers import base, external_link
+
+    other = factories.ImageFactory(dataset=dataset)
+    questions_create(
+        dataset=dataset,
+        kind=QuestionKind.IMAGE_VERIFY,
+        concept=split_question.concept,
+        targets=[Target(image=other)],
+    )
+    # The participant answers the other one.
+    Task.objects.filter(pk=split_question.task_id).update(priority=-1)
+    BundleSize.objects.create(dataset=dataset, kind="question", size=1)
+    study = StudyLink.objects.get_or_create(dataset=dataset, kind="question")[0]
+    bundle = external_link.study_session_start(study=study, participant=participant)
+    step = base.bundle_next(bundle)
+    assert step.assignment.task_id != split_question.task_id
+    return base.bundle_submit(
+        bundle, assignment_id=step.assignment.pk, answer={"answer": True}, idempotency_key=f"{participant}-1"
+    ).bundle
+
+
+def test_a_study_participant_whose_session_is_over_is_no_voter_the_sweep_waits_for(split_question, dataset):
+    """Issue 34: `review_stuck --starved-after 0` settled none of a small crowd's questions, because finished
+    study-link participants still counted as workers who could take them (they never can: a participant
+    works only inside their session, and a finished one does not get another)."""
+    bundle = _participant_answers_one_question(dataset, split_question, "P1")
+    assert bundle.state == "complete"
+    assert [q.pk for q in starved.questions_starved(idle_seconds=0)] == [split_question.pk]
+    report = stuck.stuck_enqueue(dataset_id=dataset.pk, starved_after=0)
+    assert report.starved_settled == {"review": 1}
+
+
+def test_a_study_participant_in_an_open_session_can_still_answer_so_the_question_waits(
+    split_question, dataset
+):
+    from crowd.models import Bundle, BundleSize
+
+    bundle = _participant_answers_one_question(dataset, split_question, "P2")
+    # A longer session: the participant may still be given the question.
+    BundleSize.objects.filter(dataset=dataset).update(size=5)
+    Bundle.objects.filter(pk=bundle.pk).update(state="open", size=5)
+    assert split_question.pk not in {q.pk for q in starved.questions_starved(idle_seconds=0)}
+
+
 def test_a_question_touched_recently_is_not_swept(split_question):
     assert starved.questions_starved() == [], "900 s by default: a crowd that is offline may come back"
     Task.objects.filter(pk=split_question.task_id).update(

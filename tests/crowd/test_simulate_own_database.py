@@ -65,3 +65,27 @@ def test_simulate_sets_up_and_runs_through_the_api_of_a_server_with_its_own_data
 def test_an_organizer_token_needs_a_server(tmp_path):
     run = simulate_elsewhere(tmp_path, "--organizer-token", "x", "--images", "2")
     assert run.returncode != 0 and "--organizer-token needs --server" in run.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_full_scenario_runs_against_a_server_with_its_own_database(live_server, tmp_path):
+    """Issue 34: `simulate --scenario full --server ... --organizer-token ...` died with a TypeError (the
+    scenario was built without its hierarchy file) after creating the accounts' dataset."""
+    organizer = factories.user_with_roles("remote-organizer", ("organizers",))
+    token = Token.objects.create(user=organizer).key
+    run = simulate_elsewhere(
+        tmp_path,
+        "--server", live_server.url, "--organizer-token", token,
+        "--scenario", "full", "--images", "3", "--workers", "6", "--synsets", "4", "--seed", "2",
+        "--image-size", "96x72", "--gold-rate", "0", "--crowd", "clean",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = json.loads(run.stdout)
+    assert summary["submit_errors"] == 0, summary
+    answers = summary["answers_by_kind"]
+    assert answers["verify"] > 0 and answers["hierarchy"] > 0, answers
+    (run_dataset,) = Dataset.objects.filter(organizers=organizer, name__startswith="sim-full-2-")
+    # The crowd's answers are the server's votes; the export was made and scored.
+    assert Vote.objects.filter(question__dataset=run_dataset).exists()
+    assert summary["categories_missing"] == 0 and summary["verification_labelled"] is not None

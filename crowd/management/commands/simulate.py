@@ -215,10 +215,11 @@ class RemoteSetup:
     """`--server` with `--organizer-token`: what `make_accounts`, `load_hierarchy` and `ShellOperator` do in
     process, done through the server's API (`crowd.server_setup`)."""
 
-    def __init__(self, server: str, token: str, hierarchy: Path) -> None:
+    def __init__(self, server: str, token: str, hierarchy: Path, sweep_wait: float = 0.0) -> None:
         self.transport = HttpTransport(server)
         self.token = token
         self.hierarchy = hierarchy
+        self.sweep_wait = sweep_wait
 
     def accounts(self, run_id: str, n_workers: int) -> Accounts:
         try:
@@ -228,13 +229,13 @@ class RemoteSetup:
             raise CommandError(str(exc)) from None
 
     def operator(self) -> server_setup.ApiOperator:
-        return server_setup.ApiOperator(self.transport, self.token, FULL_SPLITS)
+        return server_setup.ApiOperator(self.transport, self.token, FULL_SPLITS, sweep_wait=self.sweep_wait)
 
 
 def server_setup_for(opts, hierarchy: Path) -> RemoteSetup | None:
     if not opts["organizer_token"]:
         return None
-    return RemoteSetup(opts["server"], opts["organizer_token"], hierarchy)
+    return RemoteSetup(opts["server"], opts["organizer_token"], hierarchy, opts["sweep_wait"])
 
 
 class Command(BaseCommand):
@@ -361,6 +362,15 @@ class Command(BaseCommand):
             "and reviewer accounts by invitations, uploads its hierarchy and does the operator steps through the "
             "API, so the server keeps its own database.",
         )
+        parser.add_argument(
+            "--sweep-wait",
+            type=float,
+            default=0.0,
+            help="With --organizer-token (full scenario): when the crowd runs dry with questions still open, wait "
+            "up to this many seconds for the server's scheduled sweep to settle them (it waits "
+            "CROWDLABEL_STARVED_AFTER_SECONDS, then runs every CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS), as people "
+            "would come back later; 0 (the default) does not wait.",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
@@ -465,8 +475,9 @@ class Command(BaseCommand):
                 "image_size": opts["image_size"],
                 "gold_rate": opts["gold_rate"] or 0.0,
             }
-        if scenario_name in HIERARCHY_SCENARIOS and not remote:
-            self.load_hierarchy(hierarchy)
+        if scenario_name in HIERARCHY_SCENARIOS:
+            if not remote:  # a server with its own database gets it by upload (RemoteSetup.accounts)
+                self.load_hierarchy(hierarchy)
             extra = {
                 "hierarchy_path": hierarchy,
                 "order": opts["order"],
@@ -567,6 +578,11 @@ class Command(BaseCommand):
             problems.append("--concurrency must be at least 1")
         if opts["organizer_token"] and not opts["server"]:
             problems.append("--organizer-token needs --server (a server with its own database)")
+        if opts["sweep_wait"] < 0 or (opts["sweep_wait"] and not opts["organizer_token"]):
+            problems.append(
+                "--sweep-wait is seconds (0 or more) to wait for the sweep of a server with its own database "
+                "(--organizer-token)"
+            )
         if (
             opts["organizer_token"]
             and opts["hierarchy"] is None
