@@ -500,16 +500,17 @@ LEFTOVERS = {
 
 
 def leftovers(database_url: str, cut_seeds: set[int]) -> dict:
-    """What is left open after the sweep, in the datasets of finished runs and (apart) of runs cut short."""
+    """What is left open after the sweep, in the datasets of finished runs and (apart) of runs that failed or
+    were cut short (their crowd stopped before the work was done)."""
     import psycopg
 
     names = dict(soak_datasets(database_url))
     cut = {i for i, name in names.items() if int(name.split("-")[2]) in cut_seeds}
-    out: dict = {"finished_runs": dict.fromkeys(LEFTOVERS, 0), "cut_runs": dict.fromkeys(LEFTOVERS, 0)}
+    out: dict = {"finished_runs": dict.fromkeys(LEFTOVERS, 0), "unfinished_runs": dict.fromkeys(LEFTOVERS, 0)}
     with psycopg.connect(database_url, autocommit=True) as conn:
         for what, sql in LEFTOVERS.items():
             for dataset_id, n in conn.execute(sql).fetchall():
-                out["cut_runs" if dataset_id in cut else "finished_runs"][what] += n
+                out["unfinished_runs" if dataset_id in cut else "finished_runs"][what] += n
     return out
 
 
@@ -696,6 +697,8 @@ def run(
     try:
         platform.manage("migrate", "--noinput", env={"PGAPPNAME": "soak-setup"})
         token = re.search(r"API token: (\S+)", platform.manage("create_organizer", ORGANIZER)).group(1)
+        # Loaded once: the full runs would each load it, and two loads at once race (see the report).
+        platform.manage("load_hierarchy", "fixtures/hierarchies/voc20.json", env={"PGAPPNAME": "soak-setup"})
         platform.start()
         log_start = pg_log_size(log_path)
         result.started = time.time()
@@ -739,6 +742,8 @@ def summary(result: Soak) -> dict:
         "runs": result.runs,
         "answers_by_status": result.statuses,
         "responses_5xx": len(result.server_errors),
+        "responses_5xx_by_status": dict(Counter(line.split()[0] for line in result.server_errors)),
+        "answers_5xx": sum(1 for line in result.server_errors if SUBMIT_PATH.match(line.split()[2])),
         "deadlocks": result.deadlocks.get("count"),
         "integrity": result.integrity,
         "sweep": result.sweep,
@@ -765,9 +770,12 @@ def report(result: Soak) -> None:
     cut = sum(1 for r in s["runs"] if r.get("cut"))
     print(f"  simulator runs: {dict(by_scenario)}, failed {len(failed)}, cut short after the drain {cut}")
     for row in failed[:3]:
-        print("    " + row.get("stderr", "").strip().replace("\n", "\n    ")[-1500:])
+        print("    " + " / ".join(row.get("stderr", "").strip().splitlines()[-3:]))
     print(f"  answers (submits, review decisions) by status: {s['answers_by_status']}")
-    print(f"  responses 5xx: {s['responses_5xx']}")
+    print(
+        f"  responses 5xx: {s['responses_5xx']} {s['responses_5xx_by_status']}, of them answers "
+        f"{s['answers_5xx']}"
+    )
     for line in result.server_errors[:10]:
         print(f"    {line}")
     for trace in result.tracebacks[:3]:
@@ -778,7 +786,7 @@ def report(result: Soak) -> None:
     print(f"  invariants: {s['integrity']}")
     print(f"  final sweep: {s['sweep']}")
     print(f"  left after the sweep, datasets of finished runs: {s['leftovers'].get('finished_runs')}")
-    print(f"  left after the sweep, datasets of runs cut short: {s['leftovers'].get('cut_runs')}")
+    print(f"  left after the sweep, datasets of runs failed or cut: {s['leftovers'].get('unfinished_runs')}")
     exports = s["exports"]
     print(
         f"  last export equals the final labels: {exports.get('equal')} of {exports.get('datasets')} datasets"
