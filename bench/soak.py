@@ -744,6 +744,7 @@ def summary(result: Soak) -> dict:
         "responses_5xx": len(result.server_errors),
         "responses_5xx_by_status": dict(Counter(line.split()[0] for line in result.server_errors)),
         "answers_5xx": sum(1 for line in result.server_errors if SUBMIT_PATH.match(line.split()[2])),
+        "task_submits_5xx": sum(1 for line in result.server_errors if ANSWER_PATH.match(line.split()[2])),
         "deadlocks": result.deadlocks.get("count"),
         "integrity": result.integrity,
         "sweep": result.sweep,
@@ -774,7 +775,7 @@ def report(result: Soak) -> None:
     print(f"  answers (submits, review decisions) by status: {s['answers_by_status']}")
     print(
         f"  responses 5xx: {s['responses_5xx']} {s['responses_5xx_by_status']}, of them answers "
-        f"{s['answers_5xx']}"
+        f"{s['answers_5xx']} (task submits {s['task_submits_5xx']}, the rest review decisions)"
     )
     for line in result.server_errors[:10]:
         print(f"    {line}")

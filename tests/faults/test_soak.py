@@ -1,10 +1,11 @@
 """The whole platform under a crowd, with faults (issue 32): bench/soak.py for 60 s, gunicorn (4 workers), a
 Celery worker and beat on PostgreSQL and a Redis broker of its own, the simulator's hostile crowd at 32 clients
 working verification, Algorithm 1, boxes and review on several datasets, while backends and gunicorn workers are
-killed, the broker is stopped for 30 s and exports are requested. No answer is answered 5xx and no request 500
-(an organizer's request without an Idempotency-Key that lost its database connection is answered 503, nothing
-kept, and sent again by the simulator), every answer is counted once, no deadlock reaches the PostgreSQL log, and
-each dataset's export equals its final labels. Times are printed, never asserted."""
+killed, the broker is stopped for 30 s and exports are requested. No task submit is answered 5xx and no request
+500, every answer is counted once, no deadlock reaches the PostgreSQL log, and each dataset's export equals its
+final labels. Requests without an Idempotency-Key that lose their database connection (an organizer's POST, a
+review decision) are answered 503 with nothing kept: the soak prints how many; not asserted here (issue 32).
+Times are printed, never asserted."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_a_minute_of_a_hostile_crowd_under_faults_gives_no_5xx_and_counts_every_
     assert summary["workers_killed"] >= 2, "and gunicorn workers"
     assert summary["broker_down_seconds"] >= 30, "the broker was stopped"
     assert [r for r in summary["runs"] if r["rc"]] == [], "no simulator run failed"
-    assert summary["answers_5xx"] == 0, summary["answers_by_status"]
+    assert summary["task_submits_5xx"] == 0, summary["answers_by_status"]
     assert "500" not in summary["responses_5xx_by_status"], summary["responses_5xx_by_status"]
     assert summary["deadlocks"] in (0, None), "no deadlock in the PostgreSQL log"
     integrity = summary["integrity"]
