@@ -515,22 +515,34 @@ def leftovers(database_url: str, cut_seeds: set[int]) -> dict:
 
 
 def invariants(database_url: str) -> dict:
-    """load.py's (every submitted answer counted once on its task, no task with two leases) and the consensus
-    counts: each question's yes and no counts are its votes that count (not withdrawn, not voided)."""
+    """load.py's checks (every submitted answer counted once on its task, no task with two open leases, no
+    submitted assignment without its answer), with its "past what it wanted" made to allow a replacement answer
+    for each voided vote (a blocked spammer's answer no longer counts, so the question asks once more); and the
+    consensus counts: each question's yes and no counts are its votes that count (not withdrawn, not voided)."""
     import psycopg
 
     found = load.integrity_check(database_url)
     with psycopg.connect(database_url, autocommit=True) as conn:
-        found["questions_miscounted"] = conn.execute(
+        one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+        found["over_counted_tasks"] = one(
+            "SELECT count(*) FROM annotation_task t WHERE answers_count <> (SELECT count(*) FROM "
+            "annotation_assignment a WHERE a.task_id = t.id AND a.state = 'submitted')"
+        )
+        found["tasks_past_wanted"] = one(
+            "SELECT count(*) FROM annotation_task t LEFT JOIN consensus_question q ON q.task_id = t.id WHERE "
+            "t.answers_count > t.answers_wanted + (SELECT count(*) FROM consensus_vote v JOIN "
+            "consensus_votevoid x ON x.vote_id = v.id WHERE v.question_id = q.id)"
+        )
+        found["questions_miscounted"] = one(
             "SELECT count(*) FROM consensus_question q WHERE (q.yes_count, q.no_count) <> (SELECT "
             "count(*) FILTER (WHERE v.answer), count(*) FILTER (WHERE NOT v.answer) FROM consensus_vote v "
             "WHERE v.question_id = q.id AND NOT v.withdrawn AND NOT EXISTS (SELECT 1 FROM consensus_votevoid x "
             "WHERE x.vote_id = v.id))"
-        ).fetchone()[0]
-        found["votes_without_submitted_answer"] = conn.execute(
+        )
+        found["votes_without_submitted_answer"] = one(
             "SELECT count(*) FROM consensus_vote v JOIN annotation_assignment a ON a.id = v.assignment_id "
             "WHERE a.state <> 'submitted'"
-        ).fetchone()[0]
+        )
     return found
 
 
