@@ -126,16 +126,18 @@ class Worker(threading.Thread):
                     lease = json.loads(data)["next"]  # None: no task now, ask tasks/next
 
 
-def backends_kill(admin_url: str, fraction: float = 0.5) -> int:
-    """pg_terminate_backend on a random share of the app's backends."""
+def backends_kill(
+    admin_url: str, fraction: float = 0.5, db_name: str | None = None, app_name: str = APP_NAME
+) -> int:
+    """pg_terminate_backend on a random share of the app's backends (those connected as `app_name`)."""
     import psycopg
 
-    with psycopg.connect(admin_url.rsplit("/", 1)[0] + f"/{DB_NAME}", autocommit=True) as admin:
+    with psycopg.connect(admin_url.rsplit("/", 1)[0] + f"/{db_name or DB_NAME}", autocommit=True) as admin:
         pids = [
             pid
             for (pid,) in admin.execute(
                 "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND pid <> pg_backend_pid()",
-                (APP_NAME,),
+                (app_name,),
             ).fetchall()
         ]
         chosen = random.sample(pids, max(1, int(len(pids) * fraction))) if pids else []

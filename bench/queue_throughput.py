@@ -217,13 +217,14 @@ def run_level(
 # ---------------------------------------------------------------- setup: database, data, gunicorn
 
 
-def database_recreate(admin_url: str, drop_only: bool = False) -> None:
+def database_recreate(admin_url: str, drop_only: bool = False, db_name: str | None = None) -> None:
     import psycopg
 
+    name = db_name or DB_NAME
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if not drop_only:
-            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int]]:
@@ -298,7 +299,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def gunicorn_start(port: int, env: dict[str, str], workers: int, worker_class: str, log, threads: int = 1):
+def gunicorn_start(
+    port: int,
+    env: dict[str, str],
+    workers: int,
+    worker_class: str,
+    log,
+    threads: int = 1,
+    extra_args: tuple[str, ...] = (),
+):
     command = [
         sys.executable,
         "-m",
@@ -314,6 +323,7 @@ def gunicorn_start(port: int, env: dict[str, str], workers: int, worker_class: s
         str(threads),
         "--log-level",
         "warning",
+        *extra_args,
     ]
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
     deadline = time.time() + 90

@@ -152,9 +152,13 @@ def _weighted_estimate(question: Question) -> Estimate:
     fit = fit_for(question.kind, None)
     if fit is None:
         return Estimate(None, None, Estimator.WEIGHTED)
+    # Read into a list first: numpy, handed the queryset itself, turns a database error raised while it reads
+    # (a killed connection) into a TypeError that the request's lost-connection handling does not recognise.
     ids = np.asarray(
-        Question.objects.filter(kind=question.kind, concept_id=question.concept_id).values_list(
-            "pk", flat=True
+        list(
+            Question.objects.filter(kind=question.kind, concept_id=question.concept_id).values_list(
+                "pk", flat=True
+            )
         ),
         dtype=np.int64,
     )

@@ -109,7 +109,15 @@ class OrganizerApi:
         self.image_of_ref: dict[str, int] = {}
 
     def call(self, method: str, path: str, **kwargs) -> Reply:
-        return self.transport.call(method, path, token=self.token, **kwargs)
+        """A 503 says nothing was kept (the database connection was lost, or the server is restarting): the
+        request is sent again after a pause, as an organizer would, up to SUBMIT_ATTEMPTS in all."""
+        reply = self.transport.call(method, path, token=self.token, **kwargs)
+        for attempt in range(1, SUBMIT_ATTEMPTS):
+            if reply.status != 503:
+                break
+            time.sleep(SUBMIT_RETRY_PAUSE * attempt)
+            reply = self.transport.call(method, path, token=self.token, **kwargs)
+        return reply
 
     def create_dataset(self, name: str, description: str = "") -> int:
         data = self.call(

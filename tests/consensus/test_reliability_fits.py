@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from django.db import OperationalError
+from django.db.models.query import QuerySet
 
 from consensus import reliability_fits, services, verification
 from consensus.models import ConsensusSettings, Question, QuestionRole
@@ -43,3 +45,29 @@ def test_a_fit_is_reused_until_the_votes_grow_by_the_refit_share(dataset, concep
 
 
 _fit = reliability_fits.fit_dawid_skene
+
+
+def test_a_connection_lost_while_weighing_a_vote_is_raised_as_a_database_error(dataset, concept, monkeypatch):
+    """The soak (bench/soak.py) met 500s 'int() argument must be ... not QuerySet': numpy turned the database
+    error of a killed connection, raised while it read a queryset, into a TypeError, which the request's
+    lost-connection handling (retry, else 503) does not recognise."""
+    monkeypatch.setattr(reliability_fits, "_fits", {})
+    ConsensusSettings.objects.create(
+        dataset=dataset, calibration_min=4, calibration_max=4, calibration_votes=5, vote_cap=8
+    )
+    make_images(dataset, 4)
+    verification.verification_queue(dataset=dataset, concept=concept)
+    questions = list(Question.objects.filter(role=QuestionRole.CALIBRATION))
+    for worker in make_workers(3):
+        for q in questions:
+            services.vote_record(question=q, worker=worker, answer=q.image_id % 2 == 0)
+    fetch = QuerySet._fetch_all
+
+    def connection_lost_on_question_ids(self):
+        if self.model is Question and self._fields == ("pk",):
+            raise OperationalError("server closed the connection unexpectedly")
+        return fetch(self)
+
+    monkeypatch.setattr(QuerySet, "_fetch_all", connection_lost_on_question_ids)
+    with pytest.raises(OperationalError):
+        services._weighted_estimate(questions[0])

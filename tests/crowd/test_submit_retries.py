@@ -61,3 +61,29 @@ def test_failed_submits_are_sent_again_with_their_key_counted_and_stored_once(mo
     # Each answer once: the retry of a stored answer is its replay, not a second answer.
     stored = Assignment.objects.filter(state=AssignmentState.SUBMITTED).count()
     assert summary["tasks_answered"] == stored == len(transport.keys)
+
+
+class RefusingFirstPost(InProcessTransport):
+    """The platform in-process, whose first answer to every organizer POST is a 503 that kept nothing (a
+    database connection killed during the request)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: list[str] = []
+
+    def call(self, method, path, **kwargs) -> Reply:
+        if method == "POST" and "/assignments/" not in path and path not in self.refused:
+            self.refused.append(path)
+            return Reply(503, {"detail": "The database connection was lost during this request; retry it."})
+        return super().call(method, path, **kwargs)
+
+
+def test_the_organizers_setup_calls_are_sent_again_after_a_503_that_kept_nothing(monkeypatch):
+    monkeypatch.setattr(simulate, "InProcessTransport", RefusingFirstPost)
+    monkeypatch.setattr(driver, "SUBMIT_RETRY_PAUSE", 0.0)
+    out = io.StringIO()
+    call_command(
+        "simulate", scenario="verify", images=6, workers=5, seed=2, synsets=2, stdout=out, no_progress=True
+    )
+    summary = json.loads(out.getvalue())
+    assert summary["tasks_answered"] > 0 and summary["submit_errors"] == 0, summary
