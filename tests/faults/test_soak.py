@@ -20,7 +20,7 @@ import pytest
 from .conftest import REPO_ROOT
 from .test_load import admin_url
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.broker]
+pytestmark = [pytest.mark.soak, pytest.mark.slow, pytest.mark.postgres, pytest.mark.broker]
 
 
 def test_a_minute_of_a_hostile_crowd_under_faults_gives_no_5xx_and_counts_every_answer_once(tmp_path, capsys):
