@@ -196,7 +196,9 @@ def _open_consensus_questions(
         _answer_from(question, labeling.pk, node_id, graph.nodes[node_id].leaf)
 
 
-def _answer_from(question: Question, labeling_id: int, node_id: str, leaf: bool) -> None:
+def _answer_from(
+    question: Question, labeling_id: int, node_id: str, leaf: bool, only_if_pending: bool = False
+) -> None:
     """Hand an answered question (accepted or rejected, by the stopping rule or by a reviewer) to Algorithm 1."""
     from .labeling import labeling_answer  # the labeling service imports this module
 
@@ -207,6 +209,7 @@ def _answer_from(question: Question, labeling_id: int, node_id: str, leaf: bool)
         yes_votes=question.yes_count,
         no_votes=question.no_count,
         task=question.task,
+        only_if_pending=only_if_pending,
     )
 
 
@@ -250,7 +253,9 @@ def question_decided(event: consensus_events.QuestionDecided) -> None:
         return
     for labeling, node in _labelings_of(question):
         if labeling.status == LabelingStatus.RUNNING and labeling.pending_node == node.node_id:
-            _answer_from(question, labeling.pk, node.node_id, node.leaf)
+            # Read before the labeling's lock: a concurrent answer may have moved it on (seen under a crowd on
+            # PostgreSQL as a 500 on the deciding vote's submit); the verdict then waits to be reused.
+            _answer_from(question, labeling.pk, node.node_id, node.leaf, only_if_pending=True)
         elif _used(labeling, node.node_id):
             labeling_rewind(
                 labeling_id=labeling.pk,

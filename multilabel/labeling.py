@@ -166,12 +166,15 @@ def labeling_answer(
     yes_votes: int = 0,
     no_votes: int = 0,
     task=None,
+    only_if_pending: bool = False,
 ) -> ImageLabeling:
     """Apply the decided answer to question `node_id` of one image, then ask the next question or, when every
     node is decided, store the leaf labels and announce the present classes (hierarchy.events).
 
     Called by the question engine when it decides a question, inside its transaction. A repeated call for a
-    node already decided changes nothing."""
+    node already decided changes nothing. A node that is not pending is refused (LabelingError), unless
+    `only_if_pending`: the engine's event read the labeling before taking its lock, and a concurrent answer
+    moved it on meanwhile; the verdict is then left for the labeling to reuse when it asks that node."""
     with transaction.atomic(), counters.held():
         labeling = ImageLabeling.objects.select_for_update(no_key=True).get(pk=labeling_id)
         graph = graph_for(labeling.hierarchy_id, labeling.state.get("dag"))
@@ -179,6 +182,8 @@ def labeling_answer(
         if node_id in state.decisions:
             return labeling
         if node_id != labeling.pending_node:
+            if only_if_pending:
+                return labeling
             raise LabelingError(
                 f"question {node_id!r} was not asked for image {labeling.image_id} "
                 f"(pending: {labeling.pending_node or 'none'})"

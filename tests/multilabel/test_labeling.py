@@ -410,3 +410,23 @@ def test_a_leaf_at_the_vote_cap_settles_against_the_datasets_target_not_the_stri
     leaf = Question.objects.get(concept__wnid=PERSON)
     leaf.yes_count, leaf.no_count = 3, 0  # P 0.9986 under the assumed accuracy: past 0.997, short of 0.9995
     assert _decide(leaf, settings)[0] == Decision.ACCEPT
+
+
+@pytest.mark.django_db
+def test_a_decision_event_that_read_the_labeling_before_a_concurrent_answer_moved_it_on_is_no_error(
+    dataset, tiny_hierarchy, images, monkeypatch
+):
+    """Under a crowd on PostgreSQL the deciding vote's submit answered 500 ("question 'q:animal' was not asked
+    for image 16 (pending: q:vehicle)"): the event reads the labelings before taking their locks, and a
+    concurrent answer had moved the labeling on. The stale verdict is left for the labeling to reuse."""
+    from consensus.models import Question
+    from multilabel import asking
+
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
+    first = Question.objects.get()
+    stale = list(asking._labelings_of(first))  # read while q:animal is pending
+    ImageLabeling.objects.filter(pk=stale[0][0].pk).update(pending_node="q:vehicle")  # moved on meanwhile
+    monkeypatch.setattr(asking, "_labelings_of", lambda question: iter(stale))
+    decide(first, "reject")  # no LabelingError reaches the voter
+    labeling = ImageLabeling.objects.get()
+    assert labeling.pending_node == "q:vehicle" and not labeling.answers.exists()
