@@ -84,7 +84,7 @@ def written_ids(fmt: str, out: Path) -> set[int]:
         return {int(line.split()[1]) for line in (out / "ImageSets/all.txt").read_text().splitlines()}
     if fmt == "yolo":
         return {int(p.stem) for p in (out / "labels/all").glob("*.txt")}
-    return {int(Path(line.split()[0]).stem) for line in (out / "all_files.txt").read_text().splitlines()}
+    return {int(Path(line.split()[0]).stem) for line in (out / "all.txt").read_text().splitlines()}
 
 
 def test_one_box_waiting_for_its_quality_vote_holds_back_no_other_box(dataset, dog, tmp_path):
