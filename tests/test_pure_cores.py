@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PURE_CORES = [
     "annotation/geometry.py",
     "annotation/pipeline.py",
+    "annotation/pipeline_events.py",
     "annotation/imagecheck.py",
     "annotation/final_evidence.py",
     "annotation/queue/contract.py",
