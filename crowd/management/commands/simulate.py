@@ -2,40 +2,37 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import uuid
-from contextlib import contextmanager
-from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
-from django.test import override_settings
 
-from annotation.models import Dataset
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
-from crowd import provider_flows, server_setup
+from crowd import provider_flows
 from crowd.driver import Accounts, dumps, simulate
-from crowd.models import BundleSize, MturkBudget, MturkHitType, WorkerSource
-from crowd.providers import mturk
-from crowd.providers.mturk_fake import FakeMturk
+from crowd.models import WorkerSource
 from crowd.report import side_by_side
 from crowd.scenarios import SCENARIOS
 from crowd.scenes import HOSTILE_SCENES, SceneClass
 from crowd.services import token_for, user_create
 from crowd.simulated import CROWD_PRESETS, Crowd, confusable_pairs, crowd_spec
+from crowd.simulation_operators import (
+    ShellOperator,
+    provider_edge,
+    provider_flow,
+    server_setup_for,
+)
 from crowd.transport import HttpTransport, InProcessTransport
 from hierarchy.algorithm import DagError
 from hierarchy.fixture import FixtureError, load_fixture
 from hierarchy.services import HierarchyConflict, concepts_upsert, hierarchy_load
-from review import stuck
 
 DEFAULT_HIERARCHY = {
     "verify": "fixtures/hierarchies/voc20.json",
@@ -44,10 +41,6 @@ DEFAULT_HIERARCHY = {
 }
 # Scenarios that load the hierarchy's questions into the platform.
 HIERARCHY_SCENARIOS = ("multilabel", "full")
-# Splits of the full scenario: no test split, so the export API returns every label (test labels are withheld).
-FULL_SPLITS = {"train": 0.8, "val": 0.2, "test": 0.0}
-# A simulated MTurk run's budget cap: ample for a small scenario (each HIT's estimate counts against it).
-SIMULATED_MTURK_BUDGET = Decimal("1000.00")
 CONSENSUS_RULES = ("dynamic", "weighted", *(f"majority{n}" for n in range(3, 16, 2)))
 # The full scenario runs as a careful organizer would: with gold seeded at this rate unless --gold-rate says
 # otherwise (the platform's gold policing and qualification are part of its design; docs/gold.md).
@@ -102,129 +95,6 @@ def sibling_groups(path: Path | None, keys: list[str]) -> list[list[str]]:
         first = (parents.get(key) or [f"chunk-{i // 4}"])[0]
         groups.setdefault(first, []).append(key)
     return list(groups.values())
-
-
-class ShellOperator:
-    """The steps of the full scenario that have no API: what an operator runs from the shell."""
-
-    def scan_overlaps(self, dataset_name: str) -> None:
-        call_command("scan_overlaps", dataset=dataset_name, stdout=io.StringIO())
-
-    def sweep_stuck(self, dataset_name: str) -> int:
-        dataset_id = Dataset.objects.get(name=dataset_name).pk
-        # What the schedule runs; the simulated crowd has just run dry, so nothing is waited for.
-        report = stuck.stuck_enqueue(dataset_id=dataset_id, starved_after=0)
-        return sum(report.starved_settled.values())
-
-    def make_splits(self, dataset_name: str, seed: int) -> None:
-        call_command(
-            "make_splits",
-            dataset=dataset_name,
-            seed=seed,
-            freeze=True,
-            stdout=io.StringIO(),
-            stderr=io.StringIO(),
-            **FULL_SPLITS,
-        )
-
-
-class ProviderOperator:
-    """The shell side of `--provider mturk-fake`: what an organizer sets up in the admin (a HIT type and a
-    budget, the bundle size) and the commands they run (`publish_hits`, `sync_hits`)."""
-
-    def bundle_size(self, dataset_name: str, kind: str, size: int) -> None:
-        BundleSize.objects.update_or_create(
-            dataset=Dataset.objects.get(name=dataset_name), kind=kind, defaults={"size": size}
-        )
-
-    def mturk_setup(self, dataset_name: str, kind: str) -> None:
-        dataset = Dataset.objects.get(name=dataset_name)
-        MturkHitType.objects.update_or_create(
-            dataset=dataset,
-            kind=kind,
-            defaults={
-                "title": "Simulated: does the image show it?",
-                "description": "Answer yes or no about a few images.",
-                "keywords": "image, yes/no",
-                "reward": Decimal("0.20"),
-                "bonus": Decimal("0.05"),
-                "min_approval_rate": 95,
-            },
-        )
-        MturkBudget.objects.update_or_create(dataset=dataset, defaults={"cap": SIMULATED_MTURK_BUDGET})
-
-    def publish_hits(self, dataset_name: str, kind: str, count: int, max_assignments: int) -> None:
-        call_command(
-            "publish_hits",
-            dataset=dataset_name,
-            kind=kind,
-            count=count,
-            max_assignments=max_assignments,
-            stdout=io.StringIO(),
-        )
-
-    def sync_hits(self) -> dict:
-        out = io.StringIO()
-        call_command("sync_hits", dispose_finished=True, stdout=out)
-        return json.loads(out.getvalue())
-
-
-@contextmanager
-def provider_edge(provider: str | None):
-    """`mturk-fake`: the fake marketplace as this process's MTurk client, and a public https address for the
-    ExternalQuestion (MTurk frames only HTTPS pages) unless one is configured."""
-    if provider != "mturk-fake":
-        yield None
-        return
-    public = settings.CROWDLABEL["MTURK_PUBLIC_URL"] or "https://crowdlabel.example"
-    with (
-        override_settings(CROWDLABEL={**settings.CROWDLABEL, "MTURK_PUBLIC_URL": public}),
-        mturk.client_replaced(FakeMturk()) as fake,
-    ):
-        yield fake
-
-
-def provider_flow(provider: str | None, transport, scenario, crowd, seed: int, fake):
-    if provider is None:
-        return None
-    if provider == "inhouse":
-        return provider_flows.InhouseFlow(transport, scenario, crowd, seed=seed)
-    if len(scenario.kinds) != 1:
-        raise CommandError(
-            f"--provider {provider} runs scenarios of one task kind (verify); not {scenario.name}"
-        )
-    if provider == "external":
-        return provider_flows.StudyFlow(transport, scenario, crowd, seed=seed, operator=ProviderOperator())
-    return provider_flows.MturkFlow(
-        transport, scenario, crowd, seed=seed, fake=fake, operator=ProviderOperator()
-    )
-
-
-class RemoteSetup:
-    """`--server` with `--organizer-token`: what `make_accounts`, `load_hierarchy` and `ShellOperator` do in
-    process, done through the server's API (`crowd.server_setup`)."""
-
-    def __init__(self, server: str, token: str, hierarchy: Path, sweep_wait: float = 0.0) -> None:
-        self.transport = HttpTransport(server)
-        self.token = token
-        self.hierarchy = hierarchy
-        self.sweep_wait = sweep_wait
-
-    def accounts(self, run_id: str, n_workers: int) -> Accounts:
-        try:
-            server_setup.hierarchy_upload(self.transport, self.token, self.hierarchy)
-            return server_setup.api_accounts(self.transport, self.token, run_id, n_workers)
-        except server_setup.ServerSetupError as exc:
-            raise CommandError(str(exc)) from None
-
-    def operator(self) -> server_setup.ApiOperator:
-        return server_setup.ApiOperator(self.transport, self.token, FULL_SPLITS, sweep_wait=self.sweep_wait)
-
-
-def server_setup_for(opts, hierarchy: Path) -> RemoteSetup | None:
-    if not opts["organizer_token"]:
-        return None
-    return RemoteSetup(opts["server"], opts["organizer_token"], hierarchy, opts["sweep_wait"])
 
 
 class Command(BaseCommand):
