@@ -517,3 +517,24 @@ class WorkerTally(models.Model):
 
     def __str__(self) -> str:
         return f"answers of worker {self.worker_id} in dataset {self.dataset_id}"
+
+
+class DatasetGrant(models.Model):
+    """A dataset a scoped worker may take tasks of. A worker holding at least one grant is scoped: the queue
+    leases them tasks of their granted datasets only (`annotation.queue.statements.eligible_where`). A worker
+    holding none is unscoped and may take tasks of every dataset: the behaviour before grants existed, kept for
+    the accounts made before them and for invitations that name no dataset.
+
+    Made when a worker accepts an invitation that names datasets (`crowd.invitations`). A granted dataset is
+    protected from deletion, so no deletion ever turns a scoped worker into an unscoped one."""
+
+    worker = models.ForeignKey("crowd.Worker", on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["worker", "dataset"], name="dataset_grant_unique")]
+
+    def __str__(self) -> str:
+        return f"worker {self.worker_id} may work on dataset {self.dataset_id}"

@@ -4,6 +4,7 @@ through here, so another organizer's dataset answers 404 exactly like a missing 
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from rest_framework.exceptions import PermissionDenied
 
 from .models import Dataset
 
@@ -15,3 +16,17 @@ def organizer_datasets(user):
 
 def organizer_dataset(user, dataset_id) -> Dataset:
     return get_object_or_404(organizer_datasets(user), pk=dataset_id)
+
+
+def organizer_datasets_named(user, ids) -> list[Dataset]:
+    """The datasets `ids` names, each of which `user` must organize: one that is another organizer's (or does
+    not exist) is refused with 403, alike, so the answer tells nothing about other organizers' datasets."""
+    wanted = sorted(set(ids))
+    found = list(organizer_datasets(user).filter(pk__in=wanted).order_by("pk"))
+    missing = sorted(set(wanted) - {d.pk for d in found})
+    if missing:
+        raise PermissionDenied(
+            f"you do not organize dataset{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}: "
+            "a scope names only datasets you organize"
+        )
+    return found

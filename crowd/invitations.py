@@ -4,7 +4,11 @@ username and password and gets an account with that role and an API token.
 The function API (used by the organizer API, the accept page and in-house crowd providers):
 `invitation_create` -> `IssuedInvitation` (the raw token, shown once), `invitation_check(token)` -> the open
 `Invitation` or `InvitationInvalid`, `invitation_accept(token=..., username=..., password=...)` ->
-`AcceptedInvitation`. Tokens are random 256-bit strings; only their SHA-256 is stored."""
+`AcceptedInvitation`. Tokens are random 256-bit strings; only their SHA-256 is stored.
+
+A worker invitation may name the datasets its worker may work on: accepting grants them
+(`annotation.models.DatasetGrant`), in the transaction that creates the account. One that names none makes an
+unscoped worker (every dataset), as every invitation did before scopes existed."""
 
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+
+from annotation.models import DatasetGrant
 
 from .models import Invitation, InvitationRole, WorkerSource
 from .services import token_for, user_create
@@ -53,19 +59,28 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def invitation_create(*, dataset, role: str, created_by, ttl: timedelta = DEFAULT_TTL) -> IssuedInvitation:
+def invitation_create(
+    *, dataset, role: str, created_by, ttl: timedelta = DEFAULT_TTL, datasets=()
+) -> IssuedInvitation:
+    """Make an invitation to `dataset`; `datasets` (worker invitations only) are the datasets its worker may
+    work on, none for an unscoped worker. The caller checks that `created_by` organizes each of them."""
     if role not in InvitationRole.values:
         raise ValueError(f"role must be one of {', '.join(InvitationRole.values)}, not {role!r}")
     if not timedelta(0) < ttl <= MAX_TTL:
         raise ValueError(f"an invitation lasts more than 0 and at most {MAX_TTL.days} days")
+    datasets = list(datasets)
+    if datasets and role != InvitationRole.WORKER:
+        raise ValueError("only a worker invitation names the datasets to work on")
     token = secrets.token_urlsafe(32)
-    invitation = Invitation.objects.create(
-        dataset=dataset,
-        role=role,
-        token_hash=token_hash(token),
-        created_by=created_by,
-        expires_at=timezone.now() + ttl,
-    )
+    with transaction.atomic():
+        invitation = Invitation.objects.create(
+            dataset=dataset,
+            role=role,
+            token_hash=token_hash(token),
+            created_by=created_by,
+            expires_at=timezone.now() + ttl,
+        )
+        invitation.datasets.set(datasets)
     return IssuedInvitation(invitation, token)
 
 
@@ -106,6 +121,11 @@ def invitation_accept(*, token: str, username: str, password: str) -> AcceptedIn
             ).update(accepted_at=now, accepted_by=user)
             if marked != 1:
                 raise InvitationInvalid("This invitation link has been used already.", "used")
+            scope = list(invitation.datasets.values_list("pk", flat=True))
+            if scope and invitation.role == InvitationRole.WORKER:
+                DatasetGrant.objects.bulk_create(
+                    DatasetGrant(worker=user.worker, dataset_id=dataset_id) for dataset_id in scope
+                )
             api_token = token_for(user)
     except IntegrityError:  # the same username created concurrently
         raise UsernameTaken(f"the username {username!r} is taken; choose another") from None

@@ -47,7 +47,9 @@ class InvitationRole(models.TextChoices):
 class Invitation(models.Model):
     """A one-time link by which a person creates a worker or reviewer account for one dataset.
 
-    Only the SHA-256 of the token is stored: the token itself is shown once, to the organizer who made it.
+    A worker invitation names the datasets the invitee may work on (`datasets`, granted on acceptance as
+    `annotation.DatasetGrant` rows); one that names none makes an unscoped worker, who may take tasks of every
+    dataset (the behaviour of invitations made before scopes existed). Only the SHA-256 of the token is stored: the token itself is shown once, to the organizer who made it.
     Accepting sets `accepted_at` and `accepted_by` once, through a conditional update (single use)."""
 
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="invitations")
@@ -63,6 +65,12 @@ class Invitation(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="invitation",
+    )
+    datasets = models.ManyToManyField(
+        "annotation.Dataset",
+        blank=True,
+        related_name="+",
+        help_text="The datasets the invited worker may work on; none: every dataset (unscoped).",
     )
 
     class Meta:
@@ -155,7 +163,8 @@ def _study_key() -> str:
 class StudyLink(models.Model):
     """The public link of an external (Prolific-style) study for one dataset and task kind. Participants
     arrive with their id in the `participant_param` query parameter; `completion_redirect` (optional) is where
-    they are sent when done, with `{code}` replaced by their completion code."""
+    they are sent when done, with `{code}` replaced by their completion code. `datasets` names the datasets its
+    participants' sessions take tasks of (the link's own dataset among them); none: its own dataset only."""
 
     key = models.CharField(max_length=32, unique=True, default=_study_key)
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="+")
@@ -164,6 +173,12 @@ class StudyLink(models.Model):
     completion_redirect = models.URLField(max_length=500, blank=True)
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    datasets = models.ManyToManyField(
+        "annotation.Dataset",
+        blank=True,
+        related_name="+",
+        help_text="The datasets participants take tasks of (the link's own among them); none: its own only.",
+    )
 
     class Meta:
         ordering = ["id"]

@@ -4,7 +4,8 @@ organizer's list, and there was no way out).
 A dataset whose images were ever handed to a worker (any task, gold included) keeps its answers, labels and
 audit trail: it cannot be deleted. Otherwise its setup goes with it: images (and their stored files, removed
 after the commit), the class choice, settings, tallies, audit entries and invitations nobody accepted. What
-else still points at it (a frozen split, an accepted invitation, candidate pools) stops the deletion, named."""
+else still points at it (a frozen split, an accepted invitation, a worker's grant to it, an open invitation to
+another dataset that names it in its scope, candidate pools) stops the deletion, named."""
 
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ def dataset_delete(dataset: Dataset) -> int:
         with transaction.atomic():
             locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
             files = [(image.file.storage, image.file.name) for image in locked.images.all()]
+            if (
+                Invitation.datasets.through.objects.filter(dataset=locked)
+                .exclude(invitation__dataset=locked)
+                .exists()
+            ):
+                # Losing it would widen that invitation: one that names no dataset makes an unscoped worker.
+                raise DatasetInUse(
+                    "an invitation to another dataset names it among the datasets its worker may work on "
+                    "(nothing was deleted)"
+                )
             AuditEntry.objects.filter(dataset=locked).delete()
             Invitation.objects.filter(dataset=locked, accepted_at__isnull=True).delete()
             locked.concepts.clear()
@@ -41,7 +52,7 @@ def dataset_delete(dataset: Dataset) -> int:
             locked.delete()
             transaction.on_commit(lambda: _remove_files(files))
     except ProtectedError as exc:
-        kept = sorted({obj._meta.verbose_name_plural for obj in exc.protected_objects})
+        kept = sorted({str(obj._meta.verbose_name_plural) for obj in exc.protected_objects})
         raise DatasetInUse(f"still used by {', '.join(kept)} (nothing was deleted)") from None
     return len(files)
 

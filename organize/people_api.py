@@ -8,14 +8,18 @@ from datetime import timedelta
 
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Prefetch
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.models import Dataset
+from annotation.scoping import organizer_datasets_named
+from config.bounds import id_integer
 from config.roles import IsOrganizer
 from crowd import invitations
 from crowd.models import Invitation, InvitationRole
@@ -28,16 +32,48 @@ class InvitationCreateSerializer(serializers.Serializer):
     expires_in_hours = serializers.IntegerField(
         min_value=1, max_value=invitations.MAX_TTL.days * 24, default=invitations.DEFAULT_TTL.days * 24
     )
+    datasets = serializers.ListField(
+        child=id_integer(),
+        required=False,
+        max_length=1000,
+        help_text="Worker invitations: the datasets (ids, each one you organize) the worker may take tasks of. "
+        "Omitted or empty: an unscoped worker, who may take tasks of every dataset on the server.",
+    )
+
+    def validate(self, attrs):
+        if attrs.get("datasets") and attrs["role"] != InvitationRole.WORKER:
+            raise ValidationError({"datasets": "only a worker invitation names the datasets to work on"})
+        return attrs
+
+
+class ScopeDatasetSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
 
 
 class InvitationSerializer(serializers.ModelSerializer):
     status = serializers.SerializerMethodField()
     accepted_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    datasets = ScopeDatasetSerializer(
+        many=True,
+        read_only=True,
+        help_text="The datasets its worker may take tasks of; empty: every dataset (unscoped).",
+    )
 
     class Meta:
         model = Invitation
-        fields = ["id", "dataset", "role", "status", "created_by", "created_at", "expires_at", "accepted_by"]
+        fields = [
+            "id",
+            "dataset",
+            "role",
+            "status",
+            "created_by",
+            "created_at",
+            "expires_at",
+            "accepted_by",
+            "datasets",
+        ]
 
     def get_status(self, obj) -> str:
         return invitations.invitation_status(obj)
@@ -70,6 +106,10 @@ class AcceptedSerializer(serializers.Serializer):
     username = serializers.CharField()
     role = serializers.CharField()
     dataset = serializers.IntegerField()
+    datasets = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="The datasets the new worker may take tasks of; empty: every dataset (unscoped).",
+    )
     api_token = serializers.CharField(help_text="The new account's API token, shown only in this response.")
 
 
@@ -85,19 +125,33 @@ class DatasetInvitationsView(APIView):
     @extend_schema(responses=InvitationSerializer(many=True))
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
-        rows = Invitation.objects.filter(dataset=dataset).select_related("accepted_by", "created_by")[:200]
+        rows = (
+            Invitation.objects.filter(dataset=dataset)
+            .select_related("accepted_by", "created_by")
+            .prefetch_related(
+                Prefetch("datasets", queryset=Dataset.objects.order_by("pk").only("pk", "name"))
+            )[:200]
+        )
         return Response(InvitationSerializer(rows, many=True).data)
 
-    @extend_schema(request=InvitationCreateSerializer, responses={201: IssuedInvitationSerializer})
+    @extend_schema(
+        request=InvitationCreateSerializer,
+        responses={
+            201: IssuedInvitationSerializer,
+            403: OpenApiResponse(description="`datasets` names a dataset you do not organize."),
+        },
+    )
     def post(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
         form = InvitationCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
+        scope = organizer_datasets_named(request.user, form.validated_data.get("datasets", []))
         issued = invitations.invitation_create(
             dataset=dataset,
             role=form.validated_data["role"],
             created_by=request.user,
             ttl=timedelta(hours=form.validated_data["expires_in_hours"]),
+            datasets=scope,
         )
         invitation = issued.invitation
         invitation.token = issued.token
@@ -129,6 +183,7 @@ class InvitationAcceptView(APIView):
             "username": accepted.user.username,
             "role": accepted.invitation.role,
             "dataset": accepted.invitation.dataset_id,
+            "datasets": sorted(accepted.invitation.datasets.values_list("pk", flat=True)),
             "api_token": accepted.api_token,
         }
         return Response(AcceptedSerializer(body).data, status=status.HTTP_201_CREATED)

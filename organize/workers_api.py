@@ -4,6 +4,7 @@ an organizer's block or unblock with a reason (`gold.services.worker_block_set`)
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Value
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
@@ -12,12 +13,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.audit import audit_record
-from annotation.models import Assignment, WorkerTally
+from annotation.models import Assignment, DatasetGrant, WorkerTally
+from annotation.scoping import organizer_datasets
 from config.roles import IsOrganizer
 from crowd.models import Invitation, Worker
 from gold.models import Block, BlockAction
 from gold.services import worker_block_set
 
+from .people_api import ScopeDatasetSerializer
 from .scoping import organizer_dataset
 
 LIMIT = 500
@@ -31,6 +34,13 @@ class DatasetWorkerSerializer(serializers.Serializer):
     blocked = serializers.BooleanField()
     blocked_by = serializers.ChoiceField(choices=["organizer", "gold"], allow_null=True)
     reason = serializers.CharField(allow_blank=True, help_text="The organizer's latest reason, if any.")
+    scoped = serializers.BooleanField(
+        help_text="Whether the worker may take tasks of their granted datasets only; false: of every dataset."
+    )
+    datasets = ScopeDatasetSerializer(
+        many=True, help_text="The worker's granted datasets that you organize (empty when unscoped)."
+    )
+    other_datasets = serializers.IntegerField(help_text="Granted datasets of other organizers (not named).")
 
 
 class BlockRequestSerializer(serializers.Serializer):
@@ -55,8 +65,34 @@ def worker_known(dataset, worker_id: int) -> bool:
     )
 
 
-def dataset_workers(dataset, only: int | None = None) -> list[dict]:
-    """The People list's rows (the first LIMIT workers by id), or the one row of worker `only`."""
+def worker_scopes(viewer, worker_ids) -> dict[int, tuple[list[dict], int]]:
+    """worker id -> (their granted datasets that `viewer` organizes, by id, as {id, name}; how many others)
+    for the scoped workers among `worker_ids`, in one query; an unscoped worker (no grant) is absent."""
+    visible = (
+        Value(True)
+        if viewer.is_superuser
+        else Exists(organizer_datasets(viewer).filter(pk=OuterRef("dataset_id")))
+    )
+    scopes: dict[int, tuple[list[dict], int]] = {}
+    for worker_id, dataset_id, name, shown in (
+        DatasetGrant.objects.filter(worker_id__in=worker_ids)
+        .annotate(shown=visible)
+        .order_by("worker_id", "dataset_id")
+        .values_list("worker_id", "dataset_id", "dataset__name", "shown")
+    ):
+        named, others = scopes.get(worker_id, ([], 0))
+        if shown:
+            named.append({"id": dataset_id, "name": name})
+        else:
+            others += 1
+        scopes[worker_id] = (named, others)
+    return scopes
+
+
+def dataset_workers(dataset, viewer, only: int | None = None) -> list[dict]:
+    """The People list's rows (the first LIMIT workers by id), or the one row of worker `only`, as `viewer`
+    (an organizer of the dataset) sees them: the datasets a scoped worker may work on are named only where
+    the viewer organizes them."""
     if only is None:
         answers = dataset_worker_answers(dataset)
         ids = sorted(answers)[:LIMIT]
@@ -75,6 +111,7 @@ def dataset_workers(dataset, only: int | None = None) -> list[dict]:
         .values_list("worker_id", "blocked", "reason")
     ):
         latest[worker_id] = (blocked, reason)
+    scopes = worker_scopes(viewer, ids)
     rows = []
     for worker_id, username, source in (
         Worker.objects.filter(pk__in=ids).order_by("pk").values_list("pk", "user__username", "source")
@@ -90,6 +127,9 @@ def dataset_workers(dataset, only: int | None = None) -> list[dict]:
                 "blocked": blocked or by_gold,
                 "blocked_by": "organizer" if blocked else ("gold" if by_gold else None),
                 "reason": reason,
+                "scoped": worker_id in scopes,
+                "datasets": scopes.get(worker_id, ([], 0))[0],
+                "other_datasets": scopes.get(worker_id, ([], 0))[1],
             }
         )
     return rows
@@ -104,7 +144,7 @@ class DatasetWorkersView(APIView):
     @extend_schema(responses=DatasetWorkerSerializer(many=True))
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
-        return Response(DatasetWorkerSerializer(dataset_workers(dataset), many=True).data)
+        return Response(DatasetWorkerSerializer(dataset_workers(dataset, request.user), many=True).data)
 
 
 class WorkerBlockView(APIView):
@@ -136,7 +176,7 @@ class WorkerBlockView(APIView):
                 action="worker.block" if self.blocked else "worker.unblock",
                 parameters={"worker": worker_id, "reason": reason},
             )
-        (row,) = dataset_workers(dataset, only=worker_id)
+        (row,) = dataset_workers(dataset, request.user, only=worker_id)
         return Response(DatasetWorkerSerializer(row).data)
 
 

@@ -79,10 +79,12 @@ class LeaseTerms:
 
 @dataclass(frozen=True)
 class LeaseRequest:
-    """What the worker asked for: task kinds (None: any) and a dataset (None: any)."""
+    """What the worker asked for: task kinds (None: any) and a dataset (None: any); `datasets` (None: any)
+    narrows it to a session's scope (a study link's datasets), on top of the worker's own grants."""
 
     kinds_wanted: tuple[str, ...] | None
     dataset_id: int | None
+    datasets: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -49,12 +49,13 @@ def available_tasks(
     now=None,
     terms: LeaseTerms | None = None,
     draw: Draw | None = None,
+    datasets: Sequence[int] | None = None,
 ):
     """Tasks this worker may lease now under these terms (the lease's own condition, as a queryset for reports,
     the policies' look-ahead and tests). Without `terms`, the registered policies' terms apply."""
     connection = connections[Task.objects.db]
     now = now or timezone.now()
-    request = _request(kinds_wanted, dataset_id)
+    request = _request(kinds_wanted, dataset_id, datasets)
     if terms is None:
         terms = lease_terms(worker, request, now)
     where, params = statements.eligible_where(
@@ -63,8 +64,12 @@ def available_tasks(
     return statements.tasks_where(connection, where, params)
 
 
-def _request(kinds_wanted, dataset_id) -> LeaseRequest:
-    return LeaseRequest(tuple(kinds_wanted) if kinds_wanted else None, dataset_id)
+def _request(kinds_wanted, dataset_id, datasets=None) -> LeaseRequest:
+    return LeaseRequest(
+        tuple(kinds_wanted) if kinds_wanted else None,
+        dataset_id,
+        tuple(datasets) if datasets is not None else None,
+    )
 
 
 def lease_terms(worker, request: LeaseRequest, now: datetime) -> LeaseTerms:
@@ -112,6 +117,7 @@ def task_lease_next(
     dataset_id: int | None = None,
     now: datetime | None = None,
     follows: int | None = None,
+    datasets: Sequence[int] | None = None,
 ) -> Assignment | None:
     """Lease the next eligible task to `worker` in one short transaction, or return None: datasets in turn,
     the highest priority first inside a dataset (see `statements._candidate_sql`).
@@ -121,9 +127,11 @@ def task_lease_next(
     lease is one statement (atomic on its own, so no BEGIN/COMMIT round trips) and concurrent callers skip
     each other's locked rows (SKIP LOCKED) instead of queueing behind them; on SQLite writes are serialized and
     the one-open-lease constraint catches the rare race. `follows` names the submitted assignment whose answer
-    asked for this lease (`assignment_submit`'s `lease_next`): the lease statement records the lease on it."""
+    asked for this lease (`assignment_submit`'s `lease_next`): the lease statement records the lease on it.
+    `datasets` narrows the lease to a session's scope (a study link's datasets); the worker's own grants
+    (`DatasetGrant`) apply to every lease."""
     connection = connections[Task.objects.db]
-    request = _request(kinds_wanted, dataset_id)
+    request = _request(kinds_wanted, dataset_id, datasets)
     for _attempt in range(3):
         now = now or timezone.now()
         terms = lease_terms(worker, request, now)
@@ -279,6 +287,7 @@ def _lease_after(
         dataset_id=request.dataset_id,
         now=now,
         follows=submitted.pk,
+        datasets=request.datasets,
     )
     if leased is not None:
         submitted.next_lease_id = leased.pk  # written by the lease statement itself

@@ -18,6 +18,7 @@ from annotation.models import (
     Assignment,
     AssignmentState,
     ConceptExample,
+    DatasetGrant,
     ExampleState,
     Task,
     TaskExclusion,
@@ -34,18 +35,31 @@ def eligible_where(
     """The WHERE clause (on task alias `t`) of the tasks the worker may lease now, and its parameters.
 
     Open, or leased with an expired lease; in the open pool, or with a draw among its tasks of its reserved
-    pool; of the wanted kinds and dataset; never a task the worker already had or is excluded from; never one
-    of a dataset the terms withhold, nor an open-pool task of a (dataset, topic) they withhold. The state and open-pool literals are written into the
-    SQL, not bound, so PostgreSQL can prove the queue's partial indexes apply."""
+    pool; of the wanted kinds and dataset (and of the request's datasets, a session's scope); of a dataset the
+    worker is granted, when they hold any grant (a worker with none is unscoped: `DatasetGrant`); never a task
+    the worker already had or is excluded from; never one of a dataset the terms withhold, nor an open-pool
+    task of a (dataset, topic) they withhold. The state and open-pool literals are written into the SQL, not
+    bound, so PostgreSQL can prove the queue's partial indexes apply. The grant check is part of the lease
+    statement, so it costs no round trip: the uncorrelated "holds no grant" runs once per statement, the
+    per-dataset lookup (on the grant's unique index) only for a scoped worker."""
     qn = connection.ops.quote_name
+    grants = qn(DatasetGrant._meta.db_table)
     conditions = [
         f"(t.state = '{TaskState.OPEN}' OR (t.state = '{TaskState.LEASED}' AND t.lease_expires_at < %s))",
         f"NOT EXISTS (SELECT 1 FROM {qn(Assignment._meta.db_table)} a0 "
         "WHERE a0.task_id = t.id AND a0.worker_id = %s)",
         f"NOT EXISTS (SELECT 1 FROM {qn(TaskExclusion._meta.db_table)} x0 "
         "WHERE x0.task_id = t.id AND x0.worker_id = %s)",
+        f"(NOT EXISTS (SELECT 1 FROM {grants} g0 WHERE g0.worker_id = %s) "
+        f"OR EXISTS (SELECT 1 FROM {grants} g1 WHERE g1.worker_id = %s AND g1.dataset_id = t.dataset_id))",
     ]
-    params: list[Any] = [sqlrows.prep(Task, "lease_expires_at", now, connection), worker_id, worker_id]
+    params: list[Any] = [
+        sqlrows.prep(Task, "lease_expires_at", now, connection),
+        worker_id,
+        worker_id,
+        worker_id,
+        worker_id,
+    ]
     if draw is None:
         conditions.append(f"t.pool = '{OPEN_POOL}'")
     else:
@@ -60,6 +74,10 @@ def eligible_where(
     if request.dataset_id is not None:
         conditions.append("t.dataset_id = %s")
         params.append(request.dataset_id)
+    if request.datasets is not None:
+        scope = sorted(request.datasets) or [0]
+        conditions.append(f"t.dataset_id IN ({', '.join(['%s'] * len(scope))})")
+        params.extend(scope)
     if terms.withheld_datasets:
         datasets = sorted(terms.withheld_datasets)
         conditions.append(f"t.dataset_id NOT IN ({', '.join(['%s'] * len(datasets))})")
