@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from django.db import transaction
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -17,6 +18,7 @@ from rest_framework.response import Response
 from annotation import kinds
 from annotation.api import Conflict
 from annotation.models import Dataset
+from annotation.scoping import organizer_datasets_named
 from config.bounds import id_integer
 from config.queryparams import query_id
 from config.roles import IsOrganizer
@@ -25,16 +27,69 @@ from .models import StudyLink
 from .providers import external_link
 
 
+class ScopeField(serializers.ListField):
+    """A study link's datasets: ids in, ids out (its own dataset when the link names none)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=id_integer(), max_length=1000, **kwargs)
+
+    def get_attribute(self, instance):
+        return instance
+
+    def to_representation(self, link):
+        named = sorted(d.pk for d in link.datasets.all())
+        return named or [link.dataset_id]
+
+
+def link_scope(user, dataset_id: int, ids) -> list[Dataset]:
+    """The datasets a link's participants may work on: each one `user` organizes (403 otherwise), the link's
+    own dataset among them."""
+    if dataset_id not in ids:
+        raise ValidationError({"datasets": "a link's datasets include its own dataset"})
+    return organizer_datasets_named(user, ids)
+
+
+SCOPE_HELP = (
+    "The datasets (ids, each one you organize, the link's own among them) whose tasks participants take. "
+    "Omitted: the link's own dataset only."
+)
+
+
 class StudyLinkSerializer(serializers.ModelSerializer):
     dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all(), pk_field=id_integer())
     url = serializers.SerializerMethodField(
         help_text="The link to give the marketplace (add the participant id)."
     )
+    datasets = ScopeField(required=False, help_text=SCOPE_HELP)
 
     class Meta:
         model = StudyLink
-        fields = ["id", "key", "dataset", "kind", "participant_param", "completion_redirect", "active", "url"]
+        fields = [
+            "id",
+            "key",
+            "dataset",
+            "kind",
+            "participant_param",
+            "completion_redirect",
+            "active",
+            "url",
+            "datasets",
+        ]
         read_only_fields = ["id", "key", "url"]
+
+    def validate(self, attrs):
+        if "datasets" in attrs:
+            attrs["datasets"] = link_scope(
+                self.context["request"].user, attrs["dataset"].pk, attrs["datasets"]
+            )
+        return attrs
+
+    def create(self, validated_data):
+        scope = validated_data.pop("datasets", [])
+        with transaction.atomic():
+            link = super().create(validated_data)
+            link.datasets.set(scope)
+        return link
 
     def get_url(self, link) -> str:
         return reverse("study", args=[link.key])
@@ -61,10 +116,21 @@ class StudyLinkChangeSerializer(serializers.ModelSerializer):
     Its dataset, kind and participant parameter are the link's identity on the marketplace."""
 
     url = serializers.SerializerMethodField()
+    datasets = ScopeField(required=False, help_text=SCOPE_HELP)
 
     class Meta:
         model = StudyLink
-        fields = ["id", "key", "dataset", "kind", "participant_param", "completion_redirect", "active", "url"]
+        fields = [
+            "id",
+            "key",
+            "dataset",
+            "kind",
+            "participant_param",
+            "completion_redirect",
+            "active",
+            "url",
+            "datasets",
+        ]
         read_only_fields = ["id", "key", "dataset", "kind", "participant_param", "url"]
 
     def get_url(self, link) -> str:
@@ -76,7 +142,19 @@ class StudyLinkChangeSerializer(serializers.ModelSerializer):
             raise ValidationError(
                 {name: "cannot change on a link given out; create another" for name in fixed}
             )
+        if "datasets" in attrs:
+            attrs["datasets"] = link_scope(
+                self.context["request"].user, self.instance.dataset_id, attrs["datasets"]
+            )
         return attrs
+
+    def update(self, instance, validated_data):
+        scope = validated_data.pop("datasets", None)
+        with transaction.atomic():
+            link = super().update(instance, validated_data)
+            if scope is not None:
+                link.datasets.set(scope)
+        return link
 
 
 class CompletionRowSerializer(serializers.Serializer):
@@ -99,7 +177,19 @@ class RedeemSerializer(serializers.Serializer):
 @extend_schema_view(
     list=extend_schema(
         parameters=[OpenApiParameter("dataset", int, description="Only this dataset's links.")]
-    )
+    ),
+    create=extend_schema(
+        responses={
+            201: StudyLinkSerializer,
+            403: OpenApiResponse(description="`datasets` names a dataset you do not organize."),
+        }
+    ),
+    partial_update=extend_schema(
+        responses={
+            200: StudyLinkChangeSerializer,
+            403: OpenApiResponse(description="`datasets` names a dataset you do not organize."),
+        }
+    ),
 )
 class StudyLinkViewSet(
     mixins.CreateModelMixin,
@@ -118,7 +208,7 @@ class StudyLinkViewSet(
         return StudyLinkChangeSerializer if self.action == "partial_update" else StudyLinkSerializer
 
     def get_queryset(self):
-        qs = StudyLink.objects.order_by("id")
+        qs = StudyLink.objects.order_by("id").prefetch_related("datasets")
         if getattr(self, "swagger_fake_view", False):
             return qs.none()
         if not self.request.user.is_superuser:

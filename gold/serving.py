@@ -124,6 +124,7 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
             worker=worker,
             kinds_wanted=list(request.kinds_wanted or ()),
             dataset_id=request.dataset_id,
+            datasets=request.datasets,
             now=now,
             terms=queue.LeaseTerms(),
         )

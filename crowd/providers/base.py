@@ -59,6 +59,11 @@ class CrowdProvider:
     def completion(self, bundle: Bundle) -> Completion:
         return Completion()
 
+    def scope(self, bundle: Bundle) -> tuple[int, ...]:
+        """The datasets a session of this provider takes tasks of: its bundle's dataset unless the provider
+        says more (a study link names its datasets)."""
+        return (bundle.dataset_id,)
+
 
 _registry: dict[str, CrowdProvider] = {}
 
@@ -178,7 +183,8 @@ def _step(bundle: Bundle, assignment: Assignment | None, replayed: bool = False)
 
 def study_lease_policy(worker, request: queue.LeaseRequest, now) -> queue.LeaseTerms | None:
     """Queue lease policy: a study-link participant works only inside an open session (one bundle per study
-    and participant, never a second), so every dataset where they hold no open bundle is withheld. The queue
+    and participant, never a second), so every dataset outside the scope of their open sessions (a study
+    link's datasets: `CrowdProvider.scope`) is withheld. The queue
     then says truly what a participant can take, and the starved-question sweep (which asks it, for everyone
     who has worked in the dataset) no longer waits for participants whose session is over (issue 34). An
     MTurk worker is not restricted: one who finished an assignment may accept another HIT."""
@@ -189,10 +195,10 @@ def study_lease_policy(worker, request: queue.LeaseRequest, now) -> queue.LeaseT
         if request.dataset_id is not None
         else set(Dataset.objects.values_list("pk", flat=True))
     )
-    open_in = Bundle.objects.filter(worker_id=worker.pk, state=BundleState.OPEN, dataset_id__in=asked)
-    return queue.LeaseTerms(
-        withheld_datasets=frozenset(asked - set(open_in.values_list("dataset_id", flat=True)))
-    )
+    open_in: set[int] = set()
+    for bundle in Bundle.objects.filter(worker_id=worker.pk, state=BundleState.OPEN):
+        open_in.update(get(bundle.provider).scope(bundle))
+    return queue.LeaseTerms(withheld_datasets=frozenset(asked - open_in))
 
 
 def bundle_next(bundle: Bundle, *, now=None) -> BundleStep:
@@ -213,8 +219,13 @@ def bundle_next(bundle: Bundle, *, now=None) -> BundleStep:
         )
         if current is not None:
             return _step(bundle, current)
+        scope = get(bundle.provider).scope(bundle)
         assignment = queue.task_lease_next(
-            worker=bundle.worker, kinds_wanted=[bundle.kind], dataset_id=bundle.dataset_id, now=now
+            worker=bundle.worker,
+            kinds_wanted=[bundle.kind],
+            dataset_id=scope[0] if len(scope) == 1 else None,
+            datasets=scope if len(scope) > 1 else None,
+            now=now,
         )
         if assignment is None:
             if bundle.answered:

@@ -60,6 +60,11 @@ class ExternalLinkProvider(CrowdProvider):
         )
         return Completion(code=code, redirect=redirect)
 
+    def scope(self, bundle: Bundle) -> tuple[int, ...]:
+        """The study link's datasets (its own dataset when it names none)."""
+        named = StudyLink.datasets.through.objects.filter(studylink__key=bundle.external_ref.split(":", 1)[0])
+        return tuple(sorted(named.values_list("dataset_id", flat=True))) or (bundle.dataset_id,)
+
 
 provider = register(ExternalLinkProvider())
 

@@ -113,9 +113,9 @@ def test_the_people_list_reads_the_worker_counters_in_a_fixed_number_of_queries(
         expires_at=timezone.now(), accepted_at=timezone.now(),
     )  # fmt: skip
     client = api_client(organizer)
-    # Role, dataset, worker counters, invited workers, gold blocks, organizers' blocks, the workers' names:
-    # a query per worker would pass it.
-    with django_assert_max_num_queries(7), CaptureQueriesContext(connection) as captured:
+    # Role, dataset, worker counters, invited workers, gold blocks, organizers' blocks, the workers' grants
+    # (their scope, issue 34), the workers' names: a query per worker would pass it.
+    with django_assert_max_num_queries(8), CaptureQueriesContext(connection) as captured:
         rows = client.get(f"/api/v1/datasets/{dataset.pk}/people").data
     assert not [q["sql"] for q in captured.captured_queries if "annotation_assignment" in q["sql"]], (
         "the list groups no answers"
