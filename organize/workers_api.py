@@ -49,19 +49,27 @@ class BlockRequestSerializer(serializers.Serializer):
 
 def dataset_worker_answers(dataset) -> dict[int, int]:
     """worker id -> submitted answers in the dataset, for everyone who answered there (the per-worker counter
-    rows, one per worker: no grouping of the dataset's answers) and its invited workers."""
+    rows, one per worker: no grouping of the dataset's answers), its invited workers and the workers granted
+    it (invited to another dataset with a scope naming this one), the last two in one query."""
     answers = dict(WorkerTally.objects.filter(dataset=dataset).order_by().values_list("worker_id", "answers"))
-    invited = Invitation.objects.filter(dataset=dataset, accepted_by__worker__isnull=False)
-    for worker_id in invited.values_list("accepted_by__worker", flat=True):
+    invited = (
+        Invitation.objects.filter(dataset=dataset, accepted_by__worker__isnull=False)
+        .order_by()
+        .values_list("accepted_by__worker", flat=True)
+    )
+    granted = DatasetGrant.objects.filter(dataset=dataset).order_by().values_list("worker_id", flat=True)
+    for worker_id in invited.union(granted):
         answers.setdefault(worker_id, 0)
     return answers
 
 
 def worker_known(dataset, worker_id: int) -> bool:
-    """Whether the worker answered or leased the dataset's tasks or accepted one of its invitations."""
+    """Whether the worker answered or leased the dataset's tasks, accepted one of its invitations or was
+    granted it."""
     return (
         Assignment.objects.filter(task__dataset=dataset, worker_id=worker_id).exists()
         or Invitation.objects.filter(dataset=dataset, accepted_by__worker=worker_id).exists()
+        or DatasetGrant.objects.filter(dataset=dataset, worker_id=worker_id).exists()
     )
 
 
@@ -136,8 +144,8 @@ def dataset_workers(dataset, viewer, only: int | None = None) -> list[dict]:
 
 
 class DatasetWorkersView(APIView):
-    """The dataset's workers who answered its tasks or accepted its invitations (at most 500, by id): answers,
-    and whether (and by whom) they are blocked."""
+    """The dataset's workers who answered its tasks, accepted its invitations or were granted it (at most 500,
+    by id): answers, whether (and by whom) they are blocked, and the datasets a scoped worker may work on."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 

@@ -204,3 +204,16 @@ def test_a_dataset_named_by_an_open_invitation_elsewhere_cannot_be_deleted(api_c
     with pytest.raises(DatasetInUse, match="invitation"):
         dataset_delete(b)
     assert list(Invitation.objects.get().datasets.all()) == [b], "the invitation keeps its scope"
+
+
+def test_a_worker_granted_a_dataset_is_one_of_its_people_and_can_be_blocked_there(
+    api_client, organizer, dataset
+):
+    b = factories.DatasetFactory(organizers=[organizer])
+    accept(invite(api_client(organizer), dataset, datasets=[dataset.pk, b.pk]).data["token"], "scoped")
+    client = api_client(organizer)
+    rows = client.get(f"/api/v1/datasets/{b.pk}/people").data
+    assert [(r["username"], r["answers"]) for r in rows] == [("scoped", 0)]
+    worker_id = rows[0]["worker"]
+    blocked = client.post(f"/api/v1/datasets/{b.pk}/people/{worker_id}/block", {"reason": "r"}, format="json")
+    assert blocked.status_code == 200 and blocked.data["blocked"] is True

@@ -1,4 +1,6 @@
 // Shared helpers of the organizer pages: the API client, element building and durations.
+import { api } from "../frontend/api.js";
+
 export { api, ApiError, cookie } from "../frontend/api.js";
 
 export function el(tag, attrs = {}, ...children) {
@@ -25,4 +27,30 @@ export function formData(form) {
   const data = {};
   for (const [key, value] of new FormData(form).entries()) if (value !== "") data[key] = value;
   return data;
+}
+
+// The organizer's datasets (every page of the list), for the dataset pickers of the invitation and study-link
+// forms: checkboxes named `name` inside `fieldset`'s `.dataset-choices`, the ids in `checked` ticked, and its
+// "Select all" box wired. Returns a Map of id -> name for the tables that name datasets.
+export async function datasetPicker(base, fieldset, checked = []) {
+  const names = new Map();
+  for (let page = 1; page; ) {
+    const data = await api(base, `datasets/?page=${page}`);
+    for (const d of data.results ?? data) names.set(d.id, d.name);
+    page = data.next ? page + 1 : 0;
+  }
+  const box = fieldset.querySelector(".dataset-choices");
+  box.replaceChildren(...[...names].map(([id, name]) => el("label", { class: "check" },
+    el("input", { type: "checkbox", name: box.dataset.name, value: String(id), ...(checked.includes(id) ? { checked: "" } : {}) }),
+    ` ${name}`)));
+  const all = fieldset.querySelector(".select-all");
+  all?.addEventListener("change", () => {
+    for (const input of box.querySelectorAll("input[type=checkbox]:not(:disabled)")) input.checked = all.checked;
+  });
+  return names;
+}
+
+// The datasets a picker has ticked, as ids.
+export function pickedDatasets(fieldset) {
+  return [...fieldset.querySelectorAll(".dataset-choices input:checked")].map((b) => Number(b.value));
 }

@@ -1,11 +1,20 @@
 // Crowds of a dataset: study links for external crowds (GET/POST/PATCH studies, filtered by dataset), their
 // completions and code checks (GET studies/{id}/completions, POST studies/{id}/redeem).
-import { api, el, formData } from "./common.js";
+import { api, datasetPicker, el, formData, pickedDatasets } from "./common.js";
 
 const app = document.getElementById("crowds-app");
 const base = app.dataset.api;
 const id = app.dataset.dataset;
+const scopePicker = document.getElementById("link-scope");
 let shown = null;
+let datasetNames = new Map();
+
+// The picker of the datasets a link's participants work on: this dataset is always among them.
+async function loadPicker() {
+  datasetNames = await datasetPicker(base, scopePicker, [Number(id)]);
+  const own = scopePicker.querySelector(`.dataset-choices input[value="${id}"]`);
+  if (own) own.disabled = true;
+}
 
 function absolute(path) {
   return new URL(path, window.location.origin).href;
@@ -45,7 +54,9 @@ async function refresh() {
     toggle.addEventListener("click", () => setActive(link, !link.active));
     const completions = el("button", { type: "button", text: "Completions" });
     completions.addEventListener("click", () => showCompletions(link).catch((err) => { document.getElementById("links-status").textContent = err.message; }));
-    return el("tr", { "data-link": String(link.id) }, el("td", { text: link.kind }), el("td", {}, el("code", { class: "link-url", text: url })),
+    const scope = (link.datasets ?? []).map((d) => datasetNames.get(d) ?? `dataset ${d}`).join(", ");
+    return el("tr", { "data-link": String(link.id) }, el("td", { text: link.kind }), el("td", { class: "scope", text: scope }),
+      el("td", {}, el("code", { class: "link-url", text: url })),
       el("td", { class: "state", text: link.active ? "open" : "closed" }), el("td", {}, completions, " ", toggle));
   }));
 }
@@ -55,7 +66,8 @@ document.getElementById("link-form").addEventListener("submit", async (event) =>
   const error = document.getElementById("link-error");
   const status = document.getElementById("link-status");
   error.textContent = "";
-  const body = { dataset: Number(id), ...formData(event.target) };
+  const { datasets: _ignored, ...fields } = formData(event.target);
+  const body = { dataset: Number(id), ...fields, datasets: pickedDatasets(scopePicker) };
   try {
     const link = await api(base, "studies/", { method: "POST", body });
     status.textContent = `Created the ${link.kind} link.`;
@@ -82,4 +94,7 @@ document.getElementById("redeem-form").addEventListener("submit", async (event) 
   }
 });
 
-refresh().catch((err) => { document.getElementById("links-status").textContent = err.message; });
+loadPicker()
+  .catch((err) => { document.getElementById("link-error").textContent = err.message; })
+  .then(refresh)
+  .catch((err) => { document.getElementById("links-status").textContent = err.message; });

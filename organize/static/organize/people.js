@@ -1,10 +1,20 @@
-// People of a dataset: its workers (block or unblock with a reason), one-time invitation links (a token is
-// shown once, never listed).
-import { api, el, formData } from "./common.js";
+// People of a dataset: its workers (block or unblock with a reason) and the datasets each may work on, one-time
+// invitation links naming those datasets (a token is shown once, never listed).
+import { api, datasetPicker, el, formData, pickedDatasets } from "./common.js";
 
 const app = document.getElementById("people-app");
 const base = app.dataset.api;
 const id = app.dataset.dataset;
+const scopePicker = document.getElementById("invite-scope");
+const EVERY = "every dataset (unscoped)";
+
+// A worker's or an invitation's datasets in words: the names, and how many others (another organizer's) are not named.
+function scopeText(datasets, others = 0) {
+  if (!datasets.length && !others) return EVERY;
+  const named = datasets.map((d) => d.name);
+  if (others) named.push(`${others} other${others === 1 ? "" : "s"}`);
+  return named.join(", ");
+}
 
 async function refreshWorkers() {
   const rows = await api(base, `datasets/${id}/people`);
@@ -16,6 +26,7 @@ async function refreshWorkers() {
     const standing = w.blocked ? `blocked (${w.blocked_by === "gold" ? "by gold answers" : "by an organizer"})` : "active";
     return el("tr", { "data-worker": w.worker },
       el("td", {}, el("a", { href: `/organize/datasets/${id}/people/${w.worker}/`, text: w.username })), el("td", { text: w.source }),
+      el("td", { class: "scope", text: w.scoped ? scopeText(w.datasets, w.other_datasets) : EVERY }),
       el("td", { class: "num", text: String(w.answers) }), el("td", { class: "standing", text: standing }),
       el("td", { text: w.reason }), el("td", {}, button));
   }));
@@ -36,8 +47,10 @@ async function changeStanding(w, verb) {
 
 async function refresh() {
   const rows = await api(base, `datasets/${id}/invitations`);
-  document.querySelector("#invitations tbody").replaceChildren(...rows.map((inv) => el("tr", {},
-    el("td", { text: inv.role }), el("td", { text: inv.status }), el("td", { text: inv.created_by }),
+  document.querySelector("#invitations tbody").replaceChildren(...rows.map((inv) => el("tr", { "data-invitation": inv.id },
+    el("td", { text: inv.role }),
+    el("td", { class: "scope", text: inv.role === "workers" ? scopeText(inv.datasets) : "" }),
+    el("td", { text: inv.status }), el("td", { text: inv.created_by }),
     el("td", { text: new Date(inv.expires_at).toLocaleString() }), el("td", { text: inv.accepted_by ?? "" }))));
 }
 
@@ -46,18 +59,24 @@ document.getElementById("invite").addEventListener("submit", async (event) => {
   const error = document.getElementById("invite-error");
   error.textContent = "";
   const data = formData(event.target);
+  const body = { role: data.role, expires_in_hours: Number(data.expires_in_hours) };
+  if (data.role === "workers") body.datasets = pickedDatasets(scopePicker);
   try {
-    const issued = await api(base, `datasets/${id}/invitations`, {
-      method: "POST", body: { role: data.role, expires_in_hours: Number(data.expires_in_hours) } });
+    const issued = await api(base, `datasets/${id}/invitations`, { method: "POST", body });
     document.getElementById("issued").hidden = false;
     document.getElementById("issued-url").value = issued.accept_url;
     document.getElementById("issued-expires").textContent = new Date(issued.expires_at).toLocaleString();
     await refresh();
-refreshWorkers().catch((err) => { document.getElementById("workers-error").textContent = err.message; });
+    await refreshWorkers();
   } catch (err) {
     error.textContent = err.message;
   }
 });
 
+// The scope is a worker's: a reviewer invitation names no datasets.
+const roleSelect = document.querySelector("#invite select[name=role]");
+roleSelect.addEventListener("change", () => { scopePicker.hidden = roleSelect.value !== "workers"; });
+
 refresh();
 refreshWorkers().catch((err) => { document.getElementById("workers-error").textContent = err.message; });
+datasetPicker(base, scopePicker, [Number(id)]).catch((err) => { document.getElementById("invite-error").textContent = err.message; });
