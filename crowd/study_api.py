@@ -181,13 +181,19 @@ class RedeemSerializer(serializers.Serializer):
     create=extend_schema(
         responses={
             201: StudyLinkSerializer,
-            403: OpenApiResponse(description="`datasets` names a dataset you do not organize."),
+            403: OpenApiResponse(
+                description="Signed in, but the caller's role may not use this operation, or `datasets` names "
+                "a dataset the caller does not organize."
+            ),
         }
     ),
     partial_update=extend_schema(
         responses={
             200: StudyLinkChangeSerializer,
-            403: OpenApiResponse(description="`datasets` names a dataset you do not organize."),
+            403: OpenApiResponse(
+                description="Signed in, but the caller's role may not use this operation, or `datasets` names "
+                "a dataset the caller does not organize."
+            ),
         }
     ),
 )

@@ -138,7 +138,10 @@ class DatasetInvitationsView(APIView):
         request=InvitationCreateSerializer,
         responses={
             201: IssuedInvitationSerializer,
-            403: OpenApiResponse(description="`datasets` names a dataset you do not organize."),
+            403: OpenApiResponse(
+                description="Signed in, but the caller's role may not use this operation, or `datasets` names "
+                "a dataset the caller does not organize."
+            ),
         },
     )
     def post(self, request, dataset_id: int):

@@ -14,6 +14,7 @@ from annotation.models import DatasetGrant
 from crowd.models import StudyLink
 from tests import factories
 from tests.browser_fixtures import sign_in
+from tests.e2e.test_accessibility import violations
 
 pytestmark = pytest.mark.browser
 
@@ -81,6 +82,8 @@ def test_a_scoped_invitation_made_on_the_page_shows_its_datasets_on_the_people_p
     expect(page.locator("#workers tbody tr", has_text="walt").locator(".scope")).to_have_text(
         "street-scenes, garden-birds"
     )
+    expect(page.locator("#invite-scope .dataset-choices label")).to_have_count(2)
+    assert violations(page) == []
     assert page.console_errors == []
 
 
@@ -98,4 +101,5 @@ def test_a_study_link_made_on_the_crowds_page_names_its_datasets(page, live_serv
     expect(page.locator("#links tbody tr .scope")).to_have_text("street-scenes, garden-birds")
     link = StudyLink.objects.get()
     assert sorted(link.datasets.values_list("pk", flat=True)) == sorted([street.pk, birds.pk])
+    assert violations(page) == []
     assert page.console_errors == []
