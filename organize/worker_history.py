@@ -16,10 +16,11 @@ from rest_framework.views import APIView
 
 from annotation.models import Assignment, AssignmentState
 from config.roles import IsOrganizer
-from crowd.models import Invitation, Worker
+from crowd.models import Worker
 from gold.models import Block, BlockAction, WorkerScore
 
 from .scoping import organizer_dataset
+from .workers_api import worker_known
 
 RECENT = 50
 
@@ -122,8 +123,8 @@ def worker_history(dataset, worker: Worker) -> dict:
 
 
 class WorkerHistoryView(APIView):
-    """A worker's history in the dataset: a worker who neither answered its tasks nor accepted one of its
-    invitations answers 404, like one of another dataset."""
+    """A worker's history in the dataset: a worker who neither answered its tasks, accepted one of its
+    invitations nor was granted it answers 404, like one of another dataset."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 
@@ -131,10 +132,6 @@ class WorkerHistoryView(APIView):
     def get(self, request, dataset_id: int, worker_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
         worker = get_object_or_404(Worker.objects.select_related("user"), pk=worker_id)
-        known = (
-            Assignment.objects.filter(task__dataset=dataset, worker=worker).exists()
-            or Invitation.objects.filter(dataset=dataset, accepted_by=worker.user).exists()
-        )
-        if not known:
+        if not worker_known(dataset, worker.pk):
             raise NotFound(f"worker {worker_id} has not worked in this dataset")
         return Response(WorkerHistorySerializer(worker_history(dataset, worker)).data)

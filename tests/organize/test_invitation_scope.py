@@ -217,3 +217,5 @@ def test_a_worker_granted_a_dataset_is_one_of_its_people_and_can_be_blocked_ther
     worker_id = rows[0]["worker"]
     blocked = client.post(f"/api/v1/datasets/{b.pk}/people/{worker_id}/block", {"reason": "r"}, format="json")
     assert blocked.status_code == 200 and blocked.data["blocked"] is True
+    history = client.get(f"/api/v1/datasets/{b.pk}/people/{worker_id}")
+    assert history.status_code == 200, "the People list's link to the worker's history opens"
