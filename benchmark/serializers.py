@@ -65,6 +65,17 @@ class ExportJobSerializer(serializers.ModelSerializer):
         return request.build_absolute_uri(url) if request is not None else url
 
 
+class ExportJobListSerializer(ExportJobSerializer):
+    """One row of a dataset's export history: the job without its manifest (which lists every file), with who
+    asked for it."""
+
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta(ExportJobSerializer.Meta):
+        fields = [f for f in ExportJobSerializer.Meta.fields if f != "manifest"] + ["requested_by"]
+        read_only_fields = fields
+
+
 class SubmissionUploadSerializer(serializers.Serializer):
     file = serializers.FileField(
         help_text="COCO results JSON (coco, voc07, voc12) or ILSVRC text (ilsvrc-det, -cls, -loc)."

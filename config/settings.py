@@ -453,6 +453,9 @@ SPECTACULAR_SETTINGS = {
         "SettingsEstimatorEnum": "consensus.models.SETTINGS_ESTIMATORS",
         "InvitationRoleEnum": "crowd.models.InvitationRole",
         "AssignmentStateEnum": "annotation.models.AssignmentState",
+        "ExportJobFormatEnum": "benchmark.models.ExportFormat",
+        "ExportJobSplitEnum": "benchmark.models.ExportSplit",
+        "ExportJobStateEnum": "benchmark.models.JobState",
     },
 }
 

@@ -95,6 +95,40 @@ def test_only_the_datasets_organizers_see_its_exports(
     assert APIClient().get(f"/api/v1/exports/{job_id}/").status_code == 401
 
 
+def test_the_dataset_lists_every_earlier_export_with_who_when_and_its_download(
+    organizer, labelled, frozen, django_assert_max_num_queries, django_capture_on_commit_callbacks
+):
+    client = client_for(organizer)
+    dataset = labelled["dataset"]
+    with django_capture_on_commit_callbacks(execute=True):
+        first = start_export(client, dataset, split="train", include_images=False).json()
+        second = start_export(client, dataset, format="voc", split="val", include_images=False).json()
+    with django_capture_on_commit_callbacks(execute=False):
+        queued = start_export(client, dataset, format="yolo", split="train").json()
+    with django_assert_max_num_queries(8):  # no query per row
+        listed = client.get(f"/api/v1/datasets/{dataset.pk}/exports/")
+    assert listed.status_code == 200, listed.content
+    rows = listed.json()["results"]
+    assert listed.json()["count"] == 3
+    assert [r["id"] for r in rows] == [queued["id"], second["id"], first["id"]]  # newest first
+    assert [(r["format"], r["split"], r["state"]) for r in rows] == [
+        ("yolo", "train", "queued"),
+        ("voc", "val", "done"),
+        ("coco", "train", "done"),
+    ]
+    assert {r["requested_by"] for r in rows} == {organizer.username}
+    assert all(r["created_at"] for r in rows) and "manifest" not in rows[0]
+    assert rows[0]["download_url"] is None
+    # The earliest archive is still there to download.
+    earliest = client.get(rows[2]["download_url"])
+    assert earliest.status_code == 200
+    names = zipfile.ZipFile(io.BytesIO(b"".join(earliest.streaming_content))).namelist()
+    assert "annotations/instances_train.json" in names
+    stranger = factories.user_with_roles("other-organizer", ("organizers",))
+    assert client_for(stranger).get(f"/api/v1/datasets/{dataset.pk}/exports/").status_code == 404
+    assert client.get(f"/api/v1/datasets/{dataset.pk}/exports/?page=x").status_code == 400
+
+
 def test_a_split_export_without_any_split_version_is_refused(organizer, labelled):
     response = start_export(client_for(organizer), labelled["dataset"], split="test")
     assert response.status_code == 400 and "make splits" in response.json()["split"]
