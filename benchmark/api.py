@@ -106,6 +106,7 @@ class DatasetExportsView(APIView):
                 provenance=data["provenance"],
                 detection_set=data["detection_set"],
                 include_provisional=data["include_provisional"],
+                file_names=data["file_names"],
             )
         except services.UnknownDetectionSet as exc:
             raise ValidationError({"detection_set": str(exc)}) from None

@@ -129,6 +129,45 @@ def test_the_dataset_lists_every_earlier_export_with_who_when_and_its_download(
     assert client.get(f"/api/v1/datasets/{dataset.pk}/exports/?page=x").status_code == 400
 
 
+def test_a_coco_export_can_name_images_by_their_upload_names(
+    organizer, labelled, frozen, django_capture_on_commit_callbacks
+):
+    client = client_for(organizer)
+    dataset = labelled["dataset"]
+    first, second = labelled["images"][:2]
+    second.original_name = f"folder/{first.original_name}"  # two uploads with one name
+    second.save(update_fields=["original_name"])
+    refused = start_export(client, dataset, format="voc", file_names="original")
+    assert refused.status_code == 400 and "coco" in refused.json()["file_names"][0]
+    assert start_export(client, dataset, file_names="ids").status_code == 400
+    with django_capture_on_commit_callbacks(execute=True):
+        response = start_export(client, dataset, split="all", file_names="original")
+    assert response.status_code == 201, response.content
+    job = client.get(f"/api/v1/exports/{response.json()['id']}/").json()
+    assert job["state"] == "done" and job["file_names"] == "original"
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(client.get(job["download_url"]).streaming_content)))
+    manifest = json.loads(archive.read("manifest.json"))
+    originals = dict(dataset.images.values_list("id", "original_name"))
+    rows = {row["id"]: row for row in manifest["images"]}
+    assert rows and all(row["original_name"] == originals[pk] for pk, row in rows.items())
+    written = {}
+    for split in manifest["counts"]["images"]:
+        name = "instances" if split != "test" else "image_info"
+        for image in json.loads(archive.read(f"annotations/{name}_{split}.json"))["images"]:
+            written[image["id"]] = image["file_name"]
+            assert f"images/{split}/{image['file_name']}" in archive.namelist()
+    assert written == {pk: row["file_name"] for pk, row in rows.items()}
+    assert written[first.pk] == first.original_name  # the first keeps the shared name
+    assert written[second.pk] == first.original_name.replace(".png", f"-{second.pk}.png")
+    others = set(written) - {first.pk, second.pk}
+    assert all(written[pk] == originals[pk] for pk in others)
+    assert manifest["file_names_renamed"] == 1
+    # The same export by ids is a different job, not the one above joined.
+    with django_capture_on_commit_callbacks(execute=True):
+        by_id = start_export(client, dataset, split="all")
+    assert by_id.status_code == 201 and by_id.json()["file_names"] == "id"
+
+
 def test_a_split_export_without_any_split_version_is_refused(organizer, labelled):
     response = start_export(client_for(organizer), labelled["dataset"], split="test")
     assert response.status_code == 400 and "make splits" in response.json()["split"]

@@ -78,3 +78,38 @@ def test_earlier_exports_stay_listed_with_their_download(page, live_server, boxe
     archive = zipfile.ZipFile(io.BytesIO(path.read_bytes()))
     assert json.loads(archive.read("manifest.json"))["format"] == "voc"
     assert page.console_errors == []
+
+
+def test_a_coco_export_by_uploaded_names_downloads_with_those_names(page, live_server, boxed, tmp_path):
+    coco = pytest.importorskip("pycocotools.coco")
+    dataset, _ = boxed
+    twin = dataset.images.order_by("id").last()
+    twin.original_name = "dog-0.png"  # the same name as the first image
+    twin.save(update_fields=["original_name"])
+
+    sign_in(page, live_server.url, "olga", f"/organize/datasets/{dataset.pk}/benchmark/")
+    page.wait_for_load_state("networkidle")
+    page.get_by_label("Format").select_option("voc")
+    page.get_by_label("Image file names").select_option("original")
+    page.get_by_role("button", name="Start export").click()
+    expect(page.locator("#export-error")).to_contain_text("coco only")
+
+    page.get_by_label("Format").select_option("coco")
+    page.get_by_label("Include image files").check()
+    page.get_by_role("button", name="Start export").click()
+    expect(page.locator("#export-status")).to_contain_text("1 images renamed")
+    with page.expect_download() as download_info:
+        page.locator("#export-download").click()
+    path = tmp_path / "named.zip"
+    download_info.value.save_as(path)
+    archive = zipfile.ZipFile(path)
+    (tmp_path / "all.json").write_bytes(archive.read("annotations/instances_all.json"))
+    api = coco.COCO(str(tmp_path / "all.json"))
+    names = sorted(im["file_name"] for im in api.loadImgs(api.getImgIds()))
+    assert names == sorted(["dog-0.png", "dog-1.png", "dog-2.png", f"dog-0-{twin.pk}.png"])
+    assert all(f"images/all/{name}" in archive.namelist() for name in names)
+    manifest = json.loads(archive.read("manifest.json"))
+    assert {row["original_name"] for row in manifest["images"]} == {"dog-0.png", "dog-1.png", "dog-2.png"}
+    expect(page.locator("#exports tbody tr").first).to_contain_text("original file names")
+    # The refused VOC request is the one failed load the browser reports.
+    assert [e for e in page.console_errors if "status of 400" not in e] == []

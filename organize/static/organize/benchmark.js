@@ -98,6 +98,9 @@ async function follow(job) {
     bar.setAttribute("aria-valuemax", String(job.total));
     status.textContent = `${job.format} ${job.split}: ${job.state}, ${job.progress} / ${job.total} images` +
       (job.error ? ` (${job.error})` : "");
+    if (job.state === "done" && job.manifest && job.manifest.file_names_renamed) {
+      status.textContent += ` (${job.manifest.file_names_renamed} images renamed: their uploaded name was taken or empty)`;
+    }
     if (job.state === "done" || job.state === "failed") break;
     await new Promise((resolve) => setTimeout(resolve, 1000));
     job = await api(base, `exports/${job.id}`);
@@ -149,7 +152,7 @@ document.getElementById("export-form").addEventListener("submit", async (event) 
   try {
     const job = await api(base, `datasets/${id}/exports`, { method: "POST",
       body: { format: data.format, split: data.split, include_images: data.include_images === "on",
-        include_provisional: data.include_provisional === "on" } });
+        include_provisional: data.include_provisional === "on", file_names: data.file_names } });
     await refreshExports();
     await follow(job);
   } catch (err) {
