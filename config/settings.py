@@ -456,6 +456,9 @@ SPECTACULAR_SETTINGS = {
         "ExportJobFormatEnum": "benchmark.models.ExportFormat",
         "ExportJobSplitEnum": "benchmark.models.ExportSplit",
         "ExportJobStateEnum": "benchmark.models.JobState",
+        "ExportFileNamesEnum": "benchmark.models.ExportFileNames",
+        "DecideDecisionEnum": "review.serializers.DECIDE_CHOICES",
+        "StatusEnum": "multilabel.models.LabelingStatus",
     },
 }
 
