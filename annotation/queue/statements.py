@@ -18,6 +18,7 @@ from annotation.models import (
     Assignment,
     AssignmentState,
     ConceptExample,
+    Dataset,
     ExampleState,
     Task,
     TaskExclusion,
@@ -35,7 +36,7 @@ def eligible_where(
 
     Open, or leased with an expired lease; in the open pool, or with a draw among its tasks of its reserved
     pool; of the wanted kinds and dataset; never a task the worker already had or is excluded from; never one
-    of a dataset the terms withhold, nor an open-pool task of a (dataset, topic) they withhold. The state and open-pool literals are written into the
+    of an archived dataset or of a dataset the terms withhold, nor an open-pool task of a (dataset, topic) they withhold. The state and open-pool literals are written into the
     SQL, not bound, so PostgreSQL can prove the queue's partial indexes apply."""
     qn = connection.ops.quote_name
     conditions = [
@@ -44,6 +45,9 @@ def eligible_where(
         "WHERE a0.task_id = t.id AND a0.worker_id = %s)",
         f"NOT EXISTS (SELECT 1 FROM {qn(TaskExclusion._meta.db_table)} x0 "
         "WHERE x0.task_id = t.id AND x0.worker_id = %s)",
+        # An archived dataset hands out nothing (organize/dataset_archive.py); its tasks wait, unchanged.
+        f"NOT EXISTS (SELECT 1 FROM {qn(Dataset._meta.db_table)} d0 "
+        "WHERE d0.id = t.dataset_id AND d0.archived_at IS NOT NULL)",
     ]
     params: list[Any] = [sqlrows.prep(Task, "lease_expires_at", now, connection), worker_id, worker_id]
     if draw is None:
