@@ -121,6 +121,11 @@ urlpatterns = [
         name="dataset-image-detail",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/delete/?$",
+        image_api.DatasetImageDeleteView.as_view(),
+        name="dataset-image-delete",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/?$",
         worker_history.WorkerHistoryView.as_view(),
         name="worker-history",
