@@ -21,6 +21,12 @@ class Dataset(models.Model):
         help_text="The classes the organizer picked for this dataset.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Set: the organizer archived the dataset. It leaves their active list, its tasks and review "
+        "items are no longer handed out; its data, labels and exports stay, and restoring clears this.",
+    )
 
     class Meta:
         ordering = ["id"]

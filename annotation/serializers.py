@@ -25,8 +25,8 @@ class DatasetSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Dataset
-        fields = ["id", "name", "description", "image_formats", "created_at", "image_count"]
-        read_only_fields = ["id", "created_at", "image_count"]
+        fields = ["id", "name", "description", "image_formats", "created_at", "archived_at", "image_count"]
+        read_only_fields = ["id", "created_at", "archived_at", "image_count"]
 
 
 class ImageSerializer(serializers.ModelSerializer):

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from annotation.audit import audit_record
 from annotation.models import Dataset
 from annotation.scoping import organizer_dataset
+from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.parsers import MultiPartParser
 from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
 
@@ -33,6 +34,7 @@ from .serializers import (
     ClassStatisticsSerializer,
     DetectionSetRequestSerializer,
     DetectionSetSerializer,
+    ExportJobListSerializer,
     ExportJobSerializer,
     ExportRequestSerializer,
     LeaderboardRowSerializer,
@@ -56,9 +58,29 @@ def _organized(user, queryset, field: str):
 
 
 class DatasetExportsView(APIView):
-    """Start an export job of the dataset (organizers of the dataset)."""
+    """The dataset's export jobs, newest first, and starting one (organizers of the dataset)."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(
+        operation_id="v1_datasets_exports_list",
+        parameters=[PAGE_PARAMETER],
+        responses=paginated(ExportJobListSerializer, "ExportJobPage"),
+        description="Every export job of the dataset, newest first (paginated): format, split, state, when, who "
+        "asked, and the download URL of each finished one. An earlier archive stays downloadable.",
+    )
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        paginator = strict_paginator(50)
+        jobs = (
+            ExportJob.objects.filter(dataset=dataset)
+            .select_related("split_version", "requested_by")
+            .defer("manifest")
+            .order_by("-id")
+        )
+        page = paginator.paginate_queryset(jobs, request, view=self)
+        rows = ExportJobListSerializer(page, many=True, context={"request": request}).data
+        return paginator.get_paginated_response(rows)
 
     @extend_schema(
         request=ExportRequestSerializer,
@@ -84,6 +106,7 @@ class DatasetExportsView(APIView):
                 provenance=data["provenance"],
                 detection_set=data["detection_set"],
                 include_provisional=data["include_provisional"],
+                file_names=data["file_names"],
             )
         except services.UnknownDetectionSet as exc:
             raise ValidationError({"detection_set": str(exc)}) from None

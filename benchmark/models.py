@@ -72,6 +72,11 @@ class ExportSplit(models.TextChoices):
     ALL = "all", "All (test labels withheld)"
 
 
+class ExportFileNames(models.TextChoices):
+    ID = "id", "Image ids (every format)"
+    ORIGINAL = "original", "The names the images were uploaded with (COCO; shared names get the id added)"
+
+
 class JobState(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
@@ -97,6 +102,12 @@ class ExportJob(models.Model):
         default="",
         help_text="Name of the detection set exported (empty: every class).",
     )
+    file_names = models.CharField(
+        max_length=8,
+        choices=ExportFileNames.choices,
+        default=ExportFileNames.ID,
+        help_text="What the images are called inside the export (benchmark/exporters/file_names.py).",
+    )
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     progress = models.PositiveIntegerField(default=0, help_text="Images written so far.")
@@ -121,6 +132,7 @@ class ExportJob(models.Model):
                     "provenance",
                     "detection_set",
                     "include_provisional",
+                    "file_names",
                 ],
                 condition=Q(state__in=["queued", "running"]),
                 name="export_job_one_in_flight",
@@ -136,6 +148,7 @@ class ExportJob(models.Model):
                     "provenance",
                     "detection_set",
                     "include_provisional",
+                    "file_names",
                 ],
                 condition=Q(state__in=["queued", "running"], split_version__isnull=True),
                 name="export_job_one_in_flight_unsplit",

@@ -37,6 +37,7 @@ from review.models import OPEN_STATES, OverlapCheck, ReviewItem
 from .class_selection import ImageVerdicts, merged_verdicts
 from .completeness import BoxReason, Completeness, ImageReason, OpenWork, ProvisionalBox, assess
 from .exporters.base import SPLIT_NAMES, ExportBox, ExportCategory, ExportImage, ExportLabel
+from .exporters.file_names import id_name
 from .models import BlacklistEntry, BoxAttributes, DetectionSet, ImageSplit, SplitVersion
 
 CHUNK = 10_000  # rows per server-side cursor fetch: memory stays flat whatever the dataset size
@@ -389,13 +390,13 @@ class DatasetSource:
         qs = Image.objects.filter(dataset=self.dataset)
         if self.version is not None:
             qs = qs.filter(id__in=self._image_ids(split))
-        rows = qs.order_by("id").values_list("id", "width", "height", "file")
+        rows = qs.order_by("id").values_list("id", "width", "height", "file", "original_name")
         left_out = self.assessment().left_out
-        for pk, width, height, name in rows.iterator(chunk_size=CHUNK):
+        for pk, width, height, name, original_name in rows.iterator(chunk_size=CHUNK):
             if pk in left_out:
                 continue
             extension = name.rsplit(".", 1)[-1].lower() if "." in name[-6:] else "jpg"
-            yield ExportImage(pk, f"{pk:012d}.{extension}", width, height, split)
+            yield ExportImage(pk, id_name(pk, extension), width, height, split, original_name)
 
     def _boxes(self) -> tuple[QuerySet, str]:
         """The boxes to write and their id column: the final boxes, or every accepted box (provisional)."""

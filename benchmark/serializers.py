@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from config.bounds import bounded_integer, id_integer
 
-from .exporters import FORMATS
+from .exporters import FILE_NAMES, FORMATS, ORIGINAL_NAME_FORMATS
 from .models import BlacklistEntry, BoxAttributes, DetectionSet, ExportJob, Submission, Viewpoint
 
 
@@ -28,6 +28,25 @@ class ExportRequestSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="Export only this detection set's classes (merged fine classes kept as attributes).",
     )
+    file_names = serializers.ChoiceField(
+        choices=FILE_NAMES,
+        default="id",
+        help_text="What the images are called inside the export: `id` (the zero-padded image id, every format) "
+        "or `original` (COCO only: the name each image was uploaded with, its folder dropped; when several "
+        "images share a name the first by split and id keeps it and the others get `-{id}` before the "
+        "extension, compared case-insensitively). Every manifest lists each image's `file_name` and "
+        "`original_name` either way.",
+    )
+
+    def validate(self, data):
+        if data.get("file_names") == "original" and data["format"] not in ORIGINAL_NAME_FORMATS:
+            raise serializers.ValidationError(
+                {
+                    "file_names": f"original file names are offered for {', '.join(ORIGINAL_NAME_FORMATS)} "
+                    f"only: {data['format']} names its per-image files after the images"
+                }
+            )
+        return data
 
 
 class ExportJobSerializer(serializers.ModelSerializer):
@@ -46,6 +65,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
             "provenance",
             "include_provisional",
             "detection_set",
+            "file_names",
             "state",
             "progress",
             "total",
@@ -63,6 +83,17 @@ class ExportJobSerializer(serializers.ModelSerializer):
         url = reverse("export-file", kwargs={"pk": job.pk})
         request = self.context.get("request")
         return request.build_absolute_uri(url) if request is not None else url
+
+
+class ExportJobListSerializer(ExportJobSerializer):
+    """One row of a dataset's export history: the job without its manifest (which lists every file), with who
+    asked for it."""
+
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta(ExportJobSerializer.Meta):
+        fields = [f for f in ExportJobSerializer.Meta.fields if f != "manifest"] + ["requested_by"]
+        read_only_fields = fields
 
 
 class SubmissionUploadSerializer(serializers.Serializer):

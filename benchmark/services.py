@@ -131,6 +131,7 @@ def export_run(
     hidden_truth: bool = True,
     detection_set=None,
     include_provisional: bool = False,
+    file_names: str = "id",
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Export to a directory or archive; with ``hidden_truth`` the withheld test labels go beside it. With a
     detection set (``benchmark.detection_sets``) only its classes are exported, merged classes included.
@@ -144,7 +145,11 @@ def export_run(
     overlaps_scan(dataset)
     source = export_source(dataset, split, version, detection_set, include_provisional)
     options = ExportOptions(
-        split=split, include_images=include_images, provenance=provenance, progress=progress
+        split=split,
+        include_images=include_images,
+        provenance=provenance,
+        progress=progress,
+        file_names=file_names,  # checked by the exporters (a ValueError, then BenchmarkError)
     )
     try:
         if hidden_truth:
@@ -164,6 +169,7 @@ def export_job_request(
     provenance: bool,
     detection_set: str = "",
     include_provisional: bool = False,
+    file_names: str = "id",
 ) -> tuple[ExportJob, bool]:
     """Queue an export job, or return the identical one already in flight (a repeated POST changes nothing).
     The Celery task is enqueued once the row is committed."""
@@ -191,6 +197,7 @@ def export_job_request(
         "provenance": provenance,
         "detection_set": detection_set,
         "include_provisional": include_provisional,
+        "file_names": file_names,
     }
     with transaction.atomic():
         try:
@@ -248,6 +255,7 @@ def export_job_run(job_id: int) -> ExportJob:
                     else None
                 ),
                 include_provisional=job.include_provisional,
+                file_names=job.file_names,
             )
         except BenchmarkError as exc:
             ExportJob.objects.filter(pk=job_id).update(

@@ -453,6 +453,12 @@ SPECTACULAR_SETTINGS = {
         "SettingsEstimatorEnum": "consensus.models.SETTINGS_ESTIMATORS",
         "InvitationRoleEnum": "crowd.models.InvitationRole",
         "AssignmentStateEnum": "annotation.models.AssignmentState",
+        "ExportJobFormatEnum": "benchmark.models.ExportFormat",
+        "ExportJobSplitEnum": "benchmark.models.ExportSplit",
+        "ExportJobStateEnum": "benchmark.models.JobState",
+        "ExportFileNamesEnum": "benchmark.models.ExportFileNames",
+        "DecideDecisionEnum": "review.serializers.DECIDE_CHOICES",
+        "StatusEnum": "multilabel.models.LabelingStatus",
     },
 }
 

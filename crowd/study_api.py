@@ -174,6 +174,34 @@ class RedeemSerializer(serializers.Serializer):
     code = serializers.CharField(max_length=100)
 
 
+class RedeemManySerializer(serializers.Serializer):
+    codes = RedeemSerializer(
+        many=True,
+        allow_empty=False,
+        max_length=1000,
+        help_text="The codes participants reported, each with its participant id (at most 1000).",
+    )
+
+
+class RedeemOutcomeSerializer(serializers.Serializer):
+    participant = serializers.CharField()
+    code = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=["redeemed", "already_redeemed", "refused"],
+        help_text="redeemed: accepted now; already_redeemed: accepted before (nothing changed); refused: not "
+        "issued to this participant in this study, or the bundle is not complete (`detail`).",
+    )
+    bundle = serializers.IntegerField(allow_null=True)
+    detail = serializers.CharField(allow_blank=True)
+
+
+class RedeemManyResultSerializer(serializers.Serializer):
+    results = RedeemOutcomeSerializer(many=True)
+    redeemed = serializers.IntegerField()
+    already_redeemed = serializers.IntegerField()
+    refused = serializers.IntegerField()
+
+
 @extend_schema_view(
     list=extend_schema(
         parameters=[OpenApiParameter("dataset", int, description="Only this dataset's links.")]
@@ -265,3 +293,18 @@ class StudyLinkViewSet(
             raise ValidationError({"code": str(exc)}) from None
         row = next(r for r in external_link.completions_list(link) if r.bundle == bundle.pk)
         return Response(asdict(row), status=status.HTTP_200_OK)
+
+    @extend_schema(request=RedeemManySerializer, responses={200: RedeemManyResultSerializer})
+    @action(detail=True, methods=["post"], url_path="redeem-many")
+    def redeem_many(self, request, pk=None):
+        """Check and accept many completion codes at once, each on its own (one outcome per code, in the order
+        sent): a refused or replayed code never stops the others, and sending the batch again changes nothing."""
+        link = self.get_object()
+        form = RedeemManySerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        pairs = [(c["participant"], c["code"]) for c in form.validated_data["codes"]]
+        outcomes = external_link.completions_redeem_many(study=link, codes=pairs)
+        counts = {
+            key: sum(o.status == key for o in outcomes) for key in ("redeemed", "already_redeemed", "refused")
+        }
+        return Response(RedeemManyResultSerializer({"results": [asdict(o) for o in outcomes], **counts}).data)

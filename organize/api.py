@@ -18,6 +18,7 @@ from consensus.starved import starved_settle
 
 from .checklist import dataset_checklist
 from .cost import dataset_ledger
+from .dataset_archive import dataset_archive, dataset_restore
 from .dataset_delete import DatasetInUse, dataset_delete
 from .models import CostSettings
 from .progress import dataset_progress
@@ -274,3 +275,35 @@ class DatasetDeleteView(APIView):
         except DatasetInUse as exc:
             raise Conflict(f"{dataset.name} cannot be deleted: {exc}") from None
         return Response(DatasetDeletedSerializer({"deleted": dataset_id, "images": images}).data)
+
+
+class DatasetArchivedSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField()
+    archived_at = serializers.DateTimeField(allow_null=True, help_text="Null: the dataset is active.")
+
+
+class DatasetArchiveView(APIView):
+    """Archive the dataset (`organize/dataset_archive.py`): it leaves the active list, nothing of it is handed
+    out any more, and all it holds stays (labels, answers, exports). Archiving it again changes nothing."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=None, responses=DatasetArchivedSerializer)
+    def post(self, request, dataset_id: int):
+        dataset = dataset_archive(organizer_dataset(request.user, dataset_id), actor=request.user)
+        return Response(
+            DatasetArchivedSerializer({"dataset": dataset.pk, "archived_at": dataset.archived_at}).data
+        )
+
+
+class DatasetRestoreView(APIView):
+    """Restore an archived dataset: back in the active list, its tasks and review items handed out again."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=None, responses=DatasetArchivedSerializer)
+    def post(self, request, dataset_id: int):
+        dataset = dataset_restore(organizer_dataset(request.user, dataset_id), actor=request.user)
+        return Response(
+            DatasetArchivedSerializer({"dataset": dataset.pk, "archived_at": dataset.archived_at}).data
+        )

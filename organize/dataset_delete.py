@@ -5,7 +5,10 @@ A dataset whose images were ever handed to a worker (any task, gold included) ke
 audit trail: it cannot be deleted. Otherwise its setup goes with it: images (and their stored files, removed
 after the commit), the class choice, settings, tallies, audit entries and invitations nobody accepted. What
 else still points at it (a frozen split, an accepted invitation, a worker's grant to it, an open invitation to
-another dataset that names it in its scope, candidate pools) stops the deletion, named."""
+another dataset that names it in its scope, candidate pools) stops the deletion, named.
+
+One image goes the same way: deleted (with its stored file) while nobody was given a task about it and no box
+is drawn on it; otherwise it is kept, with its answers and labels, and the refusal says why."""
 
 from __future__ import annotations
 
@@ -14,7 +17,9 @@ import logging
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from annotation.models import AuditEntry, Dataset, Task
+from annotation import counters
+from annotation.audit import audit_record
+from annotation.models import AuditEntry, Box, Dataset, Image, Task
 from crowd.models import Invitation
 
 log = logging.getLogger(__name__)
@@ -22,6 +27,10 @@ log = logging.getLogger(__name__)
 
 class DatasetInUse(Exception):
     """The dataset has work or rows that must be kept; the message says which."""
+
+
+class ImageInUse(Exception):
+    """The image has work or rows that must be kept; the message says which."""
 
 
 def dataset_delete(dataset: Dataset) -> int:
@@ -55,6 +64,32 @@ def dataset_delete(dataset: Dataset) -> int:
         kept = sorted({str(obj._meta.verbose_name_plural) for obj in exc.protected_objects})
         raise DatasetInUse(f"still used by {', '.join(kept)} (nothing was deleted)") from None
     return len(files)
+
+
+def image_delete(image: Image, *, actor) -> None:
+    """Delete `image`, which nobody has worked on, and its stored file (after the commit). Raises ImageInUse."""
+    if Task.objects.filter(image=image).exists() or Box.objects.filter(image=image).exists():
+        raise ImageInUse(
+            "workers have been given tasks about this image: its answers and labels are kept (nothing was deleted)"
+        )
+    try:
+        with transaction.atomic():
+            locked = Image.objects.select_for_update().get(pk=image.pk)
+            files = [(locked.file.storage, locked.file.name)]
+            dataset = locked.dataset
+            name = locked.original_name
+            locked.delete()
+            counters.images_counted(dataset.pk, -1)
+            audit_record(
+                dataset=dataset,
+                actor=actor,
+                action="image.delete",
+                parameters={"image": image.pk, "name": name},
+            )
+            transaction.on_commit(lambda: _remove_files(files))
+    except ProtectedError as exc:
+        kept = sorted({obj._meta.verbose_name_plural for obj in exc.protected_objects})
+        raise ImageInUse(f"still used by {', '.join(kept)} (nothing was deleted)") from None
 
 
 def _remove_files(files) -> None:

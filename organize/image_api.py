@@ -12,12 +12,14 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api import Conflict
 from annotation.models import Box, FinalLabel, Image
 from config.roles import IsOrganizer
 from consensus.models import Question, QuestionDecision, Vote
 from multilabel.models import LabelingAnswer, LeafLabel
 from review.models import ReviewDecision, ReviewItem
 
+from .dataset_delete import ImageInUse, image_delete
 from .scoping import organizer_dataset
 
 
@@ -232,3 +234,24 @@ class DatasetImageDetailView(APIView):
         dataset = organizer_dataset(request.user, dataset_id)
         image = get_object_or_404(Image.objects.filter(dataset=dataset), pk=image_id)
         return Response(ImageDetailSerializer(image_detail(image)).data)
+
+
+class ImageDeletedSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField(help_text="The deleted image's id.")
+
+
+class DatasetImageDeleteView(APIView):
+    """Delete an image nobody has worked on (no task about it, no box on it), with its file
+    (`organize/dataset_delete.py`); an image with work is kept (409, saying why, nothing deleted)."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=None, responses=ImageDeletedSerializer)
+    def post(self, request, dataset_id: int, image_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        image = get_object_or_404(Image.objects.filter(dataset=dataset), pk=image_id)
+        try:
+            image_delete(image, actor=request.user)
+        except ImageInUse as exc:
+            raise Conflict(f"image {image_id} cannot be deleted: {exc}") from None
+        return Response(ImageDeletedSerializer({"deleted": image_id}).data)

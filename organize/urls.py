@@ -34,6 +34,16 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/delete/?$", api.DatasetDeleteView.as_view(), name="dataset-delete"
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/archive/?$",
+        api.DatasetArchiveView.as_view(),
+        name="dataset-archive",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/restore/?$",
+        api.DatasetRestoreView.as_view(),
+        name="dataset-restore",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/checklist/?$",
         api.DatasetChecklistView.as_view(),
         name="dataset-checklist",
@@ -109,6 +119,11 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/?$",
         image_api.DatasetImageDetailView.as_view(),
         name="dataset-image-detail",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/delete/?$",
+        image_api.DatasetImageDeleteView.as_view(),
+        name="dataset-image-delete",
     ),
     re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/?$",

@@ -37,7 +37,11 @@ def organizer_page(view):
 @organizer_page
 def datasets(request):
     rows = organizer_datasets(request.user).annotate(image_count=Coalesce("tally__images", 0)).order_by("-id")
-    return render(request, "organize/datasets.html", {"datasets": rows})
+    context = {
+        "datasets": rows.filter(archived_at__isnull=True),
+        "archived": rows.filter(archived_at__isnull=False).order_by("-archived_at"),
+    }
+    return render(request, "organize/datasets.html", context)
 
 
 def dataset_page(tab: str, template: str = "", **extra):

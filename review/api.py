@@ -17,13 +17,21 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.queryparams import query_id, query_id_list
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsReviewer, has_role
 from consensus.api import organizer_datasets
 
-from . import selectors, services
-from .models import Decision, ReviewDecision, ReviewItem, ReviewKind
-from .serializers import DecideSerializer, ReviewDecisionSerializer, ReviewItemSerializer, UndoSerializer
+from . import bulk, selectors, services
+from .models import Decision, ItemState, ReviewDecision, ReviewItem, ReviewKind
+from .serializers import (
+    DecideManyResultSerializer,
+    DecideManySerializer,
+    DecideSerializer,
+    ReviewDecisionSerializer,
+    ReviewItemSerializer,
+    UndoSerializer,
+)
 
 ITEM_RELATED = ("image", "box_a__concept", "box_a__image", "box_b__concept")
 
@@ -51,12 +59,7 @@ class NextItemView(APIView):
     )
     def get(self, request):
         params = request.query_params
-        kinds = [k for k in params.get("kinds", "").split(",") if k]
-        unknown = sorted(set(kinds) - set(ReviewKind.values))
-        if unknown:
-            raise ValidationError(
-                {"kinds": f"unknown kinds {unknown}; known: {', '.join(ReviewKind.values)}"}
-            )
+        kinds = _kinds(params)
         item = services.review_lease_next(
             reviewer=request.user,
             dataset_id=query_id(params, "dataset"),
@@ -67,6 +70,70 @@ class NextItemView(APIView):
             return Response(status=status.HTTP_204_NO_CONTENT)
         item = ReviewItem.objects.select_related(*ITEM_RELATED).get(pk=item.pk)
         return Response(ReviewItemSerializer(item).data)
+
+
+def _kinds(params) -> list[str]:
+    kinds = [k for k in params.get("kinds", "").split(",") if k]
+    unknown = sorted(set(kinds) - set(ReviewKind.values))
+    if unknown:
+        raise ValidationError({"kinds": f"unknown kinds {unknown}; known: {', '.join(ReviewKind.values)}"})
+    return kinds
+
+
+class ItemsView(APIView):
+    """The items a reviewer may decide now, to pick many at once: open ones, expired leases and the caller's
+    own, by priority (paginated, 50 a page); decide the chosen ones with `POST review/decide`."""
+
+    permission_classes = [IsAuthenticated, IsReviewer]
+
+    @extend_schema(
+        operation_id="v1_review_items_list",
+        parameters=[
+            OpenApiParameter("dataset", int, description="Only items of this dataset."),
+            OpenApiParameter(
+                "kinds", str, description="Comma-separated kinds: duplicate, cross_class, ambiguous."
+            ),
+            PAGE_PARAMETER,
+        ],
+        responses=paginated(ReviewItemSerializer, "ReviewItemPage"),
+    )
+    def get(self, request):
+        params = request.query_params
+        kinds = _kinds(params)
+        dataset_id = query_id(params, "dataset")
+        now = timezone.now()
+        mine = ReviewItem.objects.filter(
+            state=ItemState.LEASED, leased_to=request.user, lease_expires_at__gt=now
+        )
+        if dataset_id is not None:
+            mine = mine.filter(dataset_id=dataset_id)
+        if kinds:
+            mine = mine.filter(kind__in=kinds)
+        available = selectors.review_items_available(now=now, dataset_id=dataset_id, kinds=kinds or None)
+        qs = (available | mine).select_related(*ITEM_RELATED).order_by("-priority", "id")
+        paginator = strict_paginator(50)
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(ReviewItemSerializer(page, many=True).data)
+
+
+class DecideManyView(APIView):
+    """Take one decision on many items (the reviewer page's "decide selected"): each item is leased to you and
+    decided in its own transaction, with one outcome per item (`review/bulk.py`). Idempotent: sending the same
+    request again reports `already_decided` and changes nothing."""
+
+    permission_classes = [IsAuthenticated, IsReviewer]
+
+    @extend_schema(request=DecideManySerializer, responses={200: DecideManyResultSerializer})
+    def post(self, request):
+        form = DecideManySerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        outcomes = bulk.review_decide_many(
+            item_ids=data["items"], reviewer=request.user, decision=data["decision"], reason=data["reason"]
+        )
+        refused = sum(o.status == "refused" for o in outcomes)
+        body = {"results": outcomes, "decided": len(outcomes) - refused, "refused": refused}
+        return Response(DecideManyResultSerializer(body).data)
 
 
 class DecideView(APIView):

@@ -20,10 +20,17 @@ def review_items_available(
     exclude_ids: Sequence[int] = (),
 ) -> QuerySet[ReviewItem]:
     """Items a reviewer may lease now: open, or leased with an expired lease; pairs only while both boxes
-    are still accepted (one removed by another decision waits for the scan to dismiss it)."""
-    qs = ReviewItem.objects.filter(
-        Q(state=ItemState.OPEN) | Q(state=ItemState.LEASED, lease_expires_at__lt=now)
-    ).filter(Q(kind=ReviewKind.AMBIGUOUS) | Q(box_a__state=BoxState.ACCEPTED, box_b__state=BoxState.ACCEPTED))
+    are still accepted (one removed by another decision waits for the scan to dismiss it); none of an archived
+    dataset (they wait until it is restored)."""
+    qs = (
+        ReviewItem.objects.filter(
+            Q(state=ItemState.OPEN) | Q(state=ItemState.LEASED, lease_expires_at__lt=now)
+        )
+        .filter(
+            Q(kind=ReviewKind.AMBIGUOUS) | Q(box_a__state=BoxState.ACCEPTED, box_b__state=BoxState.ACCEPTED)
+        )
+        .filter(dataset__archived_at__isnull=True)
+    )
     if dataset_id is not None:
         qs = qs.filter(dataset_id=dataset_id)
     if kinds:

@@ -130,8 +130,12 @@ class ReviewItemSerializer(serializers.ModelSerializer):
         ]
 
 
+# What a reviewer may send as a decision (an undo has its own endpoint).
+DECIDE_CHOICES = [c for c in Decision.values if c != Decision.UNDO]
+
+
 class DecideSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=[c for c in Decision.values if c != Decision.UNDO])
+    decision = serializers.ChoiceField(choices=DECIDE_CHOICES)
     new_concept = serializers.SlugRelatedField(
         slug_field="wnid",
         queryset=Concept.objects.all(),
@@ -140,6 +144,37 @@ class DecideSerializer(serializers.Serializer):
         help_text="wnid of the new class for relabel_a/relabel_b (default: the other box's class).",
     )
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class DecideManySerializer(serializers.Serializer):
+    items = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        min_length=1,
+        max_length=200,
+        help_text="Review item ids (at most 200), decided in this order; repeats are ignored.",
+    )
+    decision = serializers.ChoiceField(choices=DECIDE_CHOICES)
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class DecideManyOutcomeSerializer(serializers.Serializer):
+    item = serializers.IntegerField()
+    status = serializers.ChoiceField(
+        choices=["decided", "held", "already_decided", "refused"],
+        help_text="decided: the decision was taken now; held: taken, and its pipeline waits for a second, "
+        "agreeing one; already_decided: you took this decision on it before (nothing changed); refused: "
+        "not decided, `detail` says why.",
+    )
+    decision = serializers.IntegerField(allow_null=True, help_text="The decision row, when there is one.")
+    detail = serializers.CharField(allow_blank=True)
+
+
+class DecideManyResultSerializer(serializers.Serializer):
+    results = DecideManyOutcomeSerializer(many=True)
+    decided = serializers.IntegerField(
+        help_text="Items decided now or before (decided, held, already_decided)."
+    )
+    refused = serializers.IntegerField()
 
 
 class UndoSerializer(serializers.Serializer):

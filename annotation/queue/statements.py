@@ -18,6 +18,7 @@ from annotation.models import (
     Assignment,
     AssignmentState,
     ConceptExample,
+    Dataset,
     DatasetGrant,
     ExampleState,
     Task,
@@ -37,11 +38,11 @@ def eligible_where(
     Open, or leased with an expired lease; in the open pool, or with a draw among its tasks of its reserved
     pool; of the wanted kinds and dataset (and of the request's datasets, a session's scope); of a dataset the
     worker is granted, when they hold any grant (a worker with none is unscoped: `DatasetGrant`); never a task
-    the worker already had or is excluded from; never one of a dataset the terms withhold, nor an open-pool
-    task of a (dataset, topic) they withhold. The state and open-pool literals are written into the SQL, not
-    bound, so PostgreSQL can prove the queue's partial indexes apply. The grant check is part of the lease
-    statement, so it costs no round trip: the uncorrelated "holds no grant" runs once per statement, the
-    per-dataset lookup (on the grant's unique index) only for a scoped worker."""
+    the worker already had or is excluded from; never one of an archived dataset or of a dataset the terms
+    withhold, nor an open-pool task of a (dataset, topic) they withhold. The state and open-pool literals are
+    written into the SQL, not bound, so PostgreSQL can prove the queue's partial indexes apply. The grant check
+    is part of the lease statement, so it costs no round trip: the uncorrelated "holds no grant" runs once per
+    statement, the per-dataset lookup (on the grant's unique index) only for a scoped worker."""
     qn = connection.ops.quote_name
     grants = qn(DatasetGrant._meta.db_table)
     conditions = [
@@ -52,6 +53,9 @@ def eligible_where(
         "WHERE x0.task_id = t.id AND x0.worker_id = %s)",
         f"(NOT EXISTS (SELECT 1 FROM {grants} g0 WHERE g0.worker_id = %s) "
         f"OR EXISTS (SELECT 1 FROM {grants} g1 WHERE g1.worker_id = %s AND g1.dataset_id = t.dataset_id))",
+        # An archived dataset hands out nothing (organize/dataset_archive.py); its tasks wait, unchanged.
+        f"NOT EXISTS (SELECT 1 FROM {qn(Dataset._meta.db_table)} d0 "
+        "WHERE d0.id = t.dataset_id AND d0.archived_at IS NOT NULL)",
     ]
     params: list[Any] = [
         sqlrows.prep(Task, "lease_expires_at", now, connection),

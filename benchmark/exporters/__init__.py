@@ -24,6 +24,7 @@ from .base import (
     write_blacklist,
     write_provenance,
 )
+from .file_names import FILE_NAMES
 
 EXPORTERS: dict[str, Exporter] = {
     "coco": coco.export,
@@ -33,6 +34,8 @@ EXPORTERS: dict[str, Exporter] = {
     "imagefolder": imagefolder.export,
 }
 FORMATS = tuple(EXPORTERS)
+# Formats that can call images by their upload names: COCO names each image once, in its JSON.
+ORIGINAL_NAME_FORMATS = ("coco",)
 
 
 def export(source: LabelSource, format_name: str, out: Path, options: ExportOptions) -> dict[str, Any]:
@@ -41,6 +44,13 @@ def export(source: LabelSource, format_name: str, out: Path, options: ExportOpti
         exporter = EXPORTERS[format_name]
     except KeyError:
         raise ValueError(f"unknown format {format_name!r}; choose from {', '.join(FORMATS)}") from None
+    if options.file_names not in FILE_NAMES:
+        raise ValueError(f"unknown file names {options.file_names!r}; choose from {', '.join(FILE_NAMES)}")
+    if options.file_names == "original" and format_name not in ORIGINAL_NAME_FORMATS:
+        raise ValueError(
+            f"original file names are offered for {', '.join(ORIGINAL_NAME_FORMATS)} only: {format_name} "
+            "derives its per-image files from the image names, which uploads do not keep unique"
+        )
     exported_at = utcnow()
     with output_directory(Path(out)) as root:
         tree = OutputTree(root)
@@ -68,9 +78,19 @@ def export_dataset(
             include_images=False,
             provenance=options.provenance,
             withheld=frozenset(),
+            file_names=options.file_names,
         )
         hidden = export(source, format_name, hidden_truth_path(Path(out)), hidden_options)
     return manifest, hidden
 
 
-__all__ = ["EXPORTERS", "FORMATS", "ExportOptions", "LabelSource", "export", "export_dataset"]
+__all__ = [
+    "EXPORTERS",
+    "FILE_NAMES",
+    "FORMATS",
+    "ORIGINAL_NAME_FORMATS",
+    "ExportOptions",
+    "LabelSource",
+    "export",
+    "export_dataset",
+]

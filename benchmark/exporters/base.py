@@ -15,10 +15,12 @@ import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol
+
+from .file_names import FileNames, OriginalNames
 
 SPLIT_NAMES = ("train", "val", "test")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
@@ -32,6 +34,7 @@ class ExportImage:
     width: int
     height: int
     split: str
+    original_name: str = ""  # the name it was uploaded with (empty: not known)
 
     @property
     def stem(self) -> str:
@@ -121,6 +124,9 @@ class ExportOptions:
     # Splits written without labels (images and ids only). Test is withheld unless writing the hidden truth.
     withheld: frozenset[str] = frozenset({"test"})
     progress: Progress | None = None
+    # What the images are called inside the export: "id" (every format) or "original" (COCO only: the upload
+    # names, made unique, `file_names.py`).
+    file_names: FileNames = "id"
 
 
 @dataclass(frozen=True)
@@ -275,6 +281,9 @@ class ExportContext:
         self.counts = ExportCounts()
         self.categories = list(source.categories())
         self.blacklisted: dict[str, list[tuple[int, int]]] = {}
+        # Each image written, for the manifest: id, split, name in the export, name it was uploaded with.
+        self.image_names: list[dict[str, Any]] = []
+        self.original_names = OriginalNames() if options.file_names == "original" else None
         self._written = 0
 
     def splits(self) -> list[str]:
@@ -291,8 +300,20 @@ class ExportContext:
         return split not in self.options.withheld
 
     def images(self, split: str) -> Iterator[ExportImage]:
+        """The split's images as this export names them, counted and listed for the manifest."""
         for image in self.source.images(split):
             self.counts.images[split] += 1
+            if self.original_names is not None:
+                written = self.original_names.name(image.id, image.original_name, image.file_name)
+                image = replace(image, file_name=written)
+            self.image_names.append(
+                {
+                    "id": image.id,
+                    "split": split,
+                    "file_name": image.file_name,
+                    "original_name": image.original_name,
+                }
+            )
             yield image
 
     def boxes(self, split: str) -> Iterator[ExportBox]:
@@ -395,6 +416,9 @@ def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -
         "counts": ctx.counts.as_dict(ctx.categories),
         "blacklisted": {s: len(set(pairs)) for s, pairs in sorted(ctx.blacklisted.items())},
         "files": {k: {"sha256": v.sha256, "bytes": v.bytes} for k, v in sorted(ctx.tree.files.items())},
+        "file_names": ctx.options.file_names,
+        "file_names_renamed": ctx.original_names.renamed if ctx.original_names is not None else 0,
+        "images": ctx.image_names,
     }
     completeness = ctx.source.completeness()
     if completeness is not None:

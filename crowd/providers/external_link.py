@@ -110,6 +110,42 @@ def completion_redeem(*, study: StudyLink, participant: str, code: str) -> Bundl
 
 
 @dataclass(frozen=True)
+class RedeemOutcome:
+    participant: str
+    code: str
+    status: str  # redeemed, already_redeemed, refused
+    bundle: int | None
+    detail: str = ""
+
+
+def completions_redeem_many(*, study: StudyLink, codes: list[tuple[str, str]]) -> list[RedeemOutcome]:
+    """Accept many reported codes at once (an organizer approving a marketplace's batch): each through
+    `completion_redeem`, in its own transaction, so a wrong or replayed code is reported and never stops the
+    others. Idempotent: a code accepted before, by this request's earlier run or another, reads
+    `already_redeemed`."""
+    outcomes = []
+    for participant, code in codes:
+        try:
+            bundle = completion_redeem(study=study, participant=participant, code=code)
+        except CodeReplayed as exc:
+            bundle_part = (code or "").strip().partition("-")[0]
+            outcomes.append(
+                RedeemOutcome(
+                    participant,
+                    code,
+                    "already_redeemed",
+                    int(bundle_part) if bundle_part.isdigit() else None,
+                    str(exc),
+                )
+            )
+        except CodeRefused as exc:
+            outcomes.append(RedeemOutcome(participant, code, "refused", None, str(exc)))
+        else:
+            outcomes.append(RedeemOutcome(participant, code, "redeemed", bundle.pk))
+    return outcomes
+
+
+@dataclass(frozen=True)
 class CompletionRow:
     participant: str
     bundle: int

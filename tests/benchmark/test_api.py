@@ -95,6 +95,79 @@ def test_only_the_datasets_organizers_see_its_exports(
     assert APIClient().get(f"/api/v1/exports/{job_id}/").status_code == 401
 
 
+def test_the_dataset_lists_every_earlier_export_with_who_when_and_its_download(
+    organizer, labelled, frozen, django_assert_max_num_queries, django_capture_on_commit_callbacks
+):
+    client = client_for(organizer)
+    dataset = labelled["dataset"]
+    with django_capture_on_commit_callbacks(execute=True):
+        first = start_export(client, dataset, split="train", include_images=False).json()
+        second = start_export(client, dataset, format="voc", split="val", include_images=False).json()
+    with django_capture_on_commit_callbacks(execute=False):
+        queued = start_export(client, dataset, format="yolo", split="train").json()
+    with django_assert_max_num_queries(8):  # no query per row
+        listed = client.get(f"/api/v1/datasets/{dataset.pk}/exports/")
+    assert listed.status_code == 200, listed.content
+    rows = listed.json()["results"]
+    assert listed.json()["count"] == 3
+    assert [r["id"] for r in rows] == [queued["id"], second["id"], first["id"]]  # newest first
+    assert [(r["format"], r["split"], r["state"]) for r in rows] == [
+        ("yolo", "train", "queued"),
+        ("voc", "val", "done"),
+        ("coco", "train", "done"),
+    ]
+    assert {r["requested_by"] for r in rows} == {organizer.username}
+    assert all(r["created_at"] for r in rows) and "manifest" not in rows[0]
+    assert rows[0]["download_url"] is None
+    # The earliest archive is still there to download.
+    earliest = client.get(rows[2]["download_url"])
+    assert earliest.status_code == 200
+    names = zipfile.ZipFile(io.BytesIO(b"".join(earliest.streaming_content))).namelist()
+    assert "annotations/instances_train.json" in names
+    stranger = factories.user_with_roles("other-organizer", ("organizers",))
+    assert client_for(stranger).get(f"/api/v1/datasets/{dataset.pk}/exports/").status_code == 404
+    assert client.get(f"/api/v1/datasets/{dataset.pk}/exports/?page=x").status_code == 400
+
+
+def test_a_coco_export_can_name_images_by_their_upload_names(
+    organizer, labelled, frozen, django_capture_on_commit_callbacks
+):
+    client = client_for(organizer)
+    dataset = labelled["dataset"]
+    first, second = labelled["images"][:2]
+    second.original_name = f"folder/{first.original_name}"  # two uploads with one name
+    second.save(update_fields=["original_name"])
+    refused = start_export(client, dataset, format="voc", file_names="original")
+    assert refused.status_code == 400 and "coco" in refused.json()["file_names"][0]
+    assert start_export(client, dataset, file_names="ids").status_code == 400
+    with django_capture_on_commit_callbacks(execute=True):
+        response = start_export(client, dataset, split="all", file_names="original")
+    assert response.status_code == 201, response.content
+    job = client.get(f"/api/v1/exports/{response.json()['id']}/").json()
+    assert job["state"] == "done" and job["file_names"] == "original"
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(client.get(job["download_url"]).streaming_content)))
+    manifest = json.loads(archive.read("manifest.json"))
+    originals = dict(dataset.images.values_list("id", "original_name"))
+    rows = {row["id"]: row for row in manifest["images"]}
+    assert rows and all(row["original_name"] == originals[pk] for pk, row in rows.items())
+    written = {}
+    for split in manifest["counts"]["images"]:
+        name = "instances" if split != "test" else "image_info"
+        for image in json.loads(archive.read(f"annotations/{name}_{split}.json"))["images"]:
+            written[image["id"]] = image["file_name"]
+            assert f"images/{split}/{image['file_name']}" in archive.namelist()
+    assert written == {pk: row["file_name"] for pk, row in rows.items()}
+    assert written[first.pk] == first.original_name  # the first keeps the shared name
+    assert written[second.pk] == first.original_name.replace(".png", f"-{second.pk}.png")
+    others = set(written) - {first.pk, second.pk}
+    assert all(written[pk] == originals[pk] for pk in others)
+    assert manifest["file_names_renamed"] == 1
+    # The same export by ids is a different job, not the one above joined.
+    with django_capture_on_commit_callbacks(execute=True):
+        by_id = start_export(client, dataset, split="all")
+    assert by_id.status_code == 201 and by_id.json()["file_names"] == "id"
+
+
 def test_a_split_export_without_any_split_version_is_refused(organizer, labelled):
     response = start_export(client_for(organizer), labelled["dataset"], split="test")
     assert response.status_code == 400 and "make splits" in response.json()["split"]

@@ -54,3 +54,29 @@ def test_another_tenants_dataset_cannot_be_deleted(dataset):
     other = factories.user_with_roles("other-org", ("organizers",))
     assert delete(other, dataset).status_code == 404
     assert Dataset.objects.filter(pk=dataset.pk).exists()
+
+
+def test_an_image_nobody_worked_on_is_deleted_and_one_with_work_is_kept(
+    organizer, dataset, django_capture_on_commit_callbacks
+):
+    from annotation.models import DatasetTally
+
+    untouched, worked = factories.ImageFactory.create_batch(2, dataset=dataset)
+    DatasetTally.objects.update_or_create(dataset=dataset, defaults={"images": 2})
+    vote_tasks.vote_tasks_create(dataset=dataset, concept=factories.ConceptFactory(), images=[worked])
+    storage, name = untouched.file.storage, untouched.file.name
+    client = client_for(organizer)
+    with django_capture_on_commit_callbacks(execute=True):
+        reply = client.post(f"/api/v1/datasets/{dataset.pk}/images/{untouched.pk}/delete")
+    assert reply.status_code == 200 and reply.json() == {"deleted": untouched.pk}
+    assert not Image.objects.filter(pk=untouched.pk).exists() and not storage.exists(name)
+    assert DatasetTally.objects.get(dataset=dataset).images == 1
+    assert AuditEntry.objects.filter(dataset=dataset, action="image.delete").count() == 1
+    kept = client.post(f"/api/v1/datasets/{dataset.pk}/images/{worked.pk}/delete")
+    assert kept.status_code == 409 and "labels are kept" in kept.json()["detail"]
+    assert Image.objects.filter(pk=worked.pk).exists()
+    stranger = factories.user_with_roles("other-organizer", ("organizers",))
+    assert (
+        client_for(stranger).post(f"/api/v1/datasets/{dataset.pk}/images/{worked.pk}/delete").status_code
+        == 404
+    )

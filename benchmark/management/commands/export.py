@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from benchmark.exporters import FORMATS
+from benchmark.exporters import FILE_NAMES, FORMATS
 from benchmark.exporters.base import hidden_truth_path
 from benchmark.management.targets import command_target
 from benchmark.services import BenchmarkError, export_run
@@ -44,6 +44,13 @@ class Command(BaseCommand):
             metavar="NAME",
             help="Export only this detection set's classes (merged fine classes kept as box attributes).",
         )
+        parser.add_argument(
+            "--file-names",
+            choices=FILE_NAMES,
+            default="id",
+            help="What the images are called inside the export: id (default) or original (COCO only: the "
+            "names they were uploaded with; a shared name gets the image id added). The manifest maps both.",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **options):
@@ -71,6 +78,7 @@ class Command(BaseCommand):
                 progress=progress,
                 detection_set=detection_set,
                 include_provisional=options["include_provisional"],
+                file_names=options["file_names"],
             )
         except BenchmarkError as exc:
             raise CommandError(str(exc)) from None

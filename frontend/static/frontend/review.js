@@ -139,6 +139,7 @@ function render(item) {
   itemBox.hidden = false;
   itemBox.dataset.item = String(item.id);
   show(`Item ${item.id}: ${KIND_NAMES[item.kind] || item.kind}`);
+  document.dispatchEvent(new CustomEvent("review:item", { detail: item }));
 }
 
 async function next() {
@@ -245,8 +246,18 @@ reasonInput.addEventListener("keydown", (event) => {
 });
 undoButton.addEventListener("click", undo);
 
+// Items decided from the "decide many" panel: the counter counts them, and the item shown, if among them, is
+// replaced by the next one.
+document.addEventListener("review:decided-many", async (event) => {
+  const { ids, count } = event.detail;
+  decidedCounter.textContent = String(Number(decidedCounter.textContent) + count);
+  if (current && ids.includes(current.id) && !busy) await next();
+  else refreshSummary();
+});
+
 document.addEventListener("keydown", (event) => {
   if (event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
+  if (event.target instanceof Element && event.target.closest("#bulk")) return; // keys there belong to the panel
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   if ((event.key === "u" || event.key === "U") && lastDecision) {
     event.preventDefault();

@@ -1,4 +1,5 @@
-// Benchmark of a dataset: preview then freeze split versions; start an export, follow its progress, download.
+// Benchmark of a dataset: preview then freeze split versions; start an export, follow its progress, download it
+// or any earlier one from the list of the dataset's exports.
 import { api, el, formData } from "./common.js";
 
 const app = document.getElementById("benchmark-app");
@@ -58,6 +59,32 @@ document.getElementById("split-form").addEventListener("submit", async (event) =
   }
 });
 
+function when(iso) {
+  return iso ? new Date(iso).toLocaleString() : "";
+}
+
+// Every export job of the dataset, newest first (the first page: the 50 latest).
+async function refreshExports() {
+  const page = await api(base, `datasets/${id}/exports`);
+  document.getElementById("exports-empty").hidden = page.count > 0;
+  document.querySelector("#exports tbody").replaceChildren(...page.results.map((job) => {
+    const options = [job.include_images ? "with images" : "labels only"];
+    if (job.include_provisional) options.push("provisional boxes");
+    if (job.detection_set) options.push(`set ${job.detection_set}`);
+    if (job.file_names === "original") options.push("original file names");
+    const status = job.state + (job.state === "done" ? `, ${job.total} images` : "") + (job.error ? ` (${job.error})` : "");
+    let archive = el("span", { text: "—" });
+    if (job.download_url) {
+      archive = el("a", { href: job.download_url, text: `Download export ${job.id}` });
+    }
+    return el("tr", { "data-job": job.id }, el("td", { class: "num", text: String(job.id) }),
+      el("td", { text: `${job.format} (${options.join(", ")})` }), el("td", { text: job.split }),
+      el("td", {}, el("time", { datetime: job.created_at, text: when(job.created_at) })),
+      el("td", { text: job.requested_by || "(account removed)" }), el("td", { class: "state", text: status }),
+      el("td", {}, archive));
+  }));
+}
+
 async function follow(job) {
   const bar = document.getElementById("export-bar");
   const status = document.getElementById("export-status");
@@ -71,6 +98,9 @@ async function follow(job) {
     bar.setAttribute("aria-valuemax", String(job.total));
     status.textContent = `${job.format} ${job.split}: ${job.state}, ${job.progress} / ${job.total} images` +
       (job.error ? ` (${job.error})` : "");
+    if (job.state === "done" && job.manifest && job.manifest.file_names_renamed) {
+      status.textContent += ` (${job.manifest.file_names_renamed} images renamed: their uploaded name was taken or empty)`;
+    }
     if (job.state === "done" || job.state === "failed") break;
     await new Promise((resolve) => setTimeout(resolve, 1000));
     job = await api(base, `exports/${job.id}`);
@@ -80,6 +110,7 @@ async function follow(job) {
     link.hidden = false;
   }
   if (job.state === "done" && job.manifest && job.manifest.completeness) showCompleteness(job.manifest.completeness);
+  await refreshExports();
 }
 
 // What the export leaves out and what is not final yet (the manifest's `completeness`), with reasons.
@@ -121,7 +152,8 @@ document.getElementById("export-form").addEventListener("submit", async (event) 
   try {
     const job = await api(base, `datasets/${id}/exports`, { method: "POST",
       body: { format: data.format, split: data.split, include_images: data.include_images === "on",
-        include_provisional: data.include_provisional === "on" } });
+        include_provisional: data.include_provisional === "on", file_names: data.file_names } });
+    await refreshExports();
     await follow(job);
   } catch (err) {
     error.textContent = err.message;
@@ -129,3 +161,4 @@ document.getElementById("export-form").addEventListener("submit", async (event) 
 });
 
 refreshVersions().catch((err) => { document.getElementById("split-error").textContent = err.message; });
+refreshExports().catch((err) => { document.getElementById("export-error").textContent = err.message; });

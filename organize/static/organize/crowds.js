@@ -1,5 +1,6 @@
 // Crowds of a dataset: study links for external crowds (GET/POST/PATCH studies, filtered by dataset), their
-// completions and code checks (GET studies/{id}/completions, POST studies/{id}/redeem).
+// completions and code checks (GET studies/{id}/completions, POST studies/{id}/redeem), one at a time or many at
+// once (POST studies/{id}/redeem-many: the rows selected, or a pasted list), each code with its outcome.
 import { api, datasetPicker, el, formData, pickedDatasets } from "./common.js";
 
 const app = document.getElementById("crowds-app");
@@ -36,12 +37,81 @@ async function showCompletions(link) {
   document.getElementById("completions-box").hidden = false;
   document.getElementById("completions-title").textContent = `Completions of the ${link.kind} link (${rows.length})`;
   document.getElementById("completions-csv").href = `${base}studies/${link.id}/completions?export=csv`;
-  document.querySelector("#completions tbody").replaceChildren(...rows.map((r) => el("tr", {},
-    el("td", { text: r.participant }), el("td", { class: "num", text: String(r.bundle) }),
+  document.querySelector("#completions tbody").replaceChildren(...rows.map((r) => el("tr", { "data-bundle": String(r.bundle) },
+    el("td", {}, r.redeemed ? "" : selector(r)), el("td", { text: r.participant }), el("td", { class: "num", text: String(r.bundle) }),
     el("td", {}, el("code", { text: r.code })), el("td", { class: "num", text: `${r.answered} / ${r.size}${r.short ? " (short)" : ""}` }),
     el("td", { text: r.completed_at ? new Date(r.completed_at).toLocaleString() : "" }),
-    el("td", { text: r.redeemed ? "yes" : "no" }), el("td", { text: r.recommendation }))));
+    el("td", { text: r.redeemed ? "yes" : "no" }), el("td", { text: r.recommendation }),
+    el("td", { class: "outcome", text: outcomes.get(r.bundle) || "" }))));
+  document.getElementById("select-completions").checked = false;
+  selectionChanged();
 }
+
+const outcomes = new Map(); // bundle -> what the last batch said about it
+
+function selector(row) {
+  const box = el("input", { type: "checkbox", "aria-label": `Select ${row.participant}'s code` });
+  box.dataset.participant = row.participant;
+  box.dataset.code = row.code;
+  box.addEventListener("change", selectionChanged);
+  return box;
+}
+
+function selectedCodes() {
+  return [...document.querySelectorAll("#completions tbody input[type=checkbox]:checked")]
+    .map((box) => ({ participant: box.dataset.participant, code: box.dataset.code }));
+}
+
+function selectionChanged() {
+  const n = selectedCodes().length;
+  const button = document.getElementById("approve-selected");
+  button.disabled = n === 0;
+  button.textContent = n ? `Approve ${n} selected` : "Approve selected";
+}
+
+document.getElementById("select-completions").addEventListener("change", (event) => {
+  for (const box of document.querySelectorAll("#completions tbody input[type=checkbox]")) box.checked = event.target.checked;
+  selectionChanged();
+});
+
+const OUTCOME_TEXT = { redeemed: "accepted", already_redeemed: "accepted before", refused: "refused" };
+
+async function redeemMany(codes) {
+  const error = document.getElementById("redeem-error");
+  const status = document.getElementById("redeem-status");
+  error.textContent = "";
+  status.textContent = "";
+  const result = await api(base, `studies/${shown.id}/redeem-many`, { method: "POST", body: { codes } });
+  outcomes.clear();
+  for (const o of result.results) if (o.bundle !== null) outcomes.set(o.bundle, OUTCOME_TEXT[o.status]);
+  const refused = result.results.filter((o) => o.status === "refused");
+  status.textContent = `${result.redeemed} accepted, ${result.already_redeemed} accepted before, ${result.refused} refused.`;
+  if (refused.length) error.textContent = refused.map((o) => `${o.participant} (${o.code}): ${o.detail}`).join("; ");
+  await showCompletions(shown);
+}
+
+document.getElementById("approve-selected").addEventListener("click", () => {
+  const codes = selectedCodes();
+  if (codes.length) redeemMany(codes).catch((err) => { document.getElementById("redeem-error").textContent = err.message; });
+});
+
+document.getElementById("redeem-many-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const codes = [];
+  for (const [n, raw] of event.target.elements.codes.value.split("\n").entries()) {
+    const line = raw.trim();
+    if (!line) continue;
+    const [participant, code] = line.split(/[,;\t]/).map((part) => (part || "").trim());
+    if (!participant || !code) {
+      document.getElementById("redeem-error").textContent = `line ${n + 1} ("${line}"): expected participant,code`;
+      return;
+    }
+    codes.push({ participant, code });
+  }
+  if (!codes.length) return;
+  redeemMany(codes).then(() => event.target.reset())
+    .catch((err) => { document.getElementById("redeem-error").textContent = err.message; });
+});
 
 async function refresh() {
   const page = await api(base, `studies/?dataset=${id}`);

@@ -49,3 +49,15 @@ function show(image) {
 api(base, `datasets/${id}/images/${imageId}`).then(show).catch((err) => {
   document.getElementById("image-status").textContent = err.message;
 });
+
+document.getElementById("delete-image").addEventListener("click", async () => {
+  const error = document.getElementById("delete-image-error");
+  error.textContent = "";
+  if (!window.confirm(`Delete image ${imageId} and its file? Only an image nobody has worked on can be deleted.`)) return;
+  try {
+    await api(base, `datasets/${id}/images/${imageId}/delete`, { method: "POST" });
+    window.location.assign(`/organize/datasets/${id}/images/`);
+  } catch (err) {
+    error.textContent = err.message;
+  }
+});

@@ -11,6 +11,7 @@ import pytest
 
 from crowd.models import Bundle, StudyLink
 from crowd.providers import base, external_link
+from tests import factories
 from tests.conftest import client_for
 from tests.crowd.providers.conftest import answer_bundle, session_client
 
@@ -63,6 +64,40 @@ def test_completion_code_redeems_once_for_its_participant_only(client, study, or
     ok = api.post(url, {"participant": "alice", "code": code.lower()}, format="json")
     assert ok.status_code == 200 and ok.json()["redeemed"] is True
     assert api.post(url, {"participant": "alice", "code": code}, format="json").status_code == 409  # replay
+
+
+def test_many_codes_are_approved_at_once_each_reported_and_a_repeat_changes_nothing(client, study, organizer):
+    codes = {name: finish(client, study, name)["completion"]["code"] for name in ("alice", "bob")}
+    api = client_for(organizer)
+    url = f"/api/v1/studies/{study.pk}/redeem-many"
+    api.post(
+        f"/api/v1/studies/{study.pk}/redeem", {"participant": "bob", "code": codes["bob"]}, format="json"
+    )
+    batch = [
+        {"participant": "alice", "code": codes["alice"]},
+        {"participant": "bob", "code": codes["alice"]},  # alice's code reported for bob
+        {"participant": "bob", "code": codes["bob"]},  # accepted one at a time before
+    ]
+    reply = api.post(url, {"codes": batch}, format="json")
+    assert reply.status_code == 200, reply.content
+    body = reply.json()
+    assert [(r["participant"], r["status"]) for r in body["results"]] == [
+        ("alice", "redeemed"),
+        ("bob", "refused"),
+        ("bob", "already_redeemed"),
+    ]
+    assert (body["redeemed"], body["already_redeemed"], body["refused"]) == (1, 1, 1)
+    assert "not issued" in body["results"][1]["detail"]
+    assert body["results"][0]["bundle"] == int(codes["alice"].split("-")[0])
+    rows = {r["participant"]: r for r in api.get(f"/api/v1/studies/{study.pk}/completions").json()}
+    assert rows["alice"]["redeemed"] and rows["bob"]["redeemed"]
+
+    again = api.post(url, {"codes": batch}, format="json").json()
+    assert [r["status"] for r in again["results"]] == ["already_redeemed", "refused", "already_redeemed"]
+    assert api.post(url, {"codes": []}, format="json").status_code == 400
+    assert api.post(url, {"codes": [{"participant": "alice"}]}, format="json").status_code == 400
+    stranger = client_for(factories.user_with_roles("o2", ("organizers",)))
+    assert stranger.post(url, {"codes": batch}, format="json").status_code == 404
 
 
 def test_a_code_from_another_study_is_refused(client, study, dataset, organizer):
