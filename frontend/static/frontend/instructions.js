@@ -39,7 +39,7 @@ export function showInstructions(container, task) {
   const text = task.instructions || "";
   if (!text) return;
   const box = document.createElement("details");
-  box.className = "task-instructions examples-box";
+  box.className = "task-instructions";
   const key = task.kind + ":" + text;
   box.open = !seen.has(key);
   seen.add(key);
@@ -47,7 +47,7 @@ export function showInstructions(container, task) {
   summary.textContent = "Instructions";
   box.append(summary, instructionsNodes(text));
   // Under the question and its gloss, before the example images.
-  const examples = container.querySelector(".examples-box:not(.task-instructions)");
+  const examples = container.querySelector(".examples-box");
   const header = container.querySelector(".gloss") || container.querySelector("h1");
   if (examples) examples.before(box);
   else if (header) header.after(box);

@@ -9,8 +9,8 @@ const base = app.dataset.api;
 const id = app.dataset.dataset;
 
 function reporter(form) {
-  const error = form.querySelector(".error");
-  const status = form.querySelector(".status");
+  const error = form.querySelector("[role=alert]");
+  const status = form.querySelector("[role=status]");
   return {
     clear() { error.textContent = ""; status.textContent = ""; },
     saved(text = `Saved at ${new Date().toLocaleTimeString()}.`) { status.textContent = text; },
