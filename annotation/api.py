@@ -362,7 +362,8 @@ class NextTaskView(APIView):
 def worker_view(assignment: Assignment) -> dict:
     """An assignment as the worker's browser receives it when the task is handed out (leased, or resumed after
     a reload): the assignment and its task with the task's example images (`task.examples`) and the organizer's
-    instructions for its stage (`task.instructions`, "" when none), plus what registered lease extras add. Submit, extend and release answers leave the examples out."""
+    instructions for its stage (`task.instructions`, "" when none), plus what registered lease extras add.
+    Submit, extend and release answers leave the examples and instructions out."""
     data = AssignmentSerializer(assignment).data
     data["task"]["examples"] = examples.task_examples(assignment.task)
     data["task"]["instructions"] = instructions.task_instructions(assignment.task)

@@ -115,8 +115,9 @@ PRESETS = (
         name="open_crowd",
         title="Open crowd",
         description="Dozens of anonymous workers or more (Mechanical Turk, study links). The platform's "
-        "defaults: 10 calibration votes and a cap of 12 per question, precision 0.997, a qualification test of 14 gold questions of which 12 must be "
-        "right (a coin-flipper passes under 1%), and one task in ten gold.",
+        "defaults: 10 calibration votes and a cap of 12 per question, precision 0.997, a qualification test "
+        "of 14 gold questions of which 12 must be right (a coin-flipper passes under 1%), and one task in "
+        "ten gold.",
         consensus={
             "estimator": "weighted",
             "target_precision": 0.997,

@@ -64,7 +64,11 @@ def test_values_being_typed_are_checked_before_they_are_saved(organizer, dataset
     assert reply.status_code == 400 and "calibration_votes" in reply.json()
 
 
-def test_the_crowd_counts_invited_workers_and_qualification_but_not_blocked_ones(organizer, dataset, concept):  # noqa: F811
+def test_the_crowd_counts_invited_workers_and_qualification_but_not_blocked_ones(
+    organizer,
+    dataset,
+    concept,  # noqa: F811
+):
     invited, working, blocked = make_workers(3)
     Invitation.objects.create(
         dataset=dataset,
@@ -156,7 +160,12 @@ def test_refused_instructions_name_the_field_and_store_nothing(organizer, datase
     assert not TaskInstructions.objects.exists() and not AuditEntry.objects.exists()
 
 
-def test_a_lease_carries_the_instructions_of_its_stage_and_dataset_only(organizer, dataset, worker, concept):  # noqa: F811
+def test_a_lease_carries_the_instructions_of_its_stage_and_dataset_only(
+    organizer,
+    dataset,
+    worker,
+    concept,  # noqa: F811
+):
     client = client_for(organizer)
     text = 'Answer yes only for photos.\n\n<img src=x onerror="alert(1)">'
     client.patch(url(dataset, "instructions"), {"kind": "image_verify", "text": text}, format="json")
