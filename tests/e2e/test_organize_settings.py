@@ -170,3 +170,28 @@ def test_pay_session_sizes_and_priorities_save_and_refusals_are_named(page, live
     assert set(Task.objects.filter(dataset=dataset).values_list("priority", flat=True)) == {25}
     assert violations(page) == []
     assert unexpected(page.console_errors) == []
+
+
+def test_a_study_link_participant_sees_the_instructions_above_the_task(page, live_server):
+    from annotation.instructions import instructions_set
+    from crowd.models import StudyLink
+
+    organizer = factories.user_with_roles("olga", ("organizers",))
+    dataset = factories.DatasetFactory(organizers=[organizer])
+    BundleSize.objects.create(dataset=dataset, kind="binary_vote", size=2)
+    factories.TaskFactory.create_batch(2, image__dataset=dataset)
+    instructions_set(
+        dataset=dataset, kind="binary_vote", text="Count cartoons as no.\n- <b>bold?</b>", user=organizer
+    )
+    link = StudyLink.objects.create(dataset=dataset, kind="binary_vote")
+    failed = []
+    page.on("response", lambda r: r.status >= 400 and failed.append(r.url))
+    page.goto(f"{live_server.url}/study/{link.key}/?PROLIFIC_PID=bob")
+    box = page.locator("#task-body details.task-instructions")
+    expect(box.locator("p")).to_have_text("Count cartoons as no.")
+    expect(box.locator("li")).to_have_text("<b>bold?</b>")
+    assert box.locator("b").count() == 0
+    # Every request of the page succeeded; the console's one 404 is the browser's own icon request (the
+    # session page links no icon), which the page's responses do not include.
+    assert failed == []
+    assert [e for e in page.console_errors if "404 (Not Found)" not in e] == []
