@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # The pure cores (tests/test_pure_cores.py lists the same): no framework imports, and mypy-clean.
-MYPY_PATHS := annotation/geometry.py annotation/pipeline.py annotation/pipeline_events.py annotation/imagecheck.py annotation/final_evidence.py annotation/queue/contract.py consensus/calibration.py consensus/stopping.py consensus/reliability.py hierarchy/algorithm.py hierarchy/fixture.py multilabel/cooccurrence.py hierarchy/events.py review/overlaps.py benchmark/splits.py benchmark/class_selection.py benchmark/dataset_stats.py benchmark/completeness.py benchmark/metrics benchmark/exporters crowd/scenes.py crowd/simulated.py crowd/ground_truth.py crowd/export_score.py crowd/reviewer.py gold/scoring.py crowd/gold_simulation.py organize/eta.py organize/ledger.py config/layers.py organize/quality_stats.py hierarchy/queries.py candidates/addresses.py
+MYPY_PATHS := annotation/geometry.py annotation/pipeline.py annotation/pipeline_events.py annotation/imagecheck.py annotation/final_evidence.py annotation/queue/contract.py consensus/calibration.py consensus/stopping.py consensus/reliability.py hierarchy/algorithm.py hierarchy/fixture.py multilabel/cooccurrence.py hierarchy/events.py review/overlaps.py benchmark/splits.py benchmark/class_selection.py benchmark/dataset_stats.py benchmark/completeness.py benchmark/metrics benchmark/exporters crowd/scenes.py crowd/simulated.py crowd/ground_truth.py crowd/export_score.py crowd/reviewer.py gold/scoring.py crowd/gold_simulation.py organize/eta.py organize/ledger.py config/layers.py organize/quality_stats.py hierarchy/queries.py candidates/addresses.py organize/crowd_fit.py
 
 .PHONY: run setup demo test flakes soak lint format bench schema clean
 

@@ -25,7 +25,7 @@ from config.parsers import MultiPartParser
 from config.queryparams import parse_id, query_flag, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
-from . import boxes, examples, hooks, kinds, queue, vote_tasks
+from . import boxes, examples, hooks, instructions, kinds, queue, vote_tasks
 from .audit import audit_record, request_parameters
 from .image_filters import IMAGE_FILTER_PARAMETERS, images_filtered
 from .imagerefs import image_ref_id
@@ -361,10 +361,12 @@ class NextTaskView(APIView):
 
 def worker_view(assignment: Assignment) -> dict:
     """An assignment as the worker's browser receives it when the task is handed out (leased, or resumed after
-    a reload): the assignment and its task with the task's example images (`task.examples`), plus what
-    registered lease extras add. Submit, extend and release answers leave the examples out."""
+    a reload): the assignment and its task with the task's example images (`task.examples`) and the organizer's
+    instructions for its stage (`task.instructions`, "" when none), plus what registered lease extras add.
+    Submit, extend and release answers leave the examples and instructions out."""
     data = AssignmentSerializer(assignment).data
     data["task"]["examples"] = examples.task_examples(assignment.task)
+    data["task"]["instructions"] = instructions.task_instructions(assignment.task)
     for extras in hooks.lease_extras:
         data.update(extras(assignment))
     return data

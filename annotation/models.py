@@ -459,6 +459,35 @@ class ConceptExample(models.Model):
         return f"{self.polarity} example {self.pk} of {self.concept_id} for {self.kind}"
 
 
+INSTRUCTIONS_MAX_CHARS = 5000
+
+
+class TaskInstructions(models.Model):
+    """What the organizer tells the workers of one dataset about one stage of work (image verification, drawing
+    a box, ...): plain text, shown on the worker page above the task and in its help sheet. Keyed by the task's
+    stage (`counters.task_stage`: a consensus question's kind, else the task kind), so gold and ordinary tasks
+    of a stage carry the same text. A setting, edited in place (the audit trail keeps each change)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(
+        max_length=40, help_text="The stage the text is about: image_verify, box_draw, ..."
+    )
+    text = models.TextField(max_length=INSTRUCTIONS_MAX_CHARS)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["dataset", "kind"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "kind"], name="task_instructions_unique_dataset_kind")
+        ]
+
+    def __str__(self) -> str:
+        return f"instructions for {self.kind} in dataset {self.dataset_id}"
+
+
 class DatasetTally(models.Model):
     """A dataset's image and box counts, kept exact by `annotation.counters` in the transactions that store
     images, draw boxes and change their state (adding UPDATEs), so the organizer's pages read one row instead of

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 from annotation import kinds, queue
 from annotation.api import Conflict, idempotency_key, image_file_response
 from annotation.imagerefs import image_ref_id
+from annotation.instructions import task_instructions
 from annotation.models import Assignment, Image
 from annotation.serializers import AssignmentSerializer, SubmitSerializer
 from config.dbconnection import idempotent_by_key
@@ -117,6 +118,8 @@ def step_body(step: base.BundleStep, token: str) -> dict:
     assignment = None
     if step.assignment is not None:
         assignment = AssignmentSerializer(step.assignment).data
+        # The organizer's instructions for the task's stage, as the worker page shows them.
+        assignment["task"]["instructions"] = task_instructions(step.assignment.task)
         if assignment["task"]["image"] is not None:
             assignment["task"]["image"]["url"] = image_url(assignment["task"]["image"]["ref"], token)
     return {

@@ -23,6 +23,7 @@ from .dataset_delete import DatasetInUse, dataset_delete
 from .models import CostSettings
 from .progress import dataset_progress
 from .scoping import organizer_dataset
+from .stages import stage_names
 from .stalls import dataset_stalls
 
 
@@ -138,6 +139,20 @@ class CostSettingsSerializer(serializers.ModelSerializer):
         model = CostSettings
         fields = ["currency", "default_reward", "rewards", "fee_fraction"]
         extra_kwargs = {"default_reward": {"min_value": 0}}
+
+    def validate_currency(self, currency):
+        if len(currency) != 3 or not currency.isascii() or not currency.isalpha():
+            raise serializers.ValidationError("a three-letter currency code such as USD or EUR")
+        return currency.upper()
+
+    def validate_rewards(self, rewards):
+        known = stage_names()
+        unknown = sorted(set(rewards) - set(known))
+        if unknown:
+            raise serializers.ValidationError(
+                f"unknown stage {', '.join(unknown)}; rewards are set per stage: {', '.join(known)}"
+            )
+        return rewards
 
 
 class DatasetCostView(APIView):

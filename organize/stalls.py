@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from django.db.models import Count, Q
 
-from annotation.models import Assignment, Dataset
+from annotation.models import Assignment, Dataset, DatasetGrant
 from consensus.models import ConsensusSettings, Question, QuestionRole, QuestionState
 from consensus.starved import questions_starved
+from crowd.models import InvitationRole, Worker
+from gold.models import Block, GoldItem, GoldSettings, WorkerScore
+
+from .crowd_fit import Crowd
 
 # Pipeline stages (organize.progress keys) a question kind's stall holds up.
 STAGE_OF_KIND = {
@@ -34,6 +38,35 @@ STAGE_OF_KIND = {
 def crowd_size(dataset: Dataset) -> int:
     """Distinct workers who have taken a task of the dataset."""
     return Assignment.objects.filter(task__dataset=dataset).values("worker_id").distinct().count()
+
+
+def crowd_counts(dataset: Dataset) -> Crowd:
+    """Who can vote in the dataset, for the settings page's warnings (`organize.crowd_fit`): the workers who have
+    taken a task of it (as `crowd_size` counts them), accepted a worker invitation to it or were granted it
+    (an invitation naming it among its datasets: `DatasetGrant`), less those blocked in it; and, when qualification is in force (a qualification size and gold items), how many of them have
+    qualified on some question kind."""
+    worked = set(
+        Assignment.objects.filter(task__dataset=dataset).values_list("worker_id", flat=True).distinct()
+    )
+    invited = set(
+        Worker.objects.filter(
+            user__invitation__dataset=dataset, user__invitation__role=InvitationRole.WORKER
+        ).values_list("pk", flat=True)
+    )
+    granted = set(DatasetGrant.objects.filter(dataset=dataset).values_list("worker_id", flat=True))
+    blocked = set(Block.objects.filter(dataset=dataset).values_list("worker_id", flat=True))
+    joined = (worked | invited | granted) - blocked
+    gold = GoldSettings.for_dataset(dataset.pk)
+    required = gold.qualification_size > 0 and GoldItem.objects.filter(dataset=dataset).exists()
+    qualified = (
+        WorkerScore.objects.filter(dataset=dataset, qualified=True, worker_id__in=joined)
+        .values("worker_id")
+        .distinct()
+        .count()
+        if required and joined
+        else 0
+    )
+    return Crowd(joined=len(joined), qualified=qualified, qualification_required=required)
 
 
 def dataset_stalls(dataset: Dataset) -> list[dict]:

@@ -89,7 +89,7 @@ def _protocols() -> list[str]:
 dataset_benchmark = dataset_page("benchmark", formats=_formats, protocols=_protocols)
 dataset_people = dataset_page("people")
 dataset_quality = dataset_page("quality")
-dataset_settings = dataset_page("settings")
+dataset_settings = dataset_page("settings", task_kinds=_task_kinds)
 dataset_image = dataset_page("images", template="image")
 
 

@@ -43,6 +43,7 @@ PURE_CORES = [
     "organize/quality_stats.py",
     "hierarchy/queries.py",
     "candidates/addresses.py",
+    "organize/crowd_fit.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 

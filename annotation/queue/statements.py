@@ -23,6 +23,7 @@ from annotation.models import (
     ExampleState,
     Task,
     TaskExclusion,
+    TaskInstructions,
     TaskState,
 )
 
@@ -134,6 +135,21 @@ def _examples_column(connection) -> str:
     )
 
 
+# Where a leased task carries its worker instructions (annotation.instructions.task_instructions reads it): the
+# text, "" when the dataset has none for the task's stage, selected by the lease statement itself.
+LEASED_INSTRUCTIONS = "_leased_instructions"
+
+
+def _instructions_column(connection) -> str:
+    """The organizer's instructions for the leased task's dataset and stage (its topic, else its kind:
+    `annotation.counters.task_stage`), or null: a scalar subquery on their unique (dataset, kind) index."""
+    table = connection.ops.quote_name(TaskInstructions._meta.db_table)
+    return (
+        f"(SELECT ti.text FROM {table} ti WHERE ti.dataset_id = t.dataset_id "
+        "AND ti.kind = COALESCE(NULLIF(t.topic, ''), t.kind))"
+    )
+
+
 def _subject_joins(connection) -> str:
     qn = connection.ops.quote_name
     _, _, image, concept = _columns()
@@ -236,7 +252,7 @@ def lease_postgresql(
             SELECT t.id, %s, '{AssignmentState.LEASED}', %s, %s, '', %s FROM t
             RETURNING *
         ){linked}
-        SELECT {_select_list(connection)}, {_examples_column(connection)}
+        SELECT {_select_list(connection)}, {_examples_column(connection)}, {_instructions_column(connection)}
         FROM a JOIN t ON t.id = a.task_id {_subject_joins(connection)}
     """
     with sqlrows.cursor(connection) as cursor:
@@ -249,7 +265,8 @@ def lease_postgresql(
     if row is None:
         return None
     assignment = _assignment_from_row(connection, row)
-    setattr(assignment.task, LEASED_EXAMPLES, [tuple(e) for e in row[-1] or ()])
+    setattr(assignment.task, LEASED_EXAMPLES, [tuple(e) for e in row[-2] or ()])
+    setattr(assignment.task, LEASED_INSTRUCTIONS, row[-1] or "")
     assignment.worker = worker
     return assignment
 
@@ -304,17 +321,23 @@ def lease_portable(
     )
     if follows is not None:
         Assignment.objects.filter(pk=follows).update(next_lease_id=assignment.pk)
-    return assignment_read(connection, assignment.pk)
+    return assignment_read(connection, assignment.pk, instructions=True)
 
 
 def assignment_read(
-    connection, assignment_id: int, worker_id: int | None = None, lock: bool = False
+    connection,
+    assignment_id: int,
+    worker_id: int | None = None,
+    lock: bool = False,
+    instructions: bool = False,
 ) -> Assignment:
     """The assignment with its task and the task's subjects, in one statement; with `lock`, the task row is
-    locked (task rows are always locked first)."""
+    locked (task rows are always locked first); with `instructions`, the task carries its worker instructions
+    (LEASED_INSTRUCTIONS), as a lease hands them out."""
     qn = connection.ops.quote_name
+    extra = f", {_instructions_column(connection)}" if instructions else ""
     sql = (
-        f"SELECT {_select_list(connection)} "
+        f"SELECT {_select_list(connection)}{extra} "
         f"FROM {qn(Assignment._meta.db_table)} a JOIN {qn(Task._meta.db_table)} t ON t.id = a.task_id "
         f"{_subject_joins(connection)} WHERE a.id = %s"
     )
@@ -329,7 +352,10 @@ def assignment_read(
         row = cursor.fetchone()
     if row is None:
         raise Assignment.DoesNotExist(f"no assignment {assignment_id}")
-    return _assignment_from_row(connection, row)
+    assignment = _assignment_from_row(connection, row)
+    if instructions:
+        setattr(assignment.task, LEASED_INSTRUCTIONS, row[-1] or "")
+    return assignment
 
 
 @functools.cache

@@ -3,6 +3,7 @@
 // MTurk form posted to the allow-listed submit URL the server chose).
 
 import { api, submitAnswer } from "./api.js";
+import { showInstructions } from "./instructions.js";
 
 const app = document.getElementById("bundle-app");
 const base = app.dataset.api;
@@ -97,6 +98,7 @@ async function next() {
     show(assignment.task.title);
     body.dataset.assignment = assignment.id;
     cleanup = renderer.render(body, assignment, (answer) => submit(assignment, answer));
+    showInstructions(body, assignment.task);
   } catch (error) {
     show(`This task cannot be shown here: ${error.message}`, true);
   }

@@ -9,6 +9,7 @@
 
 import { api, stored, submitAnswer, tabStorage } from "./api.js";
 import { showExamples } from "./examples.js";
+import { helpInstructions, showInstructions } from "./instructions.js";
 import { forgetImage, preload } from "./images.js";
 import { leaseCountdown } from "./lease.js";
 
@@ -30,6 +31,7 @@ const skipButton = document.getElementById("skip");
 const skippedCounter = document.getElementById("skipped");
 const unsaved = document.getElementById("unsaved");
 const shortcuts = document.getElementById("shortcuts");
+const helpSection = document.getElementById("help-instructions"); // the help sheet's instructions of the task shown
 const undoBar = document.getElementById("undo-bar");
 const undoText = document.getElementById("undo-text");
 const undoButton = document.getElementById("undo");
@@ -252,6 +254,8 @@ async function present(assignment) {
   body.setAttribute("aria-busy", "true");
   entry.cleanup = renderer.render(body, assignment, (answer) => take(entry, answer));
   showExamples(body, assignment.task);
+  showInstructions(body, assignment.task);
+  helpInstructions(helpSection, assignment.task);
   // The status line is the screen reader's live region: it reads the question itself, not the task kind.
   const heading = body.querySelector("h1");
   entry.question = heading ? heading.textContent : assignment.task.title;

@@ -1,5 +1,7 @@
-// Consensus and gold settings of a dataset (GET/PATCH datasets/{id}/consensus-settings and gold-settings) and
-// the gold CSV import (POST datasets/{id}/gold/import), with every refused line listed.
+// Consensus and gold settings of a dataset (GET/PATCH datasets/{id}/consensus-settings and gold-settings), the
+// warning when they need more distinct workers than the crowd has (GET crowd-check, on the form's values as they
+// are typed) with the presets that fill both forms (GET settings-presets), and the gold CSV import (POST
+// datasets/{id}/gold/import), with every refused line listed.
 import { api, el } from "./common.js";
 
 const app = document.getElementById("settings-app");
@@ -26,6 +28,52 @@ function read(form) {
   return body;
 }
 
+// Does the crowd fit? The consensus form's calibration votes and vote cap, checked against the dataset's crowd.
+const consensusForm = document.getElementById("consensus-form");
+let checkTimer = null;
+
+async function checkCrowd() {
+  const votes = consensusForm.elements.calibration_votes.value;
+  const cap = consensusForm.elements.vote_cap.value;
+  const query = new URLSearchParams();
+  if (votes) query.set("calibration_votes", votes);
+  if (cap) query.set("vote_cap", cap);
+  const list = document.getElementById("crowd-warnings");
+  const summary = document.getElementById("crowd-summary");
+  try {
+    const check = await api(base, `datasets/${id}/crowd-check?${query}`);
+    const c = check.crowd;
+    summary.textContent = `${c.joined} worker${c.joined === 1 ? "" : "s"} can vote in this dataset` +
+      (c.qualification_required ? ` (${c.qualified} qualified so far)` : "") +
+      `; these settings need up to ${Math.max(check.calibration_votes, check.vote_cap)} per question.`;
+    list.replaceChildren(...check.warnings.map((w) => el("li", { "data-warning": w.code, text: w.message })));
+  } catch (err) {
+    list.replaceChildren(el("li", { text: err.message }));
+  }
+}
+
+function checkSoon() {
+  clearTimeout(checkTimer);
+  checkTimer = setTimeout(checkCrowd, 300);
+}
+
+async function loadPresets() {
+  const { presets } = await api(base, `datasets/${id}/settings-presets`);
+  document.getElementById("presets").replaceChildren(...presets.map((preset) => {
+    const button = el("button", { type: "button", text: `Fill in: ${preset.title}` });
+    button.addEventListener("click", () => {
+      fill(consensusForm, preset.consensus);
+      fill(document.getElementById("gold-form"), preset.gold);
+      document.getElementById("preset-status").textContent = `Filled in "${preset.title}" ` +
+        `(needs ${preset.needs_workers} workers per question). Not saved yet: check the values, then save ` +
+        "the consensus and the gold settings.";
+      checkCrowd();
+    });
+    return el("div", { class: "preset", "data-preset": preset.name }, el("strong", { text: preset.title }),
+      el("p", { text: preset.description }), button);
+  }));
+}
+
 async function settingsForm(form) {
   const path = `datasets/${id}/${form.dataset.endpoint}`;
   const error = form.querySelector(".error");
@@ -38,6 +86,7 @@ async function settingsForm(form) {
     try {
       fill(form, await api(base, path, { method: "PATCH", body: read(form) }));
       status.textContent = `Saved at ${new Date().toLocaleTimeString()}.`;
+      if (form === consensusForm) checkCrowd();
     } catch (err) {
       error.textContent = err.message;
     }
@@ -80,6 +129,10 @@ document.getElementById("gold-import").addEventListener("submit", async (event) 
 });
 
 for (const form of document.querySelectorAll("form.settings")) {
-  settingsForm(form).catch((err) => { form.querySelector(".error").textContent = err.message; });
+  const loaded = settingsForm(form).catch((err) => { form.querySelector(".error").textContent = err.message; });
+  if (form === consensusForm) loaded.then(checkCrowd);
 }
+consensusForm.elements.calibration_votes.addEventListener("input", checkSoon);
+consensusForm.elements.vote_cap.addEventListener("input", checkSoon);
+loadPresets().catch((err) => { document.getElementById("preset-status").textContent = err.message; });
 refreshGold().catch((err) => { document.getElementById("gold-count").textContent = err.message; });

@@ -112,3 +112,12 @@ def test_bundle_images_are_served_only_for_the_sessions_own_items(dataset, votes
     other = next(t.image_id for t in votes if t.image_id != mine)
     assert client.get(f"/api/v1/bundle/images/{image_ref(other)}?session={token}").status_code == 404
     assert client.get(f"/api/v1/bundle/images/{image['ref']}?session=forged").status_code in (401, 403)
+
+
+def test_a_bundle_step_carries_the_organizers_instructions_for_its_stage(dataset, votes):
+    from annotation.instructions import instructions_set
+
+    instructions_set(dataset=dataset, kind="binary_vote", text="Say yes only for real dogs.", user=None)
+    token = base.session_token(fake_bundle(dataset))
+    step = session_client(token).get("/api/v1/bundle/next").json()
+    assert step["assignment"]["task"]["instructions"] == "Say yes only for real dogs."
