@@ -18,6 +18,7 @@ import io
 import json
 import re
 import zipfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,7 +275,10 @@ def answer_one(j: Journey, username: str, page: Page, answered: int) -> bool:
     """Answer the task on screen as this worker would; False when the page says no task is waiting."""
     body = page.locator("#task-body[data-answerable]")
     idle = page.locator("#status", has_text="No tasks are waiting")
-    expect(body.or_(idle)).to_be_visible()
+    try:
+        expect(body.or_(idle)).to_be_visible(timeout=30_000)
+    except AssertionError:
+        raise AssertionError(f"{username}'s page: {page.locator('main').inner_text()}") from None
     if idle.is_visible():
         return False
     name, kind, wnid, box, shown = on_screen(int(body.get_attribute("data-assignment")))
@@ -337,6 +341,119 @@ def crowd_verifies_and_answers_the_hierarchy(j: Journey) -> None:
     print("labels", labels, "answers", answers, j.answers)
 
 
+def dump(title):
+    print("==", title)
+    for q in Question.objects.all().order_by("id"):
+        print(q.kind, q.role, q.concept.wnid, q.image and q.image.original_name, q.state, q.yes_count, q.no_count, q.p)
+    print(list(FinalLabel.objects.values_list("image__original_name", "concept__wnid", "present", "source")))
+
+
+def organizer_resolves_the_stalls(j: Journey) -> None:
+    """Six workers cannot give a calibration question its ten voters: the dataset page says so and offers to
+    lower the calibration votes to the crowd's size."""
+    dump("before")
+    page = j.organizer
+    page.goto(j.dataset_url())
+    card = page.locator("#stalls")
+    expect(card).to_be_visible()
+    short = card.locator("li[data-stall='calibration_short']")
+    expect(short).to_contain_text("Calibration needs 10 distinct workers per question; 6 have worked")
+    j.axe(page)
+    short.get_by_role("button", name="Lower the calibration votes to 6").click()
+    expect(page.locator("#stall-status")).to_have_text("Calibration now asks 6 votes per question.", timeout=30_000)
+    page.wait_for_load_state("networkidle")
+    expect(short).to_have_count(0)
+    starved = card.locator("li[data-stall='starved_questions']")
+    expect(starved).to_be_visible()
+    print(card.inner_text())
+    starved.get_by_role("button", name="Settle these questions now").click()
+    expect(page.locator("#stall-status")).to_contain_text("Settled: ", timeout=60_000)
+    print(page.locator("#stall-status").inner_text())
+    dump("after")
+    crowd_works_until_idle(j)
+    dump("after work")
+
+
+def organizer_starts_boxing_on_verified_images(j: Journey) -> None:
+    page = j.organizer
+    page.goto(j.dataset_url())
+    form = page.locator("#start-boxes")
+    form.get_by_label("Class").select_option(DOG)
+    form.get_by_role("button", name="Start boxing…").click()
+    expect(page.locator("#confirm-text")).to_have_text("Start boxing dog on the images verified to show it?")
+    page.locator("#confirm-ok").click()
+    verified = set(
+        FinalLabel.objects.filter(dataset_id=j.dataset_id, concept__wnid=DOG, present=True).values_list(
+            "image_id", flat=True
+        )
+    )
+    expect(page.locator("#start-status")).to_have_text(
+        f"Boxing dog: {len(verified)} new job(s), 0 image(s) already had one."
+    )
+    assert set(BoxJob.objects.values_list("image_id", flat=True)) == verified
+    j.axe(page)
+
+
+def crowd_boxes(j: Journey) -> None:
+    crowd_works_until_idle(j)
+    dump("boxes")
+    print(list(Box.objects.values_list("image__original_name", "state", "x1", "y1", "x2", "y2")))
+    print(list(BoxJob.objects.values_list("image__original_name", "status")))
+
+
+def reviewer_decides(j: Journey) -> None:
+    (url,) = organizer_invites(j, "reviewers", 1)
+    page = j.reviewer = accept_invitation(j, url, "rita")
+    page.goto(f"{j.base}/review/")
+    item = page.locator("#item:not([hidden])")
+    empty = page.locator("#status", has_text="The review queue is empty")
+    decided = 0
+    while True:
+        expect(item.or_(empty)).to_be_visible()
+        if empty.is_visible():
+            break
+        shown = item.get_attribute("data-item")
+        if decided == 0:
+            j.axe(page)
+        print(item.inner_text())
+        key = page.locator("#choices button kbd").first.inner_text()
+        page.keyboard.press(key)
+        decided += 1
+        expect(page.locator("#decided")).to_have_text(str(decided))
+        expect(page.locator(f"#item[data-item='{shown}']:not([hidden])")).to_have_count(0)
+    j.axe(page)
+    print("decided", decided)
+
+
+def organizer_splits_and_exports(j: Journey) -> None:
+    from pycocotools.coco import COCO
+
+    page = j.organizer
+    page.goto(j.dataset_url("benchmark/"))
+    page.wait_for_load_state("networkidle")
+    page.get_by_role("button", name="Preview split").click()
+    row = page.locator("#versions tbody tr[data-version='1']")
+    expect(row.locator(".counts")).to_contain_text("train")
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Freeze version 1").click()
+    expect(row).to_contain_text("frozen")
+    page.get_by_label("Format").select_option("coco")
+    page.get_by_role("button", name="Start export").click()
+    expect(page.locator("#export-status")).to_contain_text("done", timeout=60_000)
+    j.axe(page)
+    with page.expect_download() as download:
+        page.locator("#export-download").click()
+    path = j.tmp / "export.zip"
+    download.value.save_as(path)
+    archive = zipfile.ZipFile(path)
+    print(archive.namelist())
+    for name in archive.namelist():
+        if name.startswith("annotations/instances_") and name.endswith(".json"):
+            (j.tmp / "part.json").write_bytes(archive.read(name))
+            coco = COCO(str(j.tmp / "part.json"))
+            print(name, len(coco.getImgIds()), len(coco.getAnnIds()), coco.loadCats(coco.getCatIds()))
+
+
 STEPS: list[Callable[[Journey], None]] = [
     organizer_signs_in,
     organizer_creates_a_dataset,
@@ -346,6 +463,11 @@ STEPS: list[Callable[[Journey], None]] = [
     organizer_starts_verification_and_algorithm_1,
     crowd_joins,
     crowd_verifies_and_answers_the_hierarchy,
+    organizer_resolves_the_stalls,
+    organizer_starts_boxing_on_verified_images,
+    crowd_boxes,
+    reviewer_decides,
+    organizer_splits_and_exports,
 ]
 
 
