@@ -22,7 +22,11 @@ def concepts_upsert(nodes: Iterable[Mapping], keep: Collection[str] = ()) -> dic
     with transaction.atomic():
         by_wnid: dict[str, Concept] = {}
         for node in nodes:
-            fields = {"name": node["name"], "gloss": node.get("gloss", ""), "lemmas": list(node.get("lemmas", ()))}
+            fields = {
+                "name": node["name"],
+                "gloss": node.get("gloss", ""),
+                "lemmas": list(node.get("lemmas", ())),
+            }
             if node["wnid"] in keep:
                 concept, created = Concept.objects.get_or_create(wnid=node["wnid"], defaults=fields)
                 added = [x for x in fields["lemmas"] if x not in concept.lemmas]
