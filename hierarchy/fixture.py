@@ -30,7 +30,7 @@ from hierarchy.algorithm import QuestionDag, QuestionNode
 FORMAT = "crowdlabel-hierarchy/1"
 WNID_RE = re.compile(r"^n\d{8}$")
 QUESTION_ID_RE = re.compile(r"^q:[a-z0-9][a-z0-9-]*$")
-NODE_FIELDS = {"id", "name", "gloss", "question", "parents", "leaf"}
+NODE_FIELDS = {"id", "name", "gloss", "question", "parents", "leaf", "lemmas"}
 # The longest names the database stores (hierarchy.models); longer ones are refused here, with the field named.
 NAME_MAX = 200
 VERSION_MAX = 50
@@ -55,6 +55,8 @@ class FixtureNode:
     question: str
     parents: tuple[str, ...]
     leaf: bool
+    # More WordNet lemmas of the synset than its display name lists (query expansion uses every one); optional.
+    lemmas: tuple[str, ...] = ()
 
     @property
     def wnid(self) -> str | None:
@@ -159,6 +161,10 @@ def parse_fixture(data: Any, source: str = "hierarchy fixture") -> HierarchyFixt
             leaf = False
         if leaf and not WNID_RE.match(node_id):
             errors.append(f"{where}: a leaf must be a concept with a WordNet id")
+        lemmas = entry.get("lemmas", [])
+        if not isinstance(lemmas, list) or not all(isinstance(x, str) and x.strip() for x in lemmas):
+            errors.append(f"{where}: 'lemmas' must be a list of non-empty strings")
+            lemmas = []
         nodes.append(
             FixtureNode(
                 id=node_id,
@@ -167,6 +173,7 @@ def parse_fixture(data: Any, source: str = "hierarchy fixture") -> HierarchyFixt
                 question=_text(entry, "question", where, errors),
                 parents=tuple(dict.fromkeys(parents)),
                 leaf=leaf,
+                lemmas=tuple(dict.fromkeys(" ".join(x.split()) for x in lemmas)),
             )
         )
 
@@ -254,6 +261,7 @@ def fixture_to_dict(fixture: HierarchyFixture) -> dict[str, Any]:
                 "question": node.question,
                 "parents": list(node.parents),
                 "leaf": node.leaf,
+                **({"lemmas": list(node.lemmas)} if node.lemmas else {}),
             }
             for node in fixture.nodes
         ],

@@ -14,6 +14,11 @@ class Concept(models.Model):
     )
     name = models.CharField(max_length=200)
     gloss = models.TextField(blank=True)
+    lemmas = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="More lemmas (synonyms) of the synset than its name lists; query expansion uses every one.",
+    )
     parents = models.ManyToManyField(
         "self", through="ConceptEdge", symmetrical=False, related_name="children", blank=True
     )

@@ -70,15 +70,17 @@ _WORD = re.compile(r"[\w'-]+", re.UNICODE)
 
 @dataclass(frozen=True)
 class ConceptTerms:
-    """What query expansion needs of a concept: its id, its lemma list ("dog, domestic dog") and its gloss."""
+    """What query expansion needs of a concept: its id, its lemma list ("dog, domestic dog"), its gloss and
+    the synset's further lemmas (`synonyms`: a display name such as "airplane" lists one of three)."""
 
     wnid: str
     name: str
     gloss: str = ""
+    synonyms: tuple[str, ...] = ()
 
     @property
     def lemmas(self) -> tuple[str, ...]:
-        return lemmas(self.name)
+        return lemmas(",".join((self.name, *self.synonyms)))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ from .queries import ConceptTerms, Query, concept_queries
 
 
 def concept_terms(concept: Concept) -> ConceptTerms:
-    return ConceptTerms(wnid=concept.wnid, name=concept.name, gloss=concept.gloss)
+    return ConceptTerms(
+        wnid=concept.wnid, name=concept.name, gloss=concept.gloss, synonyms=tuple(concept.lemmas or ())
+    )
 
 
 def concept_ancestors(concept: Concept) -> list[ConceptTerms]:

@@ -14,16 +14,25 @@ from .models import Concept, ConceptEdge, Hierarchy, QuestionNode
 
 def concepts_upsert(nodes: Iterable[Mapping], keep: Collection[str] = ()) -> dict[str, Concept]:
     """Create or update concepts and their is-a edges from validated node mappings with keys `wnid`, `name`,
-    `gloss` and `parents` (a list of wnids present in the same batch or already stored). Concepts named in
-    `keep` (those datasets use) are created when missing but never rewritten. One transaction."""
+    `gloss` and `parents` (a list of wnids present in the same batch or already stored), and optionally
+    `lemmas`. Concepts named in `keep` (those datasets use) are created when missing but never rewritten: their
+    name and gloss stay, and lemmas they lack are only added (a synonym changes no label). One transaction."""
     nodes = list(nodes)
     keep = frozenset(keep)
     with transaction.atomic():
         by_wnid: dict[str, Concept] = {}
         for node in nodes:
-            fields = {"name": node["name"], "gloss": node.get("gloss", "")}
+            fields = {
+                "name": node["name"],
+                "gloss": node.get("gloss", ""),
+                "lemmas": list(node.get("lemmas", ())),
+            }
             if node["wnid"] in keep:
-                concept, _ = Concept.objects.get_or_create(wnid=node["wnid"], defaults=fields)
+                concept, created = Concept.objects.get_or_create(wnid=node["wnid"], defaults=fields)
+                added = [x for x in fields["lemmas"] if x not in concept.lemmas]
+                if not created and added:
+                    concept.lemmas = [*concept.lemmas, *added]
+                    concept.save(update_fields=["lemmas"])
             else:
                 concept, _ = Concept.objects.update_or_create(wnid=node["wnid"], defaults=fields)
             by_wnid[concept.wnid] = concept
@@ -193,6 +202,7 @@ def hierarchy_load(
                     "wnid": node.id,
                     "name": node.name,
                     "gloss": node.gloss,
+                    "lemmas": list(node.lemmas),
                     # Is-a edges only between synsets: question ids are groupings, not concepts of WordNet.
                     "parents": [p for p in node.parents if node.wnid and WNID_RE.match(p)],
                 }

@@ -157,3 +157,32 @@ def test_command_prints_scene_and_pair_queries_of_a_loaded_hierarchy(db, capsys)
     rows = json.loads(capsys.readouterr().out)
     kinds = [r["kind"] for r in rows]
     assert kinds.count("pair") == 5 and "scene" in kinds
+
+
+AIRPLANE_GLOSS = "an aircraft that has a fixed wing and is powered by propellers or jets"
+
+
+def test_det200_airplane_is_searched_by_every_lemma_of_its_synset(db, capsys):
+    from hierarchy.fixture import load_fixture
+    from hierarchy.services import hierarchy_load
+
+    hierarchy_load(load_fixture("fixtures/hierarchies/ilsvrc_det200.json"))
+    call_command("candidate_queries", "--concept", "n02691156", "--format", "json")
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["query"], r["kind"]) for r in rows] == [
+        ("airplane", "synonym"),
+        ("aeroplane", "synonym"),
+        ("plane", "synonym"),
+    ]
+
+
+def test_lemmas_reach_a_concept_a_dataset_uses_without_renaming_it(db):
+    from hierarchy.fixture import load_fixture
+    from hierarchy.services import hierarchy_load
+    from tests import factories
+
+    used = Concept.objects.create(wnid="n02691156", name="airplane", gloss=AIRPLANE_GLOSS)
+    factories.DatasetFactory().concepts.add(used)
+    hierarchy_load(load_fixture("fixtures/hierarchies/ilsvrc_det200.json"))  # no ConceptConflict
+    used.refresh_from_db()
+    assert (used.name, used.lemmas) == ("airplane", ["aeroplane", "plane"])

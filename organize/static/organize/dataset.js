@@ -46,7 +46,7 @@ const STALL_ACTIONS = {
 
 async function runStallAction(action, stall) {
   const status = document.getElementById("stall-status");
-  status.textContent = "";
+  status.textContent = action === "settle" ? "Settling the questions…" : "Saving…"; // settling takes a while
   try {
     if (action === "settle") {
       const result = await api(base, `datasets/${id}/stalls/settle`, { method: "POST" });
