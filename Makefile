@@ -7,7 +7,7 @@ PORT ?= 8000
 # The pure cores (tests/test_pure_cores.py lists the same): no framework imports, and mypy-clean.
 MYPY_PATHS := annotation/geometry.py annotation/pipeline.py annotation/pipeline_events.py annotation/imagecheck.py annotation/final_evidence.py annotation/queue/contract.py consensus/calibration.py consensus/stopping.py consensus/reliability.py hierarchy/algorithm.py hierarchy/fixture.py multilabel/cooccurrence.py hierarchy/events.py review/overlaps.py benchmark/splits.py benchmark/class_selection.py benchmark/dataset_stats.py benchmark/completeness.py benchmark/metrics benchmark/exporters crowd/scenes.py crowd/simulated.py crowd/ground_truth.py crowd/export_score.py crowd/reviewer.py gold/scoring.py crowd/gold_simulation.py organize/eta.py organize/ledger.py config/layers.py organize/quality_stats.py hierarchy/queries.py candidates/addresses.py organize/crowd_fit.py
 
-.PHONY: run setup demo test flakes soak lint format bench schema clean
+.PHONY: run setup demo test flakes soak journey lint format bench schema clean
 
 # Two stamps: serving needs only the runtime requirements; tests, lint and benchmarks the development ones too
 # (pytest, Chromium's driver, the interop readers: several hundred MB more).
@@ -56,6 +56,12 @@ flakes: $(DEV)
 ## DATABASE_URL and redis-server needed; bench/soak.py prints the figures); not part of `make test`
 soak: $(DEV)
 	$(PY) -m pytest -m soak tests/faults/test_soak.py
+
+## journey: the newcomer's whole journey in real Chromium (tests/e2e/test_newcomer_journey.py, several minutes):
+## a dataset, classes, gold, verification, Algorithm 1, boxing, a crowd of 6, a reviewer, a stall, splits, an export;
+## not part of `make test`, which it would lengthen by a third
+journey: $(DEV)
+	$(PY) -m pytest -m journey tests/e2e/test_newcomer_journey.py
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .

@@ -34,7 +34,7 @@ from consensus.models import Question
 from tests.conftest import png_bytes
 from tests.e2e.test_accessibility import violations
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.journey, pytest.mark.django_db(transaction=True)]
 
 ORGANIZER = "olga@example.org"
 HIERARCHY = Path("fixtures/hierarchies/voc20.json")
