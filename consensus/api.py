@@ -23,6 +23,7 @@ from hierarchy.models import Concept
 
 from . import services, verification
 from .models import ConsensusSettings, Question, QuestionDecision, QuestionKind, QuestionState
+from .rebuild import calibration_votes_lowered
 from .serializers import (
     CalibrationQuerySerializer,
     CalibrationTableSerializer,
@@ -56,8 +57,13 @@ class ConsensusSettingsView(APIView):
             ConsensusSettings.for_dataset(dataset.pk), data=request.data, partial=True
         )
         form.is_valid(raise_exception=True)
+        before = form.instance.calibration_votes
         with transaction.atomic():
             form.save(dataset=dataset)
+            votes = form.instance.calibration_votes
+            if votes < before:
+                # The questions already collecting calibration votes ask for the new number too.
+                calibration_votes_lowered(dataset_id=dataset.pk, votes=votes)
             audit_record(
                 dataset=dataset,
                 actor=request.user,

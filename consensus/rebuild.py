@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Count, F, Q
 
-from annotation import counters
+from annotation import counters, queue
 from annotation.models import Task, TaskState
 from hierarchy.models import Concept
 
@@ -22,7 +22,14 @@ from .models import (
     QuestionState,
     Vote,
 )
-from .services import _serve, _subject_key, _table_cap, question_decide, table_in_use
+from .services import (
+    _after_commit_rebuild,
+    _serve,
+    _subject_key,
+    _table_cap,
+    question_decide,
+    table_in_use,
+)
 from .stopping import Decision
 
 
@@ -167,3 +174,55 @@ def paused_decide(*, kind: str) -> dict[str, int]:
         elif Task.objects.filter(pk=question.task_id, state=TaskState.OPEN).exists():
             out["reopened"] += 1
     return out
+
+
+def calibration_votes_lowered(*, dataset_id: int, votes: int) -> int:
+    """The organizer lowered the dataset's calibration votes to `votes` (a small crowd cannot give the number
+    they were asked with: organize/stalls.py's "Lower the calibration votes"). The calibration questions still
+    collecting their votes ask for `votes` now, not the number they were created with: one that already has
+    them stops asking (its task done, paused like any whose calibration votes are in) and its (kind, concept)
+    table is rebuilt after commit (through the outbox), which decides it. Call in the settings' transaction.
+    Returns how many questions changed."""
+    candidates = list(
+        Question.objects.filter(
+            dataset_id=dataset_id,
+            role=QuestionRole.CALIBRATION,
+            state=QuestionState.OPEN,
+            min_votes__gt=votes,
+            task__isnull=False,
+        ).values_list("task_id", flat=True)
+    )
+    if not candidates:
+        return 0
+    # The vote path's lock order: the task, then its question.
+    tasks = {t.pk: t for t in Task.objects.select_for_update().filter(pk__in=candidates).order_by("pk")}
+    questions = list(
+        Question.objects.select_for_update()
+        .filter(
+            task_id__in=list(tasks),
+            role=QuestionRole.CALIBRATION,
+            state=QuestionState.OPEN,
+            min_votes__gt=votes,
+        )
+        .order_by("pk")
+    )
+    complete, asking, rebuild = [], [], set()
+    for question in questions:
+        task = tasks[question.task_id]
+        if task.state == TaskState.DONE:
+            continue  # paused already: its calibration votes are in
+        if question.n_votes >= votes:
+            complete.append(task.pk)
+            rebuild.add((question.kind, question.concept_id))
+        elif task.answers_wanted > votes:
+            asking.append(task.pk)
+    Question.objects.filter(pk__in=[q.pk for q in questions]).update(min_votes=votes)
+    if complete:
+        queue.tasks_update(
+            complete, state=TaskState.DONE, result={"calibration": "complete"}, answers_wanted=votes
+        )
+    if asking:
+        queue.tasks_update(asking, answers_wanted=votes)
+    for kind, concept_id in sorted(rebuild):
+        _after_commit_rebuild(kind, concept_id, dataset_id)
+    return len(questions)

@@ -181,3 +181,42 @@ def test_once_the_kind_has_calibration_data_a_new_concept_calibrates_one_questio
     roles = [q.role for q in asked]
     assert roles == ["calibration"] + ["production"] * 9 + ["calibration", "production"]
     assert all(q.state == QuestionState.OPEN and q.task_id for q in asked), "all served, none waiting"
+
+
+def test_lowering_the_calibration_votes_completes_the_questions_that_already_have_them(
+    organizer, dataset, concept
+):
+    """A crowd of six cannot give calibration questions created with 10 votes each: the stall card's "Lower the
+    calibration votes to 6" must let those with six votes complete (and be judged by the table their batch
+    builds), and make the others ask for six, not only change the setting for questions still to come."""
+    from tests.conftest import client_for
+
+    small_settings(dataset, calibration_votes=8, vote_cap=10)
+    workers = make_workers(8)
+    images = make_images(dataset, 4)
+    verification.verification_queue(dataset=dataset, concept=concept, calibrate=False)
+    questions = list(Question.objects.order_by("id"))
+    assert [q.role for q in questions] == [QuestionRole.CALIBRATION] * 4 and len(images) == 4
+    for question in questions[:3]:
+        for worker in workers[:6]:
+            services.vote_record(question=question, worker=worker, answer=True)
+    for worker in workers[:2]:
+        services.vote_record(question=questions[3], worker=worker, answer=True)
+    assert not CalibrationTable.objects.filter(n_images__gt=0).exists()
+
+    reply = client_for(organizer).patch(
+        f"/api/v1/datasets/{dataset.pk}/consensus-settings/", {"calibration_votes": 6}, format="json"
+    )
+    assert reply.status_code == 200, reply.content
+    last = Question.objects.get(pk=questions[3].pk)
+    assert last.min_votes == 6 and Task.objects.get(pk=last.task_id).answers_wanted == 6
+    for worker in workers[2:6]:
+        services.vote_record(question=last, worker=worker, answer=True)
+    # The batch's table is built from six votes each, and every question is judged by it (four yes votes out of
+    # a crowd this agreeable are not yet sure: they ask on, towards the vote cap, like production).
+    table = CalibrationTable.objects.get(n_images__gt=0)
+    assert (table.n_images, table.n_votes) == (4, 24)
+    judged = Question.objects.order_by("id").values_list("p", "task__state", "task__answers_wanted")
+    assert all(p is not None and state == TaskState.OPEN and wanted == 10 for p, state, wanted in judged), (
+        judged
+    )
