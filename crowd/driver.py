@@ -52,6 +52,9 @@ class Stats:
     by_kind: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     submit_retries: int = 0  # submits sent again after a 5xx or no answer (same Idempotency-Key)
+    # time.monotonic() when the platform last confirmed an answer (a submit answered 200 or 201): what a scenario
+    # measures its later steps from (e.g. how long after the crowd's last answer an export was requested).
+    last_answer_at: float | None = None
 
 
 # A submit goes as the worker page sends it (frontend/static/frontend/api.js, submitAnswer): an attempt answered
@@ -208,6 +211,7 @@ def run_crowd(
         )
         with lock:
             if result.status in (200, 201):
+                stats.last_answer_at = time.monotonic()
                 stats.tasks_answered += 1
                 stats.worker_seconds += seconds
                 kind = assignment["task"]["kind"]
@@ -294,6 +298,7 @@ def _added(total: Stats | None, run: Stats) -> Stats:
         total.tasks_skipped += run.tasks_skipped
         total.submit_retries += run.submit_retries
         total.worker_seconds += run.worker_seconds
+        total.last_answer_at = latest(total.last_answer_at, run.last_answer_at)
         for kind, n in run.by_kind.items():
             total.by_kind[kind] = total.by_kind.get(kind, 0) + n
         total.errors.extend(run.errors)
@@ -373,6 +378,12 @@ def simulate(
     if provider is not None:
         summary["provider"] = provider
     return summary
+
+
+def latest(*moments: float | None) -> float | None:
+    """The latest of these monotonic moments, None when none happened."""
+    known = [m for m in moments if m is not None]
+    return max(known) if known else None
 
 
 def rounded(value: float | None, digits: int = 4) -> float | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import re
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -161,6 +162,7 @@ class BundleFlow:
         if result.status not in (200, 201):
             stats.errors.append(f"{result.status}: {result.data}")
             return True
+        stats.last_answer_at = time.monotonic()
         stats.tasks_answered += 1
         stats.worker_seconds += seconds
         kind = assignment["task"]["kind"]

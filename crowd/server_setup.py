@@ -16,6 +16,8 @@ from crowd.transport import Reply, Transport
 INVITATION_HOURS = 1
 # How often a crowd waiting for the server's sweep looks at the dataset's open questions.
 SWEEP_POLL_SECONDS = 5.0
+# How often an operator waiting for the overlap checks to catch up looks at the count of boxes still unchecked.
+SCAN_POLL_SECONDS = 0.5
 
 
 class ServerSetupError(RuntimeError):
@@ -86,7 +88,7 @@ def hierarchy_upload(transport: Transport, organizer_token: str, data: dict | Pa
 
 class ApiOperator:
     """The full scenario's operator steps as an organizer does them in the browser: request an overlap scan and
-    wait until it has run, compute and freeze a split version."""
+    wait until every accepted box has been checked, compute and freeze a split version."""
 
     def __init__(
         self,
@@ -121,16 +123,16 @@ class ApiOperator:
             page += 1
 
     def scan_overlaps(self, dataset_name: str) -> None:
-        """Request a scan; a request while one is queued is debounced, so ask again until one is accepted or
-        the wait runs out (the server scans boxes once they have settled)."""
+        """Bring the review queue up to date before it is worked: request a scan (the server runs it at once,
+        or a scan already queued covers it) and wait until the server says no accepted box awaits its overlap
+        check (`unchecked_boxes`; each box is checked when its acceptance commits, so usually at once), or the
+        wait runs out."""
         path = f"/api/v1/datasets/{self.dataset_id(dataset_name)}/review"
         deadline = time.monotonic() + self.scan_wait
-        while not _expect(self._call("POST", path), 202, what="requesting the overlap scan").get(
-            "scan_queued"
-        ):
-            if time.monotonic() > deadline:
-                return
-            time.sleep(1.0)
+        state = _expect(self._call("POST", path), 202, what="requesting the overlap scan")
+        while state["unchecked_boxes"] and time.monotonic() < deadline:
+            time.sleep(SCAN_POLL_SECONDS)
+            state = _expect(self._call("GET", path), 200, what="reading the review queue")
 
     def sweep_stuck(self, dataset_name: str) -> int:
         """Against a server the sweep for questions nobody can answer is the server's own schedule

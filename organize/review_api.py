@@ -1,6 +1,6 @@
-"""Review from the organizer's side: the dataset's review queue counts, starting the overlap scan (queued
-through `review.services.overlaps_scan_request`, debounced like every other scan request), and the recent
-decisions an organizer may undo."""
+"""Review from the organizer's side: the dataset's review queue counts with the accepted boxes whose overlap
+check is still to come, starting the overlap scan (`review.services.overlaps_scan_request`, at once: an
+organizer's request waits for no debounce), and the recent decisions an organizer may undo."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from annotation.audit import audit_record
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.roles import IsOrganizer
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem, ReviewKind
+from review.scan import unchecked_boxes
 from review.services import overlaps_scan_request, undo_refusal
 
 from .scoping import organizer_dataset
@@ -25,7 +26,15 @@ class ReviewCountsSerializer(serializers.Serializer):
         child=serializers.DictField(child=serializers.IntegerField()),
         help_text="{review kind: {item state: count}}, every kind and state present.",
     )
-    scan_queued = serializers.BooleanField(required=False, help_text="False: a scan is queued or just ran.")
+    unchecked_boxes = serializers.IntegerField(
+        help_text="Accepted boxes whose overlaps with the other boxes of their image were not examined yet "
+        "(each box is checked when its acceptance commits; a scan checks what that missed). 0: every "
+        "duplicate and cross-class pair among the accepted boxes is in the counts, and every accepted box "
+        "without an open review item is final."
+    )
+    scan_queued = serializers.BooleanField(
+        required=False, help_text="False: a scan queued earlier and not started yet will cover the boxes."
+    )
 
 
 def review_counts(dataset) -> dict[str, dict[str, int]]:
@@ -45,13 +54,14 @@ class DatasetReviewView(APIView):
     @extend_schema(responses=ReviewCountsSerializer)
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
-        return Response(ReviewCountsSerializer({"counts": review_counts(dataset)}).data)
+        body = {"counts": review_counts(dataset), "unchecked_boxes": unchecked_boxes(dataset).count()}
+        return Response(ReviewCountsSerializer(body).data)
 
     @extend_schema(request=None, responses={202: ReviewCountsSerializer})
     def post(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
         # Outside any transaction, as the scan request wants (one guarded UPDATE; eager Celery scans right here).
-        queued = overlaps_scan_request(dataset.pk)
+        queued = overlaps_scan_request(dataset.pk, at_once=True)
         audit_record(
             dataset=dataset,
             actor=request.user,
@@ -59,7 +69,11 @@ class DatasetReviewView(APIView):
             parameters={},
             result={"queued": queued},
         )
-        body = {"counts": review_counts(dataset), "scan_queued": queued}
+        body = {
+            "counts": review_counts(dataset),
+            "unchecked_boxes": unchecked_boxes(dataset).count(),
+            "scan_queued": queued,
+        }
         return Response(ReviewCountsSerializer(body).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -85,10 +85,14 @@ class InvalidDecision(ValueError):
 PIPELINE_PRIORITY = 101
 
 
-def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None) -> bool:
-    """Queue a scan of the dataset unless one is queued and not started, or one finished within the debounce
-    period; True when this call queued it. Runs outside the caller's transaction (on commit): one guarded
-    UPDATE, no lock held."""
+def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None, at_once: bool = False) -> bool:
+    """Queue a scan of the dataset unless one is queued and not started; True when this call queued it. Runs
+    outside the caller's transaction (on commit): one guarded UPDATE, no lock held.
+
+    A failed check's request (the default) is debounced: refused within the debounce period after a scan
+    finished, and run that period later, so a burst of failures makes one scan. An organizer's request
+    (`at_once`) runs now and is refused only by a scan queued and not started yet (which will cover its
+    boxes): an organizer who asks for the labels to be brought up to date waits for no timer."""
     now = now or timezone.now()
     debounce = settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"]
     # A request older than a few debounce periods belongs to a scan that was lost (a worker died): ask again.
@@ -96,15 +100,18 @@ def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None) -> bo
     recent = now - timedelta(seconds=debounce)
     ScanState.objects.get_or_create(dataset_id=dataset_id)
     with transaction.atomic():  # the request and its outbox row commit together
-        queued = (
-            ScanState.objects.filter(dataset_id=dataset_id)
-            .filter(Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale))
-            .filter(Q(last_finished_at__isnull=True) | Q(last_finished_at__lt=recent))
-            .update(scan_requested_at=now)
+        free = ScanState.objects.filter(dataset_id=dataset_id).filter(
+            Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale)
         )
+        if not at_once:
+            free = free.filter(Q(last_finished_at__isnull=True) | Q(last_finished_at__lt=recent))
+        queued = free.update(scan_requested_at=now)
         if queued:
             outbox.message_enqueue(
-                "review.tasks.overlaps_scan", (dataset_id,), dataset_id=dataset_id, countdown=debounce
+                "review.tasks.overlaps_scan",
+                (dataset_id,),
+                dataset_id=dataset_id,
+                countdown=0 if at_once else debounce,
             )
     return bool(queued)
 

@@ -15,6 +15,16 @@ def data_yaml(ctx: ExportContext, splits: list[str]) -> str:
     lines = ["# YOLO dataset description: the split folders are relative to this file's folder"]
     for split in splits:
         lines.append(f"{split}: images/{split}")
+    # Ultralytics refuses a file without both `train` and `val`. An export without those splits (no split
+    # version: one `all` folder; or one split chosen) names what it has: `train` is every labelled folder
+    # written, `val` the same folders; a withheld split's images have no labels and train nothing.
+    stand_in = [f"images/{s}" for s in splits if ctx.labelled(s)] or [f"images/{s}" for s in splits]
+    missing = [key for key in ("train", "val") if key not in splits]
+    if missing:
+        value = stand_in[0] if len(stand_in) == 1 else "[" + ", ".join(stand_in) + "]"
+        lines.append(f"# no {' or '.join(missing)} split in this export: the folders written stand in")
+        for key in missing:
+            lines.append(f"{key}: {value}")
     lines.append(f"nc: {len(ctx.categories)}")
     # JSON strings are valid YAML scalars and survive names with colons or quotes.
     lines.append("names: [" + ", ".join(json.dumps(c.name) for c in ctx.categories) + "]")

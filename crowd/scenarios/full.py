@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from crowd import reviewer
-from crowd.driver import OrganizerApi, Stats, rounded
+from crowd.driver import OrganizerApi, Stats, latest, rounded
 from crowd.export_score import (
     missing_categories,
     read_coco,
@@ -141,6 +141,12 @@ class FullScenario:
         self.review: dict[str, int] = {"decided": 0, "conflicts": 0, "undecidable": 0, "errors_made": 0}
         self.conflicts: dict[str, int] = {}  # refused decisions by the error code the API gave
         self.phase = "verification"
+        # When the platform last confirmed a crowd answer and a reviewer decision (time.monotonic()), and how long
+        # after the later of the two each export was requested and finished: the export must hold what the
+        # answers made final, however soon it is asked for.
+        self.last_answer_at: float | None = None
+        self.last_decision_at: float | None = None
+        self.export_timing: dict[str, dict[str, Any]] = {}
         self.rng = np.random.default_rng([seed, 0x4E71])
 
     # --- setup and phases ----------------------------------------------------------------------------------
@@ -251,16 +257,23 @@ class FullScenario:
         self._work_out(api, work)
         self.phase = "review"
         for round_no in range(1, self.review_rounds + 1):
+            started = time.monotonic()
             self.operator.scan_overlaps(api.dataset_name)
+            scanned = time.monotonic()
             decided = self._review_all(api)
-            self.log(f"review round {round_no}: {decided} decisions")
+            self.log(
+                f"review round {round_no}: {decided} decisions (overlap scan request {scanned - started:.1f} s, "
+                f"review {time.monotonic() - scanned:.1f} s)"
+            )
             if not decided:
                 break
             self._work_out(api, work)
         else:
             self.operator.scan_overlaps(api.dataset_name)  # boxes of the last round's work are scanned too
         self.phase = "export"
+        started = time.monotonic()
         self.operator.make_splits(api.dataset_name, self.seed)
+        self.log(f"splits made and frozen in {time.monotonic() - started:.1f} s")
         self.log("export")
         self.archives = {fmt: self._export(api, fmt) for fmt in EXPORT_FORMATS}
         for n in self.majorities:
@@ -272,14 +285,23 @@ class FullScenario:
         """The crowd works until no task is left; then the schedule's sweep runs (a simulated crowd does in
         minutes what takes people days, so the sweep's wait is not waited out) and, when it settled questions
         nobody could answer, the crowd works on what they opened. Returns the tasks answered."""
-        answered = work().tasks_answered
+        answered = self._work(work)
         for _ in range(SWEEPS_PER_PHASE):
+            started = time.monotonic()
             settled = self.operator.sweep_stuck(api.dataset_name)
-            self.log(f"sweep: {settled} questions nobody could answer settled or sent to review")
+            self.log(
+                f"sweep: {settled} questions nobody could answer settled or sent to review "
+                f"({time.monotonic() - started:.1f} s)"
+            )
             if not settled:
                 break
-            answered += work().tasks_answered
+            answered += self._work(work)
         return answered
+
+    def _work(self, work: Callable[[], Stats]) -> int:
+        run = work()
+        self.last_answer_at = latest(self.last_answer_at, run.last_answer_at)
+        return run.tasks_answered
 
     def _majority(self, api: OrganizerApi, work: Callable[..., Stats], n: int) -> dict[str, Any]:
         """The same candidates verified by a fixed majority of `n` votes (plain vote tasks) in a dataset of its
@@ -391,6 +413,7 @@ class FullScenario:
                 json_body={"decision": final},
             )
             if result.status == 201:
+                self.last_decision_at = time.monotonic()
                 decided += 1
                 self.review["decided"] += 1
             else:
@@ -440,6 +463,8 @@ class FullScenario:
     # --- exports -----------------------------------------------------------------------------------------
 
     def _export(self, api: OrganizerApi, fmt: str) -> bytes:
+        last = latest(self.last_answer_at, self.last_decision_at)
+        requested = time.monotonic()
         job = api.call(
             "POST",
             f"/api/v1/datasets/{api.dataset_id}/exports/",
@@ -453,6 +478,19 @@ class FullScenario:
             job = api.call("GET", f"/api/v1/exports/{job['id']}/").expect(200)
         if job["state"] != "done":
             raise RuntimeError(f"the {fmt} export failed: {job}")
+        timing = {
+            # From the platform's confirmation of the last answer (crowd or reviewer) to sending the request.
+            "seconds_after_last_answer": None if last is None else round(requested - last, 2),
+            "last_answer": "review decision"
+            if last is not None and last == self.last_decision_at
+            else "crowd",
+            "seconds_to_done": round(time.monotonic() - requested, 2),
+        }
+        self.export_timing[fmt] = timing
+        self.log(
+            f"{fmt} export requested {timing['seconds_after_last_answer']} s after the last answer "
+            f"({timing['last_answer']}), done {timing['seconds_to_done']} s later"
+        )
         return api.call("GET", f"/api/v1/exports/{job['id']}/file", binary=True).expect(200)
 
     # --- scoring -----------------------------------------------------------------------------------------
@@ -521,6 +559,7 @@ class FullScenario:
             "true_instances": boxes.true_instances,
             "small_instances": boxes.small_instances,
             "exported_boxes": boxes.exported_boxes,
+            "export_timing": self.export_timing,
             "spammers": sum(1 for w in self.crowd if w.profile.is_spammer),
             "errors": _errors(positives, truth),
         }

@@ -237,3 +237,49 @@ def test_an_export_job_takes_include_provisional_and_reports_completeness(
     assert final["progress"] == 0
     assert loose["manifest"]["completeness"]["labels"] == "provisional" and loose["progress"] == 1
     assert loose["manifest"]["counts"]["boxes"] == {"all": 2}
+
+
+def test_an_export_requested_right_after_the_last_decision_holds_every_accepted_box(
+    organizer, dataset, dog, django_capture_on_commit_callbacks
+):
+    """Issue 31: the export an organizer asks for the moment the last review decision is in holds every
+    accepted box (the decision's boxes included), with no scan or schedule waited for in between."""
+    import zipfile
+
+    from annotation.models import FinalBox
+    from review.scan import overlaps_check_images
+
+    dataset.organizers.add(organizer)
+    reviewer = factories.user_with_roles("reviewer", ("reviewers",))
+    pair_image, lone_image = image(dataset), image(dataset)
+    job(pair_image, dog), job(lone_image, dog)
+    kept, duplicate, lone = box(pair_image, dog), box(pair_image, dog, x1=11), box(lone_image, dog)
+    final_labels_rebuild(dataset)
+    overlaps_check_images(dataset, [pair_image.pk, lone_image.pk])  # as on acceptance: the pair is queued
+    assert set(FinalBox.objects.values_list("box_id", flat=True)) == {lone.pk}, (
+        "the pair waits for a reviewer"
+    )
+    reviewing, organizing = client_for(reviewer), client_for(organizer)
+    item = reviewing.get("/api/v1/review/next", {"dataset": dataset.pk}).json()
+    assert {item["box_a"]["id"], item["box_b"]["id"]} == {kept.pk, duplicate.pk}
+    keep = "duplicate_keep_a" if item["box_a"]["id"] == kept.pk else "duplicate_keep_b"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        decided = reviewing.post(
+            f"/api/v1/review/items/{item['id']}/decide", {"decision": keep}, format="json"
+        )
+    with django_capture_on_commit_callbacks(execute=True):
+        started = organizing.post(
+            f"/api/v1/datasets/{dataset.pk}/exports/",
+            {"format": "coco", "split": "all", "include_images": False},
+            format="json",
+        )
+
+    assert decided.status_code == 201 and started.status_code == 201, (decided.content, started.content)
+    done = organizing.get(f"/api/v1/exports/{started.json()['id']}/").json()
+    assert done["state"] == "done" and done["manifest"]["completeness"]["complete"] is True
+    download = organizing.get(f"/api/v1/exports/{done['id']}/file")
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
+    exported = {a["id"] for a in json.loads(archive.read("annotations/instances_all.json"))["annotations"]}
+    accepted = set(Box.objects.filter(state=BoxState.ACCEPTED).values_list("pk", flat=True))
+    assert exported == accepted == {kept.pk, lone.pk}

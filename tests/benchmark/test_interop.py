@@ -333,6 +333,40 @@ def test_yolo_data_yaml_resolves_as_ultralytics_resolves_it_from_any_working_dir
         assert dirs == {s: export_dir / "images" / s for s in ("train", "val", "test")}, named
 
 
+@pytest.mark.parametrize(
+    "splits, stand_in",
+    [(("all",), "all"), (("train", "test"), "train"), (("val",), "val")],
+    ids=["no split version", "no val split", "one split chosen"],
+)
+def test_a_yolo_export_without_train_or_val_still_gives_ultralytics_both(tmp_path, splits, stand_in):
+    """Issue 31: an export without a split version wrote `all: images/all` only, and Ultralytics refuses a
+    data.yaml without `train` and `val`; the folders written stand in for the missing ones (a withheld split,
+    which has no labels, never does)."""
+    import dataclasses
+
+    import supervision as sv
+
+    source = peer_source()
+    source.images_ = [
+        dataclasses.replace(i, split=splits[k % len(splits)]) for k, i in enumerate(source.images_)
+    ]
+    export_source(source, "yolo", tmp_path / "yolo", ExportOptions())
+    data_yaml = tmp_path / "yolo/data.yaml"
+
+    dirs = ultralytics_split_dirs(data_yaml, tmp_path / "datasets")
+    expected = (tmp_path / "yolo/images" / stand_in).resolve()
+    assert dirs["train"] == dirs["val"] == expected
+    assert "test" not in dirs or dirs["test"] == (tmp_path / "yolo/images/test").resolve()
+    labels = tmp_path / "yolo/labels" / stand_in
+    read = sv.DetectionDataset.from_yolo(str(dirs["train"]), str(labels), str(data_yaml))
+    in_folder = {i.id for i in source.images_ if i.split == stand_in}
+    black = set(source.blacklist_)  # too ambiguous to localize: left out of the boxes
+    written = [
+        b for b in source.boxes_ if b.image_id in in_folder and (b.image_id, b.category_id) not in black
+    ]
+    assert len(read) > 0 and sum(len(d) for _, _, d in read) == len(written)
+
+
 def test_coco_export_of_a_withheld_split_reads_as_images_without_objects(peer_exports):
     from pycocotools.coco import COCO
 

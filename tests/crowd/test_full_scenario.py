@@ -59,6 +59,11 @@ def test_full_scenario_runs_every_phase_and_scores_the_exported_files():
         assert summary[key] is None or 0.0 <= summary[key] <= 1.0
     assert summary["exported_boxes"] <= summary["answers_by_kind"]["box_draw"]
     assert summary["true_instances"] > 0
+    # How soon after the last answer each export was asked for, measured from the answer's confirmation.
+    for fmt in ("coco", "ilsvrc"):
+        timing = summary["export_timing"][fmt]
+        assert timing["seconds_after_last_answer"] >= 0 and timing["seconds_to_done"] >= 0, timing
+        assert timing["last_answer"] in ("crowd", "review decision")
     assert summary["gold_images"] == 1  # a fifth of 5 images, labeled by the organizer, never scored
     assert 0.0 < summary["gold_share"] < 1.0
     assert summary["blocked_spammers"] + summary["blocked_honest"] <= 12

@@ -69,11 +69,9 @@ def test_an_organizer_token_needs_a_server(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_the_full_scenario_runs_against_a_server_with_its_own_database(live_server, tmp_path, settings):
+def test_the_full_scenario_runs_against_a_server_with_its_own_database(live_server, tmp_path):
     """Issue 34: `simulate --scenario full --server ... --organizer-token ...` died with a TypeError (the
     scenario was built without its hierarchy file) after creating the accounts' dataset."""
-    # Each review round asks for an overlap scan and waits while one ran within the period: none here.
-    settings.CROWDLABEL = {**settings.CROWDLABEL, "REVIEW_SCAN_DEBOUNCE_SECONDS": 0}
     organizer = factories.user_with_roles("remote-organizer", ("organizers",))
     token = Token.objects.create(user=organizer).key
     run = simulate_elsewhere(
@@ -91,3 +89,39 @@ def test_the_full_scenario_runs_against_a_server_with_its_own_database(live_serv
     # The crowd's answers are the server's votes; the export was made and scored.
     assert Vote.objects.filter(question__dataset=run_dataset).exists()
     assert summary["categories_missing"] == 0 and summary["verification_labelled"] is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_operators_scan_waits_for_no_debounce_only_for_the_boxes_to_be_checked():
+    """Issue 31: the server operator's scan before the last review round waited out the scan debounce (30 s
+    after the previous scan), and the export came 30 s after the last answer. Its request now runs at once
+    and it returns when the server reports no accepted box unchecked."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Box, BoxState
+    from crowd.server_setup import ApiOperator
+    from crowd.simulation_operators import FULL_SPLITS
+    from crowd.transport import InProcessTransport
+    from review.models import ReviewItem, ScanState
+
+    organizer = factories.user_with_roles("scan-organizer", ("organizers",))
+    dataset = factories.DatasetFactory()
+    dataset.organizers.add(organizer)
+    image = factories.ImageFactory(dataset=dataset, width=200, height=200)
+    dog = factories.ConceptFactory()
+    for dx in (0, 1):  # accepted around the services: not checked on commit
+        Box.objects.create(
+            image=image, concept=dog, x1=10 + dx, y1=10, x2=100 + dx, y2=100, state=BoxState.ACCEPTED
+        )
+    ScanState.objects.create(dataset=dataset, last_finished_at=timezone.now() - timedelta(seconds=1))
+    operator = ApiOperator(
+        InProcessTransport(), Token.objects.create(user=organizer).key, FULL_SPLITS, scan_wait=5
+    )
+
+    operator.scan_overlaps(dataset.name)
+
+    review = InProcessTransport().call("GET", f"/api/v1/datasets/{dataset.pk}/review", token=operator.token)
+    assert review.data["unchecked_boxes"] == 0
+    assert ReviewItem.objects.filter(dataset=dataset, kind="duplicate", state="open").count() == 1

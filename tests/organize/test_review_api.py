@@ -39,6 +39,29 @@ def test_the_overlap_scan_queues_a_duplicate_pair_and_the_counts_show_it(
     assert AuditEntry.objects.get().action == "review.overlap_scan"
 
 
+def test_the_counts_say_how_many_accepted_boxes_await_their_overlap_check_and_a_scan_right_after_one_runs(
+    api_client, organizer, dataset, django_capture_on_commit_callbacks
+):
+    dog = factories.ConceptFactory()
+    image = factories.ImageFactory(dataset=dataset, width=200, height=200)
+    for dx in (0, 1):  # accepted around the services: no check on commit
+        Box.objects.create(
+            image=image, concept=dog, x1=10 + dx, y1=10, x2=100 + dx, y2=100, state=BoxState.ACCEPTED
+        )
+    Box.objects.create(image=image, concept=dog, x1=0, y1=0, x2=5, y2=5, state=BoxState.REJECTED)
+    ScanState.objects.create(dataset=dataset, last_finished_at=timezone.now())  # a scan just ran
+    client = api_client(organizer)
+    assert client.get(f"/api/v1/datasets/{dataset.pk}/review").data["unchecked_boxes"] == 2
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/api/v1/datasets/{dataset.pk}/review")
+    assert response.status_code == 202 and response.data["scan_queued"] is True, (
+        "an organizer's request waits for no debounce"
+    )
+    after = client.get(f"/api/v1/datasets/{dataset.pk}/review").data
+    assert after["unchecked_boxes"] == 0 and after["counts"]["duplicate"]["open"] == 1
+
+
 def test_other_organizers_and_workers_cannot_scan(api_client, dataset, other_organizer, worker):
     assert api_client(other_organizer).post(f"/api/v1/datasets/{dataset.pk}/review").status_code == 404
     assert api_client(worker).post(f"/api/v1/datasets/{dataset.pk}/review").status_code == 403

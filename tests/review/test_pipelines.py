@@ -327,6 +327,24 @@ def test_a_catch_up_scan_request_is_debounced(dataset, django_capture_on_commit_
     )
 
 
+def test_an_organizers_scan_request_runs_at_once_even_right_after_a_scan(dataset):
+    """Issue 31: the operator's scan before the last review round was refused for the 30 s after the previous
+    scan (and a queued one ran 30 s later), so the export came 30 s after the last answer."""
+    from outbox.models import Message
+
+    now = timezone.now()
+    state = ScanState.objects.create(dataset=dataset, last_finished_at=now)
+    assert services.overlaps_scan_request(dataset.pk, now=now, at_once=True) is True, (
+        "a scan that just finished refuses only the debounced (failure) requests"
+    )
+    message = Message.objects.get(task_name="review.tasks.overlaps_scan")
+    assert message.available_at <= timezone.now(), "queued to run now, not after the debounce period"
+    assert services.overlaps_scan_request(dataset.pk, now=now, at_once=True) is False, (
+        "a scan queued and not started yet covers the same boxes"
+    )
+    assert ScanState.objects.get(pk=state.pk).scan_requested_at == now
+
+
 def test_the_scheduled_scan_covers_datasets_with_unscanned_boxes(dataset, concept, make_box):
     img = image(dataset)
     a = make_box(img, concept, 10, 10, 100, 100)

@@ -178,7 +178,7 @@ document.getElementById("overlap-scan").addEventListener("click", async () => {
   try {
     const data = await api(base, `datasets/${id}/review`, { method: "POST" });
     showReview(data);
-    status.textContent = data.scan_queued ? "Scan started." : "A scan is queued or has just run.";
+    status.textContent = data.scan_queued ? "Scan started." : "A scan already queued will cover them.";
     await refreshAudit();
   } catch (err) {
     status.textContent = err.message;
