@@ -297,23 +297,31 @@ def run_crowd(
     # workers found nothing stops only once the whole crowd is done: no other thread is in a round, and no
     # task was taken since its own round began. (Stopping at its own first empty round left tasks that only
     # its workers could still take, e.g. every other worker had answered them, open for good.)
-    rounds = {"running": 0, "worked": 0}
+    rounds = {"running": concurrency, "worked": 0}  # a thread not started yet counts as in its first round
 
     def thread_main(slice_members):
-        while budget_left():
-            with lock:
-                rounds["running"] += 1
-                seen = rounds["worked"]
-            worked = any(one_task(w, t) for w, t in slice_members if budget_left())
-            with lock:
-                rounds["running"] -= 1
-                rounds["worked"] += worked
-                crowd_done = not worked and rounds["running"] == 0 and rounds["worked"] == seen
-            if worked or wait_for_pending():
-                continue
-            if crowd_done:
-                return
-            time.sleep(PENDING_POLL_SECONDS)
+        in_round = True
+        try:
+            while budget_left():
+                with lock:
+                    rounds["running"] += 0 if in_round else 1
+                    in_round = True
+                    seen = rounds["worked"]
+                worked = any(one_task(w, t) for w, t in slice_members if budget_left())
+                with lock:
+                    rounds["running"] -= 1
+                    in_round = False
+                    rounds["worked"] += worked
+                    crowd_done = not worked and rounds["running"] == 0 and rounds["worked"] == seen
+                if worked or wait_for_pending():
+                    continue
+                if crowd_done:
+                    return
+                time.sleep(PENDING_POLL_SECONDS)
+        finally:
+            if in_round:  # left mid-round (the budget spent, an error): the others must not wait for it
+                with lock:
+                    rounds["running"] -= 1
 
     threads = [
         threading.Thread(target=thread_main, args=(members[i::concurrency],), daemon=True)
