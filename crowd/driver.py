@@ -95,6 +95,8 @@ class Scenario(Protocol):
 # built by a Celery worker) that a scenario says is still pending.
 PENDING_WAIT_SECONDS = 30.0
 PENDING_POLL_SECONDS = 0.5
+# How often a thread of a concurrent crowd whose workers found nothing looks whether another one took a task.
+CROWD_POLL_SECONDS = 0.05
 
 
 class OrganizerApi:
@@ -294,37 +296,41 @@ def run_crowd(
         return _added(total, stats)
 
     # Concurrent mode: each thread owns a slice of the crowd and works it round by round. A thread whose
-    # workers found nothing stops only once the whole crowd is done: no other thread is in a round, and no
-    # task was taken since its own round began. (Stopping at its own first empty round left tasks that only
-    # its workers could still take, e.g. every other worker had answered them, open for good.)
-    rounds = {"running": concurrency, "worked": 0}  # a thread not started yet counts as in its first round
+    # workers found nothing waits (without asking the server) until another thread takes a task, then tries
+    # again, since that answer may open tasks only its workers can take (every other worker answered them,
+    # say); the crowd stops when every thread's last round found nothing since the last task was taken.
+    # (Stopping at a thread's own first empty round left such tasks open for good in finished runs.)
+    # taken: tasks taken so far; idle: threads whose round since the last one was empty; gone: threads stopped
+    crowd_state: dict[str, Any] = {"taken": 0, "idle": set(), "gone": set()}
 
-    def thread_main(slice_members):
-        in_round = True
+    def thread_main(index, slice_members):
         try:
             while budget_left():
                 with lock:
-                    rounds["running"] += 0 if in_round else 1
-                    in_round = True
-                    seen = rounds["worked"]
-                worked = any(one_task(w, t) for w, t in slice_members if budget_left())
-                with lock:
-                    rounds["running"] -= 1
-                    in_round = False
-                    rounds["worked"] += worked
-                    crowd_done = not worked and rounds["running"] == 0 and rounds["worked"] == seen
-                if worked or wait_for_pending():
+                    taken_before = crowd_state["taken"]
+                if any(one_task(w, t) for w, t in slice_members if budget_left()):
+                    with lock:
+                        crowd_state["taken"] += 1
+                        crowd_state["idle"].clear()  # everyone looks again
                     continue
-                if crowd_done:
-                    return
-                time.sleep(PENDING_POLL_SECONDS)
-        finally:
-            if in_round:  # left mid-round (the budget spent, an error): the others must not wait for it
+                if wait_for_pending():
+                    continue
                 with lock:
-                    rounds["running"] -= 1
+                    if crowd_state["taken"] == taken_before:
+                        crowd_state["idle"].add(index)
+                while True:
+                    with lock:
+                        if crowd_state["taken"] != taken_before:
+                            break  # a task was taken meanwhile: look again
+                        if len(crowd_state["idle"] | crowd_state["gone"]) == concurrency:
+                            return
+                    time.sleep(CROWD_POLL_SECONDS)
+        finally:
+            with lock:  # a thread that stops (done, budget spent, an error) is never waited for
+                crowd_state["gone"].add(index)
 
     threads = [
-        threading.Thread(target=thread_main, args=(members[i::concurrency],), daemon=True)
+        threading.Thread(target=thread_main, args=(i, members[i::concurrency]), daemon=True)
         for i in range(concurrency)
     ]
     for thread in threads:

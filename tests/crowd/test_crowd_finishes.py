@@ -85,3 +85,23 @@ def test_a_lease_whose_reply_was_lost_is_resumed_from_the_held_leases(monkeypatc
     stats = run(queue, ["w0", "w1"])
     assert queue.done == {1, 2}
     assert stats.tasks_answered == 2
+
+
+class SlowQueue(FakeQueue):
+    """Every call takes a moment, as over a network: threads are seldom all between rounds at once."""
+
+    def call(self, method, path, **kwargs):
+        time.sleep(0.02)
+        return super().call(method, path, **kwargs)
+
+
+def test_a_crowd_of_many_threads_with_nothing_left_stops_instead_of_polling_for_ever(monkeypatch):
+    monkeypatch.setattr(driver, "PENDING_POLL_SECONDS", 0.05)
+    queue = SlowQueue({1: ["w0"], 2: ["w3"]})
+    workers = [f"w{i}" for i in range(8)]
+    result: list = []
+    runner = threading.Thread(target=lambda: result.append(run(queue, workers)), daemon=True)
+    runner.start()
+    runner.join(120)  # a liveness guard, not a timing assertion: the crowd must stop at all
+    assert result, "the crowd never stopped"
+    assert queue.done == {1, 2}
