@@ -4,8 +4,8 @@ Django checks a persistent connection before reusing it (`CONN_HEALTH_CHECKS`), 
 died between requests. A connection lost during a request is handled here: a safe request (GET, HEAD,
 OPTIONS: reads, and the lease, which is one self-contained statement) and a write whose view is marked
 `idempotent_by_key` and that carries its Idempotency-Key (the submits: running one again is what the client's
-retry with the same key would do, whether or not the first attempt's COMMIT got through) are run once more on a
-fresh connection. So is any other write with a JSON (or empty) body that had committed nothing when its
+retry with the same key would do, whether or not the first attempt's COMMIT got through) are run again on a
+fresh connection, up to `LOST_RETRIES` times. So is any other write with a JSON (or empty) body that had committed nothing when its
 connection was lost (each write statement is watched: one outside a transaction commits at once, one inside
 counts once its transaction's commit went through), since all it did was rolled back with the connection and
 running it again is what the client's retry would do. Any other request (an upload, whose files each commit on
@@ -95,6 +95,10 @@ def transaction_conflict(exception: BaseException) -> bool:
     return getattr(exception.__cause__, "sqlstate", None) in CONFLICT_SQLSTATES
 
 
+# Runs after the first when the connection is lost again and again (a server restarting, backends killed every
+# few seconds while a slow request runs): each on a fresh connection, then 503.
+LOST_RETRIES = 3
+
 LOST = "The database connection was lost during this request and nothing was kept; retry it."
 CONFLICTED = "The request met concurrent work on the same rows and nothing was kept; retry it."
 
@@ -183,13 +187,24 @@ class ConnectionLossMiddleware:
             log.warning("database connection lost during %s %s: %s", request.method, request.path, exception)
             return _unavailable()
         request._db_retried = True
-        log.warning("database connection lost during %s %s; retrying once", request.method, request.path)
-        try:
-            return match.func(request, *match.args, **match.kwargs)
-        except (OperationalError, InterfaceError) as again:
-            log.warning("retry of %s %s failed too: %s", request.method, request.path, again)
-            connection.close()
-            return _unavailable()
+        for attempt in range(1, LOST_RETRIES + 1):
+            log.warning(
+                "database connection lost during %s %s; running it again (%d of %d)",
+                request.method,
+                request.path,
+                attempt,
+                LOST_RETRIES,
+            )
+            try:
+                return match.func(request, *match.args, **match.kwargs)
+            except (OperationalError, InterfaceError) as again:
+                log.warning("run again of %s %s failed too: %s", request.method, request.path, again)
+                lost = connection_lost(again)
+                if lost:
+                    connection.close()
+                if not lost or not (_runs_again(request, match.func) or _nothing_committed(request)):
+                    return _unavailable()
+        return _unavailable()
 
     def _run_after_conflict(self, request, exception):
         """Run a request that may run again once more after each deadlock or serialization failure, at most

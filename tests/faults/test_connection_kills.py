@@ -115,6 +115,34 @@ def test_a_submit_whose_connection_was_killed_is_run_again_with_its_key_and_stor
     assert Task.objects.get().answers_count == 1
 
 
+def test_a_submit_losing_its_connection_again_in_its_rerun_is_run_again_until_stored(monkeypatch):
+    """Backends killed every few seconds while a slow request runs can kill its rerun too: the server runs it
+    again on a fresh connection up to LOST_RETRIES times (it answered 503 after one rerun), and the answer is
+    stored once."""
+    from annotation import queue
+
+    queue_tasks(1)
+    user = user_create(username="killed-twice", password=None, roles=(WORKERS,))
+    client = client_for(user)
+    lease = client.get("/api/v1/tasks/next")
+    assert lease.status_code == 200
+    submit, runs = queue.assignment_submit, []
+
+    def killed_in_the_first_two_runs(**kwargs):
+        runs.append(1)
+        if len(runs) <= 2:
+            own_backend_killed()
+        return submit(**kwargs)
+
+    monkeypatch.setattr(queue, "assignment_submit", killed_in_the_first_two_runs)
+    path = f"/api/v1/assignments/{lease.json()['id']}/submit"
+    response = client.post(path, {"answer": {"answer": True}}, format="json", HTTP_IDEMPOTENCY_KEY="k-2")
+    assert response.status_code == 201, response.content
+    assert len(runs) == 3
+    assert Assignment.objects.filter(state=AssignmentState.SUBMITTED).count() == 1
+    assert Task.objects.get().answers_count == 1
+
+
 def test_an_upload_is_never_read_ahead_nor_run_again_whole(organizer):
     """A multipart upload is not read ahead (its files may be large) nor run again by the middleware: losing
     its connection before anything is stored answers 503 with nothing kept (past the first file, the upload
