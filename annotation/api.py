@@ -117,9 +117,12 @@ class DatasetViewSet(
 
     @extend_schema(
         request={"multipart/form-data": ImageUploadSerializer},
-        responses={201: IngestReportSerializer, 400: IngestReportSerializer},
+        responses={201: IngestReportSerializer, 200: IngestReportSerializer, 400: IngestReportSerializer},
         description="Upload many image files at once (field `files`). Every file is checked on its own: the good "
-        "ones are stored, each bad one is listed in `rejected` with its reason. 400 when none was stored.",
+        "ones are stored, each bad one is listed in `rejected` with its reason. A file whose exact bytes the "
+        "dataset holds already is listed in `stored` with that image and `already_stored: true`, so sending a "
+        "request again (its answer lost, or a 503) is safe and answers what the first one stored. 201 when a "
+        "file was stored now, 200 when every good file was there already, 400 when none is in the dataset.",
     )
     @images.mapping.post
     def upload_images(self, request, pk=None):
@@ -133,7 +136,10 @@ class DatasetViewSet(
         report = images_ingest(
             dataset=dataset, items=items, pixel_budget=settings.CROWDLABEL["MAX_PIXELS_PER_REQUEST"]
         )
-        code = status.HTTP_201_CREATED if report.stored else status.HTTP_400_BAD_REQUEST
+        if report.stored:
+            code = status.HTTP_201_CREATED
+        else:
+            code = status.HTTP_200_OK if report.already_stored else status.HTTP_400_BAD_REQUEST
         return Response(report.as_dict(), status=code)
 
     @extend_schema(responses=VoteResultSerializer(many=True))

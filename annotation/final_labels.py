@@ -84,7 +84,10 @@ def final_boxes_set(
         gone = [pk for pk in existing if pk not in wanted]
         changed = [b for pk, b in wanted.items() if pk in existing and existing[pk] != b]
         new = [b for pk, b in wanted.items() if pk not in existing]
-        FinalBox.objects.filter(box_id__in=gone + [b.box_id for b in changed]).delete()
+        FinalBox.objects.filter(box_id__in=gone).delete()
+        # An upsert: a concurrent call (two syncs of one image: a decision and a scan) may insert the same box
+        # after this one read; its row is then brought to what this call wants instead of a unique violation.
+        # The evidence below is absolute (the pair's box count), so the last writer leaves it consistent.
         FinalBox.objects.bulk_create(
             (
                 FinalBox(
@@ -100,6 +103,9 @@ def final_boxes_set(
                 for b in sorted(changed + new, key=lambda b: b.box_id)
             ),
             batch_size=_CHUNK,
+            update_conflicts=True,
+            unique_fields=["box"],
+            update_fields=["dataset", "image", "concept", "x1", "y1", "x2", "y2"],
         )
         before = Counter((b.image_id, b.concept_id) for b in existing.values())
         after = Counter((b.image_id, b.concept_id) for b in wanted.values())

@@ -13,7 +13,9 @@ from typing import BinaryIO
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+
+from config.dbconnection import connection_lost
 
 from . import counters
 from .imagecheck import CheckedImage, Header, ImageRejected, check_image, hamming_distances
@@ -22,7 +24,12 @@ from .models import Dataset, Image
 
 
 class DuplicateImage(ImageRejected):
-    """The same bytes are already in the dataset: refused, but nothing is wrong with the file."""
+    """The same bytes are already in the dataset (as `image_id`): not stored again, but nothing is wrong with
+    the file."""
+
+    def __init__(self, message: str, image_id: int):
+        super().__init__(message)
+        self.image_id = image_id
 
 
 @dataclass(frozen=True)
@@ -45,15 +52,25 @@ class IngestReport:
     stored: list[Image] = field(default_factory=list)
     near_duplicates: list[Image] = field(default_factory=list)
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
-    duplicates: int = 0  # how many of the rejected were exact duplicates of stored images
+    # Files whose exact bytes the dataset holds already, as (file name sent, that image's id): a repeated upload
+    # (a client's retry of a request whose answer it never got) finds what it sent, stored once.
+    already_stored: list[tuple[str, int]] = field(default_factory=list)
 
     @property
-    def only_duplicates_rejected(self) -> bool:
-        return bool(self.rejected) and self.duplicates == len(self.rejected)
+    def nothing_new(self) -> bool:
+        """Every file was in the dataset already: nothing stored, nothing refused."""
+        return bool(self.already_stored) and not self.stored and not self.rejected
 
     def as_dict(self) -> dict:
         return {
-            "stored": [{"id": i.pk, "ref": image_ref(i.pk), "name": i.original_name} for i in self.stored],
+            "stored": [
+                {"id": i.pk, "ref": image_ref(i.pk), "name": i.original_name, "already_stored": False}
+                for i in self.stored
+            ]
+            + [
+                {"id": pk, "ref": image_ref(pk), "name": name, "already_stored": True}
+                for name, pk in self.already_stored
+            ],
             "near_duplicates": [
                 {
                     "id": i.pk,
@@ -94,7 +111,7 @@ def images_ingest(
     files past it are refused by name, to be sent again in another request."""
     limits = settings.CROWDLABEL
     report = IngestReport()
-    index = _HashIndex(dataset)
+    index = _once_more_if_connection_lost(_HashIndex, _HashIndex, dataset)
     budget = _PixelBudget(pixel_budget)
     for item in items:
         try:
@@ -109,10 +126,13 @@ def images_ingest(
                 formats=dataset.image_formats or None,
                 before_decode=budget.admit,
             )
-            image = _store(dataset, item, checked, index, limits["NEAR_DUPLICATE_DISTANCE"])
+            image = _once_more_if_connection_lost(
+                _store, _store_once, dataset, item, checked, index, limits["NEAR_DUPLICATE_DISTANCE"]
+            )
+        except DuplicateImage as exc:
+            report.already_stored.append((item.name[:255], exc.image_id))
         except ImageRejected as exc:
             report.rejected.append((item.name, str(exc)))
-            report.duplicates += isinstance(exc, DuplicateImage)
         else:
             report.stored.append(image)
             if image.near_duplicate_of_id:
@@ -148,7 +168,37 @@ def _refuse_known_bytes(dataset: Dataset, item: IngestItem) -> None:
     sha256 = hashlib.sha256(item.data).hexdigest()
     existing = dataset.images.filter(sha256=sha256).values_list("pk", flat=True).first()
     if existing is not None:
-        raise DuplicateImage(f"exact duplicate of image {existing} already in dataset {dataset.name!r}")
+        raise DuplicateImage(
+            f"exact duplicate of image {existing} already in dataset {dataset.name!r}", existing
+        )
+
+
+def _once_more_if_connection_lost(step, again, *args):
+    """`step(*args)`, and `again(*args)` on a fresh connection when the database connection was lost during
+    it (a restarted server, a killed backend): each file is stored in a transaction of its own, so the files
+    before it are kept and this one was either rolled back or committed (then `again` finds it already
+    stored). Without this an upload losing its connection after storing some files was answered 503. Inside
+    an outer transaction (which the loss rolled back whole) the error is raised as it was."""
+    try:
+        return step(*args)
+    except (OperationalError, InterfaceError) as exc:
+        if connection.in_atomic_block or not connection_lost(exc):
+            raise
+        connection.close()  # the next query opens a fresh connection
+        return again(*args)
+
+
+def _store_once(
+    dataset: Dataset, item: IngestItem, checked: CheckedImage, index: _HashIndex, max_distance: int
+) -> Image:
+    """Store the file unless its bytes were stored meanwhile (by a concurrent upload, or by this very call
+    before its connection was lost after the commit)."""
+    existing = dataset.images.filter(sha256=checked.sha256).values_list("pk", flat=True).first()
+    if existing is not None:
+        raise DuplicateImage(
+            f"exact duplicate of image {existing} already in dataset {dataset.name!r}", existing
+        )
+    return _store(dataset, item, checked, index, max_distance)
 
 
 def _store(
@@ -172,7 +222,12 @@ def _store(
     except IntegrityError:
         # A concurrent upload of the same bytes won the race; drop our copy of the file.
         image.file.storage.delete(image.file.name)
-        raise DuplicateImage(f"exact duplicate of an image already in dataset {dataset.name!r}") from None
+        existing = dataset.images.filter(sha256=checked.sha256).values_list("pk", flat=True).first()
+        if existing is None:
+            raise
+        raise DuplicateImage(
+            f"exact duplicate of image {existing} already in dataset {dataset.name!r}", existing
+        ) from None
     except Exception:
         image.file.storage.delete(image.file.name)
         raise

@@ -65,6 +65,11 @@ class IngestStoredSerializer(serializers.Serializer):
     ref = serializers.CharField(help_text="The reference workers' leases name the image by (task.image.ref).")
     name = serializers.CharField()
     near_duplicate_of = serializers.IntegerField(required=False, allow_null=True)
+    already_stored = serializers.BooleanField(
+        required=False,
+        help_text="True when the dataset held these exact bytes already (a repeated upload, e.g. a retry of a "
+        "request whose answer was lost): the image stored before, not a second copy.",
+    )
 
 
 class IngestReportSerializer(serializers.Serializer):

@@ -4,9 +4,12 @@ Django checks a persistent connection before reusing it (`CONN_HEALTH_CHECKS`), 
 died between requests. A connection lost during a request is handled here: a safe request (GET, HEAD,
 OPTIONS: reads, and the lease, which is one self-contained statement) and a write whose view is marked
 `idempotent_by_key` and that carries its Idempotency-Key (the submits: running one again is what the client's
-retry with the same key would do, whether or not the first attempt's COMMIT got through) are run once more on a
-fresh connection; any other request answers 503 with Retry-After, its transaction having rolled back with the
-connection.
+retry with the same key would do, whether or not the first attempt's COMMIT got through) are run again on a
+fresh connection, up to `LOST_RETRIES` times. So is any other write with a JSON (or empty) body that had committed nothing when its
+connection was lost (each write statement is watched: one outside a transaction commits at once, one inside
+counts once its transaction's commit went through), since all it did was rolled back with the connection and
+running it again is what the client's retry would do. Any other request (an upload, whose files each commit on
+their own; a write that had committed part of its work) answers 503 with Retry-After.
 
 A transaction PostgreSQL rolled back because of a concurrent one (40P01 deadlock detected, 40001 serialization
 failure) kept nothing either: the same requests are run again, up to `CONFLICT_RETRIES` times after a short
@@ -33,6 +36,12 @@ def idempotent_by_key(view_method):
     answered with the stored result: this middleware may then run it once more after a lost connection."""
     view_method.idempotent_by_key = True
     return view_method
+
+
+def _nothing_committed(request) -> bool:
+    """A watched write (see CommitWatch) that has committed nothing so far."""
+    watch = getattr(request, "_commit_watch", None)
+    return watch is not None and not watch.committed
 
 
 def _runs_again(request, view_func) -> bool:
@@ -86,6 +95,10 @@ def transaction_conflict(exception: BaseException) -> bool:
     return getattr(exception.__cause__, "sqlstate", None) in CONFLICT_SQLSTATES
 
 
+# Runs after the first when the connection is lost again and again (a server restarting, backends killed every
+# few seconds while a slow request runs): each on a fresh connection, then 503.
+LOST_RETRIES = 3
+
 LOST = "The database connection was lost during this request and nothing was kept; retry it."
 CONFLICTED = "The request met concurrent work on the same rows and nothing was kept; retry it."
 
@@ -96,18 +109,67 @@ def _unavailable(detail: str = LOST) -> JsonResponse:
     return response
 
 
+# Statements that change nothing stored: anything else counts as a write (when in doubt, as one that may
+# have committed, so the request is not run again).
+READ_ONLY_STATEMENTS = ("SELECT", "SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK", "SHOW")
+
+
+class CommitWatch:
+    """An execute wrapper that notes whether the request has committed any write so far: a write outside a
+    transaction commits at once, one inside counts once its transaction commits (`on_commit`, registered
+    with every write, so a rolled-back savepoint cannot hide a later one)."""
+
+    def __init__(self) -> None:
+        self.committed = False
+
+    def _commit_seen(self) -> None:
+        self.committed = True
+
+    def __call__(self, execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not self.committed and not str(sql).lstrip().upper().startswith(READ_ONLY_STATEMENTS):
+            db = context["connection"]
+            if db.in_atomic_block:
+                db.on_commit(self._commit_seen)
+            else:
+                self.committed = True
+        return result
+
+
+def _json_or_empty(request) -> bool:
+    content_type = request.META.get("CONTENT_TYPE", "")
+    return content_type.startswith("application/json") or request.META.get("CONTENT_LENGTH") in (
+        None,
+        "",
+        "0",
+    )
+
+
 class ConnectionLossMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        return self.get_response(request)
+        try:
+            return self.get_response(request)
+        finally:
+            watch = getattr(request, "_commit_watch", None)
+            if watch is not None and watch in connection.execute_wrappers:
+                connection.execute_wrappers.remove(watch)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        if request.method not in SAFE_METHODS and _runs_again(request, view_func):
+        if request.method in SAFE_METHODS:
+            return None
+        if _runs_again(request, view_func):
             # Read the body now (a submit's small JSON, its size checked before this): a second run parses it
-            # from the copy Django keeps. Other writes, uploads among them, are never read ahead.
+            # from the copy Django keeps.
             request.body  # noqa: B018
+        elif _json_or_empty(request):
+            # A small JSON write: read ahead too, and watched for commits, so it may run again when its
+            # connection is lost before it committed anything. Uploads (multipart) are never read ahead.
+            request.body  # noqa: B018
+            request._commit_watch = CommitWatch()
+            connection.execute_wrappers.append(request._commit_watch)
         return None
 
     def process_exception(self, request, exception):
@@ -117,23 +179,40 @@ class ConnectionLossMiddleware:
             return None
         connection.close()  # the next query opens a fresh connection
         match = request.resolver_match
-        if match is None or getattr(request, "_db_retried", False) or not _runs_again(request, match.func):
+        if (
+            match is None
+            or getattr(request, "_db_retried", False)
+            or not (_runs_again(request, match.func) or _nothing_committed(request))
+        ):
             log.warning("database connection lost during %s %s: %s", request.method, request.path, exception)
             return _unavailable()
         request._db_retried = True
-        log.warning("database connection lost during %s %s; retrying once", request.method, request.path)
-        try:
-            return match.func(request, *match.args, **match.kwargs)
-        except (OperationalError, InterfaceError) as again:
-            log.warning("retry of %s %s failed too: %s", request.method, request.path, again)
-            connection.close()
-            return _unavailable()
+        for attempt in range(1, LOST_RETRIES + 1):
+            log.warning(
+                "database connection lost during %s %s; running it again (%d of %d)",
+                request.method,
+                request.path,
+                attempt,
+                LOST_RETRIES,
+            )
+            try:
+                return match.func(request, *match.args, **match.kwargs)
+            except (OperationalError, InterfaceError) as again:
+                log.warning("run again of %s %s failed too: %s", request.method, request.path, again)
+                lost = connection_lost(again)
+                if lost:
+                    connection.close()
+                if not lost or not (_runs_again(request, match.func) or _nothing_committed(request)):
+                    return _unavailable()
+        return _unavailable()
 
     def _run_after_conflict(self, request, exception):
         """Run a request that may run again once more after each deadlock or serialization failure, at most
         `CONFLICT_RETRIES` times; then 503. Other requests are left to the error handling they had."""
         match = request.resolver_match
-        if match is None or connection.needs_rollback or not _runs_again(request, match.func):
+        if match is None or connection.needs_rollback:
+            return None
+        if not (_runs_again(request, match.func) or _nothing_committed(request)):
             return None
         for attempt in range(1, CONFLICT_RETRIES + 1):
             log.warning(

@@ -98,6 +98,8 @@ class Scenario(Protocol):
 # built by a Celery worker) that a scenario says is still pending.
 PENDING_WAIT_SECONDS = 30.0
 PENDING_POLL_SECONDS = 0.5
+# How often a thread of a concurrent crowd whose workers found nothing looks whether another one took a task.
+CROWD_POLL_SECONDS = 0.05
 
 
 class OrganizerApi:
@@ -112,14 +114,22 @@ class OrganizerApi:
         self.image_of_ref: dict[str, int] = {}
 
     def call(self, method: str, path: str, **kwargs) -> Reply:
-        """A 503 says nothing was kept (the database connection was lost, or the server is restarting): the
-        request is sent again after a pause, as an organizer would, up to SUBMIT_ATTEMPTS in all."""
-        reply = self.transport.call(method, path, token=self.token, **kwargs)
-        for attempt in range(1, SUBMIT_ATTEMPTS):
+        """A 503 says nothing was kept (the database connection was lost, or the server is restarting), and no
+        answer at all says nothing either way: the request is sent again after a pause, as an organizer would,
+        up to SUBMIT_ATTEMPTS in all (an upload sent again is answered with what the first stored)."""
+        reply = Reply(0, None)
+        for attempt in range(1, SUBMIT_ATTEMPTS + 1):
+            if attempt > 1:
+                time.sleep(SUBMIT_RETRY_PAUSE * (attempt - 1))
+            try:
+                reply = self.transport.call(method, path, token=self.token, **kwargs)
+            except (OSError, http.client.HTTPException) as exc:  # no answer (a server process killed)
+                if attempt == SUBMIT_ATTEMPTS:
+                    raise
+                reply = Reply(0, f"no answer: {exc}")
+                continue
             if reply.status != 503:
                 break
-            time.sleep(SUBMIT_RETRY_PAUSE * attempt)
-            reply = self.transport.call(method, path, token=self.token, **kwargs)
         return reply
 
     def create_dataset(self, name: str, description: str = "") -> int:
@@ -136,7 +146,11 @@ class OrganizerApi:
         ids: dict[str, int] = {}
         for start in range(0, len(files), batch):
             chunk = files[start : start + batch]
-            report = self.call("POST", f"/api/v1/datasets/{self.dataset_id}/images/", files=chunk).expect(201)
+            # A retried chunk (its first answer lost) is answered with what the first attempt stored: 200
+            # when all of it was there already.
+            report = self.call("POST", f"/api/v1/datasets/{self.dataset_id}/images/", files=chunk).expect(
+                200, 201
+            )
             if report["rejected"]:
                 raise RuntimeError(f"the platform rejected generated images: {report['rejected']}")
             ids.update({item["name"]: item["id"] for item in report["stored"]})
@@ -181,19 +195,49 @@ def run_crowd(
     lock = threading.Lock()
     members = list(zip(crowd.workers, tokens, strict=True))
 
-    def one_task(worker: SimulatedWorker, token: str) -> bool:
-        reply = transport.call(
-            "GET",
-            "/api/v1/tasks/next",
-            token=token,
-            params={"dataset": dataset_id, "kinds": ",".join(scenario.kinds)},
+    def lease(token: str) -> Reply:
+        """The next task, as the worker page takes one: a lease whose answer was lost (no answer, a 5xx) is
+        still held by the worker, so after a failed attempt, and when the queue has nothing, the worker's held
+        leases are asked for first (the page's resume after a reload) instead of leaving that task locked
+        until its lease expires."""
+        reply = submit_with_retries(
+            lambda: transport.call(
+                "GET",
+                "/api/v1/tasks/next",
+                token=token,
+                params={"dataset": dataset_id, "kinds": ",".join(scenario.kinds)},
+            ),
+            Stats(),
         )
+        if reply.status == 200:
+            return reply
+        held = submit_with_retries(
+            lambda: transport.call("GET", "/api/v1/assignments/", token=token, params={"held": "true"}),
+            Stats(),
+        )
+        if held.status == 200:
+            mine = [a for a in held.data["results"] if a["task"]["kind"] in scenario.kinds]
+            if mine:
+                return Reply(200, mine[0])
+        return reply
+
+    def one_task(worker: SimulatedWorker, token: str) -> bool:
+        reply = lease(token)
         if reply.status == 204:
             return False
-        assignment = reply.expect(200)
+        if reply.status != 200:  # the server did not answer the lease at all: the worker tries again later
+            time.sleep(SUBMIT_RETRY_PAUSE)
+            return True
+        assignment = reply.data
         answer, seconds = scenario.answer(worker, assignment)
         if answer is None:
-            transport.call("POST", f"/api/v1/assignments/{assignment['id']}/release", token=token).expect(200)
+            # 404/409: a retried release whose first attempt went through (the assignment is no longer held).
+            submit_with_retries(
+                lambda: transport.call(
+                    "POST", f"/api/v1/assignments/{assignment['id']}/release", token=token
+                ),
+                Stats(),
+            ).expect(200, 404, 409)
             with lock:
                 stats.tasks_skipped += 1
             return True
@@ -255,14 +299,42 @@ def run_crowd(
                 break
         return _added(total, stats)
 
-    # Concurrent mode: each thread owns a slice of the crowd and works it round by round.
-    def thread_main(slice_members):
-        while budget_left():
-            if not any(one_task(w, t) for w, t in slice_members if budget_left()) and not wait_for_pending():
-                return
+    # Concurrent mode: each thread owns a slice of the crowd and works it round by round. A thread whose
+    # workers found nothing waits (without asking the server) until another thread takes a task, then tries
+    # again, since that answer may open tasks only its workers can take (every other worker answered them,
+    # say); the crowd stops when every thread's last round found nothing since the last task was taken.
+    # (Stopping at a thread's own first empty round left such tasks open for good in finished runs.)
+    # taken: tasks taken so far; idle: threads whose round since the last one was empty; gone: threads stopped
+    crowd_state: dict[str, Any] = {"taken": 0, "idle": set(), "gone": set()}
+
+    def thread_main(index, slice_members):
+        try:
+            while budget_left():
+                with lock:
+                    taken_before = crowd_state["taken"]
+                if any(one_task(w, t) for w, t in slice_members if budget_left()):
+                    with lock:
+                        crowd_state["taken"] += 1
+                        crowd_state["idle"].clear()  # everyone looks again
+                    continue
+                if wait_for_pending():
+                    continue
+                with lock:
+                    if crowd_state["taken"] == taken_before:
+                        crowd_state["idle"].add(index)
+                while True:
+                    with lock:
+                        if crowd_state["taken"] != taken_before:
+                            break  # a task was taken meanwhile: look again
+                        if len(crowd_state["idle"] | crowd_state["gone"]) == concurrency:
+                            return
+                    time.sleep(CROWD_POLL_SECONDS)
+        finally:
+            with lock:  # a thread that stops (done, budget spent, an error) is never waited for
+                crowd_state["gone"].add(index)
 
     threads = [
-        threading.Thread(target=thread_main, args=(members[i::concurrency],), daemon=True)
+        threading.Thread(target=thread_main, args=(i, members[i::concurrency]), daemon=True)
         for i in range(concurrency)
     ]
     for thread in threads:

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connections, transaction
 
 from .fixture import WNID_RE, HierarchyFixture
 from .models import Concept, ConceptEdge, Hierarchy, QuestionNode
@@ -165,6 +165,23 @@ class LoadResult:
     leaves: int
 
 
+# The PostgreSQL advisory lock that makes hierarchy loads take turns (any 64-bit key no other code uses).
+LOAD_LOCK_KEY = 0x6869_6572_6C6F_6164  # "hierload"
+
+
+def _loads_one_at_a_time() -> None:
+    """Wait for any other hierarchy load to commit (PostgreSQL: a transaction-level advisory lock, taken
+    before any row). Two loads of one file at once (two runs uploading their hierarchy) would otherwise both
+    find it missing and the second fail on the unique name and version or a concept's wnid; two files
+    sharing concepts would lock them in their own orders. After the wait the second finds the first's rows
+    and is the no-op a repeated load is. Loads are rare, so one lock for all of them costs nothing. (SQLite
+    serializes writers on its own.)"""
+    connection = connections[Hierarchy.objects.db]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOAD_LOCK_KEY])
+
+
 def hierarchy_load(
     fixture: HierarchyFixture, in_use: Mapping[str, Mapping[int, str]] | None = None
 ) -> LoadResult:
@@ -179,6 +196,7 @@ def hierarchy_load(
     organizer's upload never rewrites the classes of another's dataset."""
     dag = fixture.to_dag()  # raises DagError on a structural problem the fixture parser did not catch
     with transaction.atomic():
+        _loads_one_at_a_time()
         existing = (
             Hierarchy.objects.select_for_update().filter(name=fixture.name, version=fixture.version).first()
         )

@@ -17,6 +17,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.queue import IdempotencyKey, KeyInvalid
+from config.dbconnection import KEY_HEADER, idempotent_by_key
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.queryparams import query_id, query_id_list
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsReviewer, has_role
@@ -141,24 +143,49 @@ class DecideView(APIView):
 
     permission_classes = [IsAuthenticated, IsReviewer]
 
-    @extend_schema(request=DecideSerializer, responses={201: ReviewDecisionSerializer})
+    @extend_schema(
+        request=DecideSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="A key chosen by the client for this decision (1 to 128 characters). A request sent "
+                "again with the same key (its answer lost, or a 5xx) is answered 200 with the decision the "
+                "first one recorded and changes nothing; without a key a repeated decision is refused (409).",
+            )
+        ],
+        responses={201: ReviewDecisionSerializer, 200: ReviewDecisionSerializer},
+    )
+    @idempotent_by_key
     def post(self, request, pk: int):
         item = get_object_or_404(ReviewItem, pk=pk)
         form = DecideSerializer(data=request.data)
         form.is_valid(raise_exception=True)
+        key = ""
+        if KEY_HEADER in request.headers:
+            try:
+                key = IdempotencyKey.parse(request.headers[KEY_HEADER]).value
+            except KeyInvalid:
+                raise ValidationError(
+                    {"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters, or none"}
+                ) from None
         try:
-            decision = services.review_decide(
+            result = services.review_decide_keyed(
                 item=item,
                 reviewer=request.user,
                 decision=form.validated_data["decision"],
                 new_concept=form.validated_data.get("new_concept"),
                 reason=form.validated_data["reason"],
+                idempotency_key=key,
             )
         except services.InvalidDecision as exc:
             raise ValidationError({"decision": str(exc)}) from None
         except services.ReviewError as exc:
             raise Conflict(str(exc), code=exc.code) from None
-        return Response(ReviewDecisionSerializer(decision).data, status=status.HTTP_201_CREATED)
+        code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
+        return Response(ReviewDecisionSerializer(result.decision).data, status=code)
 
 
 class ReleaseView(APIView):

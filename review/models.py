@@ -157,11 +157,19 @@ class ReviewDecision(models.Model):
     undoes = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="undone_by"
     )
+    # The Idempotency-Key the reviewer's client sent with the decision (blank when it sent none): a retry with
+    # the same key is answered with this row and changes nothing.
+    idempotency_key = models.CharField(max_length=128, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["reviewer", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="review_decision_key_once_per_reviewer",
+            ),
             models.CheckConstraint(
                 condition=(Q(decision="undo") & Q(undoes__isnull=False))
                 | (~Q(decision="undo") & Q(undoes__isnull=True)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -226,18 +227,63 @@ def review_decide(
     Only the reviewer holding the item's lease may decide it, once. Removing a box sets its state to
     REMOVED (never a delete); relabelling changes its concept; both are visible in the decision row. An
     ambiguous item whose pipeline moved on meanwhile (`SubjectGone`) is dismissed, and the error raised."""
+    return review_decide_keyed(
+        item=item, reviewer=reviewer, decision=decision, new_concept=new_concept, reason=reason
+    ).decision
+
+
+@dataclass(frozen=True)
+class DecideResult:
+    decision: ReviewDecision
+    replayed: bool  # True: an earlier request with this Idempotency-Key made it; nothing changed now
+
+
+class KeyReused(ReviewError):
+    code = "idempotency_key_reused"
+
+
+def review_decide_keyed(
+    *,
+    item: ReviewItem,
+    reviewer,
+    decision: str,
+    new_concept=None,
+    reason: str = "",
+    idempotency_key: str = "",
+) -> DecideResult:
+    """`review_decide` with the client's Idempotency-Key (blank: none), as assignment submits take one: a
+    request sent again with the same key (its answer lost, a 5xx, a connection cut after the commit) is
+    answered with the decision the first one recorded, whatever the item's state now, and changes nothing.
+    The key is looked up under the item's lock, so a retry racing its own first attempt waits for it and then
+    finds its row. A key the reviewer used on another item is refused (KeyReused)."""
     try:
         return _review_decide(
-            item=item, reviewer=reviewer, decision=decision, new_concept=new_concept, reason=reason
+            item=item,
+            reviewer=reviewer,
+            decision=decision,
+            new_concept=new_concept,
+            reason=reason,
+            key=idempotency_key,
         )
     except SubjectGone:
         dismiss([item.pk])
         raise
 
 
-def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, reason: str) -> ReviewDecision:
+def _review_decide(
+    *, item: ReviewItem, reviewer, decision: str, new_concept, reason: str, key: str
+) -> DecideResult:
     with transaction.atomic(), counters.held():
         item = ReviewItem.objects.select_for_update().get(pk=item.pk)
+        if key:
+            earlier = ReviewDecision.objects.filter(reviewer=reviewer, idempotency_key=key).first()
+            if earlier is not None:
+                if earlier.item_id != item.pk:
+                    raise KeyReused(
+                        f"this Idempotency-Key was used for a decision on item {earlier.item_id}; send a new "
+                        "key with each decision"
+                    )
+                return DecideResult(earlier, replayed=True)
         if item.state == ItemState.DECIDED:
             raise AlreadyDecided("this item was already decided")
         if item.state != ItemState.LEASED or item.leased_to_id != reviewer.pk:
@@ -302,6 +348,7 @@ def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, re
             before={"boxes": before},
             after={"boxes": _snapshot(boxes.values()), "dismissed_items": dismissed},
             reason=reason,
+            idempotency_key=key,
         )
         item.state, item.leased_to, item.lease_expires_at = ItemState.DECIDED, None, None
         item.save(update_fields=["state", "leased_to", "lease_expires_at", "updated_at"])
@@ -310,14 +357,14 @@ def _review_decide(*, item: ReviewItem, reviewer, decision: str, new_concept, re
             # the decision row, still uncommitted, records the boxes as the pipeline left them.
             held = resolver.apply(item, row)
             if isinstance(held, resolvers.Hold):
-                return _hold(item, row, held)
+                return DecideResult(_hold(item, row, held), replayed=False)
             after = _snapshot(Box.objects.filter(pk__in=item.box_ids).order_by("pk"))
             if after != row.after["boxes"]:
                 row.after = {**row.after, "boxes": after}
                 ReviewDecision.objects.filter(pk=row.pk).update(after=row.after)
         _recheck_after(item, [box for box in changed if box.state == BoxState.ACCEPTED])
         final_boxes_sync(item.dataset, {box.image_id for box in boxes.values()})
-        return row
+        return DecideResult(row, replayed=False)
 
 
 def _hold(item: ReviewItem, row: ReviewDecision, held: resolvers.Hold) -> ReviewDecision:

@@ -14,7 +14,9 @@ operator would from the shell. Nothing here imports the platform.
 
 from __future__ import annotations
 
+import functools
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from crowd import reviewer
-from crowd.driver import OrganizerApi, Stats, latest, rounded
+from crowd.driver import OrganizerApi, Stats, latest, rounded, submit_with_retries
 from crowd.export_score import (
     missing_categories,
     read_coco,
@@ -138,7 +140,13 @@ class FullScenario:
         self.image_ids: dict[str, int] = {}
         self.candidates: list[tuple[int, str]] = []  # (image id, class key) to verify
         self.counts: dict[str, int] = {}  # answers by what they were about (verify, hierarchy, box_draw...)
-        self.review: dict[str, int] = {"decided": 0, "conflicts": 0, "undecidable": 0, "errors_made": 0}
+        self.review: dict[str, int] = {
+            "decided": 0,
+            "conflicts": 0,
+            "undecidable": 0,
+            "errors_made": 0,
+            "retries": 0,  # decisions sent again after a 5xx or no answer (same Idempotency-Key)
+        }
         self.conflicts: dict[str, int] = {}  # refused decisions by the error code the API gave
         self.phase = "verification"
         # When the platform last confirmed a crowd answer and a reviewer decision (time.monotonic()), and how long
@@ -391,28 +399,37 @@ class FullScenario:
             params = {"dataset": api.dataset_id}
             if skip:
                 params["skip"] = ",".join(map(str, skip))
-            reply = api.transport.call("GET", "/api/v1/review/next", token=self.reviewer_token, params=params)
+            call = functools.partial(api.transport.call, token=self.reviewer_token)
+            reply = submit_with_retries(
+                functools.partial(call, "GET", "/api/v1/review/next", params=params), Stats()
+            )
             if reply.status == 204:
                 return decided
             item = reply.expect(200)
             decision = self._decide(item)
             if decision is None:
                 self.review["undecidable"] += 1
-                api.transport.call(
-                    "POST", f"/api/v1/review/items/{item['id']}/release", token=self.reviewer_token
-                ).expect(200)
+                # 409: a retried release whose first attempt went through (the item is no longer held).
+                release = functools.partial(call, "POST", f"/api/v1/review/items/{item['id']}/release")
+                submit_with_retries(release, Stats()).expect(200, 409)
                 skip.append(item["id"])
                 continue
             choices = tuple(c["value"] for c in item["decisions"])
             final = reviewer.with_error(decision, choices, self.rng, self.reviewer_error_rate)
             self.review["errors_made"] += final != decision
-            result = api.transport.call(
+            # Sent as the review page sends it: with an Idempotency-Key, again after a 5xx or no answer (a
+            # retry of a decision the platform recorded is answered 200 with it).
+            sent = Stats()
+            decide = functools.partial(
+                call,
                 "POST",
                 f"/api/v1/review/items/{item['id']}/decide",
-                token=self.reviewer_token,
                 json_body={"decision": final},
+                headers={"Idempotency-Key": uuid.uuid4().hex},
             )
-            if result.status == 201:
+            result = submit_with_retries(decide, sent)
+            self.review["retries"] += sent.submit_retries
+            if result.status in (200, 201):
                 self.last_decision_at = time.monotonic()
                 decided += 1
                 self.review["decided"] += 1

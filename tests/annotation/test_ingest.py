@@ -11,6 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image as PILImage
 from rest_framework.test import APIClient
 
+from annotation.imagerefs import image_ref
 from annotation.ingest import IngestItem, images_ingest, item_read
 from annotation.models import Image
 from tests import factories
@@ -93,20 +94,23 @@ def test_item_read_never_reads_more_than_the_limit_plus_one_byte(settings):
     assert item.size == 50_000
 
 
-def test_exact_duplicate_is_refused_naming_the_image_it_repeats(dataset):
+def test_exact_duplicate_is_not_stored_twice_and_names_the_image_already_stored(dataset):
     data = imagefiles.jpeg(5)
     first = ingest(dataset, ("first.jpg", data)).stored[0]
     report = ingest(dataset, ("again.jpg", data))
-    assert report.stored == []
-    assert f"exact duplicate of image {first.pk}" in reasons(report)["again.jpg"]
+    assert report.stored == [] and report.rejected == []
+    assert report.already_stored == [("again.jpg", first.pk)] and report.nothing_new
+    assert report.as_dict()["stored"] == [
+        {"id": first.pk, "ref": image_ref(first.pk), "name": "again.jpg", "already_stored": True}
+    ]
     assert Image.objects.count() == 1
 
 
-def test_exact_duplicate_within_one_batch_is_refused(dataset, settings):
+def test_exact_duplicate_within_one_batch_is_stored_once(dataset, settings):
     data = imagefiles.jpeg(5)
     report = ingest(dataset, ("one.jpg", data), ("two.jpg", data))
     assert [i.original_name for i in report.stored] == ["one.jpg"]
-    assert f"image {report.stored[0].pk}" in reasons(report)["two.jpg"]
+    assert report.already_stored == [("two.jpg", report.stored[0].pk)]
     assert len(media_files(settings)) == 1
 
 
@@ -163,11 +167,11 @@ def test_mixed_batch_keeps_the_good_files_and_names_each_bad_one(dataset, settin
     )
     assert [i.original_name for i in report.stored] == ["good-1.jpg", "good-2.png", "rotated.jpg"]
     why = reasons(report)
-    assert sorted(why) == ["bomb.png", "empty.jpg", "half.jpg", "huge.png", "readme.jpg", "repeat.jpg"]
+    assert sorted(why) == ["bomb.png", "empty.jpg", "half.jpg", "huge.png", "readme.jpg"]
+    assert report.already_stored == [("repeat.jpg", kept.pk)]
     assert "decompression bomb" in why["bomb.png"]
     assert "truncated" in why["half.jpg"]
     assert "not an image" in why["readme.jpg"]
-    assert f"image {kept.pk}" in why["repeat.jpg"]
     assert "empty" in why["empty.jpg"]
     assert "over the limit of 60,000 bytes" in why["huge.png"]
     # Nothing half-written: exactly one row and one stored file per kept image.

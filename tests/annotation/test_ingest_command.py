@@ -55,15 +55,15 @@ def test_summary_names_the_image_a_near_duplicate_resembles(dataset, folder):
     assert f"image {copy.pk} resembles image {original.pk}" in output
 
 
-def test_rerun_over_an_ingested_folder_refuses_duplicates_by_image_id_and_succeeds(dataset, tmp_path):
+def test_rerun_over_an_ingested_folder_names_the_images_already_stored_and_succeeds(dataset, tmp_path):
     photo = tmp_path / "one.jpg"
     photo.write_bytes(imagefiles.jpeg(4))
     run(photo, dataset=dataset.name)
     first = dataset.images.get()
     out = io.StringIO()
     call_command("ingest_images", str(photo), dataset=dataset.name, stdout=out, no_progress=True)
-    assert f"exact duplicate of image {first.pk}" in out.getvalue()
-    assert "already in the dataset" in out.getvalue()
+    assert f"already in the dataset as image {first.pk}" in out.getvalue()
+    assert "Every file is already in the dataset" in out.getvalue()
     assert dataset.images.count() == 1
 
 

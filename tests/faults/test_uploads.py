@@ -167,15 +167,30 @@ def test_one_request_decodes_a_bounded_number_of_pixels_and_names_the_files_past
 
 
 @pytest.mark.django_db
-def test_a_repeated_file_is_refused_as_a_duplicate_before_it_is_decoded(organizer, dataset, monkeypatch):
-    data = imagefiles.jpeg(7)
-    assert upload(client_for(organizer), dataset, data).status_code == 201
+def test_a_repeated_upload_answers_what_the_first_stored_without_decoding_or_storing_again(
+    organizer, dataset, monkeypatch
+):
+    """A client whose upload was answered 503 or not at all (the images stored, the answer lost) sends it
+    again: the retry is answered with the images stored the first time, not refused."""
+    data, other = imagefiles.jpeg(7), imagefiles.jpeg(8)
+    first = upload(client_for(organizer), dataset, data)
+    assert first.status_code == 201
+    stored = first.json()["stored"][0]
+    assert stored["already_stored"] is False
 
     forbid_decoding(monkeypatch)
     response = upload(client_for(organizer), dataset, data)
-    assert response.status_code == 400
-    assert response.json()["rejected"][0]["reason"].startswith("exact duplicate of image")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["rejected"] == []
+    assert body["stored"] == [{**stored, "already_stored": True}]
     assert Image.objects.count() == 1
+
+    monkeypatch.undo()
+    mixed = upload(client_for(organizer), dataset, data, other)
+    assert mixed.status_code == 201
+    assert [s["already_stored"] for s in mixed.json()["stored"]] == [False, True]
+    assert Image.objects.count() == 2
 
 
 # --- fuzzing ----------------------------------------------------------------------------------------------

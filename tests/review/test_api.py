@@ -27,10 +27,43 @@ def duplicate(dataset, make_box):
     return ReviewItem.objects.get(box_a=a, box_b=b)
 
 
-def decide(client, item_id, decision, **extra):
+def decide(client, item_id, decision, key=None, **extra):
+    headers = {"Idempotency-Key": key} if key is not None else {}
     return client.post(
-        f"/api/v1/review/items/{item_id}/decide", {"decision": decision, **extra}, format="json"
+        f"/api/v1/review/items/{item_id}/decide",
+        {"decision": decision, **extra},
+        format="json",
+        headers=headers,
     )
+
+
+def test_a_decision_sent_again_with_its_key_is_answered_with_the_first_and_changes_nothing(
+    duplicate, dataset, make_box, reviewer
+):
+    """A reviewer's client whose decide got a 5xx or no answer after the commit sends it again with the same
+    Idempotency-Key: the retry is answered 200 with the recorded decision, not 409, and nothing is applied
+    twice; the key on another item is refused, and a repeat without a key is still a 409."""
+    client = client_for(reviewer)
+    item_id = client.get(NEXT).json()["id"]
+    first = decide(client, item_id, "duplicate_keep_a", key="k-1", reason="redrawn")
+    assert first.status_code == 201
+    again = decide(client, item_id, "duplicate_keep_a", key="k-1", reason="redrawn")
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    assert ReviewDecision.objects.filter(item_id=item_id).count() == 1
+    assert Box.objects.get(pk=duplicate.box_b_id).state == BoxState.REMOVED
+    assert decide(client, item_id, "duplicate_keep_a").status_code == 409
+
+    dog = duplicate.box_a.concept
+    img = factories.ImageFactory(dataset=dataset, width=100, height=80)
+    make_box(img, dog, 10, 10, 60, 60)
+    make_box(img, dog, 11, 10, 60, 60)
+    services.overlaps_scan(dataset)
+    other = client.get(NEXT).json()["id"]
+    reused = decide(client, other, "distinct", key="k-1")
+    assert reused.status_code == 409 and "Idempotency-Key was used" in reused.json()["detail"]
+    assert decide(client, other, "distinct", key="x" * 129).status_code == 400
+    assert decide(client, other, "distinct", key="k-2").status_code == 201
 
 
 def test_reviewer_takes_the_item_with_image_boxes_and_keyboard_choices(duplicate, reviewer):

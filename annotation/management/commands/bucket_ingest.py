@@ -71,7 +71,8 @@ class Command(BaseCommand):
         out = self.stdout
         out.write(
             f"Dataset {dataset.name!r} from {url}: {run.listed} objects listed, stored {len(report.stored)}, "
-            f"{run.skipped} already stored (skipped), {len(report.near_duplicates)} flagged as "
+            f"{run.skipped + len(report.already_stored)} already stored (skipped), "
+            f"{len(report.near_duplicates)} flagged as "
             f"near-duplicates, {len(report.rejected)} rejected."
         )
         for image in report.near_duplicates:
@@ -84,7 +85,7 @@ class Command(BaseCommand):
                 out.write(f"  {name}: {reason}")
         if run.listed == 0 and start_after is None:
             raise CommandError(f"no objects under {url}")
-        if not report.stored and report.rejected and not report.only_duplicates_rejected:
+        if not report.stored and report.rejected:
             raise CommandError(f"none of the {len(report.rejected)} new objects was stored (reasons above)")
 
 

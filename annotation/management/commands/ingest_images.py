@@ -21,8 +21,9 @@ from hierarchy.models import Concept
 class Command(BaseCommand):
     help = (
         "Ingest image files into a dataset. Each PATH is a file or a folder (walked recursively; every file "
-        "in it is tried). Good files are stored, exact duplicates and files that are not valid images are "
-        "refused with a reason, near-duplicates are stored and flagged. With --concept, a yes/no vote task "
+        "in it is tried). Good files are stored, files that are not valid images are refused with a reason, "
+        "exact duplicates of images already in the dataset are named and not stored twice, near-duplicates "
+        "are stored and flagged. With --concept, a yes/no vote task "
         "is queued for every stored image."
     )
 
@@ -75,7 +76,7 @@ class Command(BaseCommand):
                 answers_wanted=options["answers_wanted"],
             )
             self.stdout.write(f"Queued {len(tasks)} vote tasks for {concept.wnid} ({concept.name}).")
-        if not report.stored and report.only_duplicates_rejected:
+        if report.nothing_new:
             # Re-running over an already ingested folder is not an error: everything is there already.
             self.stdout.write("Every file is already in the dataset; nothing to do.")
         elif not report.stored:
@@ -85,8 +86,11 @@ class Command(BaseCommand):
         out = self.stdout
         out.write(
             f"Dataset {dataset.name!r}: stored {len(report.stored)} of {total} files, "
-            f"{len(report.near_duplicates)} flagged as near-duplicates, {len(report.rejected)} rejected."
+            f"{len(report.near_duplicates)} flagged as near-duplicates, {len(report.rejected)} rejected, "
+            f"{len(report.already_stored)} already in the dataset."
         )
+        for name, pk in report.already_stored:
+            out.write(f"  {name}: already in the dataset as image {pk}")
         if report.near_duplicates:
             out.write("Near-duplicates (stored, flagged for review):")
             for image in report.near_duplicates:

@@ -104,3 +104,19 @@ export async function submitAnswer(
     }
   }
 }
+
+// POST a change that must happen once (a reviewer's decision) with a fresh Idempotency-Key, sent again with the
+// same key after a network failure or a 5xx: a retry of a request the server did apply is answered with what
+// it recorded, never applied twice.
+export async function postOnce(base, path, body, { attempts = 3 } = {}) {
+  const key = newKey();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await api(base, path, { method: "POST", body, headers: { "Idempotency-Key": key } });
+    } catch (error) {
+      const retriable = !(error instanceof ApiError) || error.status >= 500;
+      if (!retriable || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+    }
+  }
+}

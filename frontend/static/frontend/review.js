@@ -2,7 +2,7 @@
 // take the next item at once; the queue overview on the side shows counts per kind. The last decision can be
 // taken back (U) for a few minutes; skipped items come back once nothing else is left.
 
-import { api } from "./api.js";
+import { api, postOnce } from "./api.js";
 
 const app = document.getElementById("review-app");
 const base = app.dataset.api;
@@ -175,9 +175,9 @@ async function decide(decision) {
   itemBox.classList.add("submitting");
   const item = current;
   try {
-    const saved = await api(base, `review/items/${item.id}/decide`, {
-      method: "POST",
-      body: { decision, reason: reasonInput.value.trim() },
+    const saved = await postOnce(base, `review/items/${item.id}/decide`, {
+      decision,
+      reason: reasonInput.value.trim(),
     });
     decidedCounter.textContent = String(Number(decidedCounter.textContent) + 1);
     const choice = item.decisions.find((c) => c.value === decision);

@@ -1,0 +1,44 @@
+"""Loading one hierarchy file from several connections at once (two simulator runs uploading theirs) stores it
+once and fails none of them: the loads take turns, and each after the first is the no-op a repeated load is
+(an IntegrityError on the unique name and version, or on a concept's wnid, before)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from hierarchy.fixture import load_fixture
+from hierarchy.models import Concept, Hierarchy
+from hierarchy.services import hierarchy_load
+from tests.threads import in_thread
+
+from .test_loader import FIXTURES
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+LOADERS = 4
+
+
+def test_the_same_file_loaded_from_four_connections_at_once_is_stored_once_and_fails_none():
+    fixture = load_fixture(FIXTURES / "voc20.json")
+    start = threading.Barrier(LOADERS)
+    created, errors = [], []
+
+    @in_thread
+    def load():
+        try:
+            start.wait(10)
+            created.append(hierarchy_load(fixture).created)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load) for _ in range(LOADERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert sorted(created) == [False] * (LOADERS - 1) + [True]
+    assert Hierarchy.objects.count() == 1
+    assert Concept.objects.filter(wnid="n02084071").count() == 1
