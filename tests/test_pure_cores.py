@@ -19,6 +19,8 @@ PURE_CORES = [
     "consensus/calibration.py",
     "consensus/stopping.py",
     "consensus/reliability.py",
+    "consensus/standing.py",
+    "consensus/evidence_table.py",
     "hierarchy/algorithm.py",
     "hierarchy/fixture.py",
     "multilabel/cooccurrence.py",
