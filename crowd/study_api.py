@@ -55,6 +55,19 @@ SCOPE_HELP = (
 )
 
 
+STUDY_LINK_FIELDS = [
+    "id",
+    "key",
+    "dataset",
+    "kind",
+    "participant_param",
+    "completion_redirect",
+    "active",
+    "url",
+    "datasets",
+]
+
+
 class StudyLinkSerializer(serializers.ModelSerializer):
     dataset = serializers.PrimaryKeyRelatedField(queryset=Dataset.objects.all(), pk_field=id_integer())
     url = serializers.SerializerMethodField(
@@ -64,17 +77,7 @@ class StudyLinkSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = StudyLink
-        fields = [
-            "id",
-            "key",
-            "dataset",
-            "kind",
-            "participant_param",
-            "completion_redirect",
-            "active",
-            "url",
-            "datasets",
-        ]
+        fields = STUDY_LINK_FIELDS
         read_only_fields = ["id", "key", "url"]
 
     def validate(self, attrs):
@@ -120,17 +123,7 @@ class StudyLinkChangeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = StudyLink
-        fields = [
-            "id",
-            "key",
-            "dataset",
-            "kind",
-            "participant_param",
-            "completion_redirect",
-            "active",
-            "url",
-            "datasets",
-        ]
+        fields = STUDY_LINK_FIELDS
         read_only_fields = ["id", "key", "dataset", "kind", "participant_param", "url"]
 
     def get_url(self, link) -> str:
