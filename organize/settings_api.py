@@ -210,7 +210,7 @@ class BundleSizesSerializer(serializers.Serializer):
 
 class BundleSizesChangeSerializer(serializers.Serializer):
     sizes = serializers.DictField(
-        child=serializers.IntegerField(allow_null=True),
+        child=serializers.IntegerField(allow_null=True, min_value=1, max_value=bundle_sizes.MAX_BUNDLE_SIZE),
         allow_empty=False,
         help_text="{task kind: tasks per session, or null for the default}.",
     )

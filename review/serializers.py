@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.models import Box
+from config.bounds import id_integer
 from hierarchy.models import Concept
 
 from . import resolvers
@@ -148,7 +149,7 @@ class DecideSerializer(serializers.Serializer):
 
 class DecideManySerializer(serializers.Serializer):
     items = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=id_integer(),
         min_length=1,
         max_length=200,
         help_text="Review item ids (at most 200), decided in this order; repeats are ignored.",
