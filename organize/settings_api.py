@@ -210,7 +210,15 @@ class BundleSizesSerializer(serializers.Serializer):
 
 class BundleSizesChangeSerializer(serializers.Serializer):
     sizes = serializers.DictField(
-        child=serializers.IntegerField(allow_null=True, min_value=1, max_value=bundle_sizes.MAX_BUNDLE_SIZE),
+        child=serializers.IntegerField(
+            allow_null=True,
+            min_value=1,
+            max_value=bundle_sizes.MAX_BUNDLE_SIZE,
+            error_messages={
+                "min_value": f"a session answers 1 to {bundle_sizes.MAX_BUNDLE_SIZE} tasks",
+                "max_value": f"a session answers 1 to {bundle_sizes.MAX_BUNDLE_SIZE} tasks",
+            },
+        ),
         allow_empty=False,
         help_text="{task kind: tasks per session, or null for the default}.",
     )

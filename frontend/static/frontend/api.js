@@ -17,10 +17,27 @@ export class ApiError extends Error {
     this.status = status;
     this.body = body;
   }
+  // DRF nests a field's errors under its keys ({"sizes": {"binary_vote": ["..."]}}, lists of objects for
+  // many=True): each message is named by its dotted path, e.g. "sizes.binary_vote: ...".
+  static fieldErrors(body, prefix = "") {
+    if (Array.isArray(body)) {
+      if (body.every((v) => typeof v !== "object" || v === null)) return [ApiError.named(prefix, body.join(" "))];
+      return body.flatMap((v, i) => ApiError.fieldErrors(v, `${prefix}[${i}]`));
+    }
+    if (body && typeof body === "object") {
+      return Object.entries(body).flatMap(([k, v]) => ApiError.fieldErrors(v, prefix ? `${prefix}.${k}` : k));
+    }
+    return [ApiError.named(prefix, String(body))];
+  }
+
+  static named(path, message) {
+    return path ? `${path}: ${message}` : message;
+  }
+
   static describe(status, body) {
     if (body && typeof body === "object") {
       if (body.detail) return String(body.detail);
-      return Object.entries(body).map(([k, v]) => `${k}: ${[].concat(v).join(" ")}`).join("; ");
+      return ApiError.fieldErrors(body).join("; ");
     }
     return `The server answered ${status}.`;
   }
