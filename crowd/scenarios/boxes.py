@@ -3,6 +3,7 @@ through the box pipeline (draw, quality, coverage; ILSVRC §3.2.1), then scored 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from crowd.driver import OrganizerApi, Stats, rounded
 from crowd.ground_truth import COVERAGE_IOU, box_scores, match_boxes
+from crowd.scenarios.finishing import Finisher, Operator, decide_item
 from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
 from crowd.simulated import (
     Crowd,
@@ -130,6 +132,9 @@ class BoxesScenario:
         seed: int,
         max_boxes: int = 25,
         max_rounds: int = 30,
+        operator: Operator | None = None,
+        reviewer_token: str | None = None,
+        log: Callable[[str], None] | None = None,
         **_ignored: Any,  # options of other scenarios (--positive-rate, --votes)
     ) -> None:
         self.classes, self.crowd, self.n_images, self.seed = classes, crowd, n_images, seed
@@ -139,6 +144,21 @@ class BoxesScenario:
         self.scenes: list[Scene] = generate_scenes(classes, SceneSpec(n_images=n_images, seed=seed))
         self.image_scene: dict[int, Scene] = {}
         self.image_of_ref: dict[str, int] = {}  # a lease's task.image.ref -> the image id uploading gave
+        # Run as a deployment runs (crowd.scenarios.finishing): the sweep, then an in-house reviewer deciding what
+        # the crowd could not. Without an operator the run stops when the crowd runs dry.
+        self.finisher = Finisher(
+            operator,
+            reviewer_token,
+            lambda item: decide_item(item, self.image_scene.get((item.get("image") or {}).get("id")), {}),
+            np.random.default_rng([seed, 0x4E71]),
+            log=log,
+        )
+
+    def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
+        """The crowd works until no task is left, the sweep settles what nobody left can answer, and the
+        reviewer decides what went to review (the crowd working on whatever that opens)."""
+        self.finisher.work_out(api, work)
+        self.finisher.review_rounds(api, work)
 
     def setup(self, api: OrganizerApi) -> None:
         cap = max(3, min(DEFAULT_VOTE_CAP, len(self.crowd.workers) - 2))
@@ -200,5 +220,8 @@ class BoxesScenario:
             "duplicate_boxes": score.duplicate_boxes,
             "covered_images": score.covered_images,
             "jobs": progress["status_counts"],
+            "jobs_unfinished": progress["total"] - progress["status_counts"].get("done", 0),
+            "review_per_100_images": rounded(100 * self.finisher.review["decided"] / n, 2),
+            "reviewer": self.finisher.summary(),
             "review_reasons": progress["review_reasons"],
         }

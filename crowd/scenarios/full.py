@@ -14,19 +14,17 @@ operator would from the shell. Nothing here imports the platform.
 
 from __future__ import annotations
 
-import functools
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from crowd import reviewer
-from crowd.driver import OrganizerApi, Stats, latest, rounded, submit_with_retries
+from crowd.driver import OrganizerApi, Stats, latest, rounded
 from crowd.ground_truth import label_precision_recall
 from crowd.scenarios.boxes import DEFAULT_VOTE_CAP, answer_box_task, is_box_task
+from crowd.scenarios.finishing import REVIEW_ROUNDS, REVIEWER_ERROR_RATE, Finisher, Operator, decide_item
 from crowd.scenarios.full_scoring import FullScoring
 from crowd.scenarios.multilabel import HierarchyFile
 from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
@@ -37,30 +35,10 @@ KINDS = ("question", "box_draw", "box_quality", "box_coverage", "binary_vote")
 PHASE_ANSWERS = {"verification": "verify", "multilabel": "hierarchy", "review": "hierarchy"}
 EXPORT_FORMATS = ("coco", "ilsvrc")
 EXPORT_WAIT_SECONDS = 300.0
-REVIEWER_ERROR_RATE = 0.02
-# Review rounds at most: a round is an overlap scan, the reviewer working the queue empty, and the crowd working
-# on what the decisions sent back. The operator goes on until a round finds nothing to decide (every accepted box
-# then passed a scan, so it is final); the cap only bounds a run that never settles.
-REVIEW_ROUNDS = 12
-# Sweeps for starved questions after the crowd runs dry, at most, per phase (each may open new questions).
-SWEEPS_PER_PHASE = 10
 # With --gold-rate: the organizer labels this many extra images (a share of --images) itself; they are posted as
 # gold items and never enter production or the scores.
 GOLD_IMAGE_SHARE = 0.2
 QUESTION_SUBJECT = "question"  # an ambiguous item about a consensus question names a type containing this
-
-
-class Operator(Protocol):
-    """What an operator does from the shell where the platform has no API."""
-
-    def scan_overlaps(self, dataset_name: str) -> None: ...
-
-    def make_splits(self, dataset_name: str, seed: int) -> None: ...
-
-    def sweep_stuck(self, dataset_name: str) -> int:
-        """The periodic sweep, now (`review_stuck`): settle the questions nobody left can answer, queue what
-        is in review without an item; returns how many questions it settled or sent to review."""
-        ...
 
 
 class FullScenario(FullScoring):
@@ -92,9 +70,8 @@ class FullScenario(FullScoring):
         if not 0.0 <= positive_rate <= 1.0:
             raise ValueError("--positive-rate must be between 0 and 1")
         self.classes, self.crowd, self.n_images, self.seed = classes, crowd, n_images, seed
-        self.operator, self.reviewer_token = operator, reviewer_token
+        self.operator = operator
         self.positive_rate, self.order = positive_rate, order
-        self.reviewer_error_rate, self.review_rounds = reviewer_error_rate, review_rounds
         self.background = background
         if any(n < 1 for n in majorities):
             raise ValueError("--majority takes vote counts of at least 1, e.g. 3,5")
@@ -134,22 +111,20 @@ class FullScenario(FullScoring):
         self.image_ids: dict[str, int] = {}
         self.candidates: list[tuple[int, str]] = []  # (image id, class key) to verify
         self.counts: dict[str, int] = {}  # answers by what they were about (verify, hierarchy, box_draw...)
-        self.review: dict[str, int] = {
-            "decided": 0,
-            "conflicts": 0,
-            "undecidable": 0,
-            "errors_made": 0,
-            "retries": 0,  # decisions sent again after a 5xx or no answer (same Idempotency-Key)
-        }
-        self.conflicts: dict[str, int] = {}  # refused decisions by the error code the API gave
         self.phase = "verification"
-        # When the platform last confirmed a crowd answer and a reviewer decision (time.monotonic()), and how long
-        # after the later of the two each export was requested and finished: the export must hold what the
-        # answers made final, however soon it is asked for.
-        self.last_answer_at: float | None = None
-        self.last_decision_at: float | None = None
+        # How long after the later of the last crowd answer and the last reviewer decision (the finisher's) each
+        # export was requested and finished: the export must hold what the answers made final, however soon it
+        # is asked for.
         self.export_timing: dict[str, dict[str, Any]] = {}
-        self.rng = np.random.default_rng([seed, 0x4E71])
+        self.finisher = Finisher(
+            operator,
+            reviewer_token,
+            lambda item: decide_item(item, self._item_scene(item), self.hierarchy.leaves_under),
+            np.random.default_rng([seed, 0x4E71]),
+            error_rate=reviewer_error_rate,
+            rounds=review_rounds,
+            log=self.log,
+        )
 
     # --- setup and phases ----------------------------------------------------------------------------------
 
@@ -242,7 +217,7 @@ class FullScenario(FullScoring):
     def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
         """The phases after setup; `work()` lets the crowd work until no task is left."""
         self.log("verification")
-        self._work_out(api, work)
+        self.finisher.work_out(api, work)
         self.phase = "multilabel"
         self.log("multi-label and boxes")
         hierarchy = self._hierarchy_id(api)
@@ -256,22 +231,9 @@ class FullScenario(FullScoring):
                 "engine": "consensus",
             },
         ).expect(201)
-        self._work_out(api, work)
+        self.finisher.work_out(api, work)
         self.phase = "review"
-        for round_no in range(1, self.review_rounds + 1):
-            started = time.monotonic()
-            self.operator.scan_overlaps(api.dataset_name)
-            scanned = time.monotonic()
-            decided = self._review_all(api)
-            self.log(
-                f"review round {round_no}: {decided} decisions (overlap scan request {scanned - started:.1f} s, "
-                f"review {time.monotonic() - scanned:.1f} s)"
-            )
-            if not decided:
-                break
-            self._work_out(api, work)
-        else:
-            self.operator.scan_overlaps(api.dataset_name)  # boxes of the last round's work are scanned too
+        self.finisher.review_rounds(api, work)
         self.phase = "export"
         started = time.monotonic()
         self.operator.make_splits(api.dataset_name, self.seed)
@@ -282,28 +244,6 @@ class FullScenario(FullScoring):
             self.phase = f"majority{n}"
             self.log(f"fixed majority of {n}, beside")
             self.majority_figures[self.phase] = self._majority(api, work, n)
-
-    def _work_out(self, api: OrganizerApi, work: Callable[[], Stats]) -> int:
-        """The crowd works until no task is left; then the schedule's sweep runs (a simulated crowd does in
-        minutes what takes people days, so the sweep's wait is not waited out) and, when it settled questions
-        nobody could answer, the crowd works on what they opened. Returns the tasks answered."""
-        answered = self._work(work)
-        for _ in range(SWEEPS_PER_PHASE):
-            started = time.monotonic()
-            settled = self.operator.sweep_stuck(api.dataset_name)
-            self.log(
-                f"sweep: {settled} questions nobody could answer settled or sent to review "
-                f"({time.monotonic() - started:.1f} s)"
-            )
-            if not settled:
-                break
-            answered += self._work(work)
-        return answered
-
-    def _work(self, work: Callable[[], Stats]) -> int:
-        run = work()
-        self.last_answer_at = latest(self.last_answer_at, run.last_answer_at)
-        return run.tasks_answered
 
     def _majority(self, api: OrganizerApi, work: Callable[..., Stats], n: int) -> dict[str, Any]:
         """The same candidates verified by a fixed majority of `n` votes (plain vote tasks) in a dataset of its
@@ -384,97 +324,15 @@ class FullScenario(FullScoring):
                 self.gold_answers[worker.worker_id] = self.gold_answers.get(worker.worker_id, 0) + 1
         return answer, seconds
 
-    # --- the reviewer ------------------------------------------------------------------------------------
-
-    def _review_all(self, api: OrganizerApi) -> int:
-        """Lease and decide review items of the dataset until the queue is empty; returns the decisions."""
-        decided, skip = 0, []
-        while True:
-            params = {"dataset": api.dataset_id}
-            if skip:
-                params["skip"] = ",".join(map(str, skip))
-            call = functools.partial(api.transport.call, token=self.reviewer_token)
-            reply = submit_with_retries(
-                functools.partial(call, "GET", "/api/v1/review/next", params=params), Stats()
-            )
-            if reply.status == 204:
-                return decided
-            item = reply.expect(200)
-            decision = self._decide(item)
-            if decision is None:
-                self.review["undecidable"] += 1
-                # 409: a retried release whose first attempt went through (the item is no longer held).
-                release = functools.partial(call, "POST", f"/api/v1/review/items/{item['id']}/release")
-                submit_with_retries(release, Stats()).expect(200, 409)
-                skip.append(item["id"])
-                continue
-            choices = tuple(c["value"] for c in item["decisions"])
-            final = reviewer.with_error(decision, choices, self.rng, self.reviewer_error_rate)
-            self.review["errors_made"] += final != decision
-            # Sent as the review page sends it: with an Idempotency-Key, again after a 5xx or no answer (a
-            # retry of a decision the platform recorded is answered 200 with it).
-            sent = Stats()
-            decide = functools.partial(
-                call,
-                "POST",
-                f"/api/v1/review/items/{item['id']}/decide",
-                json_body={"decision": final},
-                headers={"Idempotency-Key": uuid.uuid4().hex},
-            )
-            result = submit_with_retries(decide, sent)
-            self.review["retries"] += sent.submit_retries
-            if result.status in (200, 201):
-                self.last_decision_at = time.monotonic()
-                decided += 1
-                self.review["decided"] += 1
-            else:
-                code = _error_code(result)
-                self.review["conflicts"] += 1
-                self.conflicts[code] = self.conflicts.get(code, 0) + 1
-                self.log(f"review item {item['id']} ({item['kind']}, {item.get('reason', '')}): {code}")
-                skip.append(item["id"])
-
-    def _decide(self, item: dict) -> str | None:
-        """The right decision for the item, from what it shows (its image, boxes, and for an ambiguous item the
-        context: what is asked, the concept, the other boxes) and the ground truth of that image; None when it
-        shows too little to decide (no image, no concept, an unknown kind of question)."""
+    def _item_scene(self, item: dict) -> Scene | None:
+        """The scene a review item's image shows (None for an image the crowd never saw, or no image)."""
         image = item.get("image")
-        scene = self.image_scene.get(image["id"]) if image else None
-        if scene is None:
-            return None
-        by_class = scene.boxes_by_class()
-        empty = np.zeros((0, 4))
-        box_a, box_b = item.get("box_a"), item.get("box_b")
-        if item["kind"] == "duplicate" and box_a and box_b:
-            return reviewer.decide_duplicate(box_a, box_b, by_class.get(box_a["concept"]["wnid"], empty))
-        if item["kind"] == "cross_class" and box_a and box_b:
-            return reviewer.decide_cross_class(box_a, box_b, by_class)
-        context = item.get("context") or {}
-        if item["kind"] != "ambiguous" or not context:
-            return None
-        concept = _wnid(context.get("concept")) or (_wnid(box_a["concept"]) if box_a else None)
-        if concept is None:
-            return None
-        truth = by_class.get(concept, empty)
-        judged = box_a["id"] if box_a else None
-        others = [b for b in context.get("boxes") or [] if b["id"] != judged]
-        asks = context.get("kind")
-        if asks == "box_job":
-            accepted = [b for b in others if b.get("state") == "accepted"]
-            return reviewer.decide_job(box_a, accepted, truth, tuple(c["value"] for c in item["decisions"]))
-        if asks == "box_quality" and box_a:
-            return reviewer.decide_box(box_a, truth, others)
-        if asks == "box_coverage":
-            return reviewer.decide_coverage(others, truth)
-        if asks in ("image_verify", "hierarchy"):
-            present = bool(self.hierarchy.leaves_under.get(concept, frozenset({concept})) & scene.class_keys)
-            return reviewer.decide_presence(present)
-        return None
+        return self.image_scene.get(image["id"]) if image else None
 
     # --- exports -----------------------------------------------------------------------------------------
 
     def _export(self, api: OrganizerApi, fmt: str) -> bytes:
-        last = latest(self.last_answer_at, self.last_decision_at)
+        last = latest(self.finisher.last_answer_at, self.finisher.last_decision_at)
         requested = time.monotonic()
         job = api.call(
             "POST",
@@ -493,7 +351,7 @@ class FullScenario(FullScoring):
             # From the platform's confirmation of the last answer (crowd or reviewer) to sending the request.
             "seconds_after_last_answer": None if last is None else round(requested - last, 2),
             "last_answer": "review decision"
-            if last is not None and last == self.last_decision_at
+            if last is not None and last == self.finisher.last_decision_at
             else "crowd",
             "seconds_to_done": round(time.monotonic() - requested, 2),
         }
@@ -503,17 +361,3 @@ class FullScenario(FullScoring):
             f"({timing['last_answer']}), done {timing['seconds_to_done']} s later"
         )
         return api.call("GET", f"/api/v1/exports/{job['id']}/file", binary=True).expect(200)
-
-
-def _wnid(concept: Any) -> str | None:
-    """A concept as the API may show it: a wnid, or an object with one."""
-    if isinstance(concept, dict):
-        return concept.get("wnid")
-    return concept if isinstance(concept, str) else None
-
-
-def _error_code(reply: Any) -> str:
-    """A refused request, as the API explains it: its status and the start of its message."""
-    body = reply.data
-    detail = body.get("detail", body) if isinstance(body, dict) else body
-    return f"{reply.status} {str(detail)[:70]}"

@@ -72,7 +72,7 @@ class FullScoring:
             ),
             "questions_in_review": sum(1 for q in questions if q["state"] == "review"),
             "categories_missing": len(missing_categories([c.key for c in self.classes], coco)),
-            "review": {**self.review, "conflict_codes": self.conflicts, "queue": self._review_counts(api)},
+            "review": {**self.finisher.summary(), "queue": self._review_counts(api)},
             "box_jobs": api.call("GET", f"/api/v1/datasets/{api.dataset_id}/box-jobs/").expect(200)[
                 "status_counts"
             ],

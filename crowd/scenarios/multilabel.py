@@ -10,12 +10,16 @@ leaves lie below each question, to know the true answer a worker would see in th
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from crowd.driver import OrganizerApi, Stats, rounded
 from crowd.ground_truth import label_precision_recall
+from crowd.scenarios.finishing import Finisher, Operator, decide_item
 from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
 from crowd.simulated import Crowd, SimulatedWorker, TaskKind, answer_binary, answer_seconds
 
@@ -84,6 +88,11 @@ class MultilabelScenario:
     positive_rate: float = 0.6  # verify only
     image_size: tuple[int, int] | None = None  # None = SceneSpec's sizes
     name: str = "multilabel"
+    # Run as a deployment runs (crowd.scenarios.finishing): the sweep, then an in-house reviewer deciding what the
+    # crowd could not. Without an operator the run stops when the crowd runs dry.
+    operator: Operator | None = None
+    reviewer_token: str | None = None
+    log: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ("consensus", "vote"):
@@ -106,6 +115,21 @@ class MultilabelScenario:
         self.scenes: list[Scene] = generate_scenes(self.classes, spec)
         self.image_scene: dict[int, Scene] = {}
         self.image_of_ref: dict[str, int] = {}  # a lease's task.image.ref -> the image id uploading gave
+        self.finisher = Finisher(
+            self.operator,
+            self.reviewer_token,
+            lambda item: decide_item(
+                item, self.image_scene.get((item.get("image") or {}).get("id")), self.hierarchy.leaves_under
+            ),
+            np.random.default_rng([self.seed, 0x4E71]),
+            log=self.log,
+        )
+
+    def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
+        """The crowd works until no task is left, the sweep settles what nobody left can answer, and the
+        reviewer decides what went to review (the crowd working on whatever that opens)."""
+        self.finisher.work_out(api, work)
+        self.finisher.review_rounds(api, work)
 
     def setup(self, api: OrganizerApi) -> None:
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
@@ -145,11 +169,19 @@ class MultilabelScenario:
 
     def summarize(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
         rows = api.paged(f"/api/v1/datasets/{api.dataset_id}/multilabel/")
-        predicted = {(r["image"], p["wnid"]) for r in rows for p in r["present"]}
-        truth = {(image_id, key) for image_id, scene in self.image_scene.items() for key in scene.class_keys}
+        # Scored on the images the platform finished; the rest are counted apart, not as misses.
+        done = {r["image"] for r in rows if r["status"] == "done"}
+        predicted = {(r["image"], p["wnid"]) for r in rows if r["image"] in done for p in r["present"]}
+        truth = {
+            (image_id, key)
+            for image_id, scene in self.image_scene.items()
+            if image_id in done
+            for key in scene.class_keys
+        }
         score = label_precision_recall(predicted, truth)
         n = len(self.scenes)
-        pairs = n * len(self.hierarchy.leaves)
+        reviewed = sum(self.finisher.decided_by_asks.values())
+        pairs = max(len(done) * len(self.hierarchy.leaves), 1)
         questions = sum(r["questions"] for r in rows)
         return {
             "precision": rounded(score.precision),
@@ -160,7 +192,10 @@ class MultilabelScenario:
             "flat_questions_per_image": len(self.hierarchy.leaves),
             "worker_seconds_per_image": rounded(stats.worker_seconds / n, 2),
             "images": n,
-            "images_done": sum(1 for r in rows if r["status"] == "done"),
+            "images_done": len(done),
+            "images_unfinished": n - len(done),
+            "review_per_100_images": rounded(100 * reviewed / n, 2),
+            "reviewer": self.finisher.summary(),
             "present_true": len(truth),
             "present_found": len(predicted),
             "order": self.order,

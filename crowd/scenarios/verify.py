@@ -14,6 +14,7 @@ scenario knows which tasks were gold only because it also plays the organizer wh
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from crowd.driver import OrganizerApi, Stats, rounded
 from crowd.ground_truth import label_precision_recall
+from crowd.scenarios.finishing import Finisher, Operator, decide_item
 from crowd.scenes import Scene, SceneClass, SceneSpec, generate_scenes
 from crowd.simulated import Crowd, SimulatedWorker, TaskKind, answer_binary, answer_seconds
 
@@ -42,6 +44,11 @@ class VerifyScenario:
     gold_image_share: float = 0.2  # images the organizer labeled themselves, used as gold when gold_rate > 0
     gold_answers: dict[str, int] = field(default_factory=dict)  # simulated worker id -> gold tasks answered
     assignment_worker: dict[int, str] = field(default_factory=dict)  # assignment id -> simulated worker id
+    # Run as a deployment runs (crowd.scenarios.finishing): the sweep, then an in-house reviewer deciding what the
+    # crowd could not. Without an operator the run stops when the crowd runs dry.
+    operator: Operator | None = None
+    reviewer_token: str | None = None
+    log: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.positive_rate <= 1.0:
@@ -67,6 +74,19 @@ class VerifyScenario:
         self.candidates: list[tuple[int, str]] = []  # (scene index, class key)
         self.gold_indices: set[int] = set()  # scenes the organizer labeled themselves (gold, not production)
         self.gold_images: set[int] = set()
+        self.finisher = Finisher(
+            self.operator,
+            self.reviewer_token,
+            lambda item: decide_item(item, self.image_scene.get((item.get("image") or {}).get("id")), {}),
+            np.random.default_rng([self.seed, 0x4E71]),
+            log=self.log,
+        )
+
+    def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
+        """The crowd works until no task is left, the sweep settles what nobody left can answer, and the
+        reviewer decides what went to review (the crowd working on whatever that opens)."""
+        self.finisher.work_out(api, work)
+        self.finisher.review_rounds(api, work)
 
     def _choose_candidates(self) -> list[tuple[int, str]]:
         """One candidate synset per image: a class it shows with probability `positive_rate`, else one it
@@ -168,8 +188,8 @@ class VerifyScenario:
         ).expect(200)
         return bool(data["count"])
 
-    def _outcomes(self, api: OrganizerApi) -> tuple[set[tuple[int, str]], int, int]:
-        """(accepted (image, concept) pairs, decided questions, questions sent to review)."""
+    def _outcomes(self, api: OrganizerApi) -> tuple[set[tuple[int, str]], set[tuple[int, str]], int]:
+        """(accepted (image, concept) pairs, decided pairs, questions in review now)."""
         if self.majority is not None:
             results = api.paged(f"/api/v1/datasets/{api.dataset_id}/vote-results/")
             accepted = {
@@ -177,30 +197,35 @@ class VerifyScenario:
                 for r in results
                 if r["result"] and r["result"].get("answer") is True
             }
-            decided = sum(
-                1 for r in results if r["state"] == "done" and r["result"].get("answer") is not None
-            )
-            return accepted, decided, sum(1 for r in results if r["state"] == "done") - decided
+            decided = {
+                (r["image"], r["concept"])
+                for r in results
+                if r["state"] == "done" and r["result"].get("answer") is not None
+            }
+            return accepted, decided, sum(1 for r in results if r["state"] == "done") - len(decided)
         rows = api.paged(f"/api/v1/datasets/{api.dataset_id}/decisions/")
         accepted = {(r["image"], r["concept"]) for r in rows if r["state"] == "accepted"}
-        decided = sum(1 for r in rows if r["state"] in ("accepted", "rejected"))
+        decided = {(r["image"], r["concept"]) for r in rows if r["state"] in ("accepted", "rejected")}
         return accepted, decided, sum(1 for r in rows if r["state"] == "review")
 
     def summarize(self, api: OrganizerApi, stats: Stats) -> dict[str, Any]:
         accepted, decided, review = self._outcomes(api)
+        pairs = {(self.index_to_image[index], key) for index, key in self.candidates}
+        # Scored on the candidates the platform finished; the rest are counted apart, not as misses.
         truth = {
             (self.index_to_image[index], key)
             for index, key in self.candidates
-            if key in self.scenes[index].class_keys
+            if key in self.scenes[index].class_keys and (self.index_to_image[index], key) in decided
         }
         score = label_precision_recall(accepted, truth)
+        reviewed = self.finisher.decided_by_asks.get("image_verify", 0)
         n = len(self.scenes) - len(self.gold_indices)  # production images
         gold = self._gold_summary(api, stats) if self.gold_rate else {}
         return {
             "precision": rounded(score.precision),
             "recall": rounded(score.recall),
             "votes_per_image": rounded(stats.tasks_answered / n),
-            "questions_per_image": rounded(decided / n),
+            "questions_per_image": rounded(len(decided) / n),
             "worker_seconds_per_image": rounded(stats.worker_seconds / n, 2),
             "consensus": self.consensus,
             "images": n,
@@ -208,7 +233,11 @@ class VerifyScenario:
             "candidates_true": len(truth),
             "accepted": len(accepted),
             "false_positives": score.false_positives,
-            "review": review,
+            # Questions left to a person: decided by the in-house reviewer, or still waiting for one.
+            "review": review + reviewed,
+            "review_per_100_questions": rounded(100 * (review + reviewed) / max(len(pairs), 1), 2),
+            "unfinished": len(pairs - decided),
+            "reviewer": self.finisher.summary(),
             **gold,
         }
 

@@ -48,8 +48,10 @@ def run_simulate(**options) -> dict:
 
 @pytest.mark.django_db
 def test_verify_summary_has_every_key_and_is_reproducible_for_a_seed():
-    first = run_simulate(scenario="verify", images=24, workers=6, seed=3, synsets=5)
-    second = run_simulate(scenario="verify", images=24, workers=6, seed=3, synsets=5)
+    # The crowd alone: a sweep and a reviewer would settle what is left from tables and reliabilities the
+    # database shares between runs, so only the crowd's part repeats exactly in one database.
+    first = run_simulate(scenario="verify", images=24, workers=6, seed=3, synsets=5, crowd_only=True)
+    second = run_simulate(scenario="verify", images=24, workers=6, seed=3, synsets=5, crowd_only=True)
     for key in (
         "precision",
         "recall",

@@ -225,10 +225,18 @@ class Command(BaseCommand):
             "--sweep-wait",
             type=float,
             default=0.0,
-            help="With --organizer-token (full scenario): when the crowd runs dry with questions still open, wait "
+            help="With --organizer-token (every scenario, not with --crowd-only): when the crowd runs dry with questions still open, wait "
             "up to this many seconds for the server's scheduled sweep to settle them (it waits "
             "CROWDLABEL_STARVED_AFTER_SECONDS, then runs every CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS), as people "
             "would come back later; 0 (the default) does not wait.",
+        )
+        parser.add_argument(
+            "--crowd-only",
+            action="store_true",
+            help="verify, multilabel and boxes: stop when the crowd runs dry, with no stuck-question sweep and no "
+            "in-house reviewer, so the figures show what the crowd alone settled (by default a run goes on as a "
+            "deployment would, as full always does: the sweep, then a simulated reviewer deciding every review "
+            "item, and the summary counts what was left to a person).",
         )
         parser.add_argument("--no-progress", action="store_true")
 
@@ -264,6 +272,7 @@ class Command(BaseCommand):
         if opts["image_size"] is not None:
             args += ["--image-size", "x".join(map(str, opts["image_size"]))]
         args += ["--no-progress"] if opts["no_progress"] else []
+        args += ["--crowd-only"] if opts["crowd_only"] else []
         manage = str(Path(settings.BASE_DIR) / "manage.py")
         summaries = {}
         with tempfile.TemporaryDirectory(prefix="crowdlabel-compare-") as tmp:
@@ -344,15 +353,18 @@ class Command(BaseCommand):
                 "consensus": opts["consensus"],
                 "image_size": opts["image_size"],
             }
-        if scenario_name == "full":
+        if scenario_name == "full" or not opts["crowd_only"]:
             extra |= {
                 "operator": remote.operator() if remote else ShellOperator(),
                 "reviewer_token": accounts.reviewer_token,
+                "log": None if opts["no_progress"] else self.log,
+            }
+        if scenario_name == "full":
+            extra |= {
                 "scene_overrides": HOSTILE_SCENES if (opts["scenes"] or crowd_name) == "hostile" else None,
                 "background": bool(opts["server"]),
                 "majorities": opts["majority"],
                 "gold_rate": FULL_GOLD_RATE if opts["gold_rate"] is None else opts["gold_rate"],
-                "log": None if opts["no_progress"] else self.log,
             }
         scenario = SCENARIOS[scenario_name](
             classes=classes,
