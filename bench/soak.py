@@ -58,7 +58,6 @@ SCHEDULE_ENV = {
     "CROWDLABEL_LEASE_EXPIRY_EVERY_SECONDS": "10",
     "CROWDLABEL_STARVED_AFTER_SECONDS": "20",
     "CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS": "10",
-    "CROWDLABEL_REVIEW_SCAN_SETTLE_SECONDS": "5",
     "CROWDLABEL_REVIEW_SCAN_DEBOUNCE_SECONDS": "5",
     "CROWDLABEL_OUTBOX_RELAY_SECONDS": "5",
 }
@@ -481,9 +480,7 @@ print(json.dumps(out, default=str))
 def final_sweep(platform: Platform) -> dict:
     """What the schedule runs, once more, at once: lease expiry, the outbox relay, an overlap scan of every
     dataset and the stuck-question sweep with no wait."""
-    out = platform.manage(
-        "shell", "-c", SWEEP, env={"CROWDLABEL_REVIEW_SCAN_SETTLE_SECONDS": "0", "PGAPPNAME": "soak-sweep"}
-    )
+    out = platform.manage("shell", "-c", SWEEP, env={"PGAPPNAME": "soak-sweep"})
     return json.loads(out.strip().splitlines()[-1])
 
 
