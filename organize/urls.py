@@ -92,6 +92,11 @@ urlpatterns = [
         name="worker-unblock",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/scope/?$",
+        workers_api.WorkerScopeView.as_view(),
+        name="dataset-people-scope",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/split-versions/?$",
         splits_api.SplitVersionsView.as_view(),
         name="split-versions",

@@ -122,6 +122,7 @@ for _operation in (
     "v1_datasets_people_list",
     "v1_datasets_people_block_create",
     "v1_datasets_people_unblock_create",
+    "v1_datasets_people_scope_update",
     "v1_datasets_progress_retrieve",
     "v1_datasets_stalls_retrieve",
     "v1_datasets_checklist_retrieve",
