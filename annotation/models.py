@@ -573,3 +573,24 @@ class DatasetGrant(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.worker_id} may work on dataset {self.dataset_id}"
+
+
+class ReviewerGrant(models.Model):
+    """A dataset a scoped reviewer may review. A reviewer holding at least one grant sees, leases and decides
+    review items of their granted datasets only (`annotation.scoping.reviewer_dataset_q`), and loads images of
+    those datasets only; one holding none is unscoped and reviews every dataset's items (the platform-wide queue,
+    the behaviour before reviewer grants existed).
+
+    Made when a reviewer accepts an invitation that names datasets (`crowd.invitations`). A granted dataset is
+    protected from deletion, so no deletion ever turns a scoped reviewer into an unscoped one."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["user", "dataset"], name="reviewer_grant_unique")]
+
+    def __str__(self) -> str:
+        return f"reviewer {self.user_id} may review dataset {self.dataset_id}"

@@ -93,7 +93,7 @@ async function refresh() {
   const rows = await api(base, `datasets/${id}/invitations`);
   document.querySelector("#invitations tbody").replaceChildren(...rows.map((inv) => el("tr", { "data-invitation": inv.id },
     el("td", { text: inv.role }),
-    el("td", { class: "scope", text: inv.role === "workers" ? scopeText(inv.datasets) : "" }),
+    el("td", { class: "scope", text: scopeText(inv.datasets) }),
     el("td", { text: inv.status }), el("td", { text: inv.created_by }),
     el("td", { text: new Date(inv.expires_at).toLocaleString() }), el("td", { text: inv.accepted_by ?? "" }))));
 }
@@ -104,7 +104,7 @@ document.getElementById("invite").addEventListener("submit", async (event) => {
   error.textContent = "";
   const data = formData(event.target);
   const body = { role: data.role, expires_in_hours: Number(data.expires_in_hours) };
-  if (data.role === "workers") body.datasets = pickedDatasets(scopePicker);
+  body.datasets = pickedDatasets(scopePicker);
   try {
     const issued = await api(base, `datasets/${id}/invitations`, { method: "POST", body });
     document.getElementById("issued").hidden = false;
@@ -117,9 +117,6 @@ document.getElementById("invite").addEventListener("submit", async (event) => {
   }
 });
 
-// The scope is a worker's: a reviewer invitation names no datasets.
-const roleSelect = document.querySelector("#invite select[name=role]");
-roleSelect.addEventListener("change", () => { scopePicker.hidden = roleSelect.value !== "workers"; });
 
 refresh();
 refreshWorkers().catch((err) => { document.getElementById("workers-error").textContent = err.message; });
