@@ -56,6 +56,10 @@ class Image(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set while the organizer excludes the image (organize/image_exclusion.py): its tasks are not leased, its
+    # open work is left out of progress and the review queue, exports leave it out and name it. Reversible: an
+    # image somebody worked on cannot be deleted, and its answers are kept.
+    excluded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

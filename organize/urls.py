@@ -132,6 +132,16 @@ urlpatterns = [
         name="dataset-image-delete",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/exclude/?$",
+        image_api.DatasetImageExcludeView.as_view(),
+        name="dataset-image-exclude",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/include/?$",
+        image_api.DatasetImageIncludeView.as_view(),
+        name="dataset-image-include",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/?$",
         worker_history.WorkerHistoryView.as_view(),
         name="worker-history",

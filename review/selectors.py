@@ -23,7 +23,7 @@ def review_items_available(
 ) -> QuerySet[ReviewItem]:
     """Items a reviewer may lease now: open, or leased with an expired lease; pairs only while both boxes
     are still accepted (one removed by another decision waits for the scan to dismiss it); none of an archived
-    dataset (they wait until it is restored); with `reviewer`, only of the datasets they may review (a scoped
+    dataset or of an excluded image (they wait until it is restored or included again); with `reviewer`, only of the datasets they may review (a scoped
     reviewer's grants: `annotation.models.ReviewerGrant`)."""
     qs = (
         ReviewItem.objects.filter(
@@ -32,7 +32,7 @@ def review_items_available(
         .filter(
             Q(kind=ReviewKind.AMBIGUOUS) | Q(box_a__state=BoxState.ACCEPTED, box_b__state=BoxState.ACCEPTED)
         )
-        .filter(dataset__archived_at__isnull=True)
+        .filter(dataset__archived_at__isnull=True, image__excluded_at__isnull=True)
     )
     if dataset_id is not None:
         qs = qs.filter(dataset_id=dataset_id)

@@ -130,6 +130,8 @@ for _operation in (
     "v1_datasets_archive_create",
     "v1_datasets_restore_create",
     "v1_datasets_images_delete_create",
+    "v1_datasets_images_exclude_create",
+    "v1_datasets_images_include_create",
     "v1_datasets_exports_list",
     "v1_datasets_crowd_check_retrieve",
     "v1_datasets_settings_presets_retrieve",
