@@ -10,6 +10,7 @@ from annotation.models import AuditEntry, BoxJob, BoxJobStatus, Image
 from annotation.queue import assignment_submit, task_lease_next
 from annotation.vote_tasks import vote_tasks_create
 from benchmark.final_labels import final_labels_rebuild
+from consensus.starved import questions_starved
 from review import services as review_services
 from tests import factories
 from tests.benchmark.test_export_completeness import boxed, coco, export, written_ids
@@ -65,6 +66,9 @@ def test_an_excluded_image_is_not_leased_until_included_again(
     listed = client.get(f"/api/v1/datasets/{dataset.pk}/images", {"excluded": "true"}).data["results"]
     assert [row["id"] for row in listed] == [first.pk]
     assert leased_images(other_worker, dataset) == [second.pk, second.pk], "the first image's tasks wait"
+    # Waiting is not starving: the sweep and the stalls card leave an excluded image's questions alone.
+    starved = questions_starved(dataset_id=dataset.pk, idle_seconds=0)
+    assert starved == []
     # Excluding it again changes nothing and records nothing more.
     assert client.post(url(dataset, first, "exclude"), {}, format="json").status_code == 200
 
