@@ -42,6 +42,7 @@ from .models import (
     Image,
     Task,
 )
+from .scoping import reviewer_datasets
 from .serializers import (
     AssignmentSerializer,
     BoxJobProgressSerializer,
@@ -532,7 +533,7 @@ class ImageFileView(APIView):
         image = get_object_or_404(Image.objects.select_related("dataset"), pk=pk)
         allowed = (
             user.is_superuser
-            or has_role(user, REVIEWERS)
+            or (has_role(user, REVIEWERS) and reviewer_datasets(user).filter(pk=image.dataset_id).exists())
             or image.dataset.organizers.filter(pk=user.pk).exists()
         )
         if not allowed:
@@ -585,7 +586,7 @@ class ExampleFileView(APIView):
         user = request.user
         allowed = (
             user.is_superuser
-            or has_role(user, REVIEWERS)
+            or (has_role(user, REVIEWERS) and reviewer_datasets(user).filter(pk=example.dataset_id).exists())
             or (has_role(user, ORGANIZERS) and example.dataset.organizers.filter(pk=user.pk).exists())
             or (
                 hasattr(user, "worker")

@@ -13,6 +13,7 @@ IMAGE_FILTER_PARAMETERS = [
     OpenApiParameter("name", str, description="Only images whose file name contains this text."),
     OpenApiParameter("near_duplicate", bool, description="true: only images flagged as near-duplicates."),
     OpenApiParameter("concept", str, description="Only images with a present final label of this wnid."),
+    OpenApiParameter("excluded", bool, description="true: only excluded images; false: only the others."),
 ]
 
 
@@ -24,6 +25,10 @@ def images_filtered(images: QuerySet, params) -> QuerySet:
         if params["near_duplicate"] not in ("true", "false"):
             raise ValidationError({"near_duplicate": "must be true or false"})
         images = images.filter(near_duplicate_of__isnull=params["near_duplicate"] == "false")
+    if params.get("excluded") not in (None, ""):
+        if params["excluded"] not in ("true", "false"):
+            raise ValidationError({"excluded": "must be true or false"})
+        images = images.filter(excluded_at__isnull=params["excluded"] == "false")
     if params.get("concept"):
         concept = concept_by_wnid(params["concept"])
         images = images.filter(final_labels__concept=concept, final_labels__present=True)

@@ -56,6 +56,10 @@ class Image(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set while the organizer excludes the image (organize/image_exclusion.py): its tasks are not leased, its
+    # open work is left out of progress and the review queue, exports leave it out and name it. Reversible: an
+    # image somebody worked on cannot be deleted, and its answers are kept.
+    excluded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -573,3 +577,24 @@ class DatasetGrant(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.worker_id} may work on dataset {self.dataset_id}"
+
+
+class ReviewerGrant(models.Model):
+    """A dataset a scoped reviewer may review. A reviewer holding at least one grant sees, leases and decides
+    review items of their granted datasets only (`annotation.scoping.reviewer_dataset_q`), and loads images of
+    those datasets only; one holding none is unscoped and reviews every dataset's items (the platform-wide queue,
+    the behaviour before reviewer grants existed).
+
+    Made when a reviewer accepts an invitation that names datasets (`crowd.invitations`). A granted dataset is
+    protected from deletion, so no deletion ever turns a scoped reviewer into an unscoped one."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["user", "dataset"], name="reviewer_grant_unique")]
+
+    def __str__(self) -> str:
+        return f"reviewer {self.user_id} may review dataset {self.dataset_id}"

@@ -1,12 +1,14 @@
-"""Which datasets an organizer may see: their own (a superuser: all). Every organizer endpoint of every app goes
-through here, so another organizer's dataset answers 404 exactly like a missing one."""
+"""Which datasets an organizer may see: their own (a superuser: all), and which a reviewer may review (their granted
+ones, or all when they hold no grant). Every organizer endpoint of every app goes through here, so another
+organizer's dataset answers 404 exactly like a missing one."""
 
 from __future__ import annotations
 
+from django.db.models import Exists, OuterRef, Q
 from django.shortcuts import get_object_or_404
 from rest_framework.exceptions import PermissionDenied
 
-from .models import Dataset
+from .models import Dataset, ReviewerGrant
 
 
 def organizer_datasets(user):
@@ -30,3 +32,18 @@ def organizer_datasets_named(user, ids) -> list[Dataset]:
             "a scope names only datasets you organize"
         )
     return found
+
+
+def reviewer_dataset_q(user, field: str = "dataset") -> Q:
+    """A filter on `field` (a dataset foreign key, or "pk" on datasets) for what `user` may review: a reviewer
+    holding grants, only their granted datasets; one holding none (and a superuser), every dataset. Two
+    subqueries of the filtered statement itself, so scoping costs no query of its own."""
+    if user.is_superuser:
+        return Q()
+    grants = ReviewerGrant.objects.filter(user=user)
+    return ~Q(Exists(grants)) | Q(Exists(grants.filter(dataset=OuterRef(field))))
+
+
+def reviewer_datasets(user):
+    """The datasets `user` may review (every dataset for an unscoped reviewer)."""
+    return Dataset.objects.filter(reviewer_dataset_q(user, "pk"))

@@ -43,6 +43,7 @@ class ImageSerializer(serializers.ModelSerializer):
             "phash",
             "source",
             "near_duplicate_of",
+            "excluded_at",
             "url",
         ]
 

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from annotation.audit import audit_record
 from annotation.models import Dataset
-from annotation.scoping import organizer_dataset
+from annotation.scoping import organizer_dataset, reviewer_datasets
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.parsers import MultiPartParser
 from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
@@ -333,9 +333,9 @@ class DetectionSetFreezeView(APIView):
 
 
 def _reviewed_dataset(request, dataset_id: int) -> Dataset:
-    """Reviewers work on every dataset (the review queue is platform-wide); organizers on their own."""
+    """Reviewers work on the datasets they may review (every dataset when unscoped); organizers on their own."""
     if has_role(request.user, REVIEWERS):
-        return get_object_or_404(Dataset, pk=dataset_id)
+        return get_object_or_404(reviewer_datasets(request.user), pk=dataset_id)
     return organizer_dataset(request.user, dataset_id)
 
 

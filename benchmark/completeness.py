@@ -13,6 +13,8 @@ image is written only when what the export says about it is complete:
   no background. Gold images the organizer posted are of that kind (a gold item answers one question about
   one class or box, never a full label of the image): they are left out, reason `gold`. A gold image the
   pipelines labelled themselves is written by those labels, like any other.
+- an image the organizer excluded is left out, reason `excluded` alone, whatever its labels; its open work and
+  boxes are not counted against its classes.
 Every format (ILSVRC lists, COCO, VOC, YOLO, image folders) writes the same images, since they all read the
 images the label source streams.
 """
@@ -37,6 +39,7 @@ class ImageReason(StrEnum):
     BOXES_NOT_FINAL = "boxes_not_final"  # accepted boxes not final yet (final-labels export)
     GOLD = "gold"  # a gold image no pipeline labelled
     UNLABELLED = "unlabelled"  # no label at all: nothing verified
+    EXCLUDED = "excluded"  # the organizer excluded the image (organize/image_exclusion.py)
 
 
 class BoxReason(StrEnum):
@@ -122,12 +125,15 @@ def assess(
     open_work: Iterable[OpenWork],
     provisional: Iterable[ProvisionalBox],
     include_provisional: bool,
+    excluded: frozenset[int] | set[int] = frozenset(),
 ) -> Completeness:
     """Apply the rule above to the images of an export ((image id, split) pairs). `labelled`: images with a
-    final label or a final box; `gold`: images the dataset's gold items are about."""
+    final label or a final box; `gold`: images the dataset's gold items are about; `excluded`: images the
+    organizer excluded."""
     result = Completeness(include_provisional=include_provisional)
-    split_of = dict(images)
-    result.split_of = split_of
+    result.split_of = dict(images)
+    # Excluded images are left out for that reason alone: the rest of the rule looks only at the others.
+    split_of = {i: s for i, s in result.split_of.items() if i not in excluded}
     reasons: dict[int, set[str]] = defaultdict(set)
     per_class: dict[int, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))  # class -> image -> why
     for work in open_work:
@@ -161,6 +167,9 @@ def assess(
             empty = ImageReason.GOLD if image_id in gold else ImageReason.UNLABELLED
             reasons[image_id].add(empty.value)
             image_wide[image_id].add(empty.value)
+    for image_id in result.split_of.keys() & set(excluded):
+        reasons[image_id] = {ImageReason.EXCLUDED.value}
+        image_wide[image_id].add(ImageReason.EXCLUDED.value)
     result.left_out = {i: tuple(sorted(why)) for i, why in sorted(reasons.items())}
     for concept_id, images_why in per_class.items():
         counts: Counter[str] = Counter()

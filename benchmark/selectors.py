@@ -230,6 +230,9 @@ def export_completeness(
         of_classes(FinalBox.objects.filter(dataset=dataset)).values_list("image_id", flat=True).distinct()
     )
     gold = set(GoldItem.objects.filter(dataset=dataset).values_list("image_id", flat=True).distinct())
+    excluded = set(
+        Image.objects.filter(dataset=dataset, excluded_at__isnull=False).values_list("id", flat=True)
+    )
     work: list[OpenWork] = []
     for image_id, concept_id, status in (
         of_classes(BoxJob.objects.filter(dataset=dataset))
@@ -280,6 +283,7 @@ def export_completeness(
         open_work=work,
         provisional=provisional,
         include_provisional=include_provisional,
+        excluded=excluded,
     )
 
 

@@ -44,11 +44,14 @@ def starved_after() -> timedelta:
 
 def _idle_questions(dataset_id: int | None, idle_since: datetime):
     """Open questions whose task is in the queue (open, or leased with an expired lease) and untouched since
-    `idle_since`."""
+    `idle_since`. Questions about an excluded image are not starved: they wait until it is included again
+    (organize/image_exclusion.py), and the sweep must not settle them meanwhile."""
     tasks = Task.objects.filter(updated_at__lte=idle_since).filter(
         Q(state=TaskState.OPEN) | Q(state=TaskState.LEASED, lease_expires_at__lt=timezone.now())
     )
-    qs = Question.objects.filter(state=QuestionState.OPEN, task__in=tasks)
+    qs = Question.objects.filter(state=QuestionState.OPEN, task__in=tasks).exclude(
+        task__image__excluded_at__isnull=False
+    )
     if dataset_id is not None:
         qs = qs.filter(dataset_id=dataset_id)
     return qs

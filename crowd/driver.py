@@ -394,7 +394,10 @@ def simulate(
     provider `flow` (crowd.provider_flows) the crowd arrives through that provider's sessions instead of the
     accounts' worker tokens, and the summary gains a `provider` section."""
     api = OrganizerApi(transport, accounts.organizer_token)
-    api.create_dataset(dataset_name, description=f"simulated {scenario.name} scenario, seed {seed}")
+    if hasattr(scenario, "open_dataset"):  # a dataset already on the platform (crowd.scenarios.existing)
+        scenario.open_dataset(api)
+    else:
+        api.create_dataset(dataset_name, description=f"simulated {scenario.name} scenario, seed {seed}")
     scenario.setup(api)
     if flow is not None:
         flow.prepare(api)

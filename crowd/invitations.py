@@ -8,7 +8,9 @@ The function API (used by the organizer API, the accept page and in-house crowd 
 
 A worker invitation may name the datasets its worker may work on: accepting grants them
 (`annotation.models.DatasetGrant`), in the transaction that creates the account. One that names none makes an
-unscoped worker (every dataset), as every invitation did before scopes existed."""
+unscoped worker (every dataset), as every invitation did before scopes existed. A reviewer invitation may name
+the datasets its reviewer may review the same way (`annotation.models.ReviewerGrant`); one that names none makes
+an unscoped reviewer, who reviews every dataset's items as reviewers did before."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotation.models import DatasetGrant
+from annotation.models import DatasetGrant, ReviewerGrant
 
 from .models import Invitation, InvitationRole, WorkerSource
 from .services import token_for, user_create
@@ -62,15 +64,13 @@ def token_hash(token: str) -> str:
 def invitation_create(
     *, dataset, role: str, created_by, ttl: timedelta = DEFAULT_TTL, datasets=()
 ) -> IssuedInvitation:
-    """Make an invitation to `dataset`; `datasets` (worker invitations only) are the datasets its worker may
-    work on, none for an unscoped worker. The caller checks that `created_by` organizes each of them."""
+    """Make an invitation to `dataset`; `datasets` are the datasets its worker may work on (or its reviewer may
+    review), none for an unscoped one. The caller checks that `created_by` organizes each of them."""
     if role not in InvitationRole.values:
         raise ValueError(f"role must be one of {', '.join(InvitationRole.values)}, not {role!r}")
     if not timedelta(0) < ttl <= MAX_TTL:
         raise ValueError(f"an invitation lasts more than 0 and at most {MAX_TTL.days} days")
     datasets = list(datasets)
-    if datasets and role != InvitationRole.WORKER:
-        raise ValueError("only a worker invitation names the datasets to work on")
     token = secrets.token_urlsafe(32)
     with transaction.atomic():
         invitation = Invitation.objects.create(
@@ -125,6 +125,10 @@ def invitation_accept(*, token: str, username: str, password: str) -> AcceptedIn
             if scope and invitation.role == InvitationRole.WORKER:
                 DatasetGrant.objects.bulk_create(
                     DatasetGrant(worker=user.worker, dataset_id=dataset_id) for dataset_id in scope
+                )
+            elif scope and invitation.role == InvitationRole.REVIEWER:
+                ReviewerGrant.objects.bulk_create(
+                    ReviewerGrant(user=user, dataset_id=dataset_id) for dataset_id in scope
                 )
             api_token = token_for(user)
     except IntegrityError:  # the same username created concurrently

@@ -47,10 +47,11 @@ class InvitationRole(models.TextChoices):
 class Invitation(models.Model):
     """A one-time link by which a person creates a worker or reviewer account for one dataset.
 
-    A worker invitation names the datasets the invitee may work on (`datasets`, granted on acceptance as
-    `annotation.DatasetGrant` rows); one that names none makes an unscoped worker, who may take tasks of every
-    dataset (the behaviour of invitations made before scopes existed). Only the SHA-256 of the token is stored: the token itself is shown once, to the organizer who made it.
-    Accepting sets `accepted_at` and `accepted_by` once, through a conditional update (single use)."""
+        A worker invitation names the datasets the invitee may work on (`datasets`, granted on acceptance as
+        `annotation.DatasetGrant` rows); one that names none makes an unscoped worker, who may take tasks of every
+        dataset (the behaviour of invitations made before scopes existed). A reviewer invitation names the datasets its
+    reviewer may review the same way (granted as `annotation.ReviewerGrant` rows; none: every dataset). Only the SHA-256 of the token is stored: the token itself is shown once, to the organizer who made it.
+        Accepting sets `accepted_at` and `accepted_by` once, through a conditional update (single use)."""
 
     dataset = models.ForeignKey("annotation.Dataset", on_delete=models.PROTECT, related_name="invitations")
     role = models.CharField(max_length=16, choices=InvitationRole.choices)

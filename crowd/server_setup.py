@@ -30,22 +30,30 @@ def _expect(reply: Reply, *statuses: int, what: str):
     return reply.data
 
 
-def api_accounts(transport: Transport, organizer_token: str, run_id: str, n_workers: int) -> Accounts:
+def api_accounts(
+    transport: Transport, organizer_token: str, run_id: str, n_workers: int, dataset_id: int | None = None
+) -> Accounts:
     """The run's workers and reviewer, each from an invitation to a dataset that holds the run's invitations
-    (workers take tasks from every dataset; an invitation needs one), accepted with a fresh password."""
-    holder = _expect(
-        transport.call(
-            "POST",
-            "/api/v1/datasets/",
-            token=organizer_token,
-            json_body={
-                "name": f"sim-{run_id}-accounts",
-                "description": "the invitations of a simulated crowd",
-            },
-        ),
-        201,
-        what="creating the dataset that holds the invitations",
-    )["id"]
+    (workers take tasks from every dataset; an invitation needs one), accepted with a fresh password. With
+    `dataset_id` (`simulate --dataset`), the invitations are to that dataset and scoped to it: no dataset is
+    made, and the simulated accounts can never take another dataset's tasks or review items."""
+    scope: list[int] = []
+    if dataset_id is not None:
+        holder, scope = dataset_id, [dataset_id]
+    else:
+        holder = _expect(
+            transport.call(
+                "POST",
+                "/api/v1/datasets/",
+                token=organizer_token,
+                json_body={
+                    "name": f"sim-{run_id}-accounts",
+                    "description": "the invitations of a simulated crowd",
+                },
+            ),
+            201,
+            what="creating the dataset that holds the invitations",
+        )["id"]
 
     def account(role: str, username: str) -> str:
         issued = _expect(
@@ -53,7 +61,7 @@ def api_accounts(transport: Transport, organizer_token: str, run_id: str, n_work
                 "POST",
                 f"/api/v1/datasets/{holder}/invitations",
                 token=organizer_token,
-                json_body={"role": role, "expires_in_hours": INVITATION_HOURS},
+                json_body={"role": role, "expires_in_hours": INVITATION_HOURS, "datasets": scope},
             ),
             201,
             what=f"inviting {username}",

@@ -14,14 +14,17 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import transaction
 from django.test import override_settings
 
-from annotation.models import Dataset
+from annotation.models import Dataset, DatasetGrant, ReviewerGrant
+from config.roles import REVIEWERS, WORKERS
 from crowd import provider_flows, server_setup
 from crowd.driver import Accounts
-from crowd.models import BundleSize, MturkBudget, MturkHitType
+from crowd.models import BundleSize, MturkBudget, MturkHitType, WorkerSource
 from crowd.providers import mturk
 from crowd.providers.mturk_fake import FakeMturk
+from crowd.services import token_for, user_create
 from crowd.transport import HttpTransport
 from review import stuck
 
@@ -137,10 +140,13 @@ class RemoteSetup:
         self.hierarchy = hierarchy
         self.sweep_wait = sweep_wait
 
-    def accounts(self, run_id: str, n_workers: int) -> Accounts:
+    def accounts(self, run_id: str, n_workers: int, dataset_id: int | None = None) -> Accounts:
+        """With `dataset_id` (`--dataset`): accounts scoped to that dataset, and no hierarchy upload (the
+        dataset's classes are on the server already)."""
         try:
-            server_setup.hierarchy_upload(self.transport, self.token, self.hierarchy)
-            return server_setup.api_accounts(self.transport, self.token, run_id, n_workers)
+            if dataset_id is None:
+                server_setup.hierarchy_upload(self.transport, self.token, self.hierarchy)
+            return server_setup.api_accounts(self.transport, self.token, run_id, n_workers, dataset_id)
         except server_setup.ServerSetupError as exc:
             raise CommandError(str(exc)) from None
 
@@ -152,3 +158,36 @@ def server_setup_for(opts, hierarchy: Path) -> RemoteSetup | None:
     if not opts["organizer_token"]:
         return None
     return RemoteSetup(opts["server"], opts["organizer_token"], hierarchy, opts["sweep_wait"])
+
+
+def dataset_accounts(run_id: str, n_workers: int, dataset_id: int) -> Accounts:
+    """`simulate --dataset ID` in-process or against a server sharing the database: the run acts as the
+    dataset's (first) organizer, and its workers and reviewer are granted that dataset only (scoped), so they
+    never take another dataset's tasks. An unknown or archived dataset is refused, saying which."""
+    dataset = Dataset.objects.filter(pk=dataset_id).first()
+    if dataset is None:
+        raise CommandError(f"--dataset {dataset_id}: no dataset has this id")
+    if dataset.archived_at is not None:
+        raise CommandError(
+            f"--dataset {dataset_id} ({dataset.name}) is archived: it hands out no task; restore it first"
+        )
+    organizer = dataset.organizers.order_by("pk").first()
+    if organizer is None:
+        raise CommandError(f"--dataset {dataset_id} ({dataset.name}) has no organizer to run it as")
+    with transaction.atomic():
+        tokens = []
+        for i in range(n_workers):
+            user = user_create(
+                username=f"sim-{run_id}-w{i:04d}",
+                password=None,
+                roles=(WORKERS,),
+                source=WorkerSource.SIMULATED,
+                external_id=f"{run_id}-{i}",
+            )
+            DatasetGrant.objects.create(worker=user.worker, dataset=dataset)
+            tokens.append(token_for(user))
+        reviewer = user_create(username=f"sim-{run_id}-reviewer", password=None, roles=(REVIEWERS,))
+        ReviewerGrant.objects.create(user=reviewer, dataset=dataset)
+        return Accounts(
+            organizer_token=token_for(organizer), worker_tokens=tokens, reviewer_token=token_for(reviewer)
+        )

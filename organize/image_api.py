@@ -20,6 +20,7 @@ from multilabel.models import LabelingAnswer, LeafLabel
 from review.models import ReviewDecision, ReviewItem
 
 from .dataset_delete import ImageInUse, image_delete
+from .image_exclusion import image_exclude_set
 from .scoping import organizer_dataset
 
 
@@ -174,6 +175,7 @@ class ImageDetailSerializer(serializers.ModelSerializer):
             "near_duplicate_of",
             "source",
             "created_at",
+            "excluded_at",
             "file_url",
             "boxes",
             "questions",
@@ -255,3 +257,39 @@ class DatasetImageDeleteView(APIView):
         except ImageInUse as exc:
             raise Conflict(f"image {image_id} cannot be deleted: {exc}") from None
         return Response(ImageDeletedSerializer({"deleted": image_id}).data)
+
+
+class ExclusionRequestSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+class ImageExclusionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    excluded = serializers.BooleanField()
+    excluded_at = serializers.DateTimeField(allow_null=True)
+
+
+class DatasetImageExcludeView(APIView):
+    """Exclude an image (`exclude`) or include it again (`include`), with an optional reason for the audit
+    trail (`organize/image_exclusion.py`): an excluded image's tasks are not leased, its open work is left out
+    of progress and the review queue, and exports leave it out and name it (reason `excluded`). Any image may be
+    excluded, one with answers too; nothing about it is deleted. Repeating it changes nothing."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+    excluded = True
+
+    @extend_schema(request=ExclusionRequestSerializer, responses=ImageExclusionSerializer)
+    def post(self, request, dataset_id: int, image_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        image = get_object_or_404(Image.objects.filter(dataset=dataset), pk=image_id)
+        form = ExclusionRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        image = image_exclude_set(
+            image=image, excluded=self.excluded, reason=form.validated_data["reason"], actor=request.user
+        )
+        body = {"id": image.pk, "excluded": image.excluded_at is not None, "excluded_at": image.excluded_at}
+        return Response(ImageExclusionSerializer(body).data)
+
+
+class DatasetImageIncludeView(DatasetImageExcludeView):
+    excluded = False

@@ -36,14 +36,10 @@ class InvitationCreateSerializer(serializers.Serializer):
         child=id_integer(),
         required=False,
         max_length=1000,
-        help_text="Worker invitations: the datasets (ids, each one you organize) the worker may take tasks of. "
-        "Omitted or empty: an unscoped worker, who may take tasks of every dataset on the server.",
+        help_text="The datasets (ids, each one you organize) the worker may take tasks of, or the reviewer may "
+        "review. Omitted or empty: an unscoped worker, who may take tasks of every dataset on the server, or an "
+        "unscoped reviewer, who reviews every dataset's items.",
     )
-
-    def validate(self, attrs):
-        if attrs.get("datasets") and attrs["role"] != InvitationRole.WORKER:
-            raise ValidationError({"datasets": "only a worker invitation names the datasets to work on"})
-        return attrs
 
 
 class ScopeDatasetSerializer(serializers.Serializer):
@@ -58,7 +54,8 @@ class InvitationSerializer(serializers.ModelSerializer):
     datasets = ScopeDatasetSerializer(
         many=True,
         read_only=True,
-        help_text="The datasets its worker may take tasks of; empty: every dataset (unscoped).",
+        help_text="The datasets its worker may take tasks of (its reviewer may review); empty: every dataset "
+        "(unscoped).",
     )
 
     class Meta:

@@ -1,5 +1,6 @@
 """Per-stage progress of a dataset for the organizer's dashboard: counts from SQL aggregates and the dataset's
-box tally (a fixed number of queries whatever the dataset's size) and an ETA from the rate of the last minutes."""
+box tally (a fixed number of queries whatever the dataset's size) and an ETA from the rate of the last minutes.
+The work of excluded images is left out of every stage (organize/image_exclusion.py)."""
 
 from __future__ import annotations
 
@@ -41,11 +42,17 @@ def dataset_progress(dataset: Dataset, now=None) -> dict:
         return Coalesce(Subquery(rows.order_by().values("dataset").annotate(n=total).values("n")), 0)
 
     verify_tally = QuestionTally.objects.filter(dataset=OuterRef("pk"), kind=QuestionKind.IMAGE_VERIFY)
+    # Questions about excluded images (organize/image_exclusion.py) are left out of the stage, decided or not:
+    # counted by the image's exclusion (few rows), subtracted from the tally in the same statement.
+    excluded_verify = Question.objects.filter(
+        dataset=OuterRef("pk"), kind=QuestionKind.IMAGE_VERIFY, image__excluded_at__isnull=False
+    )
     verify = (
         Dataset.objects.filter(pk=dataset.pk)
         .annotate(
-            total=per_dataset(verify_tally, Sum("questions")),
-            done=per_dataset(verify_tally, Sum("decided")),
+            total=per_dataset(verify_tally, Sum("questions")) - per_dataset(excluded_verify, Count("id")),
+            done=per_dataset(verify_tally, Sum("decided"))
+            - per_dataset(excluded_verify.filter(state__in=DECIDED_STATES), Count("id")),
             recent=per_dataset(
                 Question.objects.filter(
                     dataset=OuterRef("pk"),
@@ -59,12 +66,12 @@ def dataset_progress(dataset: Dataset, now=None) -> dict:
         .values("total", "done", "recent")
         .get()
     )
-    labelings = ImageLabeling.objects.filter(dataset=dataset).aggregate(
+    labelings = ImageLabeling.objects.filter(dataset=dataset, image__excluded_at__isnull=True).aggregate(
         total=Count("id"),
         done=Count("id", filter=Q(status=LabelingStatus.DONE)),
         recent=Count("id", filter=Q(status=LabelingStatus.DONE, finished_at__gte=since)),
     )
-    jobs = BoxJob.objects.filter(dataset=dataset).aggregate(
+    jobs = BoxJob.objects.filter(dataset=dataset, image__excluded_at__isnull=True).aggregate(
         total=Count("id"),
         done=Count("id", filter=Q(status=BoxJobStatus.DONE)),
         review=Count("id", filter=Q(status=BoxJobStatus.REVIEW)),
@@ -89,7 +96,7 @@ def dataset_progress(dataset: Dataset, now=None) -> dict:
     )
     images = boxes["images"]
     boxes = {"drawn": boxes["boxes_drawn"], "verified": boxes["boxes_accepted"], "recent": boxes["recent"]}
-    review = ReviewItem.objects.filter(dataset=dataset).aggregate(
+    review = ReviewItem.objects.filter(dataset=dataset, image__excluded_at__isnull=True).aggregate(
         total=Count("id"), open=Count("id", filter=Q(state__in=OPEN_STATES))
     )
     stages = [

@@ -92,6 +92,11 @@ urlpatterns = [
         name="worker-unblock",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/scope/?$",
+        workers_api.WorkerScopeView.as_view(),
+        name="dataset-people-scope",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/split-versions/?$",
         splits_api.SplitVersionsView.as_view(),
         name="split-versions",
@@ -125,6 +130,16 @@ urlpatterns = [
         r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/delete/?$",
         image_api.DatasetImageDeleteView.as_view(),
         name="dataset-image-delete",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/exclude/?$",
+        image_api.DatasetImageExcludeView.as_view(),
+        name="dataset-image-exclude",
+    ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/images/(?P<image_id>[0-9]+)/include/?$",
+        image_api.DatasetImageIncludeView.as_view(),
+        name="dataset-image-include",
     ),
     re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/people/(?P<worker_id>[0-9]+)/?$",

@@ -14,8 +14,10 @@ from rest_framework.views import APIView
 
 from annotation.audit import audit_record
 from annotation.models import Assignment, DatasetGrant, WorkerTally
-from annotation.scoping import organizer_datasets
+from annotation.scoping import organizer_datasets, organizer_datasets_named
+from config.bounds import id_integer
 from config.roles import IsOrganizer
+from crowd.grants import NotYourWorker, ScopeRefused, worker_scope_set
 from crowd.models import Invitation, Worker
 from gold.models import Block, BlockAction
 from gold.services import worker_block_set
@@ -41,6 +43,15 @@ class DatasetWorkerSerializer(serializers.Serializer):
         many=True, help_text="The worker's granted datasets that you organize (empty when unscoped)."
     )
     other_datasets = serializers.IntegerField(help_text="Granted datasets of other organizers (not named).")
+
+
+class ScopeRequestSerializer(serializers.Serializer):
+    datasets = serializers.ListField(
+        child=id_integer(),
+        max_length=1000,
+        help_text="The datasets you organize that the worker may take tasks of (ids); your datasets not named are "
+        "taken out of their scope, other organizers' are kept. Effective at the worker's next lease.",
+    )
 
 
 class BlockRequestSerializer(serializers.Serializer):
@@ -190,3 +201,35 @@ class WorkerBlockView(APIView):
 
 class WorkerUnblockView(WorkerBlockView):
     blocked = False
+
+
+class WorkerScopeView(APIView):
+    """Change which of your datasets an accepted worker (one who accepted your invitation, or holds a grant of
+    one of your datasets) may take tasks of. Effective at their next lease; a lease they already hold on a
+    dataset taken out of their scope may still be answered (it ends with its lease time). A worker keeps at
+    least one dataset (400 otherwise): without any they would be unscoped."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(request=ScopeRequestSerializer, responses=DatasetWorkerSerializer)
+    def put(self, request, dataset_id: int, worker_id: str):
+        worker_id = int(worker_id)
+        dataset = organizer_dataset(request.user, dataset_id)
+        if not worker_known(dataset, worker_id):
+            raise NotFound("No such worker in this dataset.")
+        form = ScopeRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        scope = organizer_datasets_named(request.user, form.validated_data["datasets"])
+        try:
+            worker_scope_set(
+                worker=Worker.objects.get(pk=worker_id),
+                organizer=request.user,
+                datasets=scope,
+                audit_dataset=dataset,
+            )
+        except NotYourWorker as exc:
+            raise NotFound(f"{exc}: only a worker you invited has a scope you can change") from None
+        except ScopeRefused as exc:
+            raise ValidationError({"datasets": str(exc)}) from None
+        (row,) = dataset_workers(dataset, request.user, only=worker_id)
+        return Response(DatasetWorkerSerializer(row).data)

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.queue import IdempotencyKey, KeyInvalid
+from annotation.scoping import reviewer_datasets
 from config.dbconnection import KEY_HEADER, idempotent_by_key
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.queryparams import query_id, query_id_list
@@ -111,7 +112,9 @@ class ItemsView(APIView):
             mine = mine.filter(dataset_id=dataset_id)
         if kinds:
             mine = mine.filter(kind__in=kinds)
-        available = selectors.review_items_available(now=now, dataset_id=dataset_id, kinds=kinds or None)
+        available = selectors.review_items_available(
+            now=now, dataset_id=dataset_id, kinds=kinds or None, reviewer=request.user
+        )
         qs = (available | mine).select_related(*ITEM_RELATED).order_by("-priority", "id")
         paginator = strict_paginator(50)
         page = paginator.paginate_queryset(qs, request, view=self)
@@ -160,7 +163,7 @@ class DecideView(APIView):
     )
     @idempotent_by_key
     def post(self, request, pk: int):
-        item = get_object_or_404(ReviewItem, pk=pk)
+        item = get_object_or_404(selectors.reviewer_items(request.user), pk=pk)
         form = DecideSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         key = ""
@@ -195,7 +198,7 @@ class ReleaseView(APIView):
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     def post(self, request, pk: int):
-        item = get_object_or_404(ReviewItem, pk=pk)
+        item = get_object_or_404(selectors.reviewer_items(request.user), pk=pk)
         try:
             services.review_release(item=item, reviewer=request.user)
         except services.ReviewError as exc:
@@ -266,8 +269,12 @@ class SummaryView(APIView):
         },
     )
     def get(self, request):
-        # Reviewers work the platform-wide queue; an organizer sees only their own datasets' items.
-        datasets = None if has_role(request.user, REVIEWERS) else organizer_datasets(request.user)
+        # Reviewers work the queue of the datasets they may review (every dataset when unscoped); an organizer
+        # sees only their own datasets' items.
+        if has_role(request.user, REVIEWERS):
+            datasets = reviewer_datasets(request.user) if not request.user.is_superuser else None
+        else:
+            datasets = organizer_datasets(request.user)
         dataset_id = query_id(request.query_params, "dataset")
         if dataset_id is not None and datasets is not None and not datasets.filter(pk=dataset_id).exists():
             raise NotFound("No dataset of yours has this id.")

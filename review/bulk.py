@@ -17,8 +17,9 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from .models import Decision, ItemState, ReviewItem
+from .models import Decision, ItemState
 from .scan import dismiss
+from .selectors import reviewer_items
 from .services import (
     InvalidDecision,
     ReviewError,
@@ -58,7 +59,7 @@ def review_decide_many(
 
 def _decide_one(item_id: int, reviewer, decision: str, reason: str, now: datetime) -> BulkOutcome:
     with transaction.atomic():
-        item = ReviewItem.objects.select_for_update().filter(pk=item_id).first()
+        item = reviewer_items(reviewer).select_for_update(of=("self",)).filter(pk=item_id).first()
         if item is None:
             return BulkOutcome(item_id, "refused", detail="no review item has this id")
         if item.state == ItemState.DECIDED:

@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from annotation.models import Box, BoxState, Dataset
+from annotation.scoping import reviewer_dataset_q
 
 from .models import OPEN_STATES, ItemState, OverlapCheck, ReviewItem, ReviewKind
 
@@ -18,10 +19,12 @@ def review_items_available(
     dataset_id: int | None = None,
     kinds: Sequence[str] | None = None,
     exclude_ids: Sequence[int] = (),
+    reviewer=None,
 ) -> QuerySet[ReviewItem]:
     """Items a reviewer may lease now: open, or leased with an expired lease; pairs only while both boxes
     are still accepted (one removed by another decision waits for the scan to dismiss it); none of an archived
-    dataset (they wait until it is restored)."""
+    dataset or of an excluded image (they wait until it is restored or included again); with `reviewer`, only of the datasets they may review (a scoped
+    reviewer's grants: `annotation.models.ReviewerGrant`)."""
     qs = (
         ReviewItem.objects.filter(
             Q(state=ItemState.OPEN) | Q(state=ItemState.LEASED, lease_expires_at__lt=now)
@@ -29,7 +32,7 @@ def review_items_available(
         .filter(
             Q(kind=ReviewKind.AMBIGUOUS) | Q(box_a__state=BoxState.ACCEPTED, box_b__state=BoxState.ACCEPTED)
         )
-        .filter(dataset__archived_at__isnull=True)
+        .filter(dataset__archived_at__isnull=True, image__excluded_at__isnull=True)
     )
     if dataset_id is not None:
         qs = qs.filter(dataset_id=dataset_id)
@@ -37,7 +40,15 @@ def review_items_available(
         qs = qs.filter(kind__in=list(kinds))
     if exclude_ids:
         qs = qs.exclude(pk__in=list(exclude_ids))
+    if reviewer is not None:
+        qs = qs.filter(reviewer_dataset_q(reviewer))
     return qs
+
+
+def reviewer_items(reviewer) -> QuerySet[ReviewItem]:
+    """Every review item of the datasets `reviewer` may review: what they may decide, skip or look up by id (an
+    item of another dataset answers like a missing one)."""
+    return ReviewItem.objects.filter(reviewer_dataset_q(reviewer))
 
 
 def review_summary(

@@ -155,7 +155,9 @@ def review_lease_next(
     for _attempt in range(3):
         with transaction.atomic():
             item = (
-                review_items_available(now=now, dataset_id=dataset_id, kinds=kinds, exclude_ids=skip)
+                review_items_available(
+                    now=now, dataset_id=dataset_id, kinds=kinds, exclude_ids=skip, reviewer=reviewer
+                )
                 .order_by("-priority", "id")
                 .select_for_update(skip_locked=True, of=("self",))
                 .first()

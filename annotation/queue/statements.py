@@ -21,6 +21,7 @@ from annotation.models import (
     Dataset,
     DatasetGrant,
     ExampleState,
+    Image,
     Task,
     TaskExclusion,
     TaskInstructions,
@@ -39,8 +40,8 @@ def eligible_where(
     Open, or leased with an expired lease; in the open pool, or with a draw among its tasks of its reserved
     pool; of the wanted kinds and dataset (and of the request's datasets, a session's scope); of a dataset the
     worker is granted, when they hold any grant (a worker with none is unscoped: `DatasetGrant`); never a task
-    the worker already had or is excluded from; never one of an archived dataset or of a dataset the terms
-    withhold, nor an open-pool task of a (dataset, topic) they withhold. The state and open-pool literals are
+    the worker already had or is excluded from; never one of an archived dataset, of an excluded image or of a
+    dataset the terms withhold, nor an open-pool task of a (dataset, topic) they withhold. The state and open-pool literals are
     written into the SQL, not bound, so PostgreSQL can prove the queue's partial indexes apply. The grant check
     is part of the lease statement, so it costs no round trip: the uncorrelated "holds no grant" runs once per
     statement, the per-dataset lookup (on the grant's unique index) only for a scoped worker."""
@@ -57,6 +58,9 @@ def eligible_where(
         # An archived dataset hands out nothing (organize/dataset_archive.py); its tasks wait, unchanged.
         f"NOT EXISTS (SELECT 1 FROM {qn(Dataset._meta.db_table)} d0 "
         "WHERE d0.id = t.dataset_id AND d0.archived_at IS NOT NULL)",
+        # Nor does an excluded image (organize/image_exclusion.py): its tasks wait until it is included again.
+        f"NOT EXISTS (SELECT 1 FROM {qn(Image._meta.db_table)} i0 "
+        "WHERE i0.id = t.image_id AND i0.excluded_at IS NOT NULL)",
     ]
     params: list[Any] = [
         sqlrows.prep(Task, "lease_expires_at", now, connection),

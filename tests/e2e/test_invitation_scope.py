@@ -103,3 +103,33 @@ def test_a_study_link_made_on_the_crowds_page_names_its_datasets(page, live_serv
     assert sorted(link.datasets.values_list("pk", flat=True)) == sorted([street.pk, birds.pk])
     assert violations(page) == []
     assert page.console_errors == []
+
+
+def test_the_people_page_changes_an_accepted_workers_datasets(page, live_server, datasets):
+    street, birds = datasets
+    walt = factories.user_with_roles("walt", ("workers",))
+    for dataset in (street, birds):
+        DatasetGrant.objects.create(worker=walt.worker, dataset=dataset)
+    base = live_server.url
+    sign_in(page, base, "olga")
+    page.goto(f"{base}/organize/datasets/{street.pk}/people/")
+    row = page.locator("#workers tbody tr", has_text="walt")
+    expect(row.locator(".scope")).to_have_text("street-scenes, garden-birds")
+    row.get_by_role("button", name="Change the datasets of walt").click()
+    editor = page.get_by_role("form", name="Datasets walt may work on")
+    expect(editor.get_by_label("street-scenes")).to_be_checked()
+    expect(editor).not_to_contain_text("someone-elses")
+    assert violations(page) == []
+    editor.get_by_label("garden-birds").uncheck()
+    editor.get_by_role("button", name="Save datasets").click()
+    expect(row.locator(".scope")).to_have_text("street-scenes")
+    assert list(DatasetGrant.objects.filter(worker=walt.worker).values_list("dataset", flat=True)) == [
+        street.pk
+    ]
+    # The last dataset cannot be taken away: the page says why and nothing changes.
+    row.get_by_role("button", name="Change the datasets of walt").click()
+    editor.get_by_label("street-scenes").uncheck()
+    editor.get_by_role("button", name="Save datasets").click()
+    expect(page.locator("#workers-error")).to_contain_text("keeps at least one dataset")
+    assert DatasetGrant.objects.filter(worker=walt.worker).count() == 1
+    assert page.console_errors == []

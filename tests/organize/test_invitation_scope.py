@@ -158,11 +158,6 @@ def test_a_bad_scope_is_a_400_naming_datasets(api_client, organizer, dataset, bo
     assert not Invitation.objects.exists()
 
 
-def test_a_reviewer_invitation_with_a_scope_is_refused(api_client, organizer, dataset):
-    response = invite(api_client(organizer), dataset, role="reviewers", datasets=[dataset.pk])
-    assert response.status_code == 400 and "datasets" in response.data
-
-
 def test_the_people_list_shows_each_workers_datasets_and_names_only_the_callers(
     api_client, organizer, dataset, other_organizer
 ):

@@ -16,15 +16,17 @@ from django.db import transaction
 
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
 from crowd import provider_flows
-from crowd.driver import Accounts, dumps, simulate
+from crowd.driver import Accounts, OrganizerApi, dumps, simulate
 from crowd.models import WorkerSource
 from crowd.report import side_by_side
 from crowd.scenarios import SCENARIOS
+from crowd.scenarios.existing import DatasetUnavailable, ExistingDatasetScenario
 from crowd.scenes import HOSTILE_SCENES, SceneClass
 from crowd.services import token_for, user_create
 from crowd.simulated import CROWD_PRESETS, Crowd, confusable_pairs, crowd_spec
 from crowd.simulation_operators import (
     ShellOperator,
+    dataset_accounts,
     provider_edge,
     provider_flow,
     server_setup_for,
@@ -238,6 +240,17 @@ class Command(BaseCommand):
             "deployment would, as full always does: the sweep, then a simulated reviewer deciding every review "
             "item, and the summary counts what was left to a person).",
         )
+        parser.add_argument(
+            "--dataset",
+            type=int,
+            default=None,
+            help="Run the crowd on this dataset already on the platform (its id): its own images and the "
+            "pipelines its organizer started, instead of a dataset the run makes; --scenario, --images, "
+            "--synsets, --hierarchy and --gold-rate are not used. In-process the run acts as the dataset's "
+            "organizer; with --server and --organizer-token, as the token's organizer, who must organize it. "
+            "The simulated accounts are scoped to the dataset. Answers come from a seeded made-up truth "
+            "(docs/simulator.md), so the summary reports what the platform did, not precision or recall.",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
@@ -296,6 +309,8 @@ class Command(BaseCommand):
         return summaries
 
     def run_one(self, opts, crowd_name: str) -> dict:
+        if opts["dataset"] is not None:
+            return self.run_existing(opts, crowd_name)
         scenario_name = opts["scenario"]
         hierarchy = Path(
             opts["hierarchy"]
@@ -399,6 +414,47 @@ class Command(BaseCommand):
             sys.stderr.write(f"report written to {path}\n")
         return summary
 
+    def run_existing(self, opts, crowd_name: str) -> dict:
+        """`--dataset ID`: the crowd works the dataset's own open work (crowd.scenarios.existing)."""
+        run_id = uuid.uuid4().hex[:8]
+        crowd = Crowd.build(
+            crowd_spec(
+                crowd_name,
+                n_workers=opts["workers"],
+                seed=opts["seed"],
+                spammers=opts["spammers"],
+                colluders=opts["colluders"],
+            )
+        )
+        scenario = ExistingDatasetScenario(
+            crowd=crowd, seed=opts["seed"], dataset_id=opts["dataset"], positive_rate=opts["positive_rate"]
+        )
+        transport = HttpTransport(opts["server"]) if opts["server"] else InProcessTransport()
+        remote = server_setup_for(opts, Path("."))
+        try:
+            if remote:  # refused before any invitation is made
+                scenario.open_dataset(OrganizerApi(transport, opts["organizer_token"]))
+                accounts = remote.accounts(run_id, opts["workers"], dataset_id=opts["dataset"])
+            else:
+                accounts = dataset_accounts(run_id, opts["workers"], opts["dataset"])
+            summary = simulate(
+                transport,
+                scenario,
+                crowd,
+                accounts,
+                dataset_name="",
+                seed=opts["seed"],
+                concurrency=opts["concurrency"],
+                max_tasks=opts["max_tasks"],
+                progress=None if opts["no_progress"] else self.progress,
+            )
+        except DatasetUnavailable as exc:
+            raise CommandError(f"--dataset {opts['dataset']}: {exc}") from None
+        summary["crowd"] = crowd_name
+        if not opts["no_progress"]:
+            sys.stderr.write("\n")
+        return summary
+
     def validate(self, opts) -> None:
         problems = []
         if opts["images"] < 1:
@@ -447,6 +503,13 @@ class Command(BaseCommand):
             problems.append("--provider runs one crowd: not with --compare-crowds")
         if opts["concurrency"] < 1:
             problems.append("--concurrency must be at least 1")
+        if opts["dataset"] is not None and (opts["compare_crowds"] or opts["provider"] or opts["report"]):
+            problems.append(
+                "--dataset runs one crowd on that dataset's own work: not with --compare-crowds, --provider "
+                "or --report"
+            )
+        if opts["dataset"] is not None and opts["dataset"] < 1:
+            problems.append("--dataset takes a dataset id (1 or more)")
         if opts["organizer_token"] and not opts["server"]:
             problems.append("--organizer-token needs --server (a server with its own database)")
         if opts["sweep_wait"] < 0 or (opts["sweep_wait"] and not opts["organizer_token"]):
@@ -456,6 +519,7 @@ class Command(BaseCommand):
             )
         if (
             opts["organizer_token"]
+            and opts["dataset"] is None
             and opts["hierarchy"] is None
             and not (
                 Path(settings.BASE_DIR)

@@ -46,7 +46,30 @@ function show(image) {
   "No review items.");
 }
 
-api(base, `datasets/${id}/images/${imageId}`).then(show).catch((err) => {
+// Exclude or include again: the button says which the next press does.
+let excluded = false;
+function showExclusion(excludedAt) {
+  excluded = Boolean(excludedAt);
+  document.getElementById("exclusion-status").textContent = excluded
+    ? `Excluded since ${new Date(excludedAt).toLocaleString()}: its tasks wait and exports leave it out.`
+    : "Included: its tasks are handed out and exports may write it.";
+  document.getElementById("exclusion-toggle").textContent = excluded ? "Include this image again" : "Exclude this image";
+}
+document.getElementById("exclusion-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const error = document.getElementById("exclusion-error");
+  error.textContent = "";
+  const reason = event.target.elements.reason.value;
+  try {
+    const body = await api(base, `datasets/${id}/images/${imageId}/${excluded ? "include" : "exclude"}`, { method: "POST", body: { reason } });
+    showExclusion(body.excluded_at);
+    event.target.elements.reason.value = "";
+  } catch (err) {
+    error.textContent = err.message;
+  }
+});
+
+api(base, `datasets/${id}/images/${imageId}`).then((image) => { show(image); showExclusion(image.excluded_at); }).catch((err) => {
   document.getElementById("image-status").textContent = err.message;
 });
 

@@ -140,7 +140,7 @@ async function loadPage(number) {
     document.getElementById("grid").replaceChildren(...page.results.map((img) => el("figure", { "data-image": img.id },
       el("a", { href: `/organize/datasets/${id}/images/${img.id}/` },
         el("img", { src: img.url, alt: img.original_name, loading: "lazy" })),
-      el("figcaption", { text: `${img.original_name} · ${img.width}×${img.height}${img.near_duplicate_of ? " · near-duplicate" : ""}` }))));
+      el("figcaption", { text: `${img.original_name} · ${img.width}×${img.height}${img.near_duplicate_of ? " · near-duplicate" : ""}${img.excluded_at ? " · excluded" : ""}` }))));
     status.textContent = `${page.count} images`;
     document.getElementById("page-label").textContent = `page ${number} of ${Math.max(1, Math.ceil(page.count / 100))}`;
     document.getElementById("prev").disabled = !page.previous;
