@@ -5,8 +5,8 @@ or a vote cap above the number of eligible workers. The sweep settles such a que
 at the vote cap (`stopping.settle_at_cap`: accepted or rejected only where the decided set keeps its guarantee),
 or sends it to review, so no image's labelling stops for good on one question.
 
-"Nobody can take it" is asked of the queue itself (`annotation.queue.available_tasks`, every registered task
-filter included), for every worker who has worked in the dataset; a question is only considered once its task
+"Nobody can take it" is asked of the queue itself (`annotation.queue.tasks_reachable`: the lease statement's
+condition under every registered lease policy's terms), for every worker who has worked in the dataset; a question is only considered once its task
 has gone untouched for `STARVED_AFTER_SECONDS` (a crowd that is merely offline is given time to come back, and
 a worker who just joined is given time to qualify). Settling follows `services.question_settle`."""
 
@@ -17,11 +17,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from annotation import counters, queue
-from annotation.models import Assignment, Task, TaskState
+from annotation.models import Task
 
 from .models import ConsensusSettings, Question, QuestionState
 from .services import COUNTED, _estimate, _finalize, question_settle
@@ -43,11 +42,8 @@ def starved_after() -> timedelta:
 
 
 def _idle_questions(dataset_id: int | None, idle_since: datetime):
-    """Open questions whose task is in the queue (open, or leased with an expired lease) and untouched since
-    `idle_since`."""
-    tasks = Task.objects.filter(updated_at__lte=idle_since).filter(
-        Q(state=TaskState.OPEN) | Q(state=TaskState.LEASED, lease_expires_at__lt=timezone.now())
-    )
+    """Open questions whose task is waiting in the queue (`queue.waiting`) and untouched since `idle_since`."""
+    tasks = Task.objects.filter(queue.waiting(), updated_at__lte=idle_since)
     qs = Question.objects.filter(state=QuestionState.OPEN, task__in=tasks)
     if dataset_id is not None:
         qs = qs.filter(dataset_id=dataset_id)
@@ -56,7 +52,8 @@ def _idle_questions(dataset_id: int | None, idle_since: datetime):
 
 def questions_starved(*, dataset_id: int | None = None, idle_seconds: float | None = None) -> list[Question]:
     """The open questions of the dataset (every dataset when None) that no worker of their dataset's crowd
-    can take now, among those idle for `idle_seconds` (the setting when None)."""
+    can take now (`queue.tasks_reachable`: the lease's own condition), among those idle for `idle_seconds`
+    (the setting when None)."""
     idle = starved_after() if idle_seconds is None else timedelta(seconds=idle_seconds)
     candidates = list(_idle_questions(dataset_id, timezone.now() - idle).order_by("id"))
     by_dataset: dict[int, list[Question]] = {}
@@ -64,23 +61,7 @@ def questions_starved(*, dataset_id: int | None = None, idle_seconds: float | No
         by_dataset.setdefault(question.dataset_id, []).append(question)
     starved: list[Question] = []
     for ds, questions in sorted(by_dataset.items()):
-        task_ids = {q.task_id for q in questions}
-        takeable: set[int] = set()
-        crowd = (
-            Assignment.objects.filter(task__dataset_id=ds)
-            .values_list("worker_id", flat=True)
-            .distinct()
-            .order_by("worker_id")
-        )
-        worker_model = Assignment._meta.get_field("worker").related_model
-        for worker in worker_model.objects.filter(pk__in=list(crowd)).order_by("pk"):
-            takeable |= set(
-                queue.available_tasks(worker=worker, dataset_id=ds)
-                .filter(pk__in=task_ids - takeable)
-                .values_list("pk", flat=True)
-            )
-            if takeable >= task_ids:
-                break
+        takeable = queue.tasks_reachable(dataset_id=ds, task_ids={q.task_id for q in questions})
         starved += [q for q in questions if q.task_id not in takeable]
     return starved
 
@@ -92,10 +73,7 @@ def question_settle_starved(question: Question) -> Decision | None:
     with transaction.atomic(), counters.held():
         task = Task.objects.select_for_update().get(pk=question.task_id)
         question = Question.objects.select_for_update().get(pk=question.pk)
-        in_queue = task.state == TaskState.OPEN or (
-            task.state == TaskState.LEASED and task.lease_expires_at < timezone.now()
-        )
-        if question.state != QuestionState.OPEN or not in_queue:
+        if question.state != QuestionState.OPEN or not queue.task_waiting(task):
             return None
         settings = ConsensusSettings.for_dataset(question.dataset_id)
         if question.rule:

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from annotation import queue
 from annotation.models import Task
 from consensus import starved
 from consensus.models import QuestionKind, QuestionState
@@ -120,6 +121,29 @@ def test_a_study_participant_in_an_open_session_can_still_answer_so_the_question
     BundleSize.objects.filter(dataset=dataset).update(size=5)
     Bundle.objects.filter(pk=bundle.pk).update(state="open", size=5)
     assert split_question.pk not in {q.pk for q in starved.questions_starved(idle_seconds=0)}
+
+
+def test_a_study_participant_whose_open_session_is_of_another_kind_is_no_voter_the_sweep_waits_for(
+    split_question, dataset
+):
+    """A session leases its own task kind only (`bundle_next`), so a participant answering binary votes in an
+    open session can never be given the question: the lease and the sweep now say so with one condition (the
+    study policy's `only_kinds`); before, the sweep counted them as a voter and the question stayed open."""
+    from crowd.models import Bundle, StudyLink
+    from crowd.providers import external_link
+
+    _participant_answers_one_question(dataset, split_question, "P3")
+    votes = StudyLink.objects.create(dataset=dataset, kind="binary_vote")
+    bundle = external_link.study_session_start(study=votes, participant="P3")
+    assert Bundle.objects.get(pk=bundle.pk).state == "open"
+    participant = bundle.worker
+    assert (
+        not queue.available_tasks(worker=participant, dataset_id=dataset.pk)
+        .filter(pk=split_question.task_id)
+        .exists()
+    ), "the queue hands a binary-vote session no question task"
+    assert [q.pk for q in starved.questions_starved(idle_seconds=0)] == [split_question.pk]
+    assert stuck.stuck_enqueue(dataset_id=dataset.pk, starved_after=0).starved_settled == {"review": 1}
 
 
 def test_a_question_touched_recently_is_not_swept(split_question):
