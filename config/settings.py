@@ -268,9 +268,10 @@ DATA_UPLOAD_MAX_NUMBER_FILES = env_int("CROWDLABEL_MAX_FILES_PER_UPLOAD", 500)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 # How long an open question nobody can take waits before the sweep settles it, and how often the sweep looks: by
-# default four times per wait (every 10 s at least, every 5 minutes at most), so a starved question is settled
-# within about 1.25 waits. A sweep on the review scan's 300 s beside a 60 s wait settled it up to 6 waits late,
-# past the point where a crowd that ran dry had given up.
+# default twice per wait (every 10 s at most often, every 5 minutes at least), so a starved question is settled
+# within 1.5 waits. A sweep on the review scan's 300 s beside a 60 s wait settled it up to 6 waits late, past
+# the point where a crowd that ran dry had given up. (A look asks the queue once per crowd worker while questions
+# are idle: several seconds of a busy worker's time, so not more often than that.)
 _STARVED_AFTER_SECONDS = env_int("CROWDLABEL_STARVED_AFTER_SECONDS", 900)
 
 CROWDLABEL = {
@@ -337,7 +338,7 @@ CROWDLABEL = {
     # How often the schedule runs the stuck sweep (review.tasks.stuck_enqueue: starved questions and box jobs,
     # review items for what waits in review without one).
     "STUCK_SWEEP_EVERY_SECONDS": env_int(
-        "CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS", min(300, max(10, _STARVED_AFTER_SECONDS // 4))
+        "CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS", min(300, max(10, _STARVED_AFTER_SECONDS // 2))
     ),
     # The queue's hot statements run as prepared statements on PostgreSQL (annotation/queue/sqlrows.py); set 0 behind a
     # connection pooler in transaction mode, which cannot keep them.

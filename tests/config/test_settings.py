@@ -97,9 +97,10 @@ def test_the_stuck_sweep_looks_several_times_per_starved_wait_not_on_the_overlap
     """Issue 31's server run: with a 60 s starved wait the sweep still ran on the overlap scan's 300 s, so a
     question nobody could take stayed open for up to 6 waits, past a crowd's whole wait for it."""
     seen = settings_under(var_dir, CROWDLABEL_STARVED_AFTER_SECONDS="60")
-    assert seen["starved_after"] == 60 and seen["stuck_every"] == 15
-    assert settings_under(var_dir)["stuck_every"] == 225  # 900 s wait: four looks per wait
+    assert seen["starved_after"] == 60 and seen["stuck_every"] == 30
+    assert settings_under(var_dir)["stuck_every"] == 300  # 900 s wait: the old cadence, at most
     assert settings_under(var_dir, CROWDLABEL_STARVED_AFTER_SECONDS="0")["stuck_every"] == 10
+    assert settings_under(var_dir, CROWDLABEL_STARVED_AFTER_SECONDS="300")["stuck_every"] == 150
     assert settings_under(var_dir, CROWDLABEL_STARVED_AFTER_SECONDS="86400")["stuck_every"] == 300
     assert settings_under(var_dir, CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS="7")["stuck_every"] == 7
     refused = run(["-c", PRINT_SETTINGS], clean_env(var_dir, CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS="0"))
