@@ -16,15 +16,25 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from annotation import boxes, counters, queue
 from annotation.models import BoxJob, BoxJobStatus, Task, TaskState
 
-from .models import ConsensusSettings, Question, QuestionKind, QuestionState
-from .services import COUNTED, _estimate, _finalize, question_settle
+from . import statements
+from .models import ConsensusSettings, Question, QuestionKind, QuestionRole, QuestionState
+from .services import (
+    COUNTED,
+    _estimate,
+    _finalize,
+    _serve,
+    _table_coming,
+    question_decide,
+    question_settle,
+    table_in_use,
+)
 from .stopping import Decision
 
 
@@ -32,6 +42,7 @@ from .stopping import Decision
 class StarvedReport:
     examined: int = 0
     settled: dict[str, int] = field(default_factory=dict)  # decision value -> questions
+    table_waits_ended: int = 0  # questions held for a table that cannot come, served or decided
 
     @property
     def total(self) -> int:
@@ -91,14 +102,65 @@ def question_settle_starved(question: Question) -> Decision | None:
 
 
 def starved_settle(*, dataset_id: int | None = None, idle_seconds: float | None = None) -> StarvedReport:
-    """Find the starved questions and settle each (one transaction per question)."""
+    """Find the starved questions and settle each (one transaction per question), then release the questions
+    held for a calibration table that can no longer come (`table_waits_end`)."""
     found = questions_starved(dataset_id=dataset_id, idle_seconds=idle_seconds)
     report = StarvedReport(examined=len(found))
     for question in found:
         decision = question_settle_starved(question)
         if decision is not None:
             report.settled[decision.value] = report.settled.get(decision.value, 0) + 1
+    report.table_waits_ended = table_waits_end(dataset_id=dataset_id)
     return report
+
+
+def table_waits_end(*, dataset_id: int | None = None) -> int:
+    """Questions held for their (kind, concept)'s calibration table when that table can no longer come (its
+    batch lost a question nobody could answer, settled short of its calibration votes): production questions
+    waiting unserved are served (decided by the fallbacks of `_estimate`, as a rare concept's are), and paused
+    calibration questions are decided or asked on (`question_decide`). Such questions are open, but no task of
+    theirs is in the queue, so no starved check sees them: an image's labelling stopped on them for good.
+    Returns how many were served, decided or reopened."""
+    held = Question.objects.filter(
+        Q(state=QuestionState.WAITING)
+        | Q(state=QuestionState.OPEN, role=QuestionRole.CALIBRATION, task__state=TaskState.DONE)
+    )
+    if dataset_id is not None:
+        held = held.filter(dataset_id=dataset_id)
+    groups = sorted(set(held.values_list("dataset_id", "kind", "concept_id")))
+    moved = 0
+    for ds, kind, concept_id in groups:
+        settings = ConsensusSettings.for_dataset(ds)
+        probe = Question(dataset_id=ds, kind=kind, concept_id=concept_id)
+        if _table_coming(probe, settings) or table_in_use(kind, concept_id, settings.calibration_min):
+            continue  # its table is on the way (or here: the rebuild that serves them is due)
+        moved += _waiting_serve(ds, kind, concept_id, settings)
+        for question in held.filter(
+            dataset_id=ds, kind=kind, concept_id=concept_id, state=QuestionState.OPEN
+        ):
+            if question.n_votes >= question.min_votes:
+                question_decide(question)
+                moved += 1
+    return moved
+
+
+def _waiting_serve(dataset_id: int, kind: str, concept_id: int, settings: ConsensusSettings) -> int:
+    """Serve the (dataset, kind, concept) questions still waiting, as production; under the concept's share lock
+    (as `questions_create` decides that a question waits), re-checking that no table is coming."""
+    with transaction.atomic(), counters.held():
+        statements.concept_share_lock(connections[Question.objects.db], concept_id)
+        probe = Question(dataset_id=dataset_id, kind=kind, concept_id=concept_id)
+        if _table_coming(probe, settings):
+            return 0
+        waiting = list(
+            Question.objects.select_for_update()
+            .filter(dataset_id=dataset_id, kind=kind, concept_id=concept_id, state=QuestionState.WAITING)
+            .order_by("id")
+        )
+        for question in waiting:
+            question.state = QuestionState.OPEN
+        _serve(waiting, None, settings, 0)
+        return len(waiting)
 
 
 # Box jobs waiting for a verification question's decision.

@@ -22,6 +22,7 @@ from .models import OPEN_STATES, ItemState, ReviewItem, ReviewKind
 class StuckReport:
     starved_settled: dict[str, int] = field(default_factory=dict)  # decision -> starved questions settled
     box_jobs_stranded: int = 0  # box jobs awaiting a verification no question asks any more, sent to review
+    table_waits_ended: int = 0  # questions held for a calibration table that cannot come, served or decided
     questions_queued: int = 0
     box_jobs_queued: int = 0
     items_dismissed: int = 0
@@ -34,7 +35,8 @@ def stuck_enqueue(*, dataset_id: int | None = None, starved_after: float | None 
     item, and dismiss open question items whose question left review without a reviewer (its votes were
     voided and it reopened)."""
     report = StuckReport()
-    report.starved_settled = starved.starved_settle(dataset_id=dataset_id, idle_seconds=starved_after).settled
+    settled = starved.starved_settle(dataset_id=dataset_id, idle_seconds=starved_after)
+    report.starved_settled, report.table_waits_ended = settled.settled, settled.table_waits_ended
     report.box_jobs_stranded = starved.box_jobs_settle_stranded(
         dataset_id=dataset_id, idle_seconds=starved_after
     )

@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotation import queue
 from annotation.models import Task
 from consensus import starved
-from consensus.models import QuestionKind, QuestionState
+from consensus.models import Question, QuestionKind, QuestionState
 from consensus.services import Target, questions_create
 from gold.services import worker_block_set
 from review import stuck
@@ -169,3 +169,40 @@ def test_the_command_names_a_bad_dataset_or_wait():
         call_command("review_stuck", "--dataset", "nope", stdout=io.StringIO())
     with pytest.raises(CommandError, match="seconds"):
         call_command("review_stuck", "--starved-after", "-1", stdout=io.StringIO())
+
+
+def test_a_calibration_batch_that_lost_a_starved_question_releases_its_paused_and_waiting_questions(
+    dataset, concept, organizer
+):
+    """The other half of "nobody can answer": a batch of 4 calibration questions, three with their votes
+    (paused until the table) and one that nobody left can answer, plus a production question waiting for the
+    table. Settling the starved one used to leave the rest held for good: open, but with no task in the queue,
+    so every lease came back empty while the server's sweep saw nothing to settle. Now the sweep serves the
+    waiting question and decides (or asks on) the paused ones."""
+    small_settings(dataset, calibration_votes=3)
+    images = make_images(dataset, 5)
+    created = questions_create(
+        dataset=dataset,
+        kind=QuestionKind.IMAGE_VERIFY,
+        concept=concept,
+        targets=[Target(image=img) for img in images],
+    )
+    assert [q.state for q in created] == [QuestionState.OPEN] * 4 + [QuestionState.WAITING]
+    a, b, c = make_workers(3)
+    for worker, n in ((a, 4), (b, 4), (c, 3)):
+        for _ in range(n):
+            answer(worker, "question", {"answer": True})
+    worker_block_set(worker=c, dataset_id=dataset.pk, blocked=True, reason="test", actor=organizer)
+    short = Question.objects.get(pk=created[3].pk)
+    assert short.state == QuestionState.OPEN and short.n_votes == 2
+    paused = Question.objects.filter(pk__in=[q.pk for q in created[:3]])
+    assert {(q.state, q.task.state) for q in paused} == {(QuestionState.OPEN, "done")}
+
+    report = stuck.stuck_enqueue(dataset_id=dataset.pk, starved_after=0)
+    assert sum(report.starved_settled.values()) == 1 and report.table_waits_ended == 4
+    assert not Question.objects.filter(state=QuestionState.WAITING).exists()
+    held = Question.objects.filter(state=QuestionState.OPEN, task__state="done")
+    assert not held.exists(), "no open question is left without a task in the queue"
+    served = Question.objects.get(pk=created[4].pk)
+    assert served.state == QuestionState.OPEN and served.task.state == "open"
+    assert queue.task_lease_next(worker=a, dataset_id=dataset.pk) is not None, "the crowd has work again"
