@@ -139,8 +139,8 @@ def table_waits_end(*, dataset_id: int | None = None) -> int:
             dataset_id=ds, kind=kind, concept_id=concept_id, state=QuestionState.OPEN
         ):
             if question.n_votes >= question.min_votes:
-                question_decide(question)
-                moved += 1
+                decided = question_decide(question) != Decision.ASK_MORE
+                moved += decided or Task.objects.filter(pk=question.task_id, state=TaskState.OPEN).exists()
     return moved
 
 
