@@ -232,6 +232,21 @@ def on_question_decided(question: questions.BinaryQuestion, outcome: bool | None
     raise ValueError(f"not a box pipeline question kind: {question.kind!r}")
 
 
+def box_job_unanswerable(*, job_id: int) -> bool:
+    """Nobody can answer the job's open verification any more (no question in the queue asks it: the stuck
+    sweep's finding), so a person decides, as when its question reaches the vote cap: QUALITY or COVERAGE
+    undecidable, the job to review. Returns False when the job has moved on meanwhile."""
+    with transaction.atomic(), counters.held():
+        job = BoxJob.objects.select_for_update(no_key=True).get(pk=job_id)
+        state = job_state(job)
+        if state.status == pipeline.JobStatus.AWAITING_QUALITY and state.pending is not None:
+            box_id = state.pending.box_id
+            return _advance_or_ignore(job, lambda s: pipeline.quality_undecidable(s, box_id))
+        if state.status == pipeline.JobStatus.AWAITING_COVERAGE:
+            return _advance_or_ignore(job, pipeline.coverage_undecidable)
+        return False
+
+
 def box_job_review_resolve(*, job_id: int, outcome: str) -> BoxJob:
     """A reviewer resolved a job in review (`pipeline.ReviewOutcome`: accept, redraw or close); the job goes
     back to the pipeline. Raises `pipeline.TransitionError` when the job is not in review."""

@@ -267,6 +267,13 @@ DATA_UPLOAD_MAX_NUMBER_FILES = env_int("CROWDLABEL_MAX_FILES_PER_UPLOAD", 500)
 # Small, so a request of many files holds little in memory: each file beyond it waits in a temporary file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
+# How long an open question nobody can take waits before the sweep settles it, and how often the sweep looks: by
+# default twice per wait (every 10 s at most often, every 5 minutes at least), so a starved question is settled
+# within 1.5 waits. A sweep on the review scan's 300 s beside a 60 s wait settled it up to 6 waits late, past
+# the point where a crowd that ran dry had given up. (A look asks the queue once per crowd worker while questions
+# are idle: several seconds of a busy worker's time, so not more often than that.)
+_STARVED_AFTER_SECONDS = env_int("CROWDLABEL_STARVED_AFTER_SECONDS", 900)
+
 CROWDLABEL = {
     # Sign-in lockout (config/login_throttle.py): failures allowed per account and per address before the
     # first lock, the first lock's length, doubling with each further failure up to the cap (seconds).
@@ -327,7 +334,12 @@ CROWDLABEL = {
     # An open question whose task nobody of its dataset's crowd can take (all voted, blocked, unqualified or
     # barred) is settled with the votes it has, or sent to review, once its task has been untouched this long
     # (consensus/starved.py; the review sweep runs it on a schedule).
-    "STARVED_AFTER_SECONDS": env_int("CROWDLABEL_STARVED_AFTER_SECONDS", 900),
+    "STARVED_AFTER_SECONDS": _STARVED_AFTER_SECONDS,
+    # How often the schedule runs the stuck sweep (review.tasks.stuck_enqueue: starved questions and box jobs,
+    # review items for what waits in review without one).
+    "STUCK_SWEEP_EVERY_SECONDS": env_int(
+        "CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS", min(300, max(10, _STARVED_AFTER_SECONDS // 2))
+    ),
     # The queue's hot statements run as prepared statements on PostgreSQL (annotation/queue/sqlrows.py); set 0 behind a
     # connection pooler in transaction mode, which cannot keep them.
     "DB_PREPARED_STATEMENTS": env_bool("CROWDLABEL_DB_PREPARED_STATEMENTS", True),
@@ -392,7 +404,13 @@ if CROWDLABEL["OUTBOX_LEASE_SECONDS"] < 3:
     raise ImproperlyConfigured("CROWDLABEL_OUTBOX_LEASE_SECONDS must be at least 3")
 if CROWDLABEL["TASK_TIME_LIMIT_SECONDS"] < 1:
     raise ImproperlyConfigured("CROWDLABEL_TASK_TIME_LIMIT_SECONDS must be at least 1")
-for _every in ("LEASE_EXPIRY_EVERY", "OUTBOX_RELAY", "REVIEW_SCAN_EVERY", "MTURK_SYNC_EVERY"):
+for _every in (
+    "LEASE_EXPIRY_EVERY",
+    "OUTBOX_RELAY",
+    "REVIEW_SCAN_EVERY",
+    "STUCK_SWEEP_EVERY",
+    "MTURK_SYNC_EVERY",
+):
     if CROWDLABEL[f"{_every}_SECONDS"] < 1:  # a schedule of 0 s would run its task back to back
         raise ImproperlyConfigured(f"CROWDLABEL_{_every}_SECONDS must be at least 1")
 
@@ -519,7 +537,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "review-queue-stuck": {
         "task": "review.tasks.stuck_enqueue",
-        "schedule": timedelta(seconds=CROWDLABEL["REVIEW_SCAN_EVERY_SECONDS"]),
+        "schedule": timedelta(seconds=CROWDLABEL["STUCK_SWEEP_EVERY_SECONDS"]),
     },
 }
 

@@ -286,18 +286,20 @@ def _subject_key(image_id: int | None, box_id: int | None, pk: int | None) -> tu
 
 def calibration_subjects(*, kind: str, concept_id: int, dataset_id: int | None = None) -> dict[str, set]:
     """Distinct subjects of (kind, concept)'s calibration questions: `complete` (calibration votes in, any
-    dataset) and `underway` (complete, plus the dataset's own still collecting)."""
+    dataset) and `underway` (complete, plus the dataset's own still collecting). A question settled short of
+    its calibration votes (nobody left could answer it: `consensus.starved`) collects no more: counting it as
+    underway held its batch's paused and waiting questions for a table that could never come."""
     rows = Question.objects.filter(
         kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION
-    ).values_list("image_id", "box_id", "pk", "dataset_id", "yes_count", "no_count", "min_votes")
+    ).values_list("image_id", "box_id", "pk", "dataset_id", "yes_count", "no_count", "min_votes", "state")
     complete: set = set()
     underway: set = set()
-    for image_id, box_id, pk, ds, yes, no, wanted in rows:
+    for image_id, box_id, pk, ds, yes, no, wanted, state in rows:
         key = _subject_key(image_id, box_id, pk)
         if yes + no >= wanted:
             complete.add(key)
             underway.add(key)
-        elif ds == dataset_id:
+        elif ds == dataset_id and state == QuestionState.OPEN:
             underway.add(key)
     return {"complete": complete, "underway": underway}
 

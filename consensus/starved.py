@@ -5,8 +5,8 @@ or a vote cap above the number of eligible workers. The sweep settles such a que
 at the vote cap (`stopping.settle_at_cap`: accepted or rejected only where the decided set keeps its guarantee),
 or sends it to review, so no image's labelling stops for good on one question.
 
-"Nobody can take it" is asked of the queue itself (`annotation.queue.available_tasks`, every registered task
-filter included), for every worker who has worked in the dataset; a question is only considered once its task
+"Nobody can take it" is asked of the queue itself (`annotation.queue.tasks_reachable`: the lease statement's
+condition under every registered lease policy's terms), for every worker who has worked in the dataset; a question is only considered once its task
 has gone untouched for `STARVED_AFTER_SECONDS` (a crowd that is merely offline is given time to come back, and
 a worker who just joined is given time to qualify). Settling follows `services.question_settle`."""
 
@@ -16,15 +16,25 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation import counters, queue
-from annotation.models import Assignment, Task, TaskState
+from annotation import boxes, counters, queue
+from annotation.models import BoxJob, BoxJobStatus, Task, TaskState
 
-from .models import ConsensusSettings, Question, QuestionState
-from .services import COUNTED, _estimate, _finalize, question_settle
+from . import statements
+from .models import ConsensusSettings, Question, QuestionKind, QuestionRole, QuestionState
+from .services import (
+    COUNTED,
+    _estimate,
+    _finalize,
+    _serve,
+    _table_coming,
+    question_decide,
+    question_settle,
+    table_in_use,
+)
 from .stopping import Decision
 
 
@@ -32,6 +42,7 @@ from .stopping import Decision
 class StarvedReport:
     examined: int = 0
     settled: dict[str, int] = field(default_factory=dict)  # decision value -> questions
+    table_waits_ended: int = 0  # questions held for a table that cannot come, served or decided
 
     @property
     def total(self) -> int:
@@ -43,12 +54,10 @@ def starved_after() -> timedelta:
 
 
 def _idle_questions(dataset_id: int | None, idle_since: datetime):
-    """Open questions whose task is in the queue (open, or leased with an expired lease) and untouched since
-    `idle_since`. Questions about an excluded image are not starved: they wait until it is included again
+    """Open questions whose task is waiting in the queue (`queue.waiting`) and untouched since `idle_since`.
+    Questions about an excluded image are not starved: they wait until it is included again
     (organize/image_exclusion.py), and the sweep must not settle them meanwhile."""
-    tasks = Task.objects.filter(updated_at__lte=idle_since).filter(
-        Q(state=TaskState.OPEN) | Q(state=TaskState.LEASED, lease_expires_at__lt=timezone.now())
-    )
+    tasks = Task.objects.filter(queue.waiting(), updated_at__lte=idle_since)
     qs = Question.objects.filter(state=QuestionState.OPEN, task__in=tasks).exclude(
         task__image__excluded_at__isnull=False
     )
@@ -59,7 +68,8 @@ def _idle_questions(dataset_id: int | None, idle_since: datetime):
 
 def questions_starved(*, dataset_id: int | None = None, idle_seconds: float | None = None) -> list[Question]:
     """The open questions of the dataset (every dataset when None) that no worker of their dataset's crowd
-    can take now, among those idle for `idle_seconds` (the setting when None)."""
+    can take now (`queue.tasks_reachable`: the lease's own condition), among those idle for `idle_seconds`
+    (the setting when None)."""
     idle = starved_after() if idle_seconds is None else timedelta(seconds=idle_seconds)
     candidates = list(_idle_questions(dataset_id, timezone.now() - idle).order_by("id"))
     by_dataset: dict[int, list[Question]] = {}
@@ -67,23 +77,7 @@ def questions_starved(*, dataset_id: int | None = None, idle_seconds: float | No
         by_dataset.setdefault(question.dataset_id, []).append(question)
     starved: list[Question] = []
     for ds, questions in sorted(by_dataset.items()):
-        task_ids = {q.task_id for q in questions}
-        takeable: set[int] = set()
-        crowd = (
-            Assignment.objects.filter(task__dataset_id=ds)
-            .values_list("worker_id", flat=True)
-            .distinct()
-            .order_by("worker_id")
-        )
-        worker_model = Assignment._meta.get_field("worker").related_model
-        for worker in worker_model.objects.filter(pk__in=list(crowd)).order_by("pk"):
-            takeable |= set(
-                queue.available_tasks(worker=worker, dataset_id=ds)
-                .filter(pk__in=task_ids - takeable)
-                .values_list("pk", flat=True)
-            )
-            if takeable >= task_ids:
-                break
+        takeable = queue.tasks_reachable(dataset_id=ds, task_ids={q.task_id for q in questions})
         starved += [q for q in questions if q.task_id not in takeable]
     return starved
 
@@ -95,10 +89,7 @@ def question_settle_starved(question: Question) -> Decision | None:
     with transaction.atomic(), counters.held():
         task = Task.objects.select_for_update().get(pk=question.task_id)
         question = Question.objects.select_for_update().get(pk=question.pk)
-        in_queue = task.state == TaskState.OPEN or (
-            task.state == TaskState.LEASED and task.lease_expires_at < timezone.now()
-        )
-        if question.state != QuestionState.OPEN or not in_queue:
+        if question.state != QuestionState.OPEN or not queue.task_waiting(task):
             return None
         settings = ConsensusSettings.for_dataset(question.dataset_id)
         if question.rule:
@@ -115,11 +106,105 @@ def question_settle_starved(question: Question) -> Decision | None:
 
 
 def starved_settle(*, dataset_id: int | None = None, idle_seconds: float | None = None) -> StarvedReport:
-    """Find the starved questions and settle each (one transaction per question)."""
+    """Find the starved questions and settle each (one transaction per question), then release the questions
+    held for a calibration table that can no longer come (`table_waits_end`)."""
     found = questions_starved(dataset_id=dataset_id, idle_seconds=idle_seconds)
     report = StarvedReport(examined=len(found))
     for question in found:
         decision = question_settle_starved(question)
         if decision is not None:
             report.settled[decision.value] = report.settled.get(decision.value, 0) + 1
+    report.table_waits_ended = table_waits_end(dataset_id=dataset_id)
     return report
+
+
+def table_waits_end(*, dataset_id: int | None = None) -> int:
+    """Questions held for their (kind, concept)'s calibration table when that table can no longer come (its
+    batch lost a question nobody could answer, settled short of its calibration votes): production questions
+    waiting unserved are served (decided by the fallbacks of `_estimate`, as a rare concept's are), and paused
+    calibration questions are decided or asked on (`question_decide`). Such questions are open, but no task of
+    theirs is in the queue, so no starved check sees them: an image's labelling stopped on them for good.
+    Returns how many were served, decided or reopened."""
+    held = Question.objects.filter(
+        Q(state=QuestionState.WAITING)
+        | Q(state=QuestionState.OPEN, role=QuestionRole.CALIBRATION, task__state=TaskState.DONE)
+    )
+    if dataset_id is not None:
+        held = held.filter(dataset_id=dataset_id)
+    groups = sorted(set(held.values_list("dataset_id", "kind", "concept_id")))
+    moved = 0
+    for ds, kind, concept_id in groups:
+        settings = ConsensusSettings.for_dataset(ds)
+        probe = Question(dataset_id=ds, kind=kind, concept_id=concept_id)
+        if _table_coming(probe, settings) or table_in_use(kind, concept_id, settings.calibration_min):
+            continue  # its table is on the way (or here: the rebuild that serves them is due)
+        moved += _waiting_serve(ds, kind, concept_id, settings)
+        for question in held.filter(
+            dataset_id=ds, kind=kind, concept_id=concept_id, state=QuestionState.OPEN
+        ):
+            if question.n_votes >= question.min_votes:
+                decided = question_decide(question) != Decision.ASK_MORE
+                moved += decided or Task.objects.filter(pk=question.task_id, state=TaskState.OPEN).exists()
+    return moved
+
+
+def _waiting_serve(dataset_id: int, kind: str, concept_id: int, settings: ConsensusSettings) -> int:
+    """Serve the (dataset, kind, concept) questions still waiting, as production; under the concept's share lock
+    (as `questions_create` decides that a question waits), re-checking that no table is coming."""
+    with transaction.atomic(), counters.held():
+        statements.concept_share_lock(connections[Question.objects.db], concept_id)
+        probe = Question(dataset_id=dataset_id, kind=kind, concept_id=concept_id)
+        if _table_coming(probe, settings):
+            return 0
+        waiting = list(
+            Question.objects.select_for_update()
+            .filter(dataset_id=dataset_id, kind=kind, concept_id=concept_id, state=QuestionState.WAITING)
+            .order_by("id")
+        )
+        for question in waiting:
+            question.state = QuestionState.OPEN
+        _serve(waiting, None, settings, 0)
+        return len(waiting)
+
+
+# Box jobs waiting for a verification question's decision.
+VERIFYING = (BoxJobStatus.AWAITING_QUALITY, BoxJobStatus.AWAITING_COVERAGE)
+
+
+def box_jobs_stranded(*, dataset_id: int | None = None, idle_seconds: float | None = None) -> list[int]:
+    """Ids of the box jobs awaiting a verification (QUALITY of their pending box, or COVERAGE) that no question
+    asks any more, untouched for `idle_seconds` (the setting when None): none of their stage is open with its
+    task in the queue or leased, nor waiting for its table. A live question nobody can take is the question
+    sweep's (settling it moves its job on); a job whose question left without moving it (its verdict came when
+    the job could not take it, or it was never served) would otherwise wait for good, awaiting coverage with
+    every worker told there is nothing to do."""
+    idle = starved_after() if idle_seconds is None else timedelta(seconds=idle_seconds)
+    jobs = BoxJob.objects.filter(status__in=VERIFYING, updated_at__lte=timezone.now() - idle)
+    if dataset_id is not None:
+        jobs = jobs.filter(dataset_id=dataset_id)
+    live_tasks = Task.objects.exclude(state__in=[TaskState.DONE, TaskState.CANCELLED])
+    live = Question.objects.filter(
+        Q(state=QuestionState.OPEN, task__in=live_tasks) | Q(state=QuestionState.WAITING)
+    )
+    stranded = []
+    for job in jobs.order_by("id"):
+        if job.status == BoxJobStatus.AWAITING_QUALITY:
+            asks = live.filter(kind=QuestionKind.BOX_QUALITY, box_id=boxes.job_state(job).pending_box_id)
+        else:
+            asks = live.filter(
+                kind=QuestionKind.BOX_COVERAGE,
+                dataset_id=job.dataset_id,
+                image_id=job.image_id,
+                concept_id=job.concept_id,
+                box__isnull=True,
+            )
+        if not asks.exists():
+            stranded.append(job.pk)
+    return stranded
+
+
+def box_jobs_settle_stranded(*, dataset_id: int | None = None, idle_seconds: float | None = None) -> int:
+    """Send every stranded box job to review (`annotation.boxes.box_job_unanswerable`), one transaction each;
+    returns how many went."""
+    found = box_jobs_stranded(dataset_id=dataset_id, idle_seconds=idle_seconds)
+    return sum(boxes.box_job_unanswerable(job_id=pk) for pk in found)

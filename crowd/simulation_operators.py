@@ -44,7 +44,7 @@ class ShellOperator:
         dataset_id = Dataset.objects.get(name=dataset_name).pk
         # What the schedule runs; the simulated crowd has just run dry, so nothing is waited for.
         report = stuck.stuck_enqueue(dataset_id=dataset_id, starved_after=0)
-        return sum(report.starved_settled.values())
+        return sum(report.starved_settled.values()) + report.box_jobs_stranded + report.table_waits_ended
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         call_command(

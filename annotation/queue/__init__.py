@@ -3,6 +3,8 @@
 - `services`: lease the next task, submit once, release, extend, expire;
 - `writes`: create tasks and change a task's own fields for the pipelines above (one code path for all), and
   take an answer back within the undo window;
+- `reach`: which waiting tasks some worker of their dataset's crowd may still lease (the starved sweep's
+  question, answered by the lease's own condition);
 - `contract`: the data the apps above exchange with the queue (lease terms, draws, task changes, results);
 - `statements` and `sqlrows`: the hand-written SQL and the rows-to-instances helper it uses.
 """
@@ -18,6 +20,7 @@ from .contract import (
     SubmitResult,
     TaskChange,
 )
+from .reach import crowd, task_waiting, tasks_reachable, waiting
 from .services import (
     AlreadySubmitted,
     LeaseExpired,
@@ -64,13 +67,17 @@ __all__ = [
     "assignment_submit",
     "assignment_withdraw",
     "available_tasks",
+    "crowd",
     "lease_duration",
     "lease_terms",
     "leases_expire",
     "task_create",
     "task_save",
+    "task_waiting",
     "tasks_create",
     "task_lease_next",
+    "tasks_reachable",
     "tasks_update",
     "undo_window",
+    "waiting",
 ]

@@ -54,18 +54,26 @@ class Draw:
 @dataclass(frozen=True)
 class LeaseTerms:
     """What a lease policy says about one lease of one worker: the datasets they may take nothing from, the
-    (dataset, topic) pairs they may not take now, and optionally a draw from a reserved pool."""
+    (dataset, topic) pairs they may not take now, the only task kinds they can take at all (None: any; a
+    worker who works only inside provider sessions takes only their sessions' kinds), and optionally a draw
+    from a reserved pool."""
 
     withheld_datasets: frozenset[int] = frozenset()
     withheld_topics: frozenset[tuple[int, str]] = frozenset()
     draw: Draw | None = None
+    only_kinds: frozenset[str] | None = None
 
     def merge(self, other: LeaseTerms) -> LeaseTerms:
         """Both policies' conditions hold; the first draw wins."""
+        if self.only_kinds is None or other.only_kinds is None:
+            kinds = self.only_kinds if other.only_kinds is None else other.only_kinds
+        else:
+            kinds = self.only_kinds & other.only_kinds
         return LeaseTerms(
             withheld_datasets=self.withheld_datasets | other.withheld_datasets,
             withheld_topics=self.withheld_topics | other.withheld_topics,
             draw=self.draw if self.draw is not None else other.draw,
+            only_kinds=kinds,
         )
 
     @classmethod

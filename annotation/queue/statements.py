@@ -41,7 +41,9 @@ def eligible_where(
     pool; of the wanted kinds and dataset (and of the request's datasets, a session's scope); of a dataset the
     worker is granted, when they hold any grant (a worker with none is unscoped: `DatasetGrant`); never a task
     the worker already had or is excluded from; never one of an archived dataset, of an excluded image or of a
-    dataset the terms withhold, nor an open-pool task of a (dataset, topic) they withhold. The state and open-pool literals are
+    dataset the terms withhold, nor an open-pool task of a (dataset, topic) they withhold, nor one of a kind
+    outside the terms' `only_kinds`. This is the one statement of who may take a task: the starved sweep asks it
+    too (`reach.tasks_reachable`). The state and open-pool literals are
     written into the SQL, not bound, so PostgreSQL can prove the queue's partial indexes apply. The grant check
     is part of the lease statement, so it costs no round trip: the uncorrelated "holds no grant" runs once per
     statement, the per-dataset lookup (on the grant's unique index) only for a scoped worker."""
@@ -80,6 +82,10 @@ def eligible_where(
     if request.kinds_wanted:
         conditions.append(f"t.kind IN ({', '.join(['%s'] * len(request.kinds_wanted))})")
         params.extend(request.kinds_wanted)
+    if terms.only_kinds is not None:
+        only = sorted(terms.only_kinds) or [""]
+        conditions.append(f"t.kind IN ({', '.join(['%s'] * len(only))})")
+        params.extend(only)
     if request.dataset_id is not None:
         conditions.append("t.dataset_id = %s")
         params.append(request.dataset_id)

@@ -184,10 +184,11 @@ def _step(bundle: Bundle, assignment: Assignment | None, replayed: bool = False)
 def study_lease_policy(worker, request: queue.LeaseRequest, now) -> queue.LeaseTerms | None:
     """Queue lease policy: a study-link participant works only inside an open session (one bundle per study
     and participant, never a second), so every dataset outside the scope of their open sessions (a study
-    link's datasets: `CrowdProvider.scope`) is withheld. The queue
-    then says truly what a participant can take, and the starved-question sweep (which asks it, for everyone
-    who has worked in the dataset) no longer waits for participants whose session is over (issue 34). An
-    MTurk worker is not restricted: one who finished an assignment may accept another HIT."""
+    link's datasets: `CrowdProvider.scope`) is withheld, and every task kind but their open sessions' (a
+    session leases its own kind only: `bundle_next`). The queue then says truly what a participant can take,
+    and the starved-question sweep (which asks it, for everyone who has worked in the dataset) no longer waits
+    for participants whose session is over (issue 34) or who are answering another kind. An MTurk worker is
+    not restricted: one who finished an assignment may accept another HIT."""
     if worker.source != WorkerSource.EXTERNAL:
         return None
     asked = (
@@ -196,9 +197,11 @@ def study_lease_policy(worker, request: queue.LeaseRequest, now) -> queue.LeaseT
         else set(Dataset.objects.values_list("pk", flat=True))
     )
     open_in: set[int] = set()
+    kinds: set[str] = set()
     for bundle in Bundle.objects.filter(worker_id=worker.pk, state=BundleState.OPEN):
         open_in.update(get(bundle.provider).scope(bundle))
-    return queue.LeaseTerms(withheld_datasets=frozenset(asked - open_in))
+        kinds.add(bundle.kind)
+    return queue.LeaseTerms(withheld_datasets=frozenset(asked - open_in), only_kinds=frozenset(kinds))
 
 
 def bundle_next(bundle: Bundle, *, now=None) -> BundleStep:

@@ -22,6 +22,8 @@ print(json.dumps({
     "debug": settings.DEBUG,
     "embedded_beat": settings.CROWDLABEL["EMBEDDED_BEAT"],
     "lease_expiry_every": settings.CELERY_BEAT_SCHEDULE["expire-leases"]["schedule"].total_seconds(),
+    "stuck_every": settings.CELERY_BEAT_SCHEDULE["review-queue-stuck"]["schedule"].total_seconds(),
+    "starved_after": settings.CROWDLABEL["STARVED_AFTER_SECONDS"],
 }))
 """
 
@@ -88,6 +90,23 @@ def test_the_embedded_beat_is_off_with_a_broker_or_when_turned_off_and_its_inter
     assert (
         refused.returncode != 0
         and "CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS must be at least 1" in refused.stderr
+    )
+
+
+def test_the_stuck_sweep_looks_several_times_per_starved_wait_not_on_the_overlap_scans_schedule(var_dir):
+    """Issue 31's server run: with a 60 s starved wait the sweep still ran on the overlap scan's 300 s, so a
+    question nobody could take stayed open for up to 6 waits, past a crowd's whole wait for it."""
+    seen = settings_under(var_dir, CROWDLABEL_STARVED_AFTER_SECONDS="60")
+    assert seen["starved_after"] == 60 and seen["stuck_every"] == 30
+    assert settings_under(var_dir)["stuck_every"] == 300  # 900 s wait: the old cadence, at most
+    assert settings_under(var_dir, CROWDLABEL_STARVED_AFTER_SECONDS="0")["stuck_every"] == 10
+    assert settings_under(var_dir, CROWDLABEL_STARVED_AFTER_SECONDS="300")["stuck_every"] == 150
+    assert settings_under(var_dir, CROWDLABEL_STARVED_AFTER_SECONDS="86400")["stuck_every"] == 300
+    assert settings_under(var_dir, CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS="7")["stuck_every"] == 7
+    refused = run(["-c", PRINT_SETTINGS], clean_env(var_dir, CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS="0"))
+    assert (
+        refused.returncode != 0
+        and "CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS must be at least 1" in refused.stderr
     )
 
 

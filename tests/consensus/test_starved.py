@@ -11,9 +11,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from annotation import queue
 from annotation.models import Task
 from consensus import starved
-from consensus.models import QuestionKind, QuestionState
+from consensus.models import Question, QuestionKind, QuestionState
 from consensus.services import Target, questions_create
 from gold.services import worker_block_set
 from review import stuck
@@ -122,6 +123,29 @@ def test_a_study_participant_in_an_open_session_can_still_answer_so_the_question
     assert split_question.pk not in {q.pk for q in starved.questions_starved(idle_seconds=0)}
 
 
+def test_a_study_participant_whose_open_session_is_of_another_kind_is_no_voter_the_sweep_waits_for(
+    split_question, dataset
+):
+    """A session leases its own task kind only (`bundle_next`), so a participant answering binary votes in an
+    open session can never be given the question: the lease and the sweep now say so with one condition (the
+    study policy's `only_kinds`); before, the sweep counted them as a voter and the question stayed open."""
+    from crowd.models import Bundle, StudyLink
+    from crowd.providers import external_link
+
+    _participant_answers_one_question(dataset, split_question, "P3")
+    votes = StudyLink.objects.create(dataset=dataset, kind="binary_vote")
+    bundle = external_link.study_session_start(study=votes, participant="P3")
+    assert Bundle.objects.get(pk=bundle.pk).state == "open"
+    participant = bundle.worker
+    assert (
+        not queue.available_tasks(worker=participant, dataset_id=dataset.pk)
+        .filter(pk=split_question.task_id)
+        .exists()
+    ), "the queue hands a binary-vote session no question task"
+    assert [q.pk for q in starved.questions_starved(idle_seconds=0)] == [split_question.pk]
+    assert stuck.stuck_enqueue(dataset_id=dataset.pk, starved_after=0).starved_settled == {"review": 1}
+
+
 def test_a_question_touched_recently_is_not_swept(split_question):
     assert starved.questions_starved() == [], "900 s by default: a crowd that is offline may come back"
     Task.objects.filter(pk=split_question.task_id).update(
@@ -145,3 +169,40 @@ def test_the_command_names_a_bad_dataset_or_wait():
         call_command("review_stuck", "--dataset", "nope", stdout=io.StringIO())
     with pytest.raises(CommandError, match="seconds"):
         call_command("review_stuck", "--starved-after", "-1", stdout=io.StringIO())
+
+
+def test_a_calibration_batch_that_lost_a_starved_question_releases_its_paused_and_waiting_questions(
+    dataset, concept, organizer
+):
+    """The other half of "nobody can answer": a batch of 4 calibration questions, three with their votes
+    (paused until the table) and one that nobody left can answer, plus a production question waiting for the
+    table. Settling the starved one used to leave the rest held for good: open, but with no task in the queue,
+    so every lease came back empty while the server's sweep saw nothing to settle. Now the sweep serves the
+    waiting question and decides (or asks on) the paused ones."""
+    small_settings(dataset, calibration_votes=3)
+    images = make_images(dataset, 5)
+    created = questions_create(
+        dataset=dataset,
+        kind=QuestionKind.IMAGE_VERIFY,
+        concept=concept,
+        targets=[Target(image=img) for img in images],
+    )
+    assert [q.state for q in created] == [QuestionState.OPEN] * 4 + [QuestionState.WAITING]
+    a, b, c = make_workers(3)
+    for worker, n in ((a, 4), (b, 4), (c, 3)):
+        for _ in range(n):
+            answer(worker, "question", {"answer": True})
+    worker_block_set(worker=c, dataset_id=dataset.pk, blocked=True, reason="test", actor=organizer)
+    short = Question.objects.get(pk=created[3].pk)
+    assert short.state == QuestionState.OPEN and short.n_votes == 2
+    paused = Question.objects.filter(pk__in=[q.pk for q in created[:3]])
+    assert {(q.state, q.task.state) for q in paused} == {(QuestionState.OPEN, "done")}
+
+    report = stuck.stuck_enqueue(dataset_id=dataset.pk, starved_after=0)
+    assert sum(report.starved_settled.values()) == 1 and report.table_waits_ended == 4
+    assert not Question.objects.filter(state=QuestionState.WAITING).exists()
+    held = Question.objects.filter(state=QuestionState.OPEN, task__state="done")
+    assert not held.exists(), "no open question is left without a task in the queue"
+    served = Question.objects.get(pk=created[4].pk)
+    assert served.state == QuestionState.OPEN and served.task.state == "open"
+    assert queue.task_lease_next(worker=a, dataset_id=dataset.pk) is not None, "the crowd has work again"

@@ -229,7 +229,7 @@ class Command(BaseCommand):
             default=0.0,
             help="With --organizer-token (every scenario, not with --crowd-only): when the crowd runs dry with questions still open, wait "
             "up to this many seconds for the server's scheduled sweep to settle them (it waits "
-            "CROWDLABEL_STARVED_AFTER_SECONDS, then runs every CROWDLABEL_REVIEW_SCAN_EVERY_SECONDS), as people "
+            "CROWDLABEL_STARVED_AFTER_SECONDS, then runs every CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS), as people "
             "would come back later; 0 (the default) does not wait.",
         )
         parser.add_argument(

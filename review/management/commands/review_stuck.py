@@ -12,7 +12,8 @@ from review import stuck
 class Command(BaseCommand):
     help = (
         "Settle open questions that no worker of their dataset can take any more (all voted, blocked, not "
-        "qualified or barred) with the votes they have, or send them to review; then give every question "
+        "qualified or barred) with the votes they have, or send them to review; send box jobs awaiting a "
+        "verification that no question asks any more to review; then give every question "
         "waiting in review (at its vote cap) and every box job in review an open review item, and dismiss "
         "items whose question left review. The same sweep runs on a schedule."
     )
@@ -41,7 +42,8 @@ class Command(BaseCommand):
         report = stuck.stuck_enqueue(dataset_id=dataset_id, starved_after=after)
         settled = ", ".join(f"{n} {what}" for what, n in sorted(report.starved_settled.items())) or "none"
         self.stdout.write(
-            f"starved questions settled: {settled}; queued {report.questions_queued} questions and "
+            f"starved questions settled: {settled}; box jobs whose verification nobody can answer sent to "
+            f"review: {report.box_jobs_stranded}; queued {report.questions_queued} questions and "
             f"{report.box_jobs_queued} box jobs for review; dismissed {report.items_dismissed} items no "
             "longer needed"
         )
