@@ -71,18 +71,25 @@ def calibration_rebuild(
         # still be inserted (their foreign key check takes FOR KEY SHARE).
         Concept.objects.select_for_update(no_key=True).get(pk=concept_id)
         in_use = table_in_use(kind, concept_id, settings.calibration_min)
-        rows = list(
-            Question.objects.filter(kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION)
-            .filter(yes_count__gte=F("min_votes") - F("no_count"))
-            .values_list("pk", "min_votes", "image_id", "box_id")
-        )
+        stale = _evidence_stale(in_use, kind)
+        calibrated = Q(yes_count__gte=F("min_votes") - F("no_count"))
+        questions = Question.objects.filter(kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION)
+        if stale:
+            # After voiding, a calibration question that had its votes counts with the ones left: a blocked
+            # worker's votes on a batch must not leave the batch too small for a table until they are replaced.
+            questions = questions.annotate(cast=Count("votes")).filter(
+                calibrated | Q(cast__gte=F("min_votes"))
+            )
+        else:
+            questions = questions.filter(calibrated)
+        rows = list(questions.values_list("pk", "min_votes", "image_id", "box_id"))
         subjects = {_subject_key(image_id, box_id, pk) for pk, _, image_id, box_id in rows}
         enough = len(subjects) >= settings.calibration_min
         refine = (
             in_use is None
             or dataset_id is None
             or calibration_complete(kind=kind, concept_id=concept_id, dataset_id=dataset_id)
-            or _evidence_stale(in_use, kind)
+            or stale
         )
         if enough and refine:
             built = _table_build(kind, concept_id, {pk: n for pk, n, _, _ in rows}, len(subjects))
