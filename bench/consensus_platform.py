@@ -73,9 +73,13 @@ class Run:
         return 100.0 * self.review / self.questions
 
 
-def simulate(crowd: str, rule: str, seed: int, args: argparse.Namespace) -> dict:
+def cache_file(crowd: str, rule: str, seed: int, args: argparse.Namespace) -> Path | None:
     name = f"{crowd}-{rule}-{seed}-{args.images}x{args.synsets}x{args.workers}.json"
-    cached = args.cache / name if args.cache else None
+    return args.cache / name if args.cache else None
+
+
+def simulate(crowd: str, rule: str, seed: int, args: argparse.Namespace) -> dict:
+    cached = cache_file(crowd, rule, seed, args)
     if cached is not None and cached.exists():
         return json.loads(cached.read_text())
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,10 +118,10 @@ def simulate(crowd: str, rule: str, seed: int, args: argparse.Namespace) -> dict
 
 
 def cheapest_majority(runs: dict[str, Run], bar: float) -> tuple[str, Run]:
-    """The fixed majority with the fewest votes per image reaching precision `bar`, else majority-13."""
+    """The fixed majority with the fewest votes per image reaching precision `bar`, else the largest measured."""
     majorities = {name: run for name, run in runs.items() if name.startswith("majority")}
     reaching = [(r.votes_per_image, name) for name, r in majorities.items() if r.precision >= bar]
-    name = min(reaching)[1] if reaching else f"majority{MAJORITIES[-1]}"
+    name = min(reaching)[1] if reaching else max(majorities, key=lambda n: int(n[8:]))
     return name, majorities[name]
 
 
@@ -127,10 +131,11 @@ def table(title: str, runs: dict[str, Run], rules: list[str]) -> list[str]:
         f"  {'rule':<11} {'precision':>9} {'recall':>7} {'votes/img':>9} {'review/100q':>11} {'FP':>4}"
         "  vs cheapest majority at its precision; targets",
     ]
-    best_majority = max(p.precision for name, p in runs.items() if name.startswith("majority"))
+    majorities = [p.precision for name, p in runs.items() if name.startswith("majority")]
+    best_majority = max(majorities, default=float("nan"))
     for name, r in runs.items():
         note = ""
-        if name in rules:
+        if name in rules and majorities:
             m_name, m = cheapest_majority(runs, r.precision)
             share = r.votes_per_image / m.votes_per_image
             held = {
@@ -162,12 +167,17 @@ def main() -> None:
     parser.add_argument("--majorities", type=int, nargs="*", default=list(MAJORITIES))
     parser.add_argument("--cache", type=Path, default=None, help="keep (and reuse) each run's summary here")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
+    parser.add_argument(
+        "--cached-only", action="store_true", help="print only the runs --cache holds (run nothing)"
+    )
     parser.add_argument("--quick", action="store_true", help="150 images, seed 1, the default crowd")
     args = parser.parse_args()
     if args.quick:
         args.images, args.seeds, args.crowds = 150, [1], ["default"]
     rules = [*args.rules, *(f"majority{n}" for n in args.majorities)]
     plan = [(crowd, seed, rule) for crowd in args.crowds for seed in args.seeds for rule in rules]
+    if args.cached_only:
+        plan = [(c, s, r) for c, s, r in plan if (f := cache_file(c, r, s, args)) is not None and f.exists()]
 
     def one(item: tuple[str, int, str]) -> tuple[tuple[str, int, str], dict]:
         crowd, seed, rule = item
@@ -189,11 +199,14 @@ def main() -> None:
     for crowd in args.crowds:
         pooled: dict[str, Run] = {}
         for seed in args.seeds:
-            runs = {rule: Run.of(results[(crowd, seed, rule)]) for rule in rules}
+            runs = {
+                rule: Run.of(results[(crowd, seed, rule)]) for rule in rules if (crowd, seed, rule) in results
+            }
             print("\n".join(table(f"{crowd} crowd, seed {seed}", runs, args.rules)))
             for rule, r in runs.items():
                 pooled[rule] = pooled[rule] + r if rule in pooled else r
-        print("\n".join(table(f"{crowd} crowd, {len(args.seeds)} seeds pooled", pooled, args.rules)))
+        if len(args.seeds) > 1:
+            print("\n".join(table(f"{crowd} crowd, {len(args.seeds)} seeds pooled", pooled, args.rules)))
 
 
 if __name__ == "__main__":
