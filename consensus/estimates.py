@@ -11,6 +11,7 @@ import numpy as np
 from django.db.models import F, Max, Q
 
 from .calibration import DEFAULT_CAP, ConfidenceTable, prior_table
+from .evidence_table import EvidenceTable, evidence
 from .models import (
     CalibrationTable,
     ConsensusSettings,
@@ -21,7 +22,7 @@ from .models import (
     Vote,
 )
 from .reliability import posterior_positive
-from .reliability_fits import fit_for
+from .reliability_fits import fit_for, fit_with_standing
 from .stopping import (
     ThresholdPolicy,
     thresholds_for_precision,
@@ -40,6 +41,15 @@ WEIGHTED_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY)
 # read with the kind-wide fit, 15 of 61 box jobs of a clean 30-image run went to review, quality undecidable.
 WEIGHTED_BOX_KINDS = (QuestionKind.BOX_COVERAGE,)
 BOX_WEIGHTED_MIN_VOTES = 200
+# The kinds whose tables also carry an evidence table (consensus/evidence_table.py), which `dynamic` reads: the
+# count table reads only how many said yes and no, so spammers' votes flatten it (docs/consensus.md).
+EVIDENCE_KINDS = WEIGHTED_KINDS
+# An evidence table is built again (on the vote that finds it due, through the outbox) once the kind's fit has
+# this many times the votes the table was built under: the table's observations are read with a fit that knows
+# the crowd better, at most once per doubling (a handful of times in a dataset's life), never per vote, and not
+# before EVIDENCE_REFRESH_MIN_VOTES new votes (a small dataset keeps the table its batch built).
+EVIDENCE_REFRESH_GROWTH = 2.0
+EVIDENCE_REFRESH_MIN_VOTES = 500
 
 # A pipeline may ask for a stricter accept threshold on its own questions through this subject key (never a
 # looser one than the dataset's): Algorithm 1 does for leaves, whose "yes" is confused with a sibling's.
@@ -86,6 +96,14 @@ def table_in_use(kind: str, concept_id: int, min_images: int) -> CalibrationTabl
     )
 
 
+def evidence_refresh_due(row: CalibrationTable, fit_votes: int) -> bool:
+    """Whether the kind's fit (of `fit_votes` votes) has outgrown the fit row's evidence table was built under."""
+    built_under = row.table.get("fit_votes")
+    if built_under is None:
+        return False
+    return fit_votes >= max(EVIDENCE_REFRESH_GROWTH * built_under, built_under + EVIDENCE_REFRESH_MIN_VOTES)
+
+
 def _table_cap() -> int:
     # A table must cover every dataset's vote cap, or lookups past it read as "undecided" until review.
     biggest = ConsensusSettings.objects.aggregate(m=Max("vote_cap"))["m"] or 0
@@ -97,6 +115,7 @@ class Estimate:
     p: float | None
     table: CalibrationTable | None
     estimator: str = Estimator.DYNAMIC
+    fit_votes: int | None = None  # an evidence table's reading: the votes of the kind's fit it was read with
 
 
 def _weighted_estimate(question: Question) -> Estimate:
@@ -156,6 +175,8 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
             return _weighted_estimate(question)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
+    if row is not None and "evidence" in row.table:
+        return _evidence_estimate(question, row)
     if row is None:
         if _kind_has_calibration_data(question.kind, settings.calibration_min):
             return _weighted_estimate(question)
@@ -166,6 +187,31 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
     table = ConfidenceTable.from_dict(row.table)
     p = table.p_positive(a, b) if a + b <= table.cap else None
     return Estimate(p, row)
+
+
+def _evidence_estimate(question: Question, row: CalibrationTable) -> Estimate:
+    """The stored evidence table of (kind, concept) read at the evidence of the question's votes: each vote
+    weighed by its worker's rates under the kind's current fit, workers out of good standing left out. Reads
+    only: the table is stored again at its defined moments (consensus/rebuild.py), never by a vote."""
+    fitted = fit_with_standing(question.kind)
+    if fitted is None:
+        return Estimate(None, row)
+    result, standing, fit_votes = fitted
+    mine = list(Vote.objects.filter(question=question, void__isnull=True).values_list("worker_id", "answer"))
+    e = evidence(result.reliability, [w for w, _ in mine], [a for _, a in mine], standing.excluded)
+    return Estimate(_evidence_table(row).p_positive(e), row, fit_votes=fit_votes)
+
+
+_parsed: dict[tuple[int, object], EvidenceTable] = {}
+
+
+def _evidence_table(row: CalibrationTable) -> EvidenceTable:
+    # Stored rows never change: each is parsed once per process.
+    key = (row.pk, row.created_at)  # ids come back in every test database
+    table = _parsed.get(key)
+    if table is None:
+        table = _parsed[key] = EvidenceTable.from_dict(row.table["evidence"])
+    return table
 
 
 COUNTED = Estimate(None, None, Estimator.COUNT)

@@ -45,6 +45,11 @@ class ConsensusSettings(models.Model):
     vote_cap = models.PositiveSmallIntegerField(
         default=DEFAULT_CAP, help_text="Votes after which an undecided question goes to review."
     )
+    extension_cap = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Votes a question still undecided at the vote cap may collect from the workers most reliable on "
+        "its kind before it is settled or sent to review (0, or at most the vote cap: no extension).",
+    )
     calibration_votes = models.PositiveSmallIntegerField(
         default=10, help_text="Votes each calibration question collects before the table is built."
     )

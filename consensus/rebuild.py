@@ -1,7 +1,9 @@
 """Calibration tables of the engine: whether a (kind, concept)'s calibration batch is complete, building its
 table from the calibration votes (one writer per concept), and re-evaluating the questions that waited for it
 or were decided by an older table. Run after commit by `consensus.tasks.calibration_rebuild`, which the vote
-completing a batch records in the outbox (`services._after_commit_rebuild`)."""
+completing a batch records in the outbox (`services._after_commit_rebuild`), as do voiding (a blocked worker's
+votes) and, at most once per doubling of the kind's votes, a vote that finds its table's fit outgrown
+(`evidence_refresh_due`): a table is never stored again because an ordinary vote moved the fit."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from annotation.models import Task, TaskState
 from hierarchy.models import Concept
 
 from .calibration import build_table
+from .estimates import EVIDENCE_KINDS
+from .evidence_table import build_evidence_table, prefix_evidence
 from .models import (
     CalibrationTable,
     ConsensusSettings,
@@ -21,12 +25,15 @@ from .models import (
     QuestionRole,
     QuestionState,
     Vote,
+    VoteVoid,
 )
+from .reliability_fits import fit_with_standing
 from .services import (
     _after_commit_rebuild,
     _serve,
     _subject_key,
     _table_cap,
+    evidence_refresh_due,
     question_decide,
     table_in_use,
 )
@@ -64,17 +71,25 @@ def calibration_rebuild(
         # still be inserted (their foreign key check takes FOR KEY SHARE).
         Concept.objects.select_for_update(no_key=True).get(pk=concept_id)
         in_use = table_in_use(kind, concept_id, settings.calibration_min)
-        rows = list(
-            Question.objects.filter(kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION)
-            .filter(yes_count__gte=F("min_votes") - F("no_count"))
-            .values_list("pk", "min_votes", "image_id", "box_id")
-        )
+        stale = _evidence_stale(in_use, kind)
+        calibrated = Q(yes_count__gte=F("min_votes") - F("no_count"))
+        questions = Question.objects.filter(kind=kind, concept_id=concept_id, role=QuestionRole.CALIBRATION)
+        if stale:
+            # After voiding, a calibration question that had its votes counts with the ones left: a blocked
+            # worker's votes on a batch must not leave the batch too small for a table until they are replaced.
+            questions = questions.annotate(cast=Count("votes")).filter(
+                calibrated | Q(cast__gte=F("min_votes"))
+            )
+        else:
+            questions = questions.filter(calibrated)
+        rows = list(questions.values_list("pk", "min_votes", "image_id", "box_id"))
         subjects = {_subject_key(image_id, box_id, pk) for pk, _, image_id, box_id in rows}
         enough = len(subjects) >= settings.calibration_min
         refine = (
             in_use is None
             or dataset_id is None
             or calibration_complete(kind=kind, concept_id=concept_id, dataset_id=dataset_id)
+            or stale
         )
         if enough and refine:
             built = _table_build(kind, concept_id, {pk: n for pk, n, _, _ in rows}, len(subjects))
@@ -91,19 +106,22 @@ def _table_build(
     kind: str, concept_id: int, limit: dict[int, int], n_subjects: int
 ) -> CalibrationTable | None:
     """Store a table from the calibration votes of these questions (pk -> calibration votes), unless the newest
-    measured table saw exactly these votes. Returns the new row, or None when nothing changed."""
-    sequences: dict[int, list[bool]] = {pk: [] for pk in limit}
+    measured table saw exactly these votes (and, for an evidence table, no vote was voided since and the kind's
+    fit has not outgrown it: `services.evidence_refresh_due`). Returns the new row, or None when nothing
+    changed."""
+    sequences: dict[int, list[tuple[int, bool]]] = {pk: [] for pk in limit}
     last_vote = 0
-    for qid, answer, vote_id in (
+    for qid, worker_id, answer, vote_id in (
         Vote.objects.filter(question_id__in=limit, void__isnull=True)
         .order_by("id")
-        .values_list("question_id", "answer", "id")
+        .values_list("question_id", "worker_id", "answer", "id")
     ):
         # Only each question's calibration votes: later votes exist only on questions the rule found
         # ambiguous, and counting them would bias the long patterns towards ambiguity.
         if len(sequences[qid]) < limit[qid]:
-            sequences[qid].append(answer)
+            sequences[qid].append((worker_id, answer))
             last_vote = max(last_vote, vote_id)
+    n_votes = sum(map(len, sequences.values()))
     newest = (
         CalibrationTable.objects.filter(kind=kind, concept_id=concept_id, n_images__gt=0)
         .order_by("-id")
@@ -112,23 +130,57 @@ def _table_build(
     if (
         newest is not None
         and newest.last_vote_id == last_vote
-        and newest.n_votes == sum(map(len, sequences.values()))
+        and newest.n_votes == n_votes
+        and not _evidence_stale(newest, kind)
     ):
         return None
-    table = build_table(
-        [sequences[pk] for pk in sorted(sequences)],
-        cap=_table_cap(),
-        tie_label=1.0 if kind == QuestionKind.HIERARCHY else 0.5,
-    )
+    fitted = fit_with_standing(kind) if kind in EVIDENCE_KINDS else None
+    tie_label = 1.0 if kind == QuestionKind.HIERARCHY else 0.5
+    ordered = [sequences[pk] for pk in sorted(sequences)]
+    table = build_table([[a for _, a in seq] for seq in ordered], cap=_table_cap(), tie_label=tie_label)
+    data = table.to_dict()
+    if fitted is not None:
+        data.update(_evidence_part(ordered, fitted, tie_label), void_clock=_void_clock())
     return CalibrationTable.objects.create(
         kind=kind,
         concept_id=concept_id,
-        table=table.to_dict(),
+        table=data,
         n_images=n_subjects,  # distinct subjects: what the minimum is about
         n_votes=table.n_votes,
         method=table.method,
         last_vote_id=last_vote,
     )
+
+
+def _void_clock() -> int:
+    return VoteVoid.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def _evidence_stale(row: CalibrationTable | None, kind: str) -> bool:
+    """Whether a stored table's evidence part is due again although its calibration votes are the same: a vote
+    was voided since (a blocked worker's: the fit and the workers' standing changed), or the kind's fit has
+    outgrown the one it was built under (`evidence_refresh_due`). A count table never is."""
+    if row is None or kind not in EVIDENCE_KINDS or "evidence" not in row.table:
+        return False
+    if row.table.get("void_clock") != _void_clock():
+        return True
+    fitted = fit_with_standing(kind)
+    return fitted is not None and evidence_refresh_due(row, fitted[2])
+
+
+def _evidence_part(ordered: list[list[tuple[int, bool]]], fitted, tie_label: float) -> dict:
+    """The evidence table of these calibration vote sequences under the kind's fit and its workers' standing
+    (consensus/evidence_table.py), and the fit's size, which says when it is due again."""
+    result, standing, fit_votes = fitted
+    excluded = standing.excluded
+    prefixes = [
+        prefix_evidence(result.reliability, [w for w, _ in seq], [a for _, a in seq], excluded)
+        for seq in ordered
+    ]
+    evidence = build_evidence_table(
+        [e for e, _ in prefixes], [v for _, v in prefixes], excluded=sorted(excluded), tie_label=tie_label
+    )
+    return {"evidence": evidence.to_dict(), "fit_votes": fit_votes}
 
 
 def questions_reevaluate(*, kind: str, concept_id: int) -> dict[str, int]:

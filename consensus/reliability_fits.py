@@ -4,7 +4,8 @@ refitted from the stored votes when they have grown, kept in the process between
 Refitting at every vote cost O(votes) per vote: fine for one concept's thousands of votes, but the kind-wide fit
 that decides rare hierarchy concepts sees every vote of the kind, and a 500-image multi-label run would spend
 hours refitting. Worker rates move slowly, so a fit is reused until the scope's votes grow by REFIT_GROWTH (or
-any vote is voided); small scopes (under CACHE_MIN_VOTES votes, every test) are refitted at every vote.
+any vote is voided); small scopes (under CACHE_MIN_VOTES votes, every test) are refitted at every vote. Each fit
+keeps the workers' standing under it (consensus/standing.py), which the dynamic estimator's evidence tables read.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.db.models import Max
 
 from .models import Vote, VoteVoid
 from .reliability import DawidSkeneResult, WorkerReliability, fit_dawid_skene, fit_item_difficulty
+from .standing import Standing, standing_of
 
 CACHE_MIN_VOTES = 1000
 REFIT_GROWTH = 0.05
@@ -28,6 +30,7 @@ class _Fit:
     void_clock: int  # the newest void id when fitted
     n_votes: int
     result: DawidSkeneResult
+    standing: Standing
 
 
 _fits: dict[tuple[str, str, int | None], _Fit] = {}
@@ -42,6 +45,17 @@ def reliability_for(kind: str, concept_id: int | None) -> WorkerReliability | No
 
 def fit_for(kind: str, concept_id: int | None) -> DawidSkeneResult | None:
     """The Dawid-Skene fit of the scope (worker rates and each question's posterior); None without votes."""
+    fit = _fit_of(kind, concept_id)
+    return None if fit is None else fit.result
+
+
+def fit_with_standing(kind: str) -> tuple[DawidSkeneResult, Standing, int] | None:
+    """The kind-wide fit, its workers' standing and how many votes it was fitted on; None without votes."""
+    fit = _fit_of(kind, None)
+    return None if fit is None else (fit.result, fit.standing, fit.n_votes)
+
+
+def _fit_of(kind: str, concept_id: int | None) -> _Fit | None:
     key = (connection.alias, kind, concept_id)
     vote_clock = Vote.objects.aggregate(m=Max("id"))["m"] or 0
     void_clock = VoteVoid.objects.aggregate(m=Max("id"))["m"] or 0
@@ -51,7 +65,7 @@ def fit_for(kind: str, concept_id: int | None) -> DawidSkeneResult | None:
         and fit.void_clock == void_clock
         and fit.vote_clock <= vote_clock <= fit.vote_clock + REFIT_GROWTH * fit.n_votes
     ):
-        return fit.result
+        return fit
     votes = Vote.objects.filter(question__kind=kind, void__isnull=True)
     if concept_id is not None:
         votes = votes.filter(question__concept_id=concept_id)
@@ -62,8 +76,9 @@ def fit_for(kind: str, concept_id: int | None) -> DawidSkeneResult | None:
     yes = answers.astype(bool)
     # Worker rates, then the share of hard items the kind shows (consensus/reliability.py, *Hard items*).
     result = fit_item_difficulty(fit_dawid_skene(items, workers, yes), items, workers, yes)
+    fit = _Fit(vote_clock, void_clock, len(rows), result, standing_of(result, items, workers, yes))
     if len(rows) >= CACHE_MIN_VOTES:
-        _fits[key] = _Fit(vote_clock, void_clock, len(rows), result)
+        _fits[key] = fit
     else:
         _fits.pop(key, None)
-    return result
+    return fit

@@ -19,6 +19,7 @@ class ConsensusSettingsSerializer(ColumnBoundsMixin, serializers.ModelSerializer
             "target_precision",
             "reject_error",
             "vote_cap",
+            "extension_cap",
             "calibration_votes",
             "calibration_fraction",
             "calibration_min",
@@ -30,6 +31,7 @@ class ConsensusSettingsSerializer(ColumnBoundsMixin, serializers.ModelSerializer
             "target_precision": {"min_value": 0.51, "max_value": 0.9999},
             "reject_error": {"min_value": 0.0001, "max_value": 0.49},
             "vote_cap": {"min_value": 1, "max_value": 30},
+            "extension_cap": {"min_value": 0, "max_value": 40},
             "calibration_votes": {"min_value": 1, "max_value": 30},
             "calibration_fraction": {"min_value": 0.0, "max_value": 1.0},
         }

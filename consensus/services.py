@@ -37,10 +37,12 @@ from .estimates import (  # noqa: F401 (services.X stays the name callers use)
     _kind_has_calibration_data,
     _table_cap,
     _weighted_estimate,
+    evidence_refresh_due,
     policy_for,
     table_in_use,
     table_newest,
 )
+from .extension import extends, extension_open
 from .models import (
     VERDICT_STATE,
     ConsensusSettings,
@@ -52,13 +54,7 @@ from .models import (
     Verdict,
     Vote,
 )
-from .stopping import (
-    DecidedSoFar,
-    Decision,
-    decide,
-    policy_of,
-    settle_at_cap,
-)
+from .stopping import DecidedSoFar, Decision, decide, policy_of, settle_at_cap
 
 TASK_KIND = "question"
 # Calibration questions are served before production ones: production of a new concept waits for their table.
@@ -92,7 +88,9 @@ def _decide(question: Question, settings: ConsensusSettings | None) -> tuple[Dec
     policy = policy_for(settings, question.kind, question.subject)
     p = float("nan") if estimate.p is None else estimate.p
     decision = Decision.from_code(int(policy.decide_probability(p, question.n_votes)))
-    if decision == Decision.REVIEW:
+    if decision == Decision.REVIEW and extends(question, settings):
+        decision = Decision.ASK_MORE  # the most reliable workers are asked on (consensus/extension.py)
+    elif decision == Decision.REVIEW:
         decision = question_settle(question, p, settings)
     return decision, estimate
 
@@ -495,6 +493,8 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
     if question.n_votes < question.min_votes:
         return question
     decision, estimate = _decide(question, settings)
+    if estimate.fit_votes is not None and evidence_refresh_due(estimate.table, estimate.fit_votes):
+        _after_commit_rebuild(question.kind, question.concept_id, question.dataset_id)  # its fit outgrown
     if question.role == QuestionRole.CALIBRATION and question.n_votes == question.min_votes:
         # Its calibration votes are in: they may complete a batch (or refine the table), so a rebuild check
         # runs after commit. While a batch big enough for a table is underway, the question pauses (task
@@ -508,6 +508,7 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
         if decision == Decision.ASK_MORE:
             _task_continue(task, settings)
     if decision == Decision.ASK_MORE:
+        extension_open(question, task, settings)
         question.p = estimate.p
         statements.question_write(connection, question, ["p", *counts])
     else:

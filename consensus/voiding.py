@@ -18,6 +18,7 @@ from annotation import counters, kinds, queue
 from annotation.models import Assignment, Task, TaskState
 
 from . import events, tally
+from .estimates import EVIDENCE_KINDS
 from .final_labels import question_final_label
 from .models import (
     DECIDED_STATES,
@@ -32,7 +33,7 @@ from .models import (
     Vote,
     VoteVoid,
 )
-from .services import _decide, _finalize, verdict_for
+from .services import _after_commit_rebuild, _decide, _finalize, verdict_for
 from .stopping import Decision
 
 
@@ -79,7 +80,19 @@ def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
             _repair(question, task, report)
             if task is not None:
                 queue.task_save(task, ["state", "result", "lease_expires_at"])
+        _tables_rebuild_after(questions)
     return report
+
+
+def _tables_rebuild_after(questions: list[Question]) -> None:
+    """The evidence tables of the (kind, concept)s these voided votes counted in are built again after commit
+    (consensus/rebuild.py): without the voided votes, under a fit that no longer sees them and the standing it
+    gives every worker. One rebuild per (kind, concept), whatever the number of votes voided."""
+    pairs = {
+        (q.kind, q.concept_id): q.dataset_id for q in questions if not q.rule and q.kind in EVIDENCE_KINDS
+    }
+    for (kind, concept_id), dataset_id in sorted(pairs.items()):
+        _after_commit_rebuild(kind, concept_id, dataset_id)
 
 
 WITHDRAWN_REASON = "taken back by its worker"

@@ -37,6 +37,9 @@ class VerifyScenario:
     seed: int
     positive_rate: float = 0.6
     consensus: str = "weighted"
+    # The organizer's second cap (consensus/extension.py): a question undecided at the vote cap asks the most
+    # reliable workers on, up to this many votes, before it is settled or reviewed (issue 33's measurements).
+    extension_cap: int = 20
     # Verification needs no detail: small scenes keep generation and upload fast; None = SceneSpec's sizes.
     image_size: tuple[int, int] | None = None
     name: str = "verify"
@@ -122,7 +125,11 @@ class VerifyScenario:
             api.call(
                 "PATCH",
                 f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
-                json_body={"estimator": self.consensus, "seed": self.seed},
+                json_body={
+                    "estimator": self.consensus,
+                    "seed": self.seed,
+                    "extension_cap": self.extension_cap,
+                },
             ).expect(200)
         for key in sorted(by_concept):
             if self.majority is not None:
