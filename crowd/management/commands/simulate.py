@@ -339,13 +339,7 @@ class Command(BaseCommand):
             else self.make_accounts(run_id, opts["workers"], nodes)
         )
         crowd = Crowd.build(
-            crowd_spec(
-                crowd_name,
-                n_workers=opts["workers"],
-                seed=opts["seed"],
-                spammers=opts["spammers"],
-                colluders=opts["colluders"],
-            ),
+            self.crowd_spec(opts, crowd_name),
             class_keys=keys,
             confusable_pairs=confusable_pairs(sibling_groups(hierarchy, keys), opts["seed"])
             if hostile
@@ -414,18 +408,21 @@ class Command(BaseCommand):
             sys.stderr.write(f"report written to {path}\n")
         return summary
 
+    @staticmethod
+    def crowd_spec(opts, crowd_name: str):
+        """The simulated crowd the options describe (`--crowd`, `--workers`, `--seed`, `--spammers`...)."""
+        return crowd_spec(
+            crowd_name,
+            n_workers=opts["workers"],
+            seed=opts["seed"],
+            spammers=opts["spammers"],
+            colluders=opts["colluders"],
+        )
+
     def run_existing(self, opts, crowd_name: str) -> dict:
         """`--dataset ID`: the crowd works the dataset's own open work (crowd.scenarios.existing)."""
         run_id = uuid.uuid4().hex[:8]
-        crowd = Crowd.build(
-            crowd_spec(
-                crowd_name,
-                n_workers=opts["workers"],
-                seed=opts["seed"],
-                spammers=opts["spammers"],
-                colluders=opts["colluders"],
-            )
-        )
+        crowd = Crowd.build(self.crowd_spec(opts, crowd_name))
         scenario = ExistingDatasetScenario(
             crowd=crowd, seed=opts["seed"], dataset_id=opts["dataset"], positive_rate=opts["positive_rate"]
         )
