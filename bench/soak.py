@@ -74,6 +74,7 @@ class Soak:
     load_stopped: float = 0.0
     backends_killed: int = 0
     workers_killed: int = 0
+    celery_restarts: dict = field(default_factory=dict)  # Celery processes that exited and were started again
     broker_down: tuple[float, float] | None = None
     exports_requested: Counter = field(default_factory=Counter)
     runs: list[dict] = field(default_factory=list)
@@ -115,6 +116,10 @@ class Platform:
         self.env.pop("CELERY_BROKER_KEY_PREFIX", None)
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, io.TextIOBase] = {}
+        # Celery processes that exited on their own and were started again, as a process supervisor (systemd's
+        # Restart=always, a container's restart policy) does in a deployment (docs/deployment.md).
+        self.restarts: Counter = Counter()
+        self._supervising = threading.Event()
 
     @property
     def url(self) -> str:
@@ -172,23 +177,35 @@ class Platform:
             proc.terminate()
             proc.wait(timeout=30)
 
+    def celery_start(self, name: str) -> None:
+        celery = [sys.executable, "-m", "celery", "-A", "config"]
+        args = {
+            "worker": ["worker", "-Q", QUEUES, "--concurrency", "2", "--loglevel", "WARNING"],
+            "beat": ["beat", "--loglevel", "WARNING", "--schedule", str(self.var / "beat-schedule")],
+        }[name]
+        self.procs[name] = subprocess.Popen(
+            [*celery, *args],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=self.log(f"celery-{name}"),
+            stderr=subprocess.STDOUT,
+        )
+
+    def supervise(self) -> None:
+        """Start again a Celery worker or beat that exited while it should run (one that `stop` stopped is
+        no longer in `procs`), every second, until `stop_all`."""
+        while not self._supervising.wait(1.0):
+            for name in ("worker", "beat"):
+                proc = self.procs.get(name)
+                if proc is not None and proc.poll() is not None and not self._supervising.is_set():
+                    self.restarts[name] += 1
+                    self.celery_start(name)
+
     def start(self) -> None:
         self.redis_start()
-        celery = [sys.executable, "-m", "celery", "-A", "config"]
-        self.procs["worker"] = subprocess.Popen(
-            [*celery, "worker", "-Q", QUEUES, "--concurrency", "2", "--loglevel", "WARNING"],
-            cwd=REPO_ROOT,
-            env=self.env,
-            stdout=self.log("celery-worker"),
-            stderr=subprocess.STDOUT,
-        )
-        self.procs["beat"] = subprocess.Popen(
-            [*celery, "beat", "--loglevel", "WARNING", "--schedule", str(self.var / "beat-schedule")],
-            cwd=REPO_ROOT,
-            env=self.env,
-            stdout=self.log("celery-beat"),
-            stderr=subprocess.STDOUT,
-        )
+        self.celery_start("worker")
+        self.celery_start("beat")
+        threading.Thread(target=self.supervise, daemon=True).start()
         self.procs["gunicorn"] = qt.gunicorn_start(
             self.port,
             self.env,
@@ -218,6 +235,7 @@ class Platform:
             proc.wait()
 
     def stop_all(self) -> None:
+        self._supervising.set()
         for name in ("gunicorn", "beat", "worker", "redis"):
             self.stop(name)
         for log in self.logs.values():
@@ -758,6 +776,7 @@ def run(
         result.exports = exports_compare(platform, token, database_url)
         result.integrity = invariants(database_url)
         platform.stop_all()
+        result.celery_restarts = dict(platform.restarts)
         result.deadlocks = deadlocks_count(log_path, log_start, db_name)
         result.statuses, result.server_errors, result.cycles = access_log(var / "access.log", result.started)
         result.tracebacks = tracebacks(var / "gunicorn.log")
@@ -782,6 +801,7 @@ def summary(result: Soak) -> dict:
         "clients": result.clients,
         "backends_killed": result.backends_killed,
         "workers_killed": result.workers_killed,
+        "celery_restarts": dict(result.celery_restarts),
         "broker_down_seconds": round(result.broker_down[1] - result.broker_down[0], 1)
         if result.broker_down
         else 0,
@@ -811,7 +831,8 @@ def report(result: Soak) -> None:
     )
     print(
         f"  faults: {s['backends_killed']} PostgreSQL backends and {s['workers_killed']} gunicorn workers killed, "
-        f"broker down {s['broker_down_seconds']} s; exports requested {s['exports_requested']}"
+        f"broker down {s['broker_down_seconds']} s; exports requested {s['exports_requested']}; Celery "
+        f"processes that exited and were started again (a supervisor's job): {s['celery_restarts'] or 'none'}"
     )
     by_scenario = Counter(r["scenario"] for r in s["runs"])
     failed = [r for r in s["runs"] if r["rc"]]
