@@ -149,7 +149,7 @@ class BoxesScenario:
         self.finisher = Finisher(
             operator,
             reviewer_token,
-            lambda item: decide_item(item, self.image_scene.get((item.get("image") or {}).get("id")), {}),
+            lambda item: decide_item(item, self.image_scene, {}),
             np.random.default_rng([seed, 0x4E71]),
             log=log,
         )
@@ -157,8 +157,7 @@ class BoxesScenario:
     def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
         """The crowd works until no task is left, the sweep settles what nobody left can answer, and the
         reviewer decides what went to review (the crowd working on whatever that opens)."""
-        self.finisher.work_out(api, work)
-        self.finisher.review_rounds(api, work)
+        self.finisher.finish(api, work)
 
     def setup(self, api: OrganizerApi) -> None:
         cap = max(3, min(DEFAULT_VOTE_CAP, len(self.crowd.workers) - 2))

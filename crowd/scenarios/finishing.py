@@ -46,11 +46,15 @@ class Operator(Protocol):
         ...
 
 
-def decide_item(item: dict, scene: Scene | None, leaves_under: Mapping[str, frozenset[str]]) -> str | None:
+def decide_item(
+    item: dict, image_scene: Mapping[int, Scene], leaves_under: Mapping[str, frozenset[str]]
+) -> str | None:
     """The right decision for a review item, from what it shows (its image, boxes, and for an ambiguous item the
-    context: what is asked, the concept, the other boxes) and the ground truth of its image (`scene`);
-    `leaves_under` names the leaf classes below a hierarchy question (a class stands for itself). None when the
-    item shows too little to decide (no image, no concept, an unknown kind of question)."""
+    context: what is asked, the concept, the other boxes) and the ground truth of its image (`image_scene`: image
+    id -> scene); `leaves_under` names the leaf classes below a hierarchy question (a class stands for itself).
+    None when the item shows too little to decide (no image, an image the crowd never saw, no concept, an unknown
+    kind of question)."""
+    scene = image_scene.get((item.get("image") or {}).get("id"))
     if scene is None:
         return None
     by_class = scene.boxes_by_class()
@@ -144,6 +148,12 @@ class Finisher:
                 break
             answered += self.work(work)
         return answered
+
+    def finish(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
+        """A one-phase scenario's run: the crowd works until no task is left (with the sweeps), then the review
+        rounds."""
+        self.work_out(api, work)
+        self.review_rounds(api, work)
 
     def review_rounds(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
         """Review rounds until one finds nothing to decide, the crowd working out what each round sent back;

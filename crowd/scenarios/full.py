@@ -119,7 +119,7 @@ class FullScenario(FullScoring):
         self.finisher = Finisher(
             operator,
             reviewer_token,
-            lambda item: decide_item(item, self._item_scene(item), self.hierarchy.leaves_under),
+            lambda item: decide_item(item, self.image_scene, self.hierarchy.leaves_under),
             np.random.default_rng([seed, 0x4E71]),
             error_rate=reviewer_error_rate,
             rounds=review_rounds,
@@ -323,11 +323,6 @@ class FullScenario(FullScoring):
             if image_id in self.gold_images:
                 self.gold_answers[worker.worker_id] = self.gold_answers.get(worker.worker_id, 0) + 1
         return answer, seconds
-
-    def _item_scene(self, item: dict) -> Scene | None:
-        """The scene a review item's image shows (None for an image the crowd never saw, or no image)."""
-        image = item.get("image")
-        return self.image_scene.get(image["id"]) if image else None
 
     # --- exports -----------------------------------------------------------------------------------------
 

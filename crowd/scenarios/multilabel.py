@@ -118,9 +118,7 @@ class MultilabelScenario:
         self.finisher = Finisher(
             self.operator,
             self.reviewer_token,
-            lambda item: decide_item(
-                item, self.image_scene.get((item.get("image") or {}).get("id")), self.hierarchy.leaves_under
-            ),
+            lambda item: decide_item(item, self.image_scene, self.hierarchy.leaves_under),
             np.random.default_rng([self.seed, 0x4E71]),
             log=self.log,
         )
@@ -128,8 +126,7 @@ class MultilabelScenario:
     def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
         """The crowd works until no task is left, the sweep settles what nobody left can answer, and the
         reviewer decides what went to review (the crowd working on whatever that opens)."""
-        self.finisher.work_out(api, work)
-        self.finisher.review_rounds(api, work)
+        self.finisher.finish(api, work)
 
     def setup(self, api: OrganizerApi) -> None:
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
@@ -180,7 +177,6 @@ class MultilabelScenario:
         }
         score = label_precision_recall(predicted, truth)
         n = len(self.scenes)
-        reviewed = sum(self.finisher.decided_by_asks.values())
         pairs = max(len(done) * len(self.hierarchy.leaves), 1)
         questions = sum(r["questions"] for r in rows)
         return {
@@ -194,7 +190,7 @@ class MultilabelScenario:
             "images": n,
             "images_done": len(done),
             "images_unfinished": n - len(done),
-            "review_per_100_images": rounded(100 * reviewed / n, 2),
+            "review_per_100_images": rounded(100 * self.finisher.review["decided"] / n, 2),
             "reviewer": self.finisher.summary(),
             "present_true": len(truth),
             "present_found": len(predicted),

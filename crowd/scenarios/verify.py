@@ -80,7 +80,7 @@ class VerifyScenario:
         self.finisher = Finisher(
             self.operator,
             self.reviewer_token,
-            lambda item: decide_item(item, self.image_scene.get((item.get("image") or {}).get("id")), {}),
+            lambda item: decide_item(item, self.image_scene, {}),
             np.random.default_rng([self.seed, 0x4E71]),
             log=self.log,
         )
@@ -88,8 +88,7 @@ class VerifyScenario:
     def run(self, api: OrganizerApi, work: Callable[[], Stats]) -> None:
         """The crowd works until no task is left, the sweep settles what nobody left can answer, and the
         reviewer decides what went to review (the crowd working on whatever that opens)."""
-        self.finisher.work_out(api, work)
-        self.finisher.review_rounds(api, work)
+        self.finisher.finish(api, work)
 
     def _choose_candidates(self) -> list[tuple[int, str]]:
         """One candidate synset per image: a class it shows with probability `positive_rate`, else one it
