@@ -66,6 +66,10 @@ class Image(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["dataset", "sha256"], name="image_unique_sha256_per_dataset")
         ]
+        # The lease statement lists the excluded images on every lease (annotation/queue/statements.py).
+        indexes = [
+            models.Index(fields=["id"], name="image_excluded_idx", condition=Q(excluded_at__isnull=False))
+        ]
 
     def __str__(self) -> str:
         return f"image {self.pk} ({self.original_name})"

@@ -6,7 +6,9 @@ answers by status (during faults and after), the same figures for the trivial vi
 ratio, and checks nothing was half-written. It asserts nothing (tests/faults/test_load.py runs it and asserts).
 
 Usage: python bench/load.py [--quick] [--duration S] [--clients N] [--kill-every S] [--kill-gunicorn-worker]
-Full mode runs 10 minutes of load; --quick 60 s. Needs PostgreSQL (BENCH_POSTGRES_URL, as queue_throughput.py).
+       [--tasks N] [--no-cost]
+Full mode runs 10 minutes of load; --quick 60 s. Each stage (set-up, load, integrity check) is announced on
+stderr with the seconds since the start, so a run cut off by a timeout shows where it was. Needs PostgreSQL (BENCH_POSTGRES_URL, as queue_throughput.py).
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ PROTOCOLS = {
     "separate": "tasks/next, then submit: two requests per task",
 }
 _CPU = ("app_cpu_ms_per_cycle", "db_cpu_ms_per_cycle")
+_T0 = time.monotonic()
+
+
+def stage(what: str) -> None:
+    print(f"[load +{time.monotonic() - _T0:.1f} s] {what}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -315,12 +322,15 @@ def run(
     recovery: float | None = None,
     db_name: str = DB_NAME,
     protocol: str = "chained",
+    tasks: int | None = None,
+    cost: bool = True,
 ) -> Run:
     """Set up, load with faults, recover, check integrity, tear down. Returns what was measured."""
     global DB_NAME
     DB_NAME = qt.DB_NAME = db_name  # queue_throughput's set-up helpers then create and drop this database
     recovery = recovery if recovery is not None else min(10.0, duration / 6)
-    n_tasks = int(max(5_000, 500 * duration))
+    # Enough tasks that the load does not run dry at the platform's best rate, unless the caller says how many.
+    n_tasks = tasks or int(max(5_000, 500 * duration))
     var_dir = tempfile.mkdtemp(prefix="crowdlabel-load-")
     database_url = admin_url.rsplit("/", 1)[0] + f"/{DB_NAME}"
     env = {
@@ -335,15 +345,20 @@ def run(
     }
     os.environ.update({k: v for k, v in env.items() if k != "PGAPPNAME"})
     result = Run(protocol=protocol)
+    stage(f"creating the database {DB_NAME}")
     qt.database_recreate(admin_url)
     gunicorn = None
     try:
         tokens, _ = qt.data_create(clients, n_tasks)
-        # Both protocols side by side, the two-request one as the reference.
-        result.cost = {p: cycle_cost(tokens[0], chained=p == "chained") for p in PROTOCOLS}
+        stage(f"migrated; {clients} workers and {n_tasks} tasks created")
+        if cost:
+            # Both protocols side by side, the two-request one as the reference.
+            result.cost = {p: cycle_cost(tokens[0], chained=p == "chained") for p in PROTOCOLS}
+            stage("one cycle's in-process cost measured")
         port = qt.free_port()
         with open(os.path.join(var_dir, "gunicorn.log"), "w") as log:
             gunicorn = qt.gunicorn_start(port, env, gunicorn_workers, worker_class, log, threads)
+            stage(f"gunicorn up on port {port}")
             drive(port, tokens[:4], protocol, 1.0)  # warm-up, not reported
             reference, _ = drive(port, [None] * clients, "healthz", min(10.0, duration / 6))
             next_fault = [time.time() + kill_every]
@@ -358,6 +373,7 @@ def run(
                     result.workers_killed += gunicorn_worker_kill(gunicorn.pid)
                 return True
 
+            stage(f"{duration:.0f} s of load with faults")
             result.started = time.time()
             client0, server0 = time.process_time(), process_tree_cpu_seconds(gunicorn.pid)
             samples, result.faults_until = drive(port, tokens, protocol, duration, faults)
@@ -368,6 +384,7 @@ def run(
             result.samples = samples + reference
             qt.gunicorn_stop(gunicorn)
             gunicorn = None
+        stage("load over; checking integrity")
         result.integrity = integrity_check(database_url)
     finally:
         if gunicorn is not None:
@@ -376,6 +393,7 @@ def run(
 
         connections.close_all()
         qt.database_recreate(admin_url, drop_only=True)
+        stage("database dropped")
     return result
 
 
@@ -486,7 +504,15 @@ def main() -> None:
     )
     parser.add_argument("--db-name", default=DB_NAME, help="the throwaway database (created and dropped)")
     parser.add_argument("--json", help="also write the summary a test asserts on to this file")
+    parser.add_argument(
+        "--tasks", type=int, default=None, help="tasks to queue (default: enough for the duration at 500/s)"
+    )
+    parser.add_argument(
+        "--no-cost", action="store_true", help="skip measuring one cycle's cost in-process (400 cycles)"
+    )
     args = parser.parse_args()
+    if args.tasks is not None and args.tasks < 100:
+        parser.error(f"--tasks {args.tasks}: queue at least 100 tasks")
     duration = args.duration or (60.0 if args.quick else 600.0)
     result = run(
         duration=duration,
@@ -499,6 +525,8 @@ def main() -> None:
         admin_url=args.admin_url,
         db_name=args.db_name,
         protocol=args.protocol,
+        tasks=args.tasks,
+        cost=not args.no_cost,
     )
     report(result, args.clients)
     if args.json:
