@@ -94,3 +94,20 @@ def test_every_name_and_concept_id_the_demo_creates_is_one_the_api_states_and_ro
     assert wnids
     for wnid in wnids:
         assert resolve(f"/api/v1/concepts/{wnid}/calibration/").url_name == "concept-calibration", wnid
+
+
+def test_the_shipped_det200_hierarchy_loads_on_the_demo_platform(settings, tmp_path):
+    """`make run` loads the demo; an organizer who then uploads the shipped ILSVRC DET-200 hierarchy is not
+    refused for renaming the demo's classes (a concept in use keeps its name and gloss: the demo takes them
+    from that file)."""
+    import json
+    from pathlib import Path
+
+    from hierarchy.fixture import parse_fixture
+    from hierarchy.services import hierarchy_load
+
+    settings.MEDIA_ROOT = tmp_path
+    load()
+    path = Path(settings.BASE_DIR) / "fixtures/hierarchies/ilsvrc_det200.json"
+    result = hierarchy_load(parse_fixture(json.loads(path.read_text())))
+    assert result.created and result.leaves == 200

@@ -26,6 +26,8 @@ from crowd import demo_tasks
 from crowd.services import roles_ensure, token_for, user_create
 from hierarchy.services import concepts_upsert
 
+# Names and glosses as the shipped ILSVRC DET-200 hierarchy has them (fixtures/hierarchies/), so an organizer
+# can load it on the demo platform: a concept in use keeps its name and gloss.
 DEMO_CONCEPTS = [
     {
         "wnid": "n00015388",
@@ -39,7 +41,15 @@ DEMO_CONCEPTS = [
         "gloss": "any domesticated member of the genus Felis",
         "parents": ["n00015388"],
     },
-    {"wnid": "n02084071", "name": "dog", "gloss": "a member of the genus Canis", "parents": ["n00015388"]},
+    {
+        "wnid": "n02084071",
+        "name": "dog",
+        "gloss": (
+            "a member of the genus Canis (probably descended from the common wolf) that has been domesticated by "
+            "man since prehistoric times; occurs in many breeds"
+        ),
+        "parents": ["n00015388"],
+    },
     {
         "wnid": "n04576211",
         "name": "wheeled vehicle",
@@ -49,7 +59,7 @@ DEMO_CONCEPTS = [
     {
         "wnid": "n02958343",
         "name": "car",
-        "gloss": "a motor vehicle with four wheels",
+        "gloss": "a motor vehicle with four wheels; usually propelled by an internal combustion engine",
         "parents": ["n04576211"],
     },
 ]
