@@ -1,18 +1,25 @@
 """The dataset's quality figures read from counters and SQL aggregates (a fixed number of queries whatever its
 size), shaped by `organize.quality_stats`: calibration tables in use, precision estimated from gold, the
-worker-accuracy histogram, votes needed per synset and the hardest synsets."""
+worker-accuracy histogram, votes needed per synset, the hardest synsets and the review load per synset."""
 
 from __future__ import annotations
 
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Floor
 
 from annotation.models import Dataset
-from consensus.models import CalibrationTable, Question, QuestionRole, QuestionState, QuestionTally
+from consensus.models import (
+    CalibrationTable,
+    Question,
+    QuestionDecision,
+    QuestionRole,
+    QuestionState,
+    QuestionTally,
+)
 from gold.models import GoldAnswer, GoldItem, GoldSource, ScoreKind, WorkerScore
 
 from . import quality_stats
-from .quality_stats import HISTOGRAM_BINS, SynsetVotes
+from .quality_stats import HISTOGRAM_BINS, SynsetReviewLoad, SynsetVotes
 
 DECIDED_YES_NO = (QuestionState.ACCEPTED, QuestionState.REJECTED)
 
@@ -136,6 +143,48 @@ def calibration_tables(dataset: Dataset) -> list[dict]:
     ]
 
 
+def reviewer_decided(dataset: Dataset) -> dict[int, int]:
+    """{concept id: production questions a reviewer decided that are not in review again}, from the decision
+    rows naming a reviewer (few: review is the exception)."""
+    return dict(
+        QuestionDecision.objects.filter(
+            reviewer__isnull=False, question__dataset=dataset, question__role=QuestionRole.PRODUCTION
+        )
+        .exclude(question__state=QuestionState.REVIEW)
+        .values_list("question__concept")
+        .annotate(n=Count("question", distinct=True))
+        .order_by()
+    )
+
+
+def synset_review_load(dataset: Dataset) -> list[SynsetReviewLoad]:
+    """Per synset, its production questions' images, votes and those waiting in review, in one pass over the
+    dataset's production questions (the number of distinct images is in no counter), beside the questions
+    reviewers decided."""
+    decided = reviewer_decided(dataset)
+    rows = (
+        Question.objects.filter(dataset=dataset, role=QuestionRole.PRODUCTION)
+        .values("concept", "concept__wnid", "concept__name")
+        .annotate(
+            images=Count("image", distinct=True),
+            votes=Sum(F("yes_count") + F("no_count")),
+            review_open=Count("id", filter=Q(state=QuestionState.REVIEW)),
+        )
+        .order_by()
+    )
+    return quality_stats.review_load(
+        SynsetReviewLoad(
+            wnid=r["concept__wnid"],
+            name=r["concept__name"],
+            images=r["images"],
+            votes=r["votes"] or 0,
+            review_open=r["review_open"],
+            review_decided=decided.get(r["concept"], 0),
+        )
+        for r in rows
+    )
+
+
 def dataset_quality(dataset: Dataset) -> dict:
     synsets = synset_votes(dataset)
     return {
@@ -146,4 +195,5 @@ def dataset_quality(dataset: Dataset) -> dict:
         "worker_accuracy": worker_accuracy_histogram(dataset),
         "synsets": [s.as_row() for s in synsets],
         "hardest": [s.as_row() for s in quality_stats.hardest(synsets)],
+        "review_load": [s.as_row() for s in synset_review_load(dataset)],
     }

@@ -1,6 +1,6 @@
 """The quality figures of a dataset from aggregated counts: precision estimated from gold with a Wilson
-interval, the worker-accuracy histogram, votes needed per synset and the hardest synsets. Pure: counts in,
-plain rows out."""
+interval, the worker-accuracy histogram, votes needed per synset, the hardest synsets and the review load per
+synset. Pure: counts in, plain rows out."""
 
 from __future__ import annotations
 
@@ -124,3 +124,47 @@ def hardest(rows: Iterable[SynsetVotes], k: int = HARDEST) -> list[SynsetVotes]:
     """The synsets consensus found hardest: most votes per decided question, then the largest share sent to
     review (ILSVRC §3.1.3: the votes needed grow with a synset's ambiguity), then wnid for a stable order."""
     return sorted(rows, key=lambda r: (-r.votes_per_question, -r.review_share, r.kind, r.wnid))[:k]
+
+
+@dataclass(frozen=True)
+class SynsetReviewLoad:
+    """The production questions about one synset (every question kind): the images they are about, their
+    votes, and the reviewer items among them, waiting for a reviewer (`review_open`) or decided by one
+    (`review_decided`)."""
+
+    wnid: str
+    name: str
+    images: int
+    votes: int
+    review_open: int
+    review_decided: int
+
+    @property
+    def review_items(self) -> int:
+        return self.review_open + self.review_decided
+
+    @property
+    def votes_per_image(self) -> float:
+        return self.votes / self.images if self.images else 0.0
+
+    @property
+    def review_per_100_images(self) -> float:
+        return 100 * self.review_items / self.images if self.images else 0.0
+
+    def as_row(self) -> dict:
+        return {
+            "wnid": self.wnid,
+            "name": self.name,
+            "images": self.images,
+            "votes": self.votes,
+            "votes_per_image": round(self.votes_per_image, 3),
+            "review_open": self.review_open,
+            "review_decided": self.review_decided,
+            "review_items": self.review_items,
+            "review_per_100_images": round(self.review_per_100_images, 2),
+        }
+
+
+def review_load(rows: Iterable[SynsetReviewLoad]) -> list[SynsetReviewLoad]:
+    """Synsets by the reviewer items they cost per 100 images, heaviest first (then wnid, a stable order)."""
+    return sorted(rows, key=lambda r: (-r.review_per_100_images, r.wnid))

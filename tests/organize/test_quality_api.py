@@ -59,16 +59,30 @@ def test_quality_measures_precision_on_gold_and_votes_per_synset(api_client, org
     assert table["table"] == CalibrationTable.objects.filter(kind="image_verify").order_by("-id")[0].pk
 
 
+def test_review_load_counts_reviewer_items_per_100_images_per_synset(api_client, organizer, scene):
+    body = api_client(organizer).get(f"/api/v1/datasets/{scene.pk}/quality").json()
+    cat, dog = body["review_load"]  # the heaviest first
+    # Cats: two images, 18 votes, one question waiting for a reviewer.
+    assert (cat["wnid"], cat["images"], cat["votes"], cat["votes_per_image"]) == ("n02121808", 2, 18, 9.0)
+    assert (cat["review_open"], cat["review_decided"], cat["review_per_100_images"]) == (1, 0, 50.0)
+    # Dogs: six images asked about by verification and one by a box question, 20 votes, one question a
+    # reviewer decided; the other dataset's dog and its reviewed cat count nowhere here.
+    assert (dog["wnid"], dog["images"], dog["votes"]) == ("n02084071", 7, 20)
+    assert (dog["review_open"], dog["review_decided"], dog["review_items"]) == (0, 1, 1)
+    assert dog["review_per_100_images"] == pytest.approx(100 / 7, abs=0.01)
+
+
 def test_quality_takes_a_fixed_number_of_queries(api_client, organizer, scene, django_assert_max_num_queries):
     client = api_client(organizer)
     # Role, dataset, calibration tables, gold precision (items about images, about boxes), gold accuracy, the
-    # histogram, votes per synset.
-    with django_assert_max_num_queries(8), CaptureQueriesContext(connection) as captured:
+    # histogram, votes per synset, the review load (questions, reviewers' decisions).
+    with django_assert_max_num_queries(10), CaptureQueriesContext(connection) as captured:
         assert client.get(f"/api/v1/datasets/{scene.pk}/quality").status_code == 200
-    # Questions are read only in the per-item and per-table subqueries (aliased U0), never scanned whole.
+    # Questions are read whole only once, for the review load (images per synset are in no counter); elsewhere
+    # only in the per-item and per-table subqueries (aliased U0).
     scans = [
         q["sql"]
         for q in captured.captured_queries
         if re.search(r'FROM "consensus_question" (?!U\d)', q["sql"])
     ]
-    assert not scans, "votes per synset come from the question tally, not from every question"
+    assert len(scans) == 1 and "COUNT(DISTINCT" in scans[0], "votes per synset come from the question tally"

@@ -1,5 +1,5 @@
 """The pure quality figures: Wilson intervals, gold checks folded per kind, the histogram's bins and the order
-of the hardest synsets."""
+of the hardest synsets, the review load per 100 images."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import pytest
 
 from organize.quality_stats import (
     GoldCheck,
+    SynsetReviewLoad,
     SynsetVotes,
     accuracy_histogram,
     gold_checks,
     hardest,
     precision_row,
+    review_load,
     wilson_interval,
 )
 
@@ -64,3 +66,14 @@ def test_hardest_synsets_need_the_most_votes_then_go_to_review_most():
     ]
     assert [r.wnid for r in hardest(rows, k=3)] == ["n3", "n2", "n1"]
     assert rows[1].as_row()["votes_per_question"] == 8.0 and rows[2].as_row()["review_share"] == 0.4
+
+
+def test_review_load_counts_open_and_decided_items_per_100_images_heaviest_first():
+    light = SynsetReviewLoad("n1", "dog", images=400, votes=1000, review_open=1, review_decided=3)
+    heavy = SynsetReviewLoad("n2", "cat", images=50, votes=400, review_open=2, review_decided=0)
+    unasked = SynsetReviewLoad("n3", "owl", images=0, votes=0, review_open=0, review_decided=0)
+    assert light.review_items == 4 and light.review_per_100_images == 1.0
+    assert light.votes_per_image == 2.5
+    assert heavy.as_row()["review_per_100_images"] == 4.0 and heavy.as_row()["votes_per_image"] == 8.0
+    assert unasked.review_per_100_images == 0.0 and unasked.votes_per_image == 0.0
+    assert [r.wnid for r in review_load([unasked, light, heavy])] == ["n2", "n1", "n3"]
