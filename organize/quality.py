@@ -4,14 +4,15 @@ worker-accuracy histogram, votes needed per synset, the hardest synsets and the 
 
 from __future__ import annotations
 
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Floor
 
-from annotation.models import Dataset
+from annotation.models import BoxJob, Dataset
 from consensus.models import (
     CalibrationTable,
     Question,
     QuestionDecision,
+    QuestionKind,
     QuestionRole,
     QuestionState,
     QuestionTally,
@@ -143,45 +144,47 @@ def calibration_tables(dataset: Dataset) -> list[dict]:
     ]
 
 
-def reviewer_decided(dataset: Dataset) -> dict[int, int]:
-    """{concept id: production questions a reviewer decided that are not in review again}, from the decision
-    rows naming a reviewer (few: review is the exception)."""
+# The kinds whose questions are about a whole image, one question per image and synset (box questions are about
+# a box, or ask coverage round after round).
+IMAGE_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY, QuestionKind.BINARY_VOTE)
+
+
+def reviewer_decided(dataset: Dataset) -> dict[str, int]:
+    """{wnid: production questions a reviewer decided that are not back in review}, from the decision rows
+    naming a reviewer (few: review is the exception)."""
     return dict(
         QuestionDecision.objects.filter(
             reviewer__isnull=False, question__dataset=dataset, question__role=QuestionRole.PRODUCTION
         )
         .exclude(question__state=QuestionState.REVIEW)
-        .values_list("question__concept")
+        .values_list("question__concept__wnid")
         .annotate(n=Count("question", distinct=True))
         .order_by()
     )
 
 
-def synset_review_load(dataset: Dataset) -> list[SynsetReviewLoad]:
-    """Per synset, its production questions' images, votes and those waiting in review, in one pass over the
-    dataset's production questions (the number of distinct images is in no counter), beside the questions
-    reviewers decided."""
-    decided = reviewer_decided(dataset)
-    rows = (
-        Question.objects.filter(dataset=dataset, role=QuestionRole.PRODUCTION)
-        .values("concept", "concept__wnid", "concept__name")
-        .annotate(
-            images=Count("image", distinct=True),
-            votes=Sum(F("yes_count") + F("no_count")),
-            review_open=Count("id", filter=Q(state=QuestionState.REVIEW)),
-        )
+def box_jobs(dataset: Dataset, wnids: set[str]) -> dict[str, int]:
+    """{wnid: box jobs} of those synsets (one job per image and synset), through the (dataset, concept) index."""
+    if not wnids:
+        return {}
+    return dict(
+        BoxJob.objects.filter(dataset=dataset, concept__wnid__in=sorted(wnids))
+        .values_list("concept__wnid")
+        .annotate(n=Count("id"))
         .order_by()
     )
+
+
+def synset_review_load(dataset: Dataset, synsets: list[SynsetVotes]) -> list[SynsetReviewLoad]:
+    """Reviewer items per 100 images per synset: the question tally's rows (`synsets`) with the reviewers'
+    decisions and, for synsets only boxed, their box jobs (two small aggregates at most); no pass over the
+    dataset's questions."""
+    image_kinds = {str(k) for k in IMAGE_KINDS}
     return quality_stats.review_load(
-        SynsetReviewLoad(
-            wnid=r["concept__wnid"],
-            name=r["concept__name"],
-            images=r["images"],
-            votes=r["votes"] or 0,
-            review_open=r["review_open"],
-            review_decided=decided.get(r["concept"], 0),
-        )
-        for r in rows
+        synsets,
+        image_kinds=image_kinds,
+        reviewer_decided=reviewer_decided(dataset),
+        box_jobs=box_jobs(dataset, quality_stats.boxed_only(synsets, image_kinds)),
     )
 
 
@@ -195,5 +198,5 @@ def dataset_quality(dataset: Dataset) -> dict:
         "worker_accuracy": worker_accuracy_histogram(dataset),
         "synsets": [s.as_row() for s in synsets],
         "hardest": [s.as_row() for s in quality_stats.hardest(synsets)],
-        "review_load": [s.as_row() for s in synset_review_load(dataset)],
+        "review_load": [s.as_row() for s in synset_review_load(dataset, synsets)],
     }

@@ -72,11 +72,12 @@ class ReviewLoadSerializer(serializers.Serializer):
     wnid = serializers.CharField()
     name = serializers.CharField()
     images = serializers.IntegerField(
-        help_text="Images the synset's production questions (any kind) are about."
+        help_text="Images its decided image-level production questions are about (one question per image); "
+        "for a synset only boxed, its box jobs."
     )
-    votes = serializers.IntegerField(help_text="Their yes and no votes so far.")
+    votes = serializers.IntegerField(help_text="Votes of its decided production questions, every kind.")
     votes_per_image = serializers.FloatField()
-    review_open = serializers.IntegerField(help_text="Questions waiting for a reviewer.")
+    review_open = serializers.IntegerField(help_text="Questions waiting in review.")
     review_decided = serializers.IntegerField(help_text="Questions a reviewer decided.")
     review_items = serializers.IntegerField(help_text="Both: the questions that went to a person.")
     review_per_100_images = serializers.FloatField()

@@ -5,7 +5,7 @@ synset. Pure: counts in, plain rows out."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 HISTOGRAM_BINS = 10
@@ -128,8 +128,8 @@ def hardest(rows: Iterable[SynsetVotes], k: int = HARDEST) -> list[SynsetVotes]:
 
 @dataclass(frozen=True)
 class SynsetReviewLoad:
-    """The production questions about one synset (every question kind): the images they are about, their
-    votes, and the reviewer items among them, waiting for a reviewer (`review_open`) or decided by one
+    """The decided production questions about one synset (every question kind): the images they are about,
+    their votes, and the reviewer items among them, waiting in review (`review_open`) or decided by a reviewer
     (`review_decided`)."""
 
     wnid: str
@@ -165,6 +165,40 @@ class SynsetReviewLoad:
         }
 
 
-def review_load(rows: Iterable[SynsetReviewLoad]) -> list[SynsetReviewLoad]:
-    """Synsets by the reviewer items they cost per 100 images, heaviest first (then wnid, a stable order)."""
+def boxed_only(synsets: Iterable[SynsetVotes], image_kinds: Collection[str]) -> set[str]:
+    """The synsets with decided questions about boxes but none about whole images (counted by their box jobs)."""
+    rows = list(synsets)
+    return {r.wnid for r in rows} - {r.wnid for r in rows if r.kind in image_kinds}
+
+
+def review_load(
+    synsets: Iterable[SynsetVotes],
+    image_kinds: Collection[str],
+    reviewer_decided: Mapping[str, int],
+    box_jobs: Mapping[str, int],
+) -> list[SynsetReviewLoad]:
+    """Fold the (kind, synset) rows into one row per synset, heaviest review load first (then wnid).
+
+    Its images are its decided questions of the image-level kinds (`image_kinds`: one question per image), or,
+    for a synset only boxed, its box jobs (one per image): box jobs follow from the images its questions found
+    present, so counting both would count those images twice. Votes and questions waiting in review are every
+    kind's; `reviewer_decided` (by wnid) are the questions a reviewer decided, `box_jobs` (by wnid) those of
+    the synsets `boxed_only` names."""
+    folded: dict[str, list] = {}
+    for row in synsets:
+        cell = folded.setdefault(row.wnid, [row.name, 0, 0, 0])
+        cell[1] += row.questions if row.kind in image_kinds else 0
+        cell[2] += row.votes
+        cell[3] += row.review
+    rows = [
+        SynsetReviewLoad(
+            wnid=wnid,
+            name=name,
+            images=image_questions or box_jobs.get(wnid, 0),
+            votes=votes,
+            review_open=review,
+            review_decided=reviewer_decided.get(wnid, 0),
+        )
+        for wnid, (name, image_questions, votes, review) in folded.items()
+    ]
     return sorted(rows, key=lambda r: (-r.review_per_100_images, r.wnid))
