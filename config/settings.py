@@ -352,6 +352,10 @@ CROWDLABEL = {
     "REVIEW_LEASE_SECONDS": env_int("CROWDLABEL_REVIEW_LEASE_SECONDS", 600),
     # How long a reviewer may take back their own latest decision (a mis-keyed 1-5); organizers have no limit.
     "REVIEW_UNDO_SECONDS": env_int("CROWDLABEL_REVIEW_UNDO_SECONDS", 600),
+    # A reviewer's time per review item, for the cost ledger's reviewer-minutes (1 to 3600): an item is what the
+    # crowd could not settle (split votes at the cap, overlapping boxes, a box job), looked at closely in the
+    # full-size image with its votes or boxes, so half a minute rather than a crowd answer's few seconds.
+    "REVIEW_SECONDS_PER_ITEM": env_int("CROWDLABEL_REVIEW_SECONDS_PER_ITEM", 30),
     # A failed overlap check (accepted boxes are checked on commit) requests a catch-up scan this many seconds
     # later; requests in between join that scan.
     "REVIEW_SCAN_DEBOUNCE_SECONDS": env_int("CROWDLABEL_REVIEW_SCAN_DEBOUNCE_SECONDS", 30),
@@ -402,6 +406,8 @@ if CROWDLABEL["OUTBOX_MAX_ATTEMPTS"] < 1:
     raise ImproperlyConfigured("CROWDLABEL_OUTBOX_MAX_ATTEMPTS must be at least 1")
 if CROWDLABEL["OUTBOX_LEASE_SECONDS"] < 3:
     raise ImproperlyConfigured("CROWDLABEL_OUTBOX_LEASE_SECONDS must be at least 3")
+if not 1 <= CROWDLABEL["REVIEW_SECONDS_PER_ITEM"] <= 3600:
+    raise ImproperlyConfigured("CROWDLABEL_REVIEW_SECONDS_PER_ITEM must be between 1 and 3600")
 if CROWDLABEL["TASK_TIME_LIMIT_SECONDS"] < 1:
     raise ImproperlyConfigured("CROWDLABEL_TASK_TIME_LIMIT_SECONDS must be at least 1")
 for _every in (

@@ -120,6 +120,15 @@ class SpendSerializer(serializers.Serializer):
     budget = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
 
 
+class ReviewerTimeSerializer(serializers.Serializer):
+    decided_items = serializers.IntegerField(help_text="Review items reviewers decided.")
+    open_items = serializers.IntegerField(help_text="Review items waiting for a reviewer (or leased to one).")
+    seconds_per_item = serializers.IntegerField(help_text="A reviewer's time per item (a server setting).")
+    minutes_spent = serializers.FloatField(help_text="Decided items at that time each.")
+    minutes_expected = serializers.FloatField(help_text="Open items at that time each: still to come.")
+    minutes_total = serializers.FloatField()
+
+
 class LedgerSerializer(serializers.Serializer):
     currency = serializers.CharField()
     fee_fraction = serializers.FloatField()
@@ -128,6 +137,9 @@ class LedgerSerializer(serializers.Serializer):
     alternatives = CostAlternativesSerializer()
     spend = SpendSerializer(
         many=True, help_text="Money providers paid, in US$ (empty: none moved through us)."
+    )
+    reviewers = ReviewerTimeSerializer(
+        help_text="In-house reviewers' time in minutes (not priced: they are not paid per item)."
     )
 
 
@@ -158,7 +170,8 @@ class CostSettingsSerializer(serializers.ModelSerializer):
 class DatasetCostView(APIView):
     """The cost ledger: tasks, answers and worker-seconds per stage and synset, priced at the dataset's rewards
     plus the provider's fee, beside what fixed majority-5 voting and flat per-class questions would have cost,
-    and what providers actually paid (rewards, bonuses and fees of settled MTurk assignments)."""
+    what providers actually paid (rewards, bonuses and fees of settled MTurk assignments), and the in-house
+    reviewers' minutes on the dataset's review items."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 

@@ -1,10 +1,11 @@
-"""The dataset's usage from SQL aggregates (a fixed number of queries), priced by `organize.ledger`, and the
-money providers actually paid (crowd.providers.spend)."""
+"""The dataset's usage from SQL aggregates (a fixed number of queries), priced by `organize.ledger`, the
+money providers actually paid (crowd.providers.spend) and the reviewers' time its review items take."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
+from django.conf import settings as django_settings
 from django.db.models import Count, Q
 
 from annotation.models import Dataset, UsageCounter
@@ -12,8 +13,9 @@ from consensus.models import QuestionTally
 from crowd.providers.spend import dataset_spend
 from hierarchy.models import QuestionNode
 from multilabel.models import ImageLabeling
+from review.models import OPEN_STATES, ItemState, ReviewItem
 
-from .ledger import Pricing, UsageRow, ledger_compute
+from .ledger import Pricing, UsageRow, ledger_compute, reviewer_minutes
 from .models import CostSettings
 
 
@@ -65,6 +67,17 @@ def multilabel_images_x_classes(dataset: Dataset) -> int:
     return sum(n * leaves.get(h, 0) for h, n in per_hierarchy.items())
 
 
+def dataset_reviewer_time(dataset: Dataset) -> dict:
+    """Reviewer-minutes of every review item of the dataset (questions and box jobs in review, duplicate and
+    cross-class pairs): decided items as time spent, open and leased ones as time still to come; dismissed
+    items took none."""
+    counts = ReviewItem.objects.filter(dataset=dataset).aggregate(
+        decided=Count("id", filter=Q(state=ItemState.DECIDED)),
+        open_items=Count("id", filter=Q(state__in=OPEN_STATES)),
+    )
+    return reviewer_minutes(**counts, seconds_per_item=django_settings.CROWDLABEL["REVIEW_SECONDS_PER_ITEM"])
+
+
 def dataset_ledger(dataset: Dataset) -> dict:
     settings = CostSettings.for_dataset(dataset.pk)
     pricing = Pricing(
@@ -77,4 +90,5 @@ def dataset_ledger(dataset: Dataset) -> dict:
     ledger["fee_fraction"] = settings.fee_fraction
     # Beside the estimate above (answers x configured rewards): what providers actually paid.
     ledger["spend"] = [asdict(row) for row in dataset_spend(dataset.pk)]
+    ledger["reviewers"] = dataset_reviewer_time(dataset)
     return ledger

@@ -4,7 +4,10 @@ provider's fee, and what two simpler designs would have cost for the same labels
 - fixed majority-5: every decided binary question asked of exactly five workers (the ILSVRC paper's point of
   comparison for its adaptive stopping, §3.1.3);
 - flat per-class questions: every multi-labelled image asked about every class of its hierarchy instead of
-  Algorithm 1's hierarchical questions (§3.3.3), at the votes per question actually observed."""
+  Algorithm 1's hierarchical questions (§3.3.3), at the votes per question actually observed.
+
+Beside the money, the in-house reviewers' time: reviewer items at a set number of seconds each, in minutes (a
+reviewer is not paid per item, so their time is not priced)."""
 
 from __future__ import annotations
 
@@ -71,4 +74,19 @@ def ledger_compute(
             "multilabel_flat_per_class": round(flat, 4),
             "flat_votes_per_question": round(per_question, 3),
         },
+    }
+
+
+def reviewer_minutes(*, decided: int, open_items: int, seconds_per_item: int) -> dict:
+    """Reviewer time at `seconds_per_item` an item: spent on the decided items, still to come for the open ones
+    (waiting or leased), and both together."""
+    spent = decided * seconds_per_item / 60
+    expected = open_items * seconds_per_item / 60
+    return {
+        "decided_items": decided,
+        "open_items": open_items,
+        "seconds_per_item": seconds_per_item,
+        "minutes_spent": round(spent, 1),
+        "minutes_expected": round(expected, 1),
+        "minutes_total": round(spent + expected, 1),
     }

@@ -1,18 +1,26 @@
 """The dataset's quality figures read from counters and SQL aggregates (a fixed number of queries whatever its
 size), shaped by `organize.quality_stats`: calibration tables in use, precision estimated from gold, the
-worker-accuracy histogram, votes needed per synset and the hardest synsets."""
+worker-accuracy histogram, votes needed per synset, the hardest synsets and the review load per synset."""
 
 from __future__ import annotations
 
 from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Floor
 
-from annotation.models import Dataset
-from consensus.models import CalibrationTable, Question, QuestionRole, QuestionState, QuestionTally
+from annotation.models import BoxJob, Dataset
+from consensus.models import (
+    CalibrationTable,
+    Question,
+    QuestionDecision,
+    QuestionKind,
+    QuestionRole,
+    QuestionState,
+    QuestionTally,
+)
 from gold.models import GoldAnswer, GoldItem, GoldSource, ScoreKind, WorkerScore
 
 from . import quality_stats
-from .quality_stats import HISTOGRAM_BINS, SynsetVotes
+from .quality_stats import HISTOGRAM_BINS, SynsetReviewLoad, SynsetVotes
 
 DECIDED_YES_NO = (QuestionState.ACCEPTED, QuestionState.REJECTED)
 
@@ -136,6 +144,50 @@ def calibration_tables(dataset: Dataset) -> list[dict]:
     ]
 
 
+# The kinds whose questions are about a whole image, one question per image and synset (box questions are about
+# a box, or ask coverage round after round).
+IMAGE_KINDS = (QuestionKind.IMAGE_VERIFY, QuestionKind.HIERARCHY, QuestionKind.BINARY_VOTE)
+
+
+def reviewer_decided(dataset: Dataset) -> dict[str, int]:
+    """{wnid: production questions a reviewer decided that are not back in review}, from the decision rows
+    naming a reviewer (few: review is the exception)."""
+    return dict(
+        QuestionDecision.objects.filter(
+            reviewer__isnull=False, question__dataset=dataset, question__role=QuestionRole.PRODUCTION
+        )
+        .exclude(question__state=QuestionState.REVIEW)
+        .values_list("question__concept__wnid")
+        .annotate(n=Count("question", distinct=True))
+        .order_by()
+    )
+
+
+def box_jobs(dataset: Dataset, wnids: set[str]) -> dict[str, int]:
+    """{wnid: box jobs} of those synsets (one job per image and synset), through the (dataset, concept) index."""
+    if not wnids:
+        return {}
+    return dict(
+        BoxJob.objects.filter(dataset=dataset, concept__wnid__in=sorted(wnids))
+        .values_list("concept__wnid")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+
+
+def synset_review_load(dataset: Dataset, synsets: list[SynsetVotes]) -> list[SynsetReviewLoad]:
+    """Reviewer items per 100 images per synset: the question tally's rows (`synsets`) with the reviewers'
+    decisions and, for synsets only boxed, their box jobs (two small aggregates at most); no pass over the
+    dataset's questions."""
+    image_kinds = {str(k) for k in IMAGE_KINDS}
+    return quality_stats.review_load(
+        synsets,
+        image_kinds=image_kinds,
+        reviewer_decided=reviewer_decided(dataset),
+        box_jobs=box_jobs(dataset, quality_stats.boxed_only(synsets, image_kinds)),
+    )
+
+
 def dataset_quality(dataset: Dataset) -> dict:
     synsets = synset_votes(dataset)
     return {
@@ -146,4 +198,5 @@ def dataset_quality(dataset: Dataset) -> dict:
         "worker_accuracy": worker_accuracy_histogram(dataset),
         "synsets": [s.as_row() for s in synsets],
         "hardest": [s.as_row() for s in quality_stats.hardest(synsets)],
+        "review_load": [s.as_row() for s in synset_review_load(dataset, synsets)],
     }

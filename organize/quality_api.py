@@ -1,5 +1,6 @@
 """The Quality page's endpoint: a dataset's calibration tables in use, precision estimated from gold, the
-worker-accuracy histogram and votes needed per synset, in one response (`organize.quality`)."""
+worker-accuracy histogram, votes needed per synset and the review load per synset, in one response
+(`organize.quality`)."""
 
 from __future__ import annotations
 
@@ -67,6 +68,21 @@ class SynsetVotesSerializer(serializers.Serializer):
     review_share = serializers.FloatField()
 
 
+class ReviewLoadSerializer(serializers.Serializer):
+    wnid = serializers.CharField()
+    name = serializers.CharField()
+    images = serializers.IntegerField(
+        help_text="Images its decided image-level production questions are about (one question per image); "
+        "for a synset only boxed, its box jobs."
+    )
+    votes = serializers.IntegerField(help_text="Votes of its decided production questions, every kind.")
+    votes_per_image = serializers.FloatField()
+    review_open = serializers.IntegerField(help_text="Questions waiting in review.")
+    review_decided = serializers.IntegerField(help_text="Questions a reviewer decided.")
+    review_items = serializers.IntegerField(help_text="Both: the questions that went to a person.")
+    review_per_100_images = serializers.FloatField()
+
+
 class QualitySerializer(serializers.Serializer):
     dataset = serializers.IntegerField()
     calibration_tables = CalibrationTableRefSerializer(many=True)
@@ -82,6 +98,9 @@ class QualitySerializer(serializers.Serializer):
     )
     synsets = SynsetVotesSerializer(many=True, help_text="Votes needed per (question kind, synset).")
     hardest = SynsetVotesSerializer(many=True, help_text="Most votes per decided question first.")
+    review_load = ReviewLoadSerializer(
+        many=True, help_text="Reviewer items per 100 images per synset, the heaviest first."
+    )
 
 
 class DatasetQualityView(APIView):

@@ -1,11 +1,11 @@
 """The quality figures of a dataset from aggregated counts: precision estimated from gold with a Wilson
-interval, the worker-accuracy histogram, votes needed per synset and the hardest synsets. Pure: counts in,
-plain rows out."""
+interval, the worker-accuracy histogram, votes needed per synset, the hardest synsets and the review load per
+synset. Pure: counts in, plain rows out."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 HISTOGRAM_BINS = 10
@@ -124,3 +124,81 @@ def hardest(rows: Iterable[SynsetVotes], k: int = HARDEST) -> list[SynsetVotes]:
     """The synsets consensus found hardest: most votes per decided question, then the largest share sent to
     review (ILSVRC §3.1.3: the votes needed grow with a synset's ambiguity), then wnid for a stable order."""
     return sorted(rows, key=lambda r: (-r.votes_per_question, -r.review_share, r.kind, r.wnid))[:k]
+
+
+@dataclass(frozen=True)
+class SynsetReviewLoad:
+    """The decided production questions about one synset (every question kind): the images they are about,
+    their votes, and the reviewer items among them, waiting in review (`review_open`) or decided by a reviewer
+    (`review_decided`)."""
+
+    wnid: str
+    name: str
+    images: int
+    votes: int
+    review_open: int
+    review_decided: int
+
+    @property
+    def review_items(self) -> int:
+        return self.review_open + self.review_decided
+
+    @property
+    def votes_per_image(self) -> float:
+        return self.votes / self.images if self.images else 0.0
+
+    @property
+    def review_per_100_images(self) -> float:
+        return 100 * self.review_items / self.images if self.images else 0.0
+
+    def as_row(self) -> dict:
+        return {
+            "wnid": self.wnid,
+            "name": self.name,
+            "images": self.images,
+            "votes": self.votes,
+            "votes_per_image": round(self.votes_per_image, 3),
+            "review_open": self.review_open,
+            "review_decided": self.review_decided,
+            "review_items": self.review_items,
+            "review_per_100_images": round(self.review_per_100_images, 2),
+        }
+
+
+def boxed_only(synsets: Iterable[SynsetVotes], image_kinds: Collection[str]) -> set[str]:
+    """The synsets with decided questions about boxes but none about whole images (counted by their box jobs)."""
+    rows = list(synsets)
+    return {r.wnid for r in rows} - {r.wnid for r in rows if r.kind in image_kinds}
+
+
+def review_load(
+    synsets: Iterable[SynsetVotes],
+    image_kinds: Collection[str],
+    reviewer_decided: Mapping[str, int],
+    box_jobs: Mapping[str, int],
+) -> list[SynsetReviewLoad]:
+    """Fold the (kind, synset) rows into one row per synset, heaviest review load first (then wnid).
+
+    Its images are its decided questions of the image-level kinds (`image_kinds`: one question per image), or,
+    for a synset only boxed, its box jobs (one per image): box jobs follow from the images its questions found
+    present, so counting both would count those images twice. Votes and questions waiting in review are every
+    kind's; `reviewer_decided` (by wnid) are the questions a reviewer decided, `box_jobs` (by wnid) those of
+    the synsets `boxed_only` names."""
+    folded: dict[str, list] = {}
+    for row in synsets:
+        cell = folded.setdefault(row.wnid, [row.name, 0, 0, 0])
+        cell[1] += row.questions if row.kind in image_kinds else 0
+        cell[2] += row.votes
+        cell[3] += row.review
+    rows = [
+        SynsetReviewLoad(
+            wnid=wnid,
+            name=name,
+            images=image_questions or box_jobs.get(wnid, 0),
+            votes=votes,
+            review_open=review,
+            review_decided=reviewer_decided.get(wnid, 0),
+        )
+        for wnid, (name, image_questions, votes, review) in folded.items()
+    ]
+    return sorted(rows, key=lambda r: (-r.review_per_100_images, r.wnid))

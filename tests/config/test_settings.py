@@ -24,6 +24,7 @@ print(json.dumps({
     "lease_expiry_every": settings.CELERY_BEAT_SCHEDULE["expire-leases"]["schedule"].total_seconds(),
     "stuck_every": settings.CELERY_BEAT_SCHEDULE["review-queue-stuck"]["schedule"].total_seconds(),
     "starved_after": settings.CROWDLABEL["STARVED_AFTER_SECONDS"],
+    "review_seconds_per_item": settings.CROWDLABEL["REVIEW_SECONDS_PER_ITEM"],
 }))
 """
 
@@ -108,6 +109,15 @@ def test_the_stuck_sweep_looks_several_times_per_starved_wait_not_on_the_overlap
         refused.returncode != 0
         and "CROWDLABEL_STUCK_SWEEP_EVERY_SECONDS must be at least 1" in refused.stderr
     )
+
+
+def test_a_reviewers_seconds_per_item_is_a_bounded_setting(var_dir):
+    assert settings_under(var_dir)["review_seconds_per_item"] == 30
+    assert settings_under(var_dir, CROWDLABEL_REVIEW_SECONDS_PER_ITEM="45")["review_seconds_per_item"] == 45
+    for bad in ("0", "3601"):
+        refused = run(["-c", PRINT_SETTINGS], clean_env(var_dir, CROWDLABEL_REVIEW_SECONDS_PER_ITEM=bad))
+        assert refused.returncode != 0
+        assert "CROWDLABEL_REVIEW_SECONDS_PER_ITEM must be between 1 and 3600" in refused.stderr
 
 
 def test_database_url_selects_postgresql(var_dir):

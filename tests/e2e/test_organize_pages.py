@@ -101,6 +101,9 @@ def test_an_organizer_creates_uploads_starts_watches_and_invites(page, chromium,
     expect(bar).to_have_attribute("aria-valuenow", "1")
     expect(page.locator("#cost-summary")).to_contain_text("USD including a 20% provider fee")
     expect(page.locator("#cost-alternatives tbody tr")).to_have_count(4)
+    expect(page.locator("#cost-reviewers")).to_have_text(
+        "Reviewers: 0 minutes (0 spent on 0 decided items, 0 expected for 0 open ones, at 30 s an item)"
+    )
     expect(page.locator("#review tbody tr[data-kind='duplicate'] td").nth(1)).to_have_text("0")
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Start the overlap scan").click()

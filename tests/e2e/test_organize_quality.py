@@ -1,6 +1,6 @@
 """The Quality and Settings pages in real headless Chromium: the plots are drawn (a calibration heat map, gold
-precision, the worker-accuracy histogram, votes per synset) with their numbers beside them; consensus settings
-are saved; a gold CSV with a bad line is refused line by line, a good one imported."""
+precision, the worker-accuracy histogram, votes per synset, reviewer items per 100 images) with their numbers
+beside them; consensus settings are saved; a gold CSV with a bad line is refused line by line, a good one imported."""
 
 from __future__ import annotations
 
@@ -36,6 +36,14 @@ def test_the_quality_page_draws_every_plot_with_its_numbers(page, live_server):
     assert histogram.nth(9).get_attribute("data-value") == "2"
     expect(page.locator("#hardest tbody tr").first).to_have_attribute("data-wnid", "n02121808")
     expect(page.locator("#difficulty-plot svg rect")).to_have_count(3)
+    # The review load: cats first (one question waiting of 2 images), then dogs (one decided of 6 images).
+    load = page.locator("#review-load tbody tr")
+    expect(load).to_have_count(2)
+    expect(load.first).to_have_attribute("data-wnid", "n02121808")
+    expect(load.first.locator("td").last).to_have_text("50.00")
+    expect(load.nth(1).locator("td").last).to_have_text("16.67")
+    expect(load.nth(1).locator("td").nth(2)).to_have_text("3.33")  # 20 votes over 6 images
+    expect(page.locator("#review-load-plot svg rect")).to_have_count(2)
     assert page.console_errors == []
 
 

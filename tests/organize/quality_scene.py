@@ -1,5 +1,6 @@
-"""Quality figures known by hand: decided questions, gold items (one promoted, one about a box), worker scores,
-gold answers and calibration tables of one dataset, beside another dataset's work that must never count."""
+"""Quality figures known by hand: decided questions (one decided by a reviewer, one waiting for one), gold items
+(one promoted, one about a box), worker scores, gold answers and calibration tables of one dataset, beside
+another dataset's work that must never count."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ from django.utils import timezone
 from annotation.counters import counters_recount
 from annotation.models import Assignment, AssignmentState, Box
 from consensus.calibration import build_table
-from consensus.models import CalibrationTable, Question, QuestionRole, QuestionState
+from consensus.models import (
+    CalibrationTable,
+    Estimator,
+    Question,
+    QuestionDecision,
+    QuestionRole,
+    QuestionState,
+    Verdict,
+)
 from gold.models import GoldAnswer, GoldItem, GoldServing, GoldSource, Purpose, ScoreKind, WorkerScore
 from tests import factories
 
@@ -62,7 +71,7 @@ def quality_scene(dataset, other_dataset):
     """A dataset whose quality figures are known by hand (see test_quality_api), beside another dataset's work."""
     dog = factories.ConceptFactory(wnid="n02084071", name="dog")
     cat = factories.ConceptFactory(wnid="n02121808", name="cat")
-    images = factories.ImageFactory.create_batch(8, dataset=dataset)
+    images = factories.ImageFactory.create_batch(9, dataset=dataset)
     # Dogs: decided in 3 votes each; gold agrees with 2 of the 3 accepted and the rejected one.
     for image, answer in zip(images[:3], [True, True, False], strict=True):
         question(dataset, dog, image, QuestionState.ACCEPTED, 3, 0)
@@ -79,9 +88,30 @@ def quality_scene(dataset, other_dataset):
     box = Box.objects.create(image=images[7], concept=dog, x1=0, y1=0, x2=5, y2=5)
     question(dataset, dog, images[7], QuestionState.ACCEPTED, 2, 0, box=box, kind="box_quality")
     gold(dataset, dog, images[7], True, box=box, kind="box_quality")
+    # A dog the vote cap sent to review and a reviewer accepted (3 votes, like every dog question).
+    reviewer = factories.user_with_roles("rita", ("reviewers",))
+    reviewed = question(dataset, dog, images[8], QuestionState.ACCEPTED, 2, 1)
+    for verdict, by in ((Verdict.REVIEW, None), (Verdict.ACCEPT, reviewer)):
+        QuestionDecision.objects.create(
+            question=reviewed,
+            decision=verdict,
+            yes_count=2,
+            no_count=1,
+            estimator=Estimator.DYNAMIC,
+            reviewer=by,
+        )
     # Another dataset's work never counts here.
     other_image = factories.ImageFactory(dataset=other_dataset)
     question(other_dataset, dog, other_image, QuestionState.ACCEPTED, 20, 0)
+    other_reviewed = question(other_dataset, cat, other_image, QuestionState.ACCEPTED, 6, 6)
+    QuestionDecision.objects.create(
+        question=other_reviewed,
+        decision=Verdict.ACCEPT,
+        yes_count=6,
+        no_count=6,
+        estimator=Estimator.DYNAMIC,
+        reviewer=reviewer,
+    )
     gold(other_dataset, dog, other_image, False)
     workers = [factories.user_with_roles(f"w{i}", ("workers",)).worker for i in range(3)]
     for worker, mean in zip(workers, [0.95, 0.62, 1.0], strict=True):

@@ -10,6 +10,7 @@ from django.utils import timezone
 from annotation import queue
 from annotation.models import Assignment, AssignmentState
 from crowd.models import Worker
+from review.models import ItemState, ReviewItem, ReviewKind
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +54,9 @@ def test_the_ledger_counts_tasks_answers_and_seconds_per_stage_and_synset(
         format="json",
     )
     assert patch.status_code == 200, patch.data
-    with django_assert_max_num_queries(11):  # a fixed number: 8 for usage, 3 for the providers' spend
+    with django_assert_max_num_queries(
+        12
+    ):  # a fixed number: 8 for usage, 3 for the providers' spend, 1 review
         ledger = client.get(f"/api/v1/datasets/{dataset.pk}/cost").data
     rows = {(r["stage"], r["wnid"]): r for r in ledger["rows"]}
     assert set(rows) == {("binary_vote", "n02084071"), ("binary_vote", "n02121808")}
@@ -61,6 +64,27 @@ def test_the_ledger_counts_tasks_answers_and_seconds_per_stage_and_synset(
     assert (dog_row["tasks"], dog_row["answers"], dog_row["worker_seconds"]) == (2, 3, 15.0)
     assert dog_row["cost"] == pytest.approx(3 * 0.02 * 1.5)
     assert ledger["totals"]["answers"] == 4 and ledger["totals"]["cost"] == pytest.approx(4 * 0.03)
+
+
+def test_the_ledger_gives_reviewer_minutes_of_decided_and_open_review_items(
+    api_client, organizer, dataset, other_dataset, settings
+):
+    settings.CROWDLABEL = {**settings.CROWDLABEL, "REVIEW_SECONDS_PER_ITEM": 40}
+    states = [ItemState.DECIDED] * 3 + [ItemState.OPEN, ItemState.DISMISSED]
+    for n, state in enumerate(states):
+        ReviewItem.objects.create(
+            kind=ReviewKind.AMBIGUOUS, dataset=dataset, state=state, subject_key=f"consensus.question:{n}"
+        )
+    ReviewItem.objects.create(kind=ReviewKind.AMBIGUOUS, dataset=other_dataset, state=ItemState.DECIDED)
+    reviewers = api_client(organizer).get(f"/api/v1/datasets/{dataset.pk}/cost").data["reviewers"]
+    assert reviewers == {
+        "decided_items": 3,
+        "open_items": 1,
+        "seconds_per_item": 40,
+        "minutes_spent": 2.0,
+        "minutes_expected": pytest.approx(0.7),
+        "minutes_total": pytest.approx(2.7),
+    }
 
 
 def test_bad_prices_are_refused_naming_the_field(api_client, organizer, dataset):

@@ -1,8 +1,9 @@
-"""organize.ledger: money per stage and synset at reward plus fee, and the two comparison designs (pure)."""
+"""organize.ledger: money per stage and synset at reward plus fee, the two comparison designs and the
+reviewers' minutes (pure)."""
 
 import pytest
 
-from organize.ledger import Pricing, UsageRow, ledger_compute
+from organize.ledger import Pricing, UsageRow, ledger_compute, reviewer_minutes
 
 PRICING = Pricing(rewards={"box_draw": 0.05}, default_reward=0.01, fee_fraction=0.2)
 
@@ -38,3 +39,15 @@ def test_flat_per_class_asks_every_class_at_the_observed_answers_per_question():
     assert alt["flat_votes_per_question"] == 3.0
     assert alt["multilabel_flat_per_class"] == pytest.approx(200 * 3 * 0.012)
     assert alt["multilabel_hierarchical"] == pytest.approx(120 * 0.012)
+
+
+def test_reviewer_minutes_are_decided_items_spent_and_open_ones_expected_at_the_set_seconds():
+    assert reviewer_minutes(decided=5, open_items=3, seconds_per_item=30) == {
+        "decided_items": 5,
+        "open_items": 3,
+        "seconds_per_item": 30,
+        "minutes_spent": 2.5,
+        "minutes_expected": 1.5,
+        "minutes_total": 4.0,
+    }
+    assert reviewer_minutes(decided=0, open_items=0, seconds_per_item=30)["minutes_total"] == 0.0

@@ -174,7 +174,7 @@ def test_endpoints_take_a_fixed_number_of_queries(
     for url, most in [
         ("/api/v1/datasets/{id}/progress", 8),
         ("/api/v1/datasets/{id}/audit", 4),
-        ("/api/v1/datasets/{id}/cost", 11),  # 3 of them for the providers' spend
+        ("/api/v1/datasets/{id}/cost", 12),  # 3 of them for the providers' spend, 1 for reviewer time
         ("/api/v1/datasets/{id}/invitations", 3),
         ("/api/v1/datasets/{id}/people", 6),
         ("/api/v1/datasets/{id}/split-versions", 3),
@@ -183,7 +183,7 @@ def test_endpoints_take_a_fixed_number_of_queries(
         ("/api/v1/datasets/{id}/image-grid", 4),
         ("/api/v1/datasets/{id}/image-grid?stage=unstarted&concept=" + concept_wnid, 5),
         ("/api/v1/datasets/{id}/image-grid?stage=boxing&split=train", 5),
-        ("/api/v1/datasets/{id}/quality", 8),
+        ("/api/v1/datasets/{id}/quality", 10),  # 2 of them for the review load
         ("/api/v1/datasets/{id}/consensus-settings", 3),
         ("/api/v1/datasets/{id}/gold-settings", 3),
         ("/api/v1/datasets/{id}/gold", 4),

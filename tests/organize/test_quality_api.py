@@ -10,8 +10,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from consensus.models import CalibrationTable
-from tests.organize.quality_scene import quality_scene
+from annotation.counters import counters_recount
+from annotation.models import Box, BoxJob
+from consensus.models import CalibrationTable, QuestionState
+from tests import factories
+from tests.organize.quality_scene import quality_scene, question
 
 pytestmark = pytest.mark.django_db
 
@@ -59,11 +62,39 @@ def test_quality_measures_precision_on_gold_and_votes_per_synset(api_client, org
     assert table["table"] == CalibrationTable.objects.filter(kind="image_verify").order_by("-id")[0].pk
 
 
+def test_review_load_counts_reviewer_items_per_100_images_per_synset(api_client, organizer, scene):
+    body = api_client(organizer).get(f"/api/v1/datasets/{scene.pk}/quality").json()
+    cat, dog = body["review_load"]  # the heaviest first
+    # Cats: two images, 18 votes, one question waiting for a reviewer.
+    assert (cat["wnid"], cat["images"], cat["votes"], cat["votes_per_image"]) == ("n02121808", 2, 18, 9.0)
+    assert (cat["review_open"], cat["review_decided"], cat["review_per_100_images"]) == (1, 0, 50.0)
+    # Dogs: six images asked by verification (the box question's image is not counted: a box question is about
+    # a box, and dogs have no box job here), 20 votes, one question a reviewer decided; the other dataset's dog
+    # and its reviewed cat count nowhere here.
+    assert (dog["wnid"], dog["images"], dog["votes"]) == ("n02084071", 6, 20)
+    assert (dog["review_open"], dog["review_decided"], dog["review_items"]) == (0, 1, 1)
+    assert dog["review_per_100_images"] == pytest.approx(100 / 6, abs=0.01)
+
+
+def test_a_synset_only_boxed_counts_its_images_by_its_box_jobs(api_client, organizer, dataset):
+    owl = factories.ConceptFactory(wnid="n01621127", name="owl")
+    images = factories.ImageFactory.create_batch(4, dataset=dataset)
+    for image in images:
+        BoxJob.objects.create(dataset=dataset, image=image, concept=owl, state={}, max_boxes=5, max_rounds=3)
+    box = Box.objects.create(image=images[0], concept=owl, x1=0, y1=0, x2=5, y2=5)
+    question(dataset, owl, images[0], QuestionState.REVIEW, 3, 3, box=box, kind="box_quality")
+    question(dataset, owl, images[1], QuestionState.ACCEPTED, 2, 0, kind="box_coverage")
+    counters_recount(dataset.pk)
+    (row,) = api_client(organizer).get(f"/api/v1/datasets/{dataset.pk}/quality").json()["review_load"]
+    assert (row["wnid"], row["images"], row["votes"], row["review_open"]) == ("n01621127", 4, 8, 1)
+    assert (row["votes_per_image"], row["review_per_100_images"]) == (2.0, 25.0)
+
+
 def test_quality_takes_a_fixed_number_of_queries(api_client, organizer, scene, django_assert_max_num_queries):
     client = api_client(organizer)
     # Role, dataset, calibration tables, gold precision (items about images, about boxes), gold accuracy, the
-    # histogram, votes per synset.
-    with django_assert_max_num_queries(8), CaptureQueriesContext(connection) as captured:
+    # histogram, votes per synset, the review load (reviewers' decisions, box jobs).
+    with django_assert_max_num_queries(10), CaptureQueriesContext(connection) as captured:
         assert client.get(f"/api/v1/datasets/{scene.pk}/quality").status_code == 200
     # Questions are read only in the per-item and per-table subqueries (aliased U0), never scanned whole.
     scans = [
@@ -71,4 +102,4 @@ def test_quality_takes_a_fixed_number_of_queries(api_client, organizer, scene, d
         for q in captured.captured_queries
         if re.search(r'FROM "consensus_question" (?!U\d)', q["sql"])
     ]
-    assert not scans, "votes per synset come from the question tally, not from every question"
+    assert not scans, "votes and review load per synset come from the question tally, not from every question"

@@ -1,5 +1,5 @@
 """The pure quality figures: Wilson intervals, gold checks folded per kind, the histogram's bins and the order
-of the hardest synsets."""
+of the hardest synsets, the review load per 100 images."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import pytest
 
 from organize.quality_stats import (
     GoldCheck,
+    SynsetReviewLoad,
     SynsetVotes,
     accuracy_histogram,
+    boxed_only,
     gold_checks,
     hardest,
     precision_row,
+    review_load,
     wilson_interval,
 )
 
@@ -64,3 +67,26 @@ def test_hardest_synsets_need_the_most_votes_then_go_to_review_most():
     ]
     assert [r.wnid for r in hardest(rows, k=3)] == ["n3", "n2", "n1"]
     assert rows[1].as_row()["votes_per_question"] == 8.0 and rows[2].as_row()["review_share"] == 0.4
+
+
+def test_review_load_counts_open_and_decided_items_per_100_images_heaviest_first():
+    rows = [
+        SynsetVotes("image_verify", "n1", "dog", questions=400, votes=1000, review=1),
+        SynsetVotes("box_quality", "n1", "dog", questions=300, votes=600, review=2),
+        SynsetVotes("hierarchy", "n2", "cat", questions=50, votes=400, review=2),
+        SynsetVotes("box_coverage", "n3", "owl", questions=30, votes=90, review=0),
+    ]
+    image_kinds = {"image_verify", "hierarchy"}
+    assert boxed_only(rows, image_kinds) == {"n3"}
+    load = review_load(rows, image_kinds, {"n1": 1, "n3": 2}, {"n1": 120, "n3": 20})
+    assert [r.wnid for r in load] == ["n3", "n2", "n1"]  # heaviest first
+    owl, cat, dog = load
+    # Dogs: their images are the verification questions' (box jobs are on some of those same images); box
+    # questions' votes and review count too.
+    assert (dog.images, dog.votes, dog.review_open, dog.review_decided) == (400, 1600, 3, 1)
+    assert dog.votes_per_image == 4.0 and dog.review_per_100_images == 1.0
+    assert cat.as_row()["review_per_100_images"] == 4.0 and cat.as_row()["votes_per_image"] == 8.0
+    # Owls were only boxed: one image per box job.
+    assert (owl.images, owl.review_items, owl.review_per_100_images) == (20, 2, 10.0)
+    unasked = SynsetReviewLoad("n4", "yak", images=0, votes=0, review_open=0, review_decided=0)
+    assert unasked.review_per_100_images == 0.0 and unasked.votes_per_image == 0.0

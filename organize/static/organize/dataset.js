@@ -109,6 +109,11 @@ async function refreshCost() {
   document.getElementById("cost-summary").textContent = `${t.answers} answers to ${t.tasks} tasks, ` +
     `${Math.round(t.worker_seconds / 60)} worker-minutes, ${money(t.cost)} including a ` +
     `${Math.round(ledger.fee_fraction * 100)}% provider fee`;
+  // Reviewers are in-house, not paid per item: their time is in minutes beside the crowd's money.
+  const r = ledger.reviewers;
+  document.getElementById("cost-reviewers").textContent = `Reviewers: ${r.minutes_total} minutes ` +
+    `(${r.minutes_spent} spent on ${r.decided_items} decided items, ${r.minutes_expected} expected for ` +
+    `${r.open_items} open ones, at ${r.seconds_per_item} s an item)`;
   const a = ledger.alternatives;
   const rows = [
     ["This dataset (adaptive consensus)", t.cost],

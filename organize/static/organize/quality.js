@@ -1,5 +1,6 @@
-// The Quality page: calibration tables, precision from gold, the worker-accuracy histogram and votes needed
-// per synset, drawn as SVG from GET datasets/{id}/quality; each plot's numbers are in the table beside it.
+// The Quality page: calibration tables, precision from gold, the worker-accuracy histogram, votes needed per
+// synset and the review load per synset, drawn as SVG from GET datasets/{id}/quality; each plot's numbers are in
+// the table beside it.
 import { api, el } from "./common.js";
 import { barChart, heatmap } from "./charts.js";
 
@@ -77,6 +78,15 @@ function showDifficulty(synsets, hardest) {
   document.querySelector("#synsets tbody").replaceChildren(...synsets.map((r) => synsetRow(r)));
 }
 
+function showReviewLoad(rows) {
+  document.getElementById("review-load-plot").replaceChildren(barChart(
+    rows.slice(0, DIFFICULTY_BARS).map((r) => ({ label: r.name, value: r.review_per_100_images })),
+    { title: "Reviewer items per 100 images", yLabel: "items", format: (v) => v.toFixed(1) }));
+  document.querySelector("#review-load tbody").replaceChildren(...rows.map((r) => el("tr", { "data-wnid": r.wnid },
+    el("td", { text: `${r.name} (${r.wnid})` }), num(r.images), num(r.votes_per_image.toFixed(2)),
+    num(r.review_open), num(r.review_decided), num(r.review_per_100_images.toFixed(2)))));
+}
+
 async function load() {
   const status = document.getElementById("quality-status");
   try {
@@ -88,6 +98,7 @@ async function load() {
     showPrecision(q.gold_precision, q.gold_answer_accuracy);
     showHistogram(q.worker_accuracy);
     showDifficulty(q.synsets, q.hardest);
+    showReviewLoad(q.review_load);
   } catch (err) {
     status.textContent = `Quality figures unavailable: ${err.message}`;
   }
