@@ -56,9 +56,8 @@ class Image(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    # Set while the organizer excludes the image (organize/image_exclusion.py): its tasks are not leased, its
-    # open work is left out of progress and the review queue, exports leave it out and name it. Reversible: an
-    # image somebody worked on cannot be deleted, and its answers are kept.
+    # Set while excluded (organize/image_exclusion.py): its tasks are not leased, progress, review and exports
+    # leave it out. Reversible: a worked-on image cannot be deleted, and its answers are kept.
     excluded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -66,7 +65,7 @@ class Image(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["dataset", "sha256"], name="image_unique_sha256_per_dataset")
         ]
-        # The lease statement lists the excluded images on every lease (annotation/queue/statements.py).
+        # Every lease lists the excluded images (annotation/queue/statements.py).
         indexes = [
             models.Index(fields=["id"], name="image_excluded_idx", condition=Q(excluded_at__isnull=False))
         ]
@@ -180,8 +179,7 @@ class Task(models.Model):
 
     class Meta:
         ordering = ["id"]
-        # The lease's order (annotation/queue/statements.py): datasets in turn, then priority and age inside a
-        # dataset, over the open pool (reserved pools are drawn from by id).
+        # The lease's order (annotation/queue/statements.py): datasets in turn, then priority and age inside one.
         indexes = [
             models.Index(
                 "kind",
@@ -191,8 +189,7 @@ class Task(models.Model):
                 name="task_open_pool_kind_idx",
                 condition=Q(state__in=["open", "leased"], pool=""),
             ),
-            # The same order for workers who take any kind (no `kinds` filter): without it every lease sorts
-            # all open tasks.
+            # The same order for workers who take any kind: without it every lease sorts all open tasks.
             models.Index(
                 "dataset",
                 models.F("priority").desc(),
@@ -235,8 +232,7 @@ class Assignment(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="assignments")
     worker = models.ForeignKey("crowd.Worker", on_delete=models.PROTECT, related_name="assignments")
     state = models.CharField(max_length=16, choices=AssignmentState.choices, default=AssignmentState.LEASED)
-    # Stamped by the lease with the same `now` its expiry is computed from, on every path (issue 18: a gold
-    # lease stamped at insert instead was told apart by expires_at - leased_at).
+    # Stamped with the `now` its expiry is computed from, on every path (a gold lease was told apart otherwise).
     leased_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -249,9 +245,8 @@ class Assignment(models.Model):
         help_text="What the lease policy that drew this task from a reserved pool keeps about the lease (gold: "
         "its purpose). Never shown to the worker.",
     )
-    # The lease a submit that asked for the worker's next task took in its own transaction (`?next=true`), so a
-    # retry of that submit with its Idempotency-Key hands back the same lease while the worker still holds it.
-    # A plain id, no foreign key: it is only read back by that retry.
+    # The lease a `?next=true` submit took in its own transaction, so a retry of that submit (same Idempotency-Key)
+    # hands back the same lease while the worker holds it. A plain id: only that retry reads it.
     next_lease_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
