@@ -52,3 +52,5 @@ def test_a_minute_of_a_hostile_crowd_under_faults_gives_no_5xx_and_counts_every_
     assert integrity["submitted"] == integrity["counted"] > 100
     assert {k: v for k, v in integrity.items() if k not in ("submitted", "counted") and v} == {}
     assert summary["exports"]["differences"] == [], "each dataset's export equals its final labels"
+    left = {k: v for k, v in summary["leftovers"]["finished_runs"].items() if v}
+    assert left == {}, "nothing of a finished run is left open after the sweep"
