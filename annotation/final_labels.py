@@ -77,7 +77,7 @@ def final_boxes_set(
             scope = scope.filter(image_id__in=list(image_ids))
         existing = {
             row[0]: FinalBoxRow(*row)
-            for row in scope.select_for_update()
+            for row in scope.select_for_update(no_key=True)
             .order_by("box_id")
             .values_list("box_id", "image_id", "concept_id", "x1", "y1", "x2", "y2")
         }
@@ -261,7 +261,7 @@ def _lock(pairs: list[Pair]) -> dict[Pair, FinalLabel]:
     found: dict[Pair, FinalLabel] = {}
     for start in range(0, len(images), _CHUNK):
         qs = (
-            FinalLabel.objects.select_for_update()
+            FinalLabel.objects.select_for_update(no_key=True)
             .filter(image_id__in=images[start : start + _CHUNK], concept_id__in=concepts)
             .order_by("image_id", "concept_id")
         )

@@ -63,7 +63,7 @@ def tasks_reprioritize(*, dataset: Dataset, change: int, stage: str = "", concep
     if concept is not None:
         tasks = tasks.filter(concept=concept)
     with transaction.atomic():
-        ids = list(tasks.select_for_update().order_by("id").values_list("id", flat=True))
+        ids = list(tasks.select_for_update(no_key=True).order_by("id").values_list("id", flat=True))
         if not ids or change == 0:
             return 0
         shifted = Greatest(Least(F("priority") + change, PRIORITY_BOUND), -PRIORITY_BOUND)

@@ -189,7 +189,7 @@ def questions_reevaluate(*, kind: str, concept_id: int) -> dict[str, int]:
     out = {"served": 0}
     with transaction.atomic(), counters.held():
         waiting = list(
-            Question.objects.select_for_update()
+            Question.objects.select_for_update(no_key=True)
             .filter(kind=kind, concept_id=concept_id, state=QuestionState.WAITING)
             .order_by("id")
         )
@@ -247,9 +247,11 @@ def calibration_votes_lowered(*, dataset_id: int, votes: int) -> int:
     if not candidates:
         return 0
     # The vote path's lock order: the task, then its question.
-    tasks = {t.pk: t for t in Task.objects.select_for_update().filter(pk__in=candidates).order_by("pk")}
+    tasks = {
+        t.pk: t for t in Task.objects.select_for_update(no_key=True).filter(pk__in=candidates).order_by("pk")
+    }
     questions = list(
-        Question.objects.select_for_update()
+        Question.objects.select_for_update(no_key=True)
         .filter(
             task_id__in=list(tasks),
             role=QuestionRole.CALIBRATION,

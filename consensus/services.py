@@ -218,9 +218,8 @@ def _task_for(
     payload: dict[str, Any] | None = None,
 ) -> Task:
     if question.rule:
-        # A count-rule question is served under its own task kind (the page its workers know), up to its cap.
-        # No topic: gold qualification gates `question` tasks by topic, and gold is served only among those,
-        # so a topic here would withhold these tasks from workers who cannot qualify on them.
+        # A count-rule question is served under its own task kind, up to its cap. No topic: gold qualification
+        # gates `question` tasks by topic, so a topic would withhold these from workers who cannot qualify.
         return Task(
             kind=task_kind,
             dataset_id=question.dataset_id,
@@ -473,8 +472,7 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Question
         question.no_count += 1
     counts = ["yes_count", "no_count"]
     if question.rule:
-        # A count rule needs neither settings nor a table, and has no calibration role; the counts are written
-        # with the verdict when this vote decides.
+        # A count rule needs no settings, table or calibration role; counts go with the verdict that decides.
         decision, estimate = _decide(question, None)
         if decision == Decision.ASK_MORE:
             statements.question_write(connection, question, counts)
@@ -550,7 +548,7 @@ def vote_record(*, question: Question, worker, answer: bool, assignment=None) ->
     with transaction.atomic(), counters.held():
         if question.task_id is None:
             raise QuestionClosed("this question is waiting for its calibration table; it takes no vote now")
-        task = Task.objects.select_for_update().get(pk=question.task_id)
+        task = Task.objects.select_for_update(no_key=True).get(pk=question.task_id)
         result = vote_apply(task=task, worker=worker, answer=answer, assignment=assignment)
         task.answers_count = F("answers_count") + 1
         queue.task_save(task, ["state", "result", "answers_count"])
@@ -561,8 +559,9 @@ def question_decide(question: Question) -> Decision:
     """Re-run the stopping rule on a question's votes now (after a new table): decide it, or reopen it for more
     votes. Locks its task, then the question. Returns the decision (ASK_MORE when it stays open)."""
     with transaction.atomic(), counters.held():
-        task = Task.objects.select_for_update().get(pk=question.task_id) if question.task_id else None
-        question = Question.objects.select_for_update().get(pk=question.pk)
+        locked = Task.objects.select_for_update(no_key=True)
+        task = locked.get(pk=question.task_id) if question.task_id else None
+        question = Question.objects.select_for_update(no_key=True).get(pk=question.pk)
         if question.state != QuestionState.OPEN or question.n_votes < question.min_votes:
             return Decision.ASK_MORE
         settings = ConsensusSettings.for_dataset(question.dataset_id)

@@ -87,8 +87,8 @@ def question_settle_starved(question: Question) -> Decision | None:
     set keeps the dataset's guarantee (and the pipeline's stricter bar, e.g. a leaf's), else review. Locks the
     task, then the question (the queue's order); returns None when the question moved on meanwhile."""
     with transaction.atomic(), counters.held():
-        task = Task.objects.select_for_update().get(pk=question.task_id)
-        question = Question.objects.select_for_update().get(pk=question.pk)
+        task = Task.objects.select_for_update(no_key=True).get(pk=question.task_id)
+        question = Question.objects.select_for_update(no_key=True).get(pk=question.pk)
         if question.state != QuestionState.OPEN or not queue.task_waiting(task):
             return None
         settings = ConsensusSettings.for_dataset(question.dataset_id)
@@ -157,7 +157,7 @@ def _waiting_serve(dataset_id: int, kind: str, concept_id: int, settings: Consen
         if _table_coming(probe, settings):
             return 0
         waiting = list(
-            Question.objects.select_for_update()
+            Question.objects.select_for_update(no_key=True)
             .filter(dataset_id=dataset_id, kind=kind, concept_id=concept_id, state=QuestionState.WAITING)
             .order_by("id")
         )

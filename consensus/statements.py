@@ -46,7 +46,7 @@ def question_lock(connection, task_id: int) -> Question:
         f"SELECT {question_cols.sql(connection)}, {dataset_cols.sql(connection)}, {settings_cols.sql(connection)} "
         f"FROM {qn(Question._meta.db_table)} q JOIN {qn(Dataset._meta.db_table)} d ON d.id = q.dataset_id "
         f"LEFT JOIN {qn(ConsensusSettings._meta.db_table)} s ON s.dataset_id = q.dataset_id "
-        "WHERE q.task_id = %s FOR UPDATE OF q"
+        "WHERE q.task_id = %s FOR NO KEY UPDATE OF q"
     )
     with sqlrows.cursor(connection) as cursor:
         cursor.execute(sql, [task_id])

@@ -34,8 +34,8 @@ def question_review_decide(*, question_id: int, accept: bool, reviewer) -> Quest
     (the engine's lock order). Raises `NotInReview` unless the question is in review."""
     with transaction.atomic(), counters.held():
         task_id = Question.objects.filter(pk=question_id).values_list("task_id", flat=True).first()
-        task = Task.objects.select_for_update().get(pk=task_id) if task_id else None
-        question = Question.objects.select_for_update().get(pk=question_id)
+        task = Task.objects.select_for_update(no_key=True).get(pk=task_id) if task_id else None
+        question = Question.objects.select_for_update(no_key=True).get(pk=question_id)
         if question.state != QuestionState.REVIEW:
             raise NotInReview(
                 f"question {question.pk} is {question.get_state_display().lower()}, not waiting for a reviewer"

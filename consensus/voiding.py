@@ -60,8 +60,13 @@ def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
         task_ids = sorted(
             t for t in Question.objects.filter(pk__in=question_ids).values_list("task_id", flat=True) if t
         )
-        tasks = {t.pk: t for t in Task.objects.select_for_update().filter(pk__in=task_ids).order_by("id")}
-        questions = list(Question.objects.select_for_update().filter(pk__in=question_ids).order_by("id"))
+        tasks = {
+            t.pk: t
+            for t in Task.objects.select_for_update(no_key=True).filter(pk__in=task_ids).order_by("id")
+        }
+        questions = list(
+            Question.objects.select_for_update(no_key=True).filter(pk__in=question_ids).order_by("id")
+        )
         VoteVoid.objects.bulk_create([VoteVoid(vote_id=pk, reason=reason[:200]) for pk, _ in fresh])
         report.voided = len(fresh)
         counts = {
@@ -105,7 +110,7 @@ def vote_withdraw(*, assignment: Assignment) -> Question:
     remaining votes would decide it now (a new table since): an undo never settles a question. The vote row
     stays, marked withdrawn and voided, so the worker's new answer is a new vote and every count skips it."""
     task = assignment.task
-    question = Question.objects.select_for_update().get(task=task)
+    question = Question.objects.select_for_update(no_key=True).get(task=task)
     if question.state != QuestionState.OPEN or task.state == TaskState.DONE:
         raise kinds.AnswerStands("its question has been decided, so this answer stands")
     vote = Vote.objects.select_related("void").get(assignment=assignment)

@@ -313,8 +313,8 @@ def assignment_release(*, assignment: Assignment, now: datetime | None = None) -
     """The worker skips the task: the lease ends at once and the task goes back to the queue for others."""
     now = now or timezone.now()
     with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=assignment.task_id)
-        current = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        task = Task.objects.select_for_update(no_key=True).get(pk=assignment.task_id)
+        current = Assignment.objects.select_for_update(no_key=True).get(pk=assignment.pk)
         if current.state == AssignmentState.RELEASED:
             return current
         if current.state != AssignmentState.LEASED:
@@ -332,8 +332,8 @@ def assignment_extend(*, assignment: Assignment, now: datetime | None = None) ->
     from now. Only a live lease can be extended; one that ran out may already belong to someone else."""
     now = now or timezone.now()
     with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=assignment.task_id)
-        current = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        task = Task.objects.select_for_update(no_key=True).get(pk=assignment.task_id)
+        current = Assignment.objects.select_for_update(no_key=True).get(pk=assignment.pk)
         if current.state != AssignmentState.LEASED or current.expires_at <= now:
             raise LeaseExpired("the lease on this task has ended; fetch a new task")
         current.expires_at = now + lease_duration()
@@ -354,7 +354,7 @@ def leases_expire(*, now: datetime | None = None, batch_size: int = 1000) -> int
             tasks = list(
                 Task.objects.filter(state=TaskState.LEASED, lease_expires_at__lt=now)
                 .order_by("id")
-                .select_for_update(skip_locked=True)
+                .select_for_update(skip_locked=True, no_key=True)
                 .values_list("pk", flat=True)[:batch_size]
             )
             if not tasks:

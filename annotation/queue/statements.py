@@ -248,7 +248,7 @@ def lease_postgresql(
     )
     sql = f"""
         WITH candidate AS MATERIALIZED (
-            {_candidate_sql(connection, where, "FOR UPDATE OF t SKIP LOCKED", drawn)}
+            {_candidate_sql(connection, where, "FOR NO KEY UPDATE OF t SKIP LOCKED", drawn)}
         ), reclaimed AS (
             UPDATE {assignment_table} old SET state = '{AssignmentState.EXPIRED}'
             FROM candidate WHERE candidate.state = '{TaskState.LEASED}'
@@ -359,7 +359,7 @@ def assignment_read(
         sql += " AND a.worker_id = %s"
         params.append(worker_id)
     if lock and connection.features.has_select_for_update:
-        sql += " FOR UPDATE OF t"
+        sql += " FOR NO KEY UPDATE OF t"
     with sqlrows.cursor(connection) as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()

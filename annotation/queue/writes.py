@@ -137,8 +137,8 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
         raise Assignment.DoesNotExist(f"no assignment {assignment}")
     connection = connections[Assignment.objects.db]
     with transaction.atomic():
-        task = Task.objects.select_for_update().get(pk=task_id)
-        current = Assignment.objects.select_for_update().get(pk=assignment)
+        task = Task.objects.select_for_update(no_key=True).get(pk=task_id)
+        current = Assignment.objects.select_for_update(no_key=True).get(pk=assignment)
         if current.state == AssignmentState.WITHDRAWN:
             again = (
                 Assignment.objects.filter(task_id=task_id, worker_id=worker.pk, pk__gt=current.pk)
