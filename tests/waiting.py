@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
+from django.db.utils import OperationalError
 
 T = TypeVar("T")
 
@@ -35,3 +36,17 @@ def wait_until(
         if time.monotonic() >= deadline:
             pytest.fail(f"not within {timeout:.0f} s: {what}" + (f"\n{detail()}" if detail else ""))
         sleep(interval)
+
+
+def when_idle(read: Callable[[], T], timeout: float = GENEROUS_SECONDS) -> T:
+    """Run these database reads, retried should the database refuse them while a browser page's background
+    requests write (SQLite's test database waits its timeout for a lock, so mostly it does not); a loaded machine
+    may keep it busy for a while, so the bound is generous."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return read()
+        except OperationalError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
