@@ -10,6 +10,8 @@ import socket
 import pytest
 from django.core.cache import cache
 from django.db import connection
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from PIL import Image as PILImage
 from rest_framework.test import APIClient
 
@@ -20,6 +22,13 @@ from tests import factories
 pytest_plugins = ["tests.browser_fixtures", "tests.s3_fixtures"]
 
 REQUIRE_SERVICES = os.environ.get("CROWDLABEL_REQUIRE_SERVICES") == "1"
+
+# Property tests check properties, never speed: no per-example deadline and no "data generation too slow"
+# health check, both of which fail on a slow, loaded machine (a test may still ask for more examples).
+hypothesis_settings.register_profile(
+    "crowdlabel", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("crowdlabel")
 
 
 def _missing(reason: str):

@@ -5,7 +5,6 @@ ON CONFLICT DO UPDATE) instead of failing on the unique box (an IntegrityError a
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import transaction
@@ -13,7 +12,8 @@ from django.db import transaction
 from annotation.final_labels import FinalBoxRow, final_boxes_set
 from annotation.models import Box, BoxState, FinalBox
 from tests import factories
-from tests.threads import in_thread
+from tests.threads import a_lock_is_awaited, in_thread
+from tests.waiting import GENEROUS_SECONDS
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -26,16 +26,18 @@ def test_two_concurrent_syncs_of_one_image_keep_one_final_row_per_box_and_fail_n
     row = FinalBoxRow(box.pk, task.image_id, task.concept_id, 1.0, 2.0, 30.0, 40.0)
     inserted, errors = threading.Event(), []
 
-    def sync(hold: float) -> None:
+    def sync(hold: bool) -> None:
         with transaction.atomic():
             final_boxes_set(dataset_id=task.dataset_id, boxes=[row], image_ids=[task.image_id])
             inserted.set()
-            time.sleep(hold)  # the other transaction read no row and inserts meanwhile, waiting on this one
+            # The other transaction read no row and inserts meanwhile: held until it is seen waiting on this one.
+            if hold and not a_lock_is_awaited():
+                errors.append(AssertionError("the second insert never waited on the first one's row"))
 
     @in_thread
     def first():
         try:
-            sync(0.5)
+            sync(hold=True)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
             inserted.set()
@@ -43,8 +45,8 @@ def test_two_concurrent_syncs_of_one_image_keep_one_final_row_per_box_and_fail_n
     @in_thread
     def second():
         try:
-            inserted.wait(10)
-            sync(0)
+            inserted.wait(GENEROUS_SECONDS)
+            sync(hold=False)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -52,7 +54,8 @@ def test_two_concurrent_syncs_of_one_image_keep_one_final_row_per_box_and_fail_n
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(GENEROUS_SECONDS)
+    assert not any(t.is_alive() for t in threads)
     assert errors == []
     final = FinalBox.objects.get(box=box)
     assert (final.image_id, final.x1, final.y2) == (task.image_id, 1.0, 40.0)

@@ -5,7 +5,6 @@ merges its evidence into the committed row."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import transaction
@@ -14,7 +13,8 @@ from annotation.final_evidence import BINARY_VOTE, CONSENSUS
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import FinalLabel
 from tests import factories
-from tests.threads import in_thread
+from tests.threads import a_lock_is_awaited, in_thread
+from tests.waiting import GENEROUS_SECONDS
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -34,7 +34,9 @@ def test_a_pair_created_by_two_transactions_at_once_keeps_both_verdicts_in_one_r
                     verdicts=[LabelVerdict(*pair, present=False, yes=0, no=3)],
                 )
                 inserted.set()
-                time.sleep(0.5)  # the second transaction's insert is waiting on this row meanwhile
+                # Held until the second transaction's insert is seen waiting on this row, not for a fixed time.
+                if not a_lock_is_awaited():
+                    errors.append(AssertionError("the second insert never waited on the first one's row"))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
             inserted.set()
@@ -42,7 +44,7 @@ def test_a_pair_created_by_two_transactions_at_once_keeps_both_verdicts_in_one_r
     @in_thread
     def second():
         try:
-            inserted.wait(10)
+            inserted.wait(GENEROUS_SECONDS)
             with transaction.atomic():
                 final_labels_record(
                     dataset_id=task.dataset_id,
@@ -56,7 +58,8 @@ def test_a_pair_created_by_two_transactions_at_once_keeps_both_verdicts_in_one_r
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(GENEROUS_SECONDS)
+    assert not any(t.is_alive() for t in threads)
     assert errors == []
     row = FinalLabel.objects.get(image_id=pair[0], concept_id=pair[1])
     assert set(row.evidence) == {BINARY_VOTE, CONSENSUS}

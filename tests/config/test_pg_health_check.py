@@ -55,7 +55,7 @@ def test_a_connection_whose_backend_was_terminated_fails_the_health_check():
     try:
         with psycopg.connect(database_url_of_the_test_database(), autocommit=True) as admin:
             assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0] is True
-        assert wait_until_readable(connection.connection.pgconn.socket, seconds=10)
+        assert wait_until_readable(connection.connection.pgconn.socket, seconds=120)
         assert connection.is_usable() is False
     finally:
         # Whatever happened above, the dead connection must not outlive this test: every later test in

@@ -12,7 +12,8 @@ from django.db import connection
 from consensus import rebuild as tables
 from consensus import services, verification
 from consensus.models import ConsensusSettings, Question, QuestionRole, Vote
-from tests.threads import in_thread
+from tests.threads import a_lock_is_awaited, in_thread
+from tests.waiting import GENEROUS_SECONDS
 
 from .conftest import make_images, make_workers
 
@@ -81,13 +82,15 @@ def test_a_question_created_while_its_table_is_being_built_is_served(dataset, co
     for w in make_workers(3):
         for q in Question.objects.filter(role=QuestionRole.CALIBRATION):
             services.vote_record(question=q, worker=w, answer=q.image_id % 2 == 0)
-    built = threading.Event()
+    built, creation_done = threading.Event(), threading.Event()
     reevaluate = tables.questions_reevaluate
 
     def reevaluate_then_linger(**kwargs):
         out = reevaluate(**kwargs)
         built.set()  # the table and the served questions exist, uncommitted
-        threading.Event().wait(1.0)  # the rebuild's transaction stays open a while longer
+        # The rebuild's transaction stays open until the other thread's creation has run or is seen waiting on
+        # it, not for a second that a loaded machine may spend before the creation even starts.
+        a_lock_is_awaited(or_else=creation_done.is_set)
         return out
 
     monkeypatch.setattr(tables, "questions_reevaluate", reevaluate_then_linger)
@@ -98,14 +101,17 @@ def test_a_question_created_while_its_table_is_being_built_is_served(dataset, co
 
     @in_thread
     def create() -> int:
-        built.wait(10)
-        (question,) = services.questions_create(
-            dataset=dataset,
-            kind="image_verify",
-            concept=concept,
-            targets=[services.Target(image=images[4])],
-            calibration=[False],
-        )
+        built.wait(GENEROUS_SECONDS)
+        try:
+            (question,) = services.questions_create(
+                dataset=dataset,
+                kind="image_verify",
+                concept=concept,
+                targets=[services.Target(image=images[4])],
+                calibration=[False],
+            )
+        finally:
+            creation_done.set()
         return question.pk
 
     with ThreadPoolExecutor(2) as pool:

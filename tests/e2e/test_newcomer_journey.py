@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from benchmark.models import SplitVersion
 from consensus.models import Question
 from tests.conftest import png_bytes
 from tests.e2e.test_accessibility import violations
+from tests.waiting import GENEROUS_SECONDS
 
 pytestmark = [
     pytest.mark.browser,
@@ -441,7 +443,9 @@ def reviewer_decides(j: Journey) -> None:
     # The job on the image without a dog waits for a reviewer (its item may land a moment after the job).
     wanted = 1 if BoxJob.objects.filter(image__original_name=UNSURE).exists() else 0
     decided = 0
-    for _ in range(20):
+    # Bounded by time, generously, not by a count of reloads a slow machine may use up before the item lands.
+    deadline = time.monotonic() + GENEROUS_SECONDS
+    while time.monotonic() < deadline:
         expect(item.or_(empty)).to_be_visible()
         if empty.is_visible():
             if decided >= wanted:

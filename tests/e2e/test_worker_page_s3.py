@@ -13,6 +13,7 @@ from tests import factories
 from tests.conftest import png_bytes
 from tests.e2e.test_worker_page import sign_in, wait_for_image_loaded
 from tests.s3_fixtures import REGION
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -62,9 +63,11 @@ def test_a_csp_without_the_buckets_origin_blocks_the_task_image(
         "() => { const img = document.querySelector('img.task-image');"
         " return img !== null && img.complete && img.naturalWidth === 0; }"
     )
-    for _ in range(50):  # the console message may arrive a moment after the load failed
-        if any("Content Security Policy" in e for e in page.console_errors):
-            break
-        page.wait_for_timeout(100)
-    assert any("Content Security Policy" in e for e in page.console_errors), page.console_errors
+    # The console message may arrive a while after the load failed (long on a loaded machine): waited for.
+    wait_until(
+        lambda: any("Content Security Policy" in e for e in page.console_errors),
+        "the browser to report the Content Security Policy's refusal",
+        sleep=lambda seconds: page.wait_for_timeout(seconds * 1000),
+        detail=lambda: str(page.console_errors),
+    )
     assert fetched == [], "the browser never asked the bucket"

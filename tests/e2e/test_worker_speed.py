@@ -16,6 +16,7 @@ from annotation.vote_tasks import vote_tasks_create
 from tests import factories
 from tests.e2e.test_worker_forgiving import dataset_with_images
 from tests.e2e.test_worker_page import sign_in, wait_for_image_loaded
+from tests.waiting import wait_until, when_idle
 
 pytestmark = pytest.mark.browser
 
@@ -62,15 +63,23 @@ class Network:
 
     def wait_until_ahead_is_loaded(self, page, shown: int) -> int:
         """The task leased after the one on screen, once its image's bytes have arrived; its assignment id."""
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+
+        def ahead() -> int | None:
             if self.leases and self.leases[-1]["id"] != shown:
                 url = self.leases[-1]["task"]["image"]["url"]
                 if any(loaded.endswith(url) for loaded in self.loaded):
-                    page.wait_for_timeout(200)  # the page has nothing more to do until the next answer
                     return self.leases[-1]["id"]
-            page.wait_for_timeout(50)
-        raise AssertionError(f"no task was leased and loaded ahead of {shown}: {self.leases}")
+            return None
+
+        found = wait_until(
+            ahead,
+            f"a task leased and loaded ahead of {shown}",
+            interval=0.05,
+            sleep=lambda seconds: page.wait_for_timeout(seconds * 1000),  # the page's events keep arriving
+            detail=lambda: str(self.leases),
+        )
+        page.wait_for_timeout(200)  # the page has nothing more to do until the next answer
+        return found
 
 
 def shown(page) -> int:
@@ -171,7 +180,7 @@ def test_a_network_outage_of_ten_seconds_loses_no_answer_and_stores_none_twice(p
     page.unroute("**/api/v1/**")
 
     # Back online: both kept answers are stored (in order), the page goes on with new tasks.
-    expect(page.locator("#answered")).to_have_text("2", timeout=20_000)
+    expect(page.locator("#answered")).to_have_text("2", timeout=60_000)
     expect(unsaved).to_be_hidden()
     wait_for_image_loaded(page)
     third = shown(page)
@@ -180,7 +189,9 @@ def test_a_network_outage_of_ten_seconds_loses_no_answer_and_stores_none_twice(p
     expect(page.locator("#answered")).to_have_text("3")
     wait_for_image_loaded(page)
     page.wait_for_timeout(300)  # the last task's lease ahead finds nothing: the page is idle
-    submitted = list(Assignment.objects.filter(state=AssignmentState.SUBMITTED).order_by("submitted_at"))
+    submitted = when_idle(
+        lambda: list(Assignment.objects.filter(state=AssignmentState.SUBMITTED).order_by("submitted_at"))
+    )
     assert [(a.pk, a.answer) for a in submitted] == [
         (first, {"answer": True}),
         (ahead, {"answer": False}),
@@ -198,20 +209,34 @@ def test_an_answer_slower_than_the_page_waits_gives_back_the_lease_it_brings_so_
 ):
     network, first, ahead = signed_in_with_one_ahead(page, live_server)
 
-    def slow(route):
-        time.sleep(2.0)  # longer than the page waits for an answer before it leases ahead itself (1 s)
-        route.continue_()
+    def own_leases() -> list[int]:
+        return [lease["id"] for lease in network.leases if lease["id"] not in (first, ahead)]
 
-    page.route("**/submit?next=true*", slow)
+    def page_waits(seconds: float) -> None:
+        page.wait_for_timeout(seconds * 1000)  # the page's events keep arriving meanwhile
+
+    held: list = []
+    page.route("**/submit?next=true*", lambda route: held.append(route))
     page.keyboard.press("y")
     expect(page.locator("#task-body")).to_have_attribute("data-shown", str(ahead))
-    expect(page.locator("#answered")).to_have_text("1", timeout=10_000)
-    # The page leased its own task ahead while the answer was on its way; the answer still brought one back,
-    # and the page gives that one back. Waited for, not slept on: under load the release takes its time.
-    deadline = time.monotonic() + 10
-    while len(held_by("ann")) > 2 and time.monotonic() < deadline:
-        page.wait_for_timeout(100)
-    own = [lease["id"] for lease in network.leases if lease["id"] not in (first, ahead)]
+    # The answer is held back until the page, tired of waiting for it (1 s), has leased ahead itself: slower
+    # than the page waits by construction, not by a sleep a loaded machine may not outlast.
+    wait_until(lambda: held, "the answer to be sent", sleep=page_waits)
+    wait_until(
+        own_leases,
+        "the page to lease ahead itself while the answer is on its way",
+        sleep=page_waits,
+    )
+    held[0].continue_()
+    expect(page.locator("#answered")).to_have_text("1", timeout=60_000)
+    # The answer still brought a lease back, and the page gives that one back. Waited for, not slept on: under
+    # load the release takes its time.
+    wait_until(
+        lambda: len(own_leases()) == 2 and len(when_idle(lambda: held_by("ann"))) <= 2,
+        "the page to give back the lease the answer brought",
+        sleep=page_waits,
+    )
+    own = own_leases()
     assert len(own) == 2, network.leases
     assert len(network.asked("/api/v1/tasks/next")) == 3
     third, brought = own

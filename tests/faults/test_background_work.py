@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from datetime import timedelta
 
 import psycopg
@@ -24,6 +23,7 @@ from tests import factories
 from tests.conftest import client_for
 from tests.consensus.conftest import make_images, make_workers, small_settings
 from tests.consensus.test_calibration_batches import answer_until_closed
+from tests.waiting import GENEROUS_SECONDS, wait_until
 
 from .conftest import (
     BROKER_URL,
@@ -34,7 +34,6 @@ from .conftest import (
 )
 
 EXPORT = "benchmark.tasks.export_job_run"
-WAIT = 30.0
 
 
 def request_export(client, dataset):
@@ -136,14 +135,9 @@ def test_a_task_failing_every_attempt_is_parked_after_three_and_shown_to_its_org
 # --- real worker processes on a real broker -----------------------------------------------------------------
 
 
-def wait_for(predicate, what: str, log=None, timeout: float = WAIT):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}" + (f":\n{log.read_text()[-3000:]}" if log else ""))
+def wait_for(predicate, what: str, log=None, timeout: float = GENEROUS_SECONDS):
+    detail = (lambda: log.read_text()[-3000:]) if log else None
+    return wait_until(predicate, what, timeout=timeout, detail=detail)
 
 
 def message_row() -> Message:

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -19,6 +18,7 @@ from config.roles import WORKERS
 from crowd.services import token_for, user_create
 from tests.faults.conftest import closed_port
 from tests.faults.test_connection_kills import HOST, gunicorn, queue_tasks
+from tests.waiting import wait_until
 
 from .conftest import REPO_ROOT, database_url_of_the_test_database
 
@@ -89,11 +89,11 @@ def test_the_master_shares_no_database_connection_and_a_killed_worker_is_replace
         assert connections_to_port(server.pid, db_port) == 0, "the master holds no connection to share"
 
         os.kill(workers[0], signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (
-            set(children(server.pid)) & {workers[0]} or len(children(server.pid)) < 2
-        ):
-            time.sleep(0.05)
+        wait_until(
+            lambda: not set(children(server.pid)) & {workers[0]} and len(children(server.pid)) >= 2,
+            "the master to replace the killed worker",
+            interval=0.05,
+        )
         replaced = set(children(server.pid)) - set(workers)
         assert len(replaced) == 1, "the master forked a new worker"
         assert {get(port, "/api/v1/tasks/next", token) for _ in range(8)} <= {200, 204}

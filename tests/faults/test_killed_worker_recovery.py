@@ -15,6 +15,7 @@ from datetime import timedelta
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import connection, transaction
+from django.utils import timezone
 
 from benchmark.models import ExportJob, JobState
 from config.tasklimits import soft_time_limit
@@ -27,9 +28,6 @@ from .conftest import BROKER_URL, REPO_ROOT, celery_pointed_at, closed_port
 from .test_background_work import EXPORT, RowLock, message_row, request_export, wait_for
 
 LEASE_SECONDS = 3  # the workers' OUTBOX_LEASE_SECONDS here (60 by default)
-RELAY_SECONDS = (
-    1  # how often this test runs the relay, as beat would at OUTBOX_RELAY_SECONDS=1 (30 by default)
-)
 
 
 @pytest.mark.broker
@@ -52,20 +50,28 @@ def test_an_export_whose_whole_worker_was_killed_is_sent_again_once_its_lease_pa
         try:
             wait_for(lambda: message_row().state == "running", "the export to start", log)
             # The heartbeat keeps a long run's lease ahead of the clock while its worker lives.
-            time.sleep(2 * LEASE_SECONDS)
-            assert message_row().lease_until > message_row().started_at + timedelta(seconds=LEASE_SECONDS)
+            started_at = message_row().started_at
+            wait_for(
+                lambda: message_row().lease_until > started_at + timedelta(seconds=LEASE_SECONDS),
+                "the heartbeat to renew the running export's lease",
+                log,
+            )
             assert outbox.relay()["resent"] == 0, "a live run is left alone, however long it takes"
             workers.kill_all(first)  # main process and pool: the message stays unacknowledged in Redis
             killed_at = time.monotonic()
         finally:
             lock.release()
-        assert outbox.relay()["resent"] == 0, "within its lease the run may still be alive"
+        lease_until = message_row().lease_until  # no heartbeat renews it any more
+        # Within its lease the run may still be alive: a relay round then leaves it alone (asked at an instant
+        # inside the lease, so that a slow machine reaching this line late does not change the question).
+        assert outbox.relay(now=lease_until - timedelta(milliseconds=1))["resent"] == 0
 
-        def relay_resends() -> bool:  # what beat runs every OUTBOX_RELAY_SECONDS
-            time.sleep(RELAY_SECONDS)
-            return outbox.relay()["resent"] == 1
-
-        wait_for(relay_resends, "the relay to send the lost export again", timeout=60)
+        # Once the lease has passed, the next relay round sends it again: the bound docs/deployment.md gives
+        # (OUTBOX_LEASE_SECONDS + OUTBOX_RELAY_SECONDS), not the 30-minute time limit.
+        wait_for(
+            lambda: timezone.now() > message_row().lease_until, "the dead worker's lease to pass", timeout=60
+        )
+        assert outbox.relay()["resent"] == 1, "the first relay round after the lease sends the export again"
         resent_after = time.monotonic() - killed_at
         _, second_log = workers.start(pool="prefork", env=env)
         wait_for(
@@ -74,8 +80,6 @@ def test_an_export_whose_whole_worker_was_killed_is_sent_again_once_its_lease_pa
             second_log,
         )
         done_after = time.monotonic() - killed_at
-    # The documented bound: the lease runs out, the next relay round sends it (plus this loop's own latency).
-    assert resent_after <= LEASE_SECONDS + RELAY_SECONDS + 2
     print(f"back on the broker {resent_after:.1f} s after the kill, done {done_after:.1f} s after it")
     message = message_row()
     assert message.state == MessageState.DONE and message.attempts == 2 and message.lease_until is None

@@ -12,6 +12,7 @@ from hierarchy.fixture import load_fixture
 from hierarchy.models import Concept, Hierarchy
 from hierarchy.services import hierarchy_load
 from tests.threads import in_thread
+from tests.waiting import GENEROUS_SECONDS
 
 from .test_loader import FIXTURES
 
@@ -28,7 +29,7 @@ def test_the_same_file_loaded_from_four_connections_at_once_is_stored_once_and_f
     @in_thread
     def load():
         try:
-            start.wait(10)
+            start.wait(GENEROUS_SECONDS)
             created.append(hierarchy_load(fixture).created)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
@@ -37,7 +38,8 @@ def test_the_same_file_loaded_from_four_connections_at_once_is_stored_once_and_f
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(GENEROUS_SECONDS)
+    assert not any(t.is_alive() for t in threads)
     assert errors == []
     assert sorted(created) == [False] * (LOADERS - 1) + [True]
     assert Hierarchy.objects.count() == 1
