@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from review.models import ItemState, ReviewItem, ReviewKind
 from tests import factories
 from tests.annotation.boxhelpers import answer
 from tests.consensus.conftest import make_images, make_workers, small_settings
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 FAILING_TASK = "tests.outbox.test_embedded_beat.fails"
@@ -44,15 +44,6 @@ def fails() -> None:
 def fast(schedule: dict, seconds: float = 0.2) -> dict:
     """The schedule with every interval shortened, so a test sees several runs of each entry."""
     return {name: {**spec, "schedule": timedelta(seconds=seconds)} for name, spec in schedule.items()}
-
-
-def wait_for(condition, timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    pytest.fail(f"not within {timeout:.0f} s: {what}")
 
 
 def expired_lease(dataset) -> Assignment:
@@ -103,14 +94,14 @@ def test_every_task_of_the_schedule_runs_in_a_thread_of_its_own_and_does_its_wor
     thread = beat.start()
     try:
         assert thread.daemon and thread is not threading.current_thread()
-        wait_for(lambda: all(e.runs >= 2 for e in beat.entries), what="every entry ran twice")
+        wait_until(lambda: all(e.runs >= 2 for e in beat.entries), what="every entry ran twice")
         assert {e.name: e.last_error for e in beat.entries if e.failures} == {}
         lease.refresh_from_db()
         assert lease.state == AssignmentState.EXPIRED  # expire-leases
         assert Message.objects.get(pk=pending.pk).state == MessageState.DONE  # outbox-relay
         question.refresh_from_db()
         assert question.state == QuestionState.REVIEW  # review-queue-stuck: nobody left to ask
-        wait_for(
+        wait_until(
             lambda: ReviewItem.objects.filter(dataset=dataset, kind=ReviewKind.DUPLICATE).exists(),
             what="the overlap scan queued the duplicate pair",
         )  # review-scan-overlaps
@@ -132,10 +123,10 @@ def test_a_task_that_fails_is_logged_and_run_again_and_the_others_go_on(settings
     beat.start()
     try:
         failing, expiry = sorted(beat.entries, key=lambda e: e.task != FAILING_TASK)
-        wait_for(lambda: failing.failures >= 3 and expiry.runs >= 3, what="three runs of each")
+        wait_until(lambda: failing.failures >= 3 and expiry.runs >= 3, what="three runs of each")
         assert beat.thread.is_alive()
         lease = expired_lease(dataset)  # work that comes after the failures is still done
-        wait_for(
+        wait_until(
             lambda: Assignment.objects.get(pk=lease.pk).state == AssignmentState.EXPIRED,
             what="a lease expired after the failures",
         )
@@ -196,7 +187,7 @@ def test_runserver_with_its_autoreloader_runs_the_schedule_once_in_the_serving_p
             start_new_session=True,  # the reloader's child too, stopped together below
         )
     try:
-        wait_for(
+        wait_until(
             lambda: (
                 Assignment.objects.get(pk=lease.pk).state == AssignmentState.EXPIRED
                 or server.poll() is not None
