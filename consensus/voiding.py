@@ -162,9 +162,10 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
             _finalize(question, task, decision, estimate, settings)
             report.changed.append(question.pk)
         return
-    if _superseded(question):
-        # A box job asked a later coverage round since: the job moved on, so reopening this round would only
-        # break the one-undecided-coverage-question constraint. Its verdict stands, recounted.
+    if _acted_on(question):
+        # A box job moved past this coverage round: reopening it would leave an undecided round beside the one
+        # the job asks next, which the one-undecided-coverage-question constraint refuses. Its verdict stands,
+        # recounted.
         report.recounted.append(question.pk)
         return
     # The remaining votes no longer decide it: back to the queue, with an append-only row saying so.
@@ -191,6 +192,16 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
         events.QuestionReopened(question=question, previous_state=previous_state)
     )  # e.g. Algorithm 1 rewinds
     report.reopened.append(question.pk)
+
+
+def _acted_on(question: Question) -> bool:
+    """Whether the box job of this coverage round (round > 0) has acted on its verdict for good: a "no" (or a
+    review) sent the job to draw again or to a person, and the job's next coverage round asks afresh; a later
+    round exists. Only a "yes" that finished the job and is still the last round reopens: the job then takes
+    the revised verdict (a spammer's "every instance is boxed" voided away draws again)."""
+    if question.round == 0:
+        return False
+    return question.state != QuestionState.ACCEPTED or _superseded(question)
 
 
 def _superseded(question: Question) -> bool:

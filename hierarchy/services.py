@@ -27,14 +27,12 @@ def concepts_upsert(nodes: Iterable[Mapping], keep: Collection[str] = ()) -> dic
                 "gloss": node.get("gloss", ""),
                 "lemmas": list(node.get("lemmas", ())),
             }
-            if node["wnid"] in keep:
-                concept, created = Concept.objects.get_or_create(wnid=node["wnid"], defaults=fields)
-                added = [x for x in fields["lemmas"] if x not in concept.lemmas]
-                if not created and added:
-                    concept.lemmas = [*concept.lemmas, *added]
-                    concept.save(update_fields=["lemmas"])
-            else:
-                concept, _ = Concept.objects.update_or_create(wnid=node["wnid"], defaults=fields)
+            concept, created = Concept.objects.get_or_create(wnid=node["wnid"], defaults=fields)
+            if not created:
+                if node["wnid"] in keep:
+                    added = [x for x in fields["lemmas"] if x not in concept.lemmas]
+                    fields = {"lemmas": [*concept.lemmas, *added]} if added else {}
+                _concept_update(concept, fields)
             by_wnid[concept.wnid] = concept
         wanted_parents = {p for node in nodes for p in node.get("parents", ())} - set(by_wnid)
         by_wnid.update({c.wnid: c for c in Concept.objects.filter(wnid__in=wanted_parents)})
@@ -48,6 +46,19 @@ def concepts_upsert(nodes: Iterable[Mapping], keep: Collection[str] = ()) -> dic
         ]
         ConceptEdge.objects.bulk_create(edges, ignore_conflicts=True)
         return by_wnid
+
+
+def _concept_update(concept: Concept, fields: Mapping) -> None:
+    """Write the fields of `concept` that differ, with a plain UPDATE. Not `update_or_create`: its
+    SELECT ... FOR UPDATE blocks the key-share lock that a vote's or label's foreign key takes on the concept at
+    COMMIT, and the soak deadlocked on it when a dataset loaded its hierarchy while other datasets were voting.
+    An UPDATE of non-key columns locks FOR NO KEY UPDATE, and a concept that does not change is not locked."""
+    changed = {name: value for name, value in fields.items() if getattr(concept, name) != value}
+    if not changed:
+        return
+    Concept.objects.filter(pk=concept.pk).update(**changed)
+    for name, value in changed.items():
+        setattr(concept, name, value)
 
 
 class HierarchyConflict(ValueError):

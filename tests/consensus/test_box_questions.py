@@ -210,6 +210,32 @@ def test_a_finished_job_whose_coverage_yes_is_voided_away_and_becomes_no_draws_a
     assert Task.objects.filter(kind=boxes.DRAW_KIND, state="open").count() == 1
 
 
+def test_voiding_the_no_of_a_coverage_round_the_job_acted_on_does_not_reopen_it(connected, dataset, concept):
+    """Round 1's "no" sent the job to draw again. Voiding those votes before round 2 exists must not reopen round
+    1: the job acted on it, and the next accepted box asks round 2, which the database allows only while no other
+    round is undecided (the soak's IntegrityError on submit)."""
+    from consensus.models import Vote
+    from consensus.voiding import votes_void
+
+    job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
+    first, second, *voters = workers(14)
+    spammers, honest = voters[:3], voters[3:]
+    answer(first, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    vote_until_decided(honest, True)  # quality: accepted
+    vote_until_decided(spammers, False)  # coverage round 1: a wrong "no"
+    round_1 = Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=1)
+    assert round_1.state == QuestionState.REJECTED
+    answer(second, boxes.DRAW_KIND, {"box": [200, 200, 300, 300]})  # the draw the "no" asked for
+    spam = Vote.objects.filter(question=round_1, worker__in=spammers).values_list("pk", flat=True)
+    report = votes_void(votes=list(spam), reason="blocked")
+    round_1.refresh_from_db()
+    assert round_1.state == QuestionState.REJECTED
+    assert round_1.pk in report.recounted
+    vote_until_decided(honest, True)  # quality of the second box: round 2 opens
+    assert Question.objects.get(kind=QuestionKind.BOX_COVERAGE, round=2).state == QuestionState.OPEN
+    assert BoxJob.objects.get(pk=job.pk).status == "awaiting_coverage"
+
+
 def test_a_revised_verdict_of_a_superseded_coverage_round_does_not_move_the_job(connected, dataset, concept):
     """Round 1 said "no" and round 2 is open; voiding round 1's "no" votes turns it into a "yes". That verdict is
     about boxes the job has moved past, so round 2 stays the job's open question."""

@@ -44,3 +44,29 @@ def test_the_same_file_loaded_from_four_connections_at_once_is_stored_once_and_f
     assert sorted(created) == [False] * (LOADERS - 1) + [True]
     assert Hierarchy.objects.count() == 1
     assert Concept.objects.filter(wnid="n02084071").count() == 1
+
+
+@pytest.mark.parametrize("renamed", [False, True], ids=["unchanged", "renamed"])
+def test_loading_a_hierarchy_never_waits_on_the_key_share_lock_a_vote_holds_on_its_concept(renamed):
+    """A vote, label or box naming a concept holds a key-share lock on the concept's row (its foreign key's check)
+    until it commits. Loading the hierarchy again meanwhile must not wait on it: `update_or_create` locked every
+    concept FOR UPDATE, which waits for that lock, and the soak's concurrent runs deadlocked on it."""
+    import psycopg
+    from django.db import connection
+
+    from hierarchy.services import concepts_upsert
+    from tests.config.test_celery_worker import database_url_of_the_test_database
+
+    concepts_upsert([{"wnid": "n02084071", "name": "dog", "gloss": "a dog", "parents": []}])
+    with psycopg.connect(database_url_of_the_test_database()) as voter:
+        voter.execute("SELECT id FROM hierarchy_concept WHERE wnid = 'n02084071' FOR KEY SHARE")
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '3s'")
+        try:
+            node = {"wnid": "n02084071", "name": "domestic dog" if renamed else "dog", "gloss": "a dog"}
+            concepts_upsert([{**node, "parents": []}])
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = 0")
+        voter.rollback()
+    assert Concept.objects.get(wnid="n02084071").name == ("domestic dog" if renamed else "dog")
