@@ -333,7 +333,7 @@ def worker_tally_stored(dataset_id: int) -> dict[int, int]:
 
 
 def _worker_tally_recount(dataset_id: int) -> int:
-    list(WorkerTally.objects.select_for_update().filter(dataset_id=dataset_id).order_by("id"))
+    list(WorkerTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
     expected, stored = worker_tally_expected(dataset_id), worker_tally_stored(dataset_id)
     changed = 0
     for worker_id in sorted(set(expected) | set(stored)):
@@ -383,8 +383,8 @@ def counters_recount(dataset_id: int) -> int:
     wait for it. Meant for repairs and bulk loads: a writer that creates a counter row for a key seen for the
     first time while the recount runs is not waited for."""
     with transaction.atomic():
-        list(DatasetTally.objects.select_for_update().filter(dataset_id=dataset_id))
-        list(UsageCounter.objects.select_for_update().filter(dataset_id=dataset_id).order_by("id"))
+        list(DatasetTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id))
+        list(UsageCounter.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
         changed = _worker_tally_recount(dataset_id)
         tally, usage = counters_expected(dataset_id)
         stored_tally, stored_usage = counters_stored(dataset_id)

@@ -96,7 +96,7 @@ def example_check(*, dataset: Dataset, data: bytes, name: str, size: int | None 
 def example_remove(*, example: ConceptExample) -> ConceptExample:
     """Stop showing the example (the row and its file stay). Removing a removed example changes nothing."""
     with transaction.atomic():
-        example = ConceptExample.objects.select_for_update().get(pk=example.pk)
+        example = ConceptExample.objects.select_for_update(no_key=True).get(pk=example.pk)
         if example.state != ExampleState.REMOVED:
             example.state = ExampleState.REMOVED
             example.removed_at = timezone.now()

@@ -57,7 +57,7 @@ def split_version_create(
         records.append(ImageRecord(pk, frozenset(classes.get(pk, ())), groups.get(pk), rule))
     with transaction.atomic():
         # The dataset row serializes version numbering between concurrent runs.
-        Dataset.objects.select_for_update().get(pk=dataset.pk)
+        Dataset.objects.select_for_update(no_key=True).get(pk=dataset.pk)
         previous_version = selectors.split_version_latest(dataset, frozen_only=True)
         previous = selectors.split_assignment(previous_version) if previous_version else None
         try:

@@ -35,7 +35,7 @@ def kept_copy_choose(image: Image) -> Image:
         return image
     with transaction.atomic():
         root = kept_copy(Image.objects.get(pk=image.near_duplicate_of_id))
-        root = Image.objects.select_for_update().get(pk=root.pk)
+        root = Image.objects.select_for_update(no_key=True).get(pk=root.pk)
         members = list(
             Image.objects.filter(near_duplicate_of=root).exclude(pk=image.pk).values_list("pk", flat=True)
         )

@@ -96,7 +96,7 @@ def tally_stored(dataset_id: int) -> dict[tuple[str, int], dict[str, int]]:
 def tally_recount(dataset_id: int) -> int:
     """Rewrite the dataset's question tally from its questions (rows locked first, as in
     annotation.counters.counters_recount); returns how many rows changed. Call inside a transaction."""
-    list(QuestionTally.objects.select_for_update().filter(dataset_id=dataset_id).order_by("id"))
+    list(QuestionTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
     return counter_rows_rewrite(
         QuestionTally,
         dataset_id,

@@ -53,7 +53,7 @@ def worker_scope_set(*, worker: Worker, organizer, datasets, audit_dataset) -> S
     dataset. The worker row is locked, so two concurrent changes cannot both remove a last grant."""
     wanted = {d.pk for d in datasets}
     with transaction.atomic():
-        Worker.objects.select_for_update().filter(pk=worker.pk).first()
+        Worker.objects.select_for_update(no_key=True).filter(pk=worker.pk).first()
         if not worker_is_organizers(worker, organizer):
             raise NotYourWorker("this worker accepted none of your invitations")
         held = set(DatasetGrant.objects.filter(worker=worker).values_list("dataset_id", flat=True))

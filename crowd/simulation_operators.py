@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +27,7 @@ from crowd.providers import mturk
 from crowd.providers.mturk_fake import FakeMturk
 from crowd.services import token_for, user_create
 from crowd.transport import HttpTransport
+from outbox.models import Message, MessageState
 from review import stuck
 
 # Splits of the full scenario: no test split, so the export API returns every label (test labels are withheld).
@@ -44,7 +46,8 @@ class ShellOperator:
         dataset_id = Dataset.objects.get(name=dataset_name).pk
         # What the schedule runs; the simulated crowd has just run dry, so nothing is waited for.
         report = stuck.stuck_enqueue(dataset_id=dataset_id, starved_after=0)
-        return sum(report.starved_settled.values()) + report.box_jobs_stranded + report.table_waits_ended
+        swept = sum(report.starved_settled.values()) + report.box_jobs_stranded + report.table_waits_ended
+        return swept + rebuilds_awaited(dataset_id)
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         call_command(
@@ -56,6 +59,33 @@ class ShellOperator:
             stderr=io.StringIO(),
             **FULL_SPLITS,
         )
+
+
+REBUILD_TASK = "consensus.tasks.calibration_rebuild"
+OWED_STATES = (MessageState.PENDING, MessageState.SENT, MessageState.RUNNING)
+# How long the operator waits, once the crowd ran dry, for a calibration rebuild the platform owes the dataset.
+REBUILD_WAIT_SECONDS = 120.0
+
+
+def rebuilds_awaited(dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS) -> int:
+    """The calibration rebuilds the dataset's votes have enqueued (outbox messages not yet done) when the crowd
+    ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker after its commit, and the
+    questions waiting for that table are served only then. A crowd that saw no task for those seconds is not
+    done (people come back later), and the sweep leaves such questions alone since their table is coming.
+    Returns how many of those rebuilds ran within `timeout` (the crowd then looks for work again); 0 when none
+    was owed or none ran (what is still owed is left, as at the end of a real run)."""
+    owed = Message.objects.filter(
+        dataset_id=dataset_id, task_name=REBUILD_TASK, state__in=OWED_STATES
+    ).values_list("pk", flat=True)
+    ids = set(owed)
+    if not ids:
+        return 0
+    deadline = time.monotonic() + timeout
+    while True:
+        left = Message.objects.filter(pk__in=ids, state__in=OWED_STATES).count()
+        if not left or time.monotonic() >= deadline:
+            return len(ids) - left
+        time.sleep(0.5)
 
 
 class ProviderOperator:

@@ -179,7 +179,7 @@ def training_progress(assignment: Assignment) -> dict[str, Any]:
 
 def _score_row(*, worker, dataset_id: int, kind: str, correct: int, answered: int, settings, rule):
     """Lock and rewrite the worker's score row of (dataset, kind) from these counts."""
-    row, _ = WorkerScore.objects.select_for_update().get_or_create(
+    row, _ = WorkerScore.objects.select_for_update(no_key=True).get_or_create(
         worker=worker, dataset_id=dataset_id, kind=kind, defaults={"mean": 0.0, "lower": 0.0, "p_below": 0.0}
     )
     s = scoring.score(correct, answered, settings.prior, rule)

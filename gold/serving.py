@@ -232,7 +232,7 @@ def gold_pool_fill(*, dataset_id: int) -> int:
     change; items are taken in id order, so their tasks' ids follow the items'."""
     with transaction.atomic():
         items = list(
-            GoldItem.objects.select_for_update()
+            GoldItem.objects.select_for_update(no_key=True)
             .filter(dataset_id=dataset_id, task__isnull=True)
             .select_related("concept")
             .order_by("id")

@@ -36,7 +36,7 @@ def gold_tally_recount(dataset_id: int) -> int:
     returns how many rows changed. Call inside a transaction."""
     stored = {
         (kind,): {"items": n}
-        for kind, n in GoldTally.objects.select_for_update()
+        for kind, n in GoldTally.objects.select_for_update(no_key=True)
         .filter(dataset_id=dataset_id)
         .order_by("id")
         .values_list("kind", "items")

@@ -15,7 +15,7 @@ from annotation.models import Dataset
 
 def dataset_archive(dataset: Dataset, *, actor) -> Dataset:
     with transaction.atomic():
-        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        locked = Dataset.objects.select_for_update(no_key=True).get(pk=dataset.pk)
         if locked.archived_at is None:
             locked.archived_at = timezone.now()
             locked.save(update_fields=["archived_at"])
@@ -25,7 +25,7 @@ def dataset_archive(dataset: Dataset, *, actor) -> Dataset:
 
 def dataset_restore(dataset: Dataset, *, actor) -> Dataset:
     with transaction.atomic():
-        locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
+        locked = Dataset.objects.select_for_update(no_key=True).get(pk=dataset.pk)
         if locked.archived_at is not None:
             locked.archived_at = None
             locked.save(update_fields=["archived_at"])

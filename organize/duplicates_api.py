@@ -99,7 +99,7 @@ class NearDuplicateVerdictView(APIView):
         try:
             with transaction.atomic():
                 image = get_object_or_404(
-                    Image.objects.select_for_update(of=("self",)).filter(
+                    Image.objects.select_for_update(no_key=True, of=("self",)).filter(
                         dataset=dataset, near_duplicate_of__isnull=False
                     ),
                     pk=image_id,

@@ -22,7 +22,7 @@ def image_exclude_set(*, image: Image, excluded: bool, reason: str, actor) -> Im
     """Exclude (`excluded`) or include the image again, with the organizer's reason in the audit trail. Doing
     what is already done changes nothing and records nothing."""
     with transaction.atomic():
-        locked = Image.objects.select_for_update().get(pk=image.pk)
+        locked = Image.objects.select_for_update(no_key=True).get(pk=image.pk)
         if (locked.excluded_at is not None) == excluded:
             return locked
         locked.excluded_at = timezone.now() if excluded else None

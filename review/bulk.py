@@ -59,7 +59,9 @@ def review_decide_many(
 
 def _decide_one(item_id: int, reviewer, decision: str, reason: str, now: datetime) -> BulkOutcome:
     with transaction.atomic():
-        item = reviewer_items(reviewer).select_for_update(of=("self",)).filter(pk=item_id).first()
+        item = (
+            reviewer_items(reviewer).select_for_update(no_key=True, of=("self",)).filter(pk=item_id).first()
+        )
         if item is None:
             return BulkOutcome(item_id, "refused", detail="no review item has this id")
         if item.state == ItemState.DECIDED:

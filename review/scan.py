@@ -91,7 +91,10 @@ def lock_images(image_ids: Iterable[int]) -> None:
     ids = sorted(set(image_ids))
     if ids:
         list(
-            Image.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk").values_list("pk")
+            Image.objects.select_for_update(no_key=True, of=("self",))
+            .filter(pk__in=ids)
+            .order_by("pk")
+            .values_list("pk")
         )
 
 
@@ -335,7 +338,9 @@ def _dismiss_orphans(items) -> int:
 
 def _skip_locked(items) -> list[int]:
     # A decision holding an item is never waited for: it locks the item before the images this check holds.
-    return list(items.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True))
+    return list(
+        items.order_by("pk").select_for_update(skip_locked=True, no_key=True).values_list("pk", flat=True)
+    )
 
 
 def dismiss(item_ids: Iterable[int]) -> int:

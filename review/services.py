@@ -159,7 +159,7 @@ def review_lease_next(
                     now=now, dataset_id=dataset_id, kinds=kinds, exclude_ids=skip, reviewer=reviewer
                 )
                 .order_by("-priority", "id")
-                .select_for_update(skip_locked=True, of=("self",))
+                .select_for_update(skip_locked=True, no_key=True, of=("self",))
                 .first()
             )
             if item is None:
@@ -177,7 +177,7 @@ def review_lease_next(
 def review_release(*, item: ReviewItem, reviewer) -> ReviewItem:
     """The reviewer skips the item: it goes back to the queue for others at once."""
     with transaction.atomic():
-        item = ReviewItem.objects.select_for_update().get(pk=item.pk)
+        item = ReviewItem.objects.select_for_update(no_key=True).get(pk=item.pk)
         if item.state != ItemState.LEASED or item.leased_to_id != reviewer.pk:
             raise NotLeaseHolder("this item is not leased to you")
         item.state, item.leased_to, item.lease_expires_at = ItemState.OPEN, None, None
@@ -195,7 +195,10 @@ def _snapshot(boxes: Iterable[Box]) -> dict[str, dict[str, Any]]:
 
 
 def _lock_boxes(box_ids: Iterable[int]) -> dict[int, Box]:
-    return {b.pk: b for b in Box.objects.select_for_update().filter(pk__in=sorted(box_ids)).order_by("pk")}
+    return {
+        b.pk: b
+        for b in Box.objects.select_for_update(no_key=True).filter(pk__in=sorted(box_ids)).order_by("pk")
+    }
 
 
 def _dismiss_items_of_removed(item: ReviewItem, removed: list[int]) -> list[int]:
@@ -208,7 +211,7 @@ def _dismiss_items_of_removed(item: ReviewItem, removed: list[int]) -> list[int]
         .exclude(pk=item.pk)
         .exclude(kind=ReviewKind.AMBIGUOUS)
         .filter(Q(box_a_id__in=removed) | Q(box_b_id__in=removed))
-        .select_for_update(skip_locked=True)
+        .select_for_update(skip_locked=True, no_key=True)
         .values_list("pk", flat=True)
     )
     dismiss(ids)
@@ -276,7 +279,7 @@ def _review_decide(
     *, item: ReviewItem, reviewer, decision: str, new_concept, reason: str, key: str
 ) -> DecideResult:
     with transaction.atomic(), counters.held():
-        item = ReviewItem.objects.select_for_update().get(pk=item.pk)
+        item = ReviewItem.objects.select_for_update(no_key=True).get(pk=item.pk)
         if key:
             earlier = ReviewDecision.objects.filter(reviewer=reviewer, idempotency_key=key).first()
             if earlier is not None:
@@ -414,7 +417,7 @@ def review_undo(
     leased, so their review page shows it again for the right decision."""
     now = now or timezone.now()
     with transaction.atomic(), counters.held():
-        item = ReviewItem.objects.select_for_update().get(pk=decision.item_id)
+        item = ReviewItem.objects.select_for_update(no_key=True).get(pk=decision.item_id)
         decision = ReviewDecision.objects.get(pk=decision.pk)
         if decision.decision == Decision.UNDO:
             raise InvalidDecision("an undo cannot be undone: decide the item again instead")
@@ -449,7 +452,7 @@ def review_undo(
             ReviewItem.objects.filter(
                 pk__in=decision.after.get("dismissed_items", []), state=ItemState.DISMISSED
             )
-            .select_for_update(skip_locked=True)
+            .select_for_update(skip_locked=True, no_key=True)
             .values_list("pk", flat=True)
         )
         ReviewItem.objects.filter(pk__in=reopened).update(state=ItemState.OPEN)

@@ -167,7 +167,7 @@ class BundleStep:
 
 
 def _locked(bundle: Bundle) -> Bundle:
-    return Bundle.objects.select_for_update().select_related("worker__user").get(pk=bundle.pk)
+    return Bundle.objects.select_for_update(no_key=True).select_related("worker__user").get(pk=bundle.pk)
 
 
 def _complete(bundle: Bundle, *, short: bool) -> None:

@@ -31,6 +31,11 @@ REVIEWER_ERROR_RATE = 0.02
 REVIEW_ROUNDS = 12
 # Sweeps for starved questions after the crowd runs dry, at most, per phase (each may open new questions).
 SWEEPS_PER_PHASE = 10
+# A box job the reviewer sent back to the crowd this many times that comes back again is closed with the boxes
+# it has, as a person does when the crowd cannot find what is missing (a tiny or hidden instance; the hostile
+# crowd's soak run had one job loop 120 draw rounds through 9 redraws, past the last review round): the image
+# stays partly covered, which the export's completeness report counts.
+REDRAWS_BEFORE_CLOSE = 2
 
 
 class Operator(Protocol):
@@ -114,7 +119,9 @@ class Finisher:
             "undecidable": 0,
             "errors_made": 0,
             "retries": 0,  # decisions sent again after a 5xx or no answer (same Idempotency-Key)
+            "closed_after_redraws": 0,  # box jobs closed after REDRAWS_BEFORE_CLOSE redraws came back
         }
+        self.redraws: dict[int, int] = {}  # box job id -> times the reviewer sent it back to the crowd
         self.conflicts: dict[str, int] = {}  # refused decisions by the error code the API gave
         self.decided_by_asks: dict[
             str, int
@@ -197,6 +204,7 @@ class Finisher:
                 skip.append(item["id"])
                 continue
             choices = tuple(c["value"] for c in item["decisions"])
+            decision = self._give_up_redrawing(item, decision, choices)
             final = reviewer.with_error(decision, choices, self.rng, self.error_rate)
             self.review["errors_made"] += final != decision
             # Sent as the review page sends it: with an Idempotency-Key, again after a 5xx or no answer (a
@@ -223,6 +231,18 @@ class Finisher:
                 self.conflicts[code] = self.conflicts.get(code, 0) + 1
                 self.log(f"review item {item['id']} ({item['kind']}, {item.get('reason', '')}): {code}")
                 skip.append(item["id"])
+
+    def _give_up_redrawing(self, item: dict, decision: str, choices: tuple[str, ...]) -> str:
+        """`decision`, or "close" for a box job already sent back to the crowd `REDRAWS_BEFORE_CLOSE` times."""
+        subject = item.get("subject") or {}
+        if decision != "redraw" or subject.get("type") != "box_job" or "close" not in choices:
+            return decision
+        key = int(subject["id"])
+        if self.redraws.get(key, 0) >= REDRAWS_BEFORE_CLOSE:
+            self.review["closed_after_redraws"] += 1
+            return "close"
+        self.redraws[key] = self.redraws.get(key, 0) + 1
+        return decision
 
     def summary(self) -> dict[str, Any]:
         """What was left to people: the reviewer's decisions (by what they asked), conflicts, the sweep."""
