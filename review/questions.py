@@ -13,7 +13,7 @@ from consensus import events as consensus_events
 from consensus import verdicts
 from consensus.box_questions import shown_box_ids
 from consensus.models import Question, QuestionKind, QuestionState, Verdict
-from consensus.services import question_text
+from consensus.wording import question_text
 
 from . import resolvers
 from .models import Decision

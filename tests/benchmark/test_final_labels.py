@@ -12,8 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Box, BoxJob, BoxJobStatus, BoxState
-from consensus import services as consensus
-from consensus import verification
+from consensus import engine, verification
 from consensus.models import Question, QuestionState, Vote
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_cache_clear
@@ -153,7 +152,7 @@ def test_voiding_the_votes_that_decided_a_question_withdraws_its_final_label(dat
     image = factories.ImageFactory(dataset=dataset)
     (question,) = production_questions(dataset, concept, [image])  # a ready table, no calibration
     for worker in make_workers(3):
-        consensus.vote_record(question=question, worker=worker, answer=True)
+        engine.vote_record(question=question, worker=worker, answer=True)
     question.refresh_from_db()
     assert question.state == QuestionState.ACCEPTED
     label = FinalLabel.objects.get(image=image, concept=concept)
@@ -194,7 +193,7 @@ def test_a_closed_fixed_majority_vote_is_a_final_label_until_a_consensus_decisio
     assert (label.present, label.source, label.yes_count) == (True, "binary_vote", 1)
     (question,) = production_questions(dataset, concept, [image])
     for voter in make_workers(4, prefix="c"):
-        consensus.vote_record(question=question, worker=voter, answer=False)
+        engine.vote_record(question=question, worker=voter, answer=False)
         question.refresh_from_db()
         if question.state != QuestionState.OPEN:
             break

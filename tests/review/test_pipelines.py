@@ -21,10 +21,11 @@ from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Box, BoxJob, BoxState, FinalBox, FinalLabel, Task, TaskState
 from benchmark.final_labels import final_labels_rebuild
-from consensus import box_questions, voiding
+from consensus import box_questions, engine, voiding
 from consensus import events as consensus_events
-from consensus import services as consensus_services
 from consensus.calibration import build_table
+from consensus.creation import Target, questions_create
+from consensus.engine import vote_record
 from consensus.models import (
     CalibrationTable,
     ConsensusSettings,
@@ -34,7 +35,6 @@ from consensus.models import (
     QuestionState,
     Vote,
 )
-from consensus.services import Target, questions_create, vote_record
 from consensus.stopping import Decision as Decision_
 from review import services, stuck, tasks
 from review.models import Decision, ItemState, OverlapCheck, ReviewItem, ReviewKind, ScanState
@@ -409,8 +409,8 @@ def test_an_item_whose_question_got_a_verdict_without_a_reviewer_is_dismissed_be
         task = Task.objects.select_for_update().get(pk=question.task_id)
         question = Question.objects.select_for_update().get(pk=question.pk)
         settings_ = ConsensusSettings.for_dataset(dataset.pk)
-        _decision, estimate = consensus_services._decide(question, settings_)
-        consensus_services._finalize(question, task, Decision_.ACCEPT, estimate, settings_)
+        _decision, estimate = engine.decision_for(question, settings_)
+        engine.task_change_apply(task, engine.question_finalize(question, Decision_.ACCEPT, estimate))
         task.save()
     assert ReviewItem.objects.get().state == ItemState.DISMISSED
     assert services.review_lease_next(reviewer=reviewer) is None, "no reviewer is handed a settled question"
