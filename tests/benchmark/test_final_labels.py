@@ -19,7 +19,7 @@ from hierarchy.graph import graph_cache_clear
 from hierarchy.services import hierarchy_load
 from multilabel.labeling import labeling_answer, labeling_start, order_cache_clear
 from multilabel.models import ImageLabeling, LabelingStatus
-from review import services as review
+from review import decisions, leasing, scan
 from review.models import Decision, ReviewKind
 from tests import factories
 from tests.gold.conftest import make_workers, production_questions
@@ -133,13 +133,13 @@ def test_only_boxes_through_the_review_gate_are_exported_and_a_removed_duplicate
         return {ann["id"] for ann in data["annotations"]}
 
     assert exported_box_ids("unscanned") == set(), "no scan has looked at these boxes yet"
-    review.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     assert exported_box_ids("pending-review") == set(), "a reviewer has yet to decide the duplicate pair"
     reviewer = factories.user_with_roles("reviewer", ("reviewers",))
-    item = review.review_lease_next(reviewer=reviewer, kinds=[ReviewKind.DUPLICATE])
-    decision = review.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
+    item = leasing.review_lease_next(reviewer=reviewer, kinds=[ReviewKind.DUPLICATE])
+    decision = decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
     assert exported_box_ids("decided") == {a.pk}
-    review.review_undo(decision=decision, organizer=organizer)
+    decisions.review_undo(decision=decision, organizer=organizer)
     assert exported_box_ids("undone") == set(), "the undo reopened the pair: neither box is final"
     assert b.pk not in exported_box_ids("again")
 

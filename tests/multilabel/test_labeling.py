@@ -245,14 +245,14 @@ def test_leaf_questions_are_image_verification_and_reuse_a_decided_one(dataset, 
 
 def review_verdict(question, accept: bool) -> None:
     """A reviewer takes the question's review item and decides it."""
-    from review import services as review_services
+    from review import decisions, leasing
     from review.models import Decision, ReviewItem
 
     reviewer = factories.user_with_roles(f"reviewer-{question.pk}", ("reviewers",))
     item = ReviewItem.objects.get(subject={"type": "consensus.question", "id": question.pk})
-    leased = review_services.review_lease_next(reviewer=reviewer, dataset_id=question.dataset_id)
+    leased = leasing.review_lease_next(reviewer=reviewer, dataset_id=question.dataset_id)
     assert leased.pk == item.pk
-    review_services.review_decide(
+    decisions.review_decide(
         item=leased, reviewer=reviewer, decision=Decision.ACCEPT if accept else Decision.REJECT
     )
 
