@@ -229,9 +229,8 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Voted:
         return Voted(question, TaskChange())
     decision, estimate = decision_for(question, settings)
     if estimate.fit_votes is not None and evidence_refresh_due(estimate.table, estimate.fit_votes):
-        calibration_rebuild_enqueue(
-            question.kind, question.concept_id, question.dataset_id
-        )  # its fit outgrown
+        # The kind's fit has outgrown the one its evidence table was built under: the table is built again.
+        calibration_rebuild_enqueue(question.kind, question.concept_id, question.dataset_id)
     if question.role == QuestionRole.CALIBRATION and question.n_votes == question.min_votes:
         # Its calibration votes are in: they may complete a batch (or refine the table), so a rebuild check
         # runs after commit. While a batch big enough for a table is underway, the question pauses (task
