@@ -483,10 +483,10 @@ import json
 from annotation import queue
 from annotation.models import Dataset
 from outbox import services as outbox
-from review import services, stuck
+from review import scan, stuck
 out = {"leases_expired": queue.leases_expire(), "relay": outbox.relay(), "scanned": 0}
 for dataset in Dataset.objects.filter(name__startswith="sim-"):
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     out["scanned"] += 1
 report = stuck.stuck_enqueue(starved_after=0)
 out["starved_settled"] = report.starved_settled

@@ -21,7 +21,7 @@ from config.queryparams import query_choice
 from config.roles import IsOrganizer
 from hierarchy.models import Concept
 
-from . import services, verification
+from . import estimates, verification
 from .models import ConsensusSettings, Question, QuestionDecision, QuestionKind, QuestionState
 from .rebuild import calibration_votes_lowered
 from .serializers import (
@@ -175,7 +175,7 @@ class CalibrationTableView(APIView):
             ).exists()
         ):
             raise NotFound("None of your datasets asks about this concept.")
-        row = services.table_newest(kind, concept.pk)
+        row = estimates.table_newest(kind, concept.pk)
         if row is None:
             raise NotFound(f"no {kind} calibration table for {wnid} yet")
         row.concept = concept

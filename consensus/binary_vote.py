@@ -1,7 +1,7 @@
 """The plain vote as consensus questions: "does this image show CONCEPT?" asked of a fixed number of workers
 (`annotation.vote_tasks` queues them through `votes_ask` below), each a `binary_vote` question carrying a fixed
 majority of `answers_wanted` as its rule (`consensus.stopping.MajorityPolicy`, early stop), decided by the one
-engine (`consensus.services.vote_apply`). A tie at the cap closes the question unanswered (the rule's
+engine (`consensus.engine.vote_apply`). A tie at the cap closes the question unanswered (the rule's
 ``on_review: close``), not sent to a person. The verdict becomes a final label (`consensus.final_labels`,
 source `binary_vote`). The task kind stays `binary_vote`: the page, HITs and bundles its workers know.
 """
@@ -17,8 +17,8 @@ from hierarchy.models import Concept
 
 from . import question_kind
 from .count_questions import count_questions_create, question_adopt
+from .creation import Target
 from .models import Question, QuestionKind
-from .services import Target
 from .stopping import MajorityPolicy, rule_of
 
 

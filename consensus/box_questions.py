@@ -15,8 +15,9 @@ from hierarchy.models import Concept
 from . import events
 from .calibration import prior_table
 from .count_questions import count_questions_create
+from .creation import TASK_KIND, Target, questions_create
+from .estimates import table_cap, table_newest
 from .models import CalibrationTable, Question, QuestionKind, Verdict
-from .services import TASK_KIND, Target, _table_cap, questions_create, table_newest
 
 SUBJECT_KEY = "box_pipeline"
 KINDS = (questions.QUALITY, questions.COVERAGE)
@@ -99,7 +100,7 @@ def table_ensure(kind: str, concept: Concept) -> CalibrationTable:
     found = table_newest(kind, concept.pk)
     if found is not None:
         return found
-    table = prior_table(accuracy=PRIOR_ACCURACY, cap=_table_cap())
+    table = prior_table(accuracy=PRIOR_ACCURACY, cap=table_cap())
     return CalibrationTable.objects.create(
         kind=kind,
         concept=concept,

@@ -1,7 +1,7 @@
 """Consensus questions that carry their own count rule (a fixed majority, first-to-k or a margin of
 `consensus.stopping`): the plain vote, the fixed box questions and multi-label's `vote` engine create theirs here,
 and a task of those kinds queued before its kind's tasks were questions is adopted on its next submit. They are
-voted on and decided like every question, by `services.vote_apply` (docs/consensus.md, *Count rules*).
+voted on and decided like every question, by `engine.vote_apply` (docs/consensus.md, *Count rules*).
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from annotation.models import Assignment, AssignmentState, Dataset, Task
 from hierarchy.models import Concept
 
 from . import tally
+from .creation import Target, questions_serve
+from .engine import QuestionClosed
 from .models import ConsensusSettings, Question, QuestionKind, QuestionRole, QuestionState, Vote
-from .services import QuestionClosed, Target, _serve, question_text
 from .stopping import policy_of
+from .wording import question_text
 
 
 def count_questions_create(
@@ -58,7 +60,7 @@ def count_questions_create(
         ]
         Question.objects.bulk_create(questions, batch_size=500)
         tally.questions_counted(questions)
-        _serve(questions, text, settings, priority, task_kind, [t.payload for t in targets])
+        questions_serve(questions, text, settings, priority, task_kind, [t.payload for t in targets])
     return questions
 
 

@@ -1,7 +1,7 @@
 """How the engine weighs a question's votes: the accept / reject thresholds a dataset (and a pipeline's stricter
 subject keys) ask for, the calibration table in use for a (kind, concept), and the estimate of P(positive) by
 the dataset's estimator (dynamic calibration table, reliability-weighted posterior, or a count rule). Read-only:
-`consensus.services` decides and writes."""
+`consensus.engine` decides and writes."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def evidence_refresh_due(row: CalibrationTable, fit_votes: int) -> bool:
     return fit_votes >= max(EVIDENCE_REFRESH_GROWTH * built_under, built_under + EVIDENCE_REFRESH_MIN_VOTES)
 
 
-def _table_cap() -> int:
+def table_cap() -> int:
     # A table must cover every dataset's vote cap, or lookups past it read as "undecided" until review.
     biggest = ConsensusSettings.objects.aggregate(m=Max("vote_cap"))["m"] or 0
     return max(DEFAULT_CAP, biggest)
@@ -118,7 +118,7 @@ class Estimate:
     fit_votes: int | None = None  # an evidence table's reading: the votes of the kind's fit it was read with
 
 
-def _weighted_estimate(question: Question) -> Estimate:
+def weighted_estimate(question: Question) -> Estimate:
     """Dawid-Skene over every vote of the question's kind, in any dataset (fits reused while votes grow a
     little: consensus/reliability_fits.py): a worker's record weighs their vote. The base rate is the
     concept's own, the mean posterior of its questions in the fit (two pseudo-questions at the kind's rate)."""
@@ -147,7 +147,7 @@ def _weighted_estimate(question: Question) -> Estimate:
     return Estimate(posterior_positive(reliability, workers, answers), None, Estimator.WEIGHTED)
 
 
-def _kind_has_calibration_data(kind: str, min_images: int) -> bool:
+def kind_has_calibration_data(kind: str, min_images: int) -> bool:
     """Whether the kind has at least `min_images` calibration questions with their calibration votes, over
     every concept: enough for the kind-wide Dawid-Skene fallback to know its workers."""
     complete = Question.objects.filter(kind=kind, role=QuestionRole.CALIBRATION).filter(
@@ -156,7 +156,7 @@ def _kind_has_calibration_data(kind: str, min_images: int) -> bool:
     return complete[:min_images].count() >= min_images
 
 
-def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
+def estimate_for(question: Question, settings: ConsensusSettings) -> Estimate:
     """P(positive) of the question from its votes so far under the dataset's estimator.
 
     Dynamic: the (kind, concept) table in use. A concept without one (a rare hierarchy leaf may never collect
@@ -168,18 +168,18 @@ def _estimate(question: Question, settings: ConsensusSettings) -> Estimate:
         # Worker rates from the whole kind (a spammer spams every class; a rare concept's few votes cannot tell
         # its workers apart), base rate from the concept (hierarchy nodes differ too much in how often they
         # are present to share one). Alternatives measured in docs/consensus.md, *Estimators*.
-        return _weighted_estimate(question)
+        return weighted_estimate(question)
     if settings.estimator == Estimator.WEIGHTED and question.kind in WEIGHTED_BOX_KINDS:
         fit = fit_for(question.kind, None)
         if fit is not None and int(fit.reliability.n_votes.sum()) >= BOX_WEIGHTED_MIN_VOTES:
-            return _weighted_estimate(question)
+            return weighted_estimate(question)
     row = table_in_use(question.kind, question.concept_id, settings.calibration_min)
     a, b = question.yes_count, question.no_count
     if row is not None and "evidence" in row.table:
         return _evidence_estimate(question, row)
     if row is None:
-        if _kind_has_calibration_data(question.kind, settings.calibration_min):
-            return _weighted_estimate(question)
+        if kind_has_calibration_data(question.kind, settings.calibration_min):
+            return weighted_estimate(question)
         # Not even the kind has data (a young or tiny deployment): the assumed table the box pipeline starts
         # from, so a small dataset's questions are decided rather than waiting for data that never comes.
         assumed = prior_table(accuracy=NO_DATA_ACCURACY, cap=max(a + b, DEFAULT_CAP))

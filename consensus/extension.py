@@ -34,8 +34,7 @@ def extension_open(question: Question, task: Task, settings: ConsensusSettings) 
     if question.n_votes != settings.vote_cap or not extends(question, settings):
         return
     fitted = fit_with_standing(question.kind)
-    task.answers_wanted = settings.extension_cap
-    queue.tasks_update([task.pk], answers_wanted=task.answers_wanted)
+    queue.tasks_update([task.pk], answers_wanted=settings.extension_cap)
     if fitted is None:
         return
     standing = fitted[1]

@@ -15,7 +15,8 @@ from annotation.queue import TaskChange
 from hierarchy.graph import graph_for
 from hierarchy.models import QuestionNode
 
-from . import box_questions, services, voiding
+from . import box_questions, engine, voiding
+from .creation import TASK_KIND
 from .models import Question, QuestionKind
 
 BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
@@ -25,13 +26,13 @@ SHOWN_BOXES_KEY = "shown_box_ids"
 
 def on_submit(assignment: Assignment) -> TaskChange:
     """The vote goes to consensus; what its stopping rule decided about the task comes back as the change."""
-    task = assignment.task
-    services.vote_apply(
-        task=task, worker=assignment.worker, answer=bool(assignment.answer["answer"]), assignment=assignment
+    voted = engine.vote_apply(
+        task=assignment.task,
+        worker=assignment.worker,
+        answer=bool(assignment.answer["answer"]),
+        assignment=assignment,
     )
-    # vote_apply states its decision on the task it is given (it also serves vote_record, which saves the
-    # task itself); handed back as the change the queue writes.
-    return TaskChange(state=task.state, result=task.result)
+    return voted.change
 
 
 def on_withdraw(assignment: Assignment) -> TaskChange:
@@ -123,7 +124,7 @@ def _coords(box: Box) -> dict[str, float]:
 
 KIND_SPEC = kinds.register(
     kinds.TaskKind(
-        name=services.TASK_KIND,
+        name=TASK_KIND,
         title="Yes/no question about an image",
         clean_answer=kinds.yes_no_answer,
         on_submit=on_submit,

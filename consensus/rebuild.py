@@ -1,7 +1,7 @@
 """Calibration tables of the engine: whether a (kind, concept)'s calibration batch is complete, building its
 table from the calibration votes (one writer per concept), and re-evaluating the questions that waited for it
 or were decided by an older table. Run after commit by `consensus.tasks.calibration_rebuild`, which the vote
-completing a batch records in the outbox (`services._after_commit_rebuild`), as do voiding (a blocked worker's
+completing a batch records in the outbox (`engine.calibration_rebuild_enqueue`), as do voiding (a blocked worker's
 votes) and, at most once per doubling of the kind's votes, a vote that finds its table's fit outgrown
 (`evidence_refresh_due`): a table is never stored again because an ordinary vote moved the fit."""
 
@@ -15,7 +15,9 @@ from annotation.models import Task, TaskState
 from hierarchy.models import Concept
 
 from .calibration import build_table
-from .estimates import EVIDENCE_KINDS
+from .creation import questions_serve, subject_key
+from .engine import calibration_rebuild_enqueue, question_decide
+from .estimates import EVIDENCE_KINDS, evidence_refresh_due, table_cap, table_in_use
 from .evidence_table import build_evidence_table, prefix_evidence
 from .models import (
     CalibrationTable,
@@ -28,15 +30,6 @@ from .models import (
     VoteVoid,
 )
 from .reliability_fits import fit_with_standing
-from .services import (
-    _after_commit_rebuild,
-    _serve,
-    _subject_key,
-    _table_cap,
-    evidence_refresh_due,
-    question_decide,
-    table_in_use,
-)
 from .stopping import Decision
 
 
@@ -83,7 +76,7 @@ def calibration_rebuild(
         else:
             questions = questions.filter(calibrated)
         rows = list(questions.values_list("pk", "min_votes", "image_id", "box_id"))
-        subjects = {_subject_key(image_id, box_id, pk) for pk, _, image_id, box_id in rows}
+        subjects = {subject_key(image_id, box_id, pk) for pk, _, image_id, box_id in rows}
         enough = len(subjects) >= settings.calibration_min
         refine = (
             in_use is None
@@ -107,7 +100,7 @@ def _table_build(
 ) -> CalibrationTable | None:
     """Store a table from the calibration votes of these questions (pk -> calibration votes), unless the newest
     measured table saw exactly these votes (and, for an evidence table, no vote was voided since and the kind's
-    fit has not outgrown it: `services.evidence_refresh_due`). Returns the new row, or None when nothing
+    fit has not outgrown it: `estimates.evidence_refresh_due`). Returns the new row, or None when nothing
     changed."""
     sequences: dict[int, list[tuple[int, bool]]] = {pk: [] for pk in limit}
     last_vote = 0
@@ -137,7 +130,7 @@ def _table_build(
     fitted = fit_with_standing(kind) if kind in EVIDENCE_KINDS else None
     tie_label = 1.0 if kind == QuestionKind.HIERARCHY else 0.5
     ordered = [sequences[pk] for pk in sorted(sequences)]
-    table = build_table([[a for _, a in seq] for seq in ordered], cap=_table_cap(), tie_label=tie_label)
+    table = build_table([[a for _, a in seq] for seq in ordered], cap=table_cap(), tie_label=tie_label)
     data = table.to_dict()
     if fitted is not None:
         data.update(_evidence_part(ordered, fitted, tie_label), void_clock=_void_clock())
@@ -202,7 +195,7 @@ def questions_reevaluate(*, kind: str, concept_id: int) -> dict[str, int]:
                 continue
             for q in group:
                 q.state = QuestionState.OPEN
-            _serve(group, None, settings, 0)
+            questions_serve(group, None, settings, 0)
             out["served"] += len(group)
     return out
 
@@ -278,5 +271,5 @@ def calibration_votes_lowered(*, dataset_id: int, votes: int) -> int:
     if asking:
         queue.tasks_update(asking, answers_wanted=votes)
     for kind, concept_id in sorted(rebuild):
-        _after_commit_rebuild(kind, concept_id, dataset_id)
+        calibration_rebuild_enqueue(kind, concept_id, dataset_id)
     return len(questions)

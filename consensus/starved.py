@@ -8,7 +8,7 @@ or sends it to review, so no image's labelling stops for good on one question.
 "Nobody can take it" is asked of the queue itself (`annotation.queue.tasks_reachable`: the lease statement's
 condition under every registered lease policy's terms), for every worker who has worked in the dataset; a question is only considered once its task
 has gone untouched for `STARVED_AFTER_SECONDS` (a crowd that is merely offline is given time to come back, and
-a worker who just joined is given time to qualify). Settling follows `services.question_settle`."""
+a worker who just joined is given time to qualify). Settling follows `engine.question_settle`."""
 
 from __future__ import annotations
 
@@ -24,17 +24,10 @@ from annotation import boxes, counters, queue
 from annotation.models import BoxJob, BoxJobStatus, Task, TaskState
 
 from . import statements
+from .creation import questions_serve
+from .engine import question_decide, question_finalize, question_settle, table_coming, task_change_apply
+from .estimates import COUNTED, estimate_for, table_in_use
 from .models import ConsensusSettings, Question, QuestionKind, QuestionRole, QuestionState
-from .services import (
-    COUNTED,
-    _estimate,
-    _finalize,
-    _serve,
-    _table_coming,
-    question_decide,
-    question_settle,
-    table_in_use,
-)
 from .stopping import Decision
 
 
@@ -97,10 +90,10 @@ def question_settle_starved(question: Question) -> Decision | None:
             # plain vote's rule closes unanswered).
             decision, estimate = Decision.REVIEW, COUNTED
         else:
-            estimate = _estimate(question, settings)
+            estimate = estimate_for(question, settings)
             p = float("nan") if estimate.p is None or question.n_votes == 0 else estimate.p
             decision = question_settle(question, p, settings)
-        _finalize(question, task, decision, estimate, settings)
+        task_change_apply(task, question_finalize(question, decision, estimate))
         queue.task_save(task, ["state", "result"])
         return decision
 
@@ -121,7 +114,7 @@ def starved_settle(*, dataset_id: int | None = None, idle_seconds: float | None 
 def table_waits_end(*, dataset_id: int | None = None) -> int:
     """Questions held for their (kind, concept)'s calibration table when that table can no longer come (its
     batch lost a question nobody could answer, settled short of its calibration votes): production questions
-    waiting unserved are served (decided by the fallbacks of `_estimate`, as a rare concept's are), and paused
+    waiting unserved are served (decided by the fallbacks of `estimate_for`, as a rare concept's are), and paused
     calibration questions are decided or asked on (`question_decide`). Such questions are open, but no task of
     theirs is in the queue, so no starved check sees them: an image's labelling stopped on them for good.
     Returns how many were served, decided or reopened."""
@@ -136,7 +129,7 @@ def table_waits_end(*, dataset_id: int | None = None) -> int:
     for ds, kind, concept_id in groups:
         settings = ConsensusSettings.for_dataset(ds)
         probe = Question(dataset_id=ds, kind=kind, concept_id=concept_id)
-        if _table_coming(probe, settings) or table_in_use(kind, concept_id, settings.calibration_min):
+        if table_coming(probe, settings) or table_in_use(kind, concept_id, settings.calibration_min):
             continue  # its table is on the way (or here: the rebuild that serves them is due)
         moved += _waiting_serve(ds, kind, concept_id, settings)
         for question in held.filter(
@@ -154,7 +147,7 @@ def _waiting_serve(dataset_id: int, kind: str, concept_id: int, settings: Consen
     with transaction.atomic(), counters.held():
         statements.concept_share_lock(connections[Question.objects.db], concept_id)
         probe = Question(dataset_id=dataset_id, kind=kind, concept_id=concept_id)
-        if _table_coming(probe, settings):
+        if table_coming(probe, settings):
             return 0
         waiting = list(
             Question.objects.select_for_update(no_key=True)
@@ -163,7 +156,7 @@ def _waiting_serve(dataset_id: int, kind: str, concept_id: int, settings: Consen
         )
         for question in waiting:
             question.state = QuestionState.OPEN
-        _serve(waiting, None, settings, 0)
+        questions_serve(waiting, None, settings, 0)
         return len(waiting)
 
 

@@ -6,7 +6,7 @@ hierarchy questions are the same policy fed another P or other thresholds). The 
 are policies with the same interface: a fixed majority with early stop (`MajorityPolicy`: the plain vote kind
 and simulate's `majorityN`), first to k votes (`FirstToPolicy`: the fixed box-question backend) and a lead by a
 margin (`MarginPolicy`: multi-label's `vote` engine). A consensus question carries its count policy as data
-(`rule_of` / `policy_of`); every yes/no in the platform is decided here, by `consensus.services`.
+(`rule_of` / `policy_of`); every yes/no in the platform is decided here, by `consensus.engine`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Image verification (ILSVRC §3.1.3): queue "does this image show CONCEPT?" for a dataset's candidate images,
 a seeded calibration subset first, and count how far it got. The questions themselves are the engine's
-(`consensus.services`)."""
+(`consensus.engine`)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from candidates.selectors import pool_exists, pool_images
 from hierarchy.models import Concept
 
 from .calibration import calibration_sample_size
+from .creation import Target, questions_create
+from .estimates import table_in_use
 from .models import ConsensusSettings, Question, QuestionKind, QuestionRole, QuestionState
-from .services import Target, questions_create, table_in_use
 
 
 @dataclass(frozen=True)

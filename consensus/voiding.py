@@ -18,6 +18,13 @@ from annotation import counters, kinds, queue
 from annotation.models import Assignment, Task, TaskState
 
 from . import events, tally
+from .engine import (
+    calibration_rebuild_enqueue,
+    decision_for,
+    question_finalize,
+    task_change_apply,
+    verdict_for,
+)
 from .estimates import EVIDENCE_KINDS
 from .final_labels import question_final_label
 from .models import (
@@ -33,7 +40,6 @@ from .models import (
     Vote,
     VoteVoid,
 )
-from .services import _after_commit_rebuild, _decide, _finalize, verdict_for
 from .stopping import Decision
 
 
@@ -97,7 +103,7 @@ def _tables_rebuild_after(questions: list[Question]) -> None:
         (q.kind, q.concept_id): q.dataset_id for q in questions if not q.rule and q.kind in EVIDENCE_KINDS
     }
     for (kind, concept_id), dataset_id in sorted(pairs.items()):
-        _after_commit_rebuild(kind, concept_id, dataset_id)
+        calibration_rebuild_enqueue(kind, concept_id, dataset_id)
 
 
 WITHDRAWN_REASON = "taken back by its worker"
@@ -139,27 +145,27 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
         if not enough or question.role == QuestionRole.CALIBRATION:
             report.recounted.append(question.pk)
             return
-        decision, estimate = _decide(question, settings)
+        decision, estimate = decision_for(question, settings)
         if decision == Decision.ASK_MORE:
             question.p = estimate.p
             question.save(update_fields=["p"])
             report.recounted.append(question.pk)
         else:
-            _finalize(question, task, decision, estimate, settings)
+            _close(question, task, decision, estimate)
             report.decided_now.append(question.pk)
         return
     if question.state not in DECIDED_STATES:
         return
     current = {state: verdict for verdict, state in VERDICT_STATE.items()}[QuestionState(question.state)]
     if enough:
-        decision, estimate = _decide(question, settings)
+        decision, estimate = decision_for(question, settings)
     else:
         decision, estimate = Decision.ASK_MORE, None
     if decision != Decision.ASK_MORE:
         if verdict_for(question, decision) == current:
             report.confirmed.append(question.pk)
         else:
-            _finalize(question, task, decision, estimate, settings)
+            _close(question, task, decision, estimate)
             report.changed.append(question.pk)
         return
     if _acted_on(question):
@@ -192,6 +198,13 @@ def _repair(question: Question, task: Task | None, report: VoidReport) -> None:
         events.QuestionReopened(question=question, previous_state=previous_state)
     )  # e.g. Algorithm 1 rewinds
     report.reopened.append(question.pk)
+
+
+def _close(question: Question, task: Task | None, decision: Decision, estimate) -> None:
+    """Close the question with its verdict and its task (written by the caller with the task's other fields)."""
+    change = question_finalize(question, decision, estimate)
+    if task is not None:
+        task_change_apply(task, change)
 
 
 def _acted_on(question: Question) -> bool:

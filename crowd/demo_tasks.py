@@ -21,7 +21,7 @@ from hierarchy.fixture import parse_fixture
 from hierarchy.services import hierarchy_load
 from multilabel.labeling import labeling_start
 from multilabel.models import QuestionEngine
-from review import services as review_services
+from review import scan
 from review.models import ReviewItem
 
 # Small enough for a demo crowd: 4 calibration questions of 3 votes each, then at most 5 votes a question.
@@ -144,7 +144,7 @@ def crowd_boxes(dataset: Dataset, concept, image: Image, max_answers: int = 200)
         queue.assignment_submit(assignment=lease, answer=answer, idempotency_key=f"demo-{lease.pk}")
         report.answers += 1
     report.accepted_boxes = Box.objects.filter(image=image, state=BoxState.ACCEPTED).count()
-    review_services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     report.review_items = ReviewItem.objects.filter(dataset=dataset).count()
     return report
 

@@ -16,8 +16,8 @@ from annotation import kinds, queue
 from annotation.models import Assignment, AssignmentState, Box
 from annotation.queue import sqlrows
 from consensus.calibration import ConfidenceTable
+from consensus.estimates import table_in_use
 from consensus.models import ConsensusSettings, Vote
-from consensus.services import table_in_use
 from consensus.voiding import votes_void
 from outbox.services import message_record_later
 

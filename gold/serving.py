@@ -22,9 +22,10 @@ from annotation import queue
 from annotation.boxes import accepted_boxes
 from annotation.models import Assignment
 from annotation.queue import sqlrows
+from consensus.creation import TASK_KIND, question_task
 from consensus.models import ConsensusSettings, Question, QuestionKind, QuestionState
 from consensus.question_kind import BOX_KINDS, SHOWN_BOXES_KEY
-from consensus.services import TASK_KIND, question_task, question_text
+from consensus.wording import question_text
 
 from .models import Block, BlockAction, GoldAnswer, GoldItem, GoldSettings, GoldTally, Purpose, WorkerScore
 
@@ -226,7 +227,7 @@ def _qualification_slot(worker, pair, settings: GoldSettings) -> tuple[int, bool
 def gold_pool_fill(*, dataset_id: int) -> int:
     """Make the pool task of every gold item of the dataset that has none yet; returns how many were made.
 
-    The task is what a real question of the item's kind would be given (`consensus.services.question_task`):
+    The task is what a real question of the item's kind would be given (`consensus.creation.question_task`):
     its wording, priority 0 and the dataset's vote cap, and for box questions the accepted boxes of the image
     that a real one would show beside the judged box. Runs when items are added and when the gold settings
     change; items are taken in id order, so their tasks' ids follow the items'."""

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from annotation.models import Dataset, Image
 from consensus import events as consensus_events
 from consensus.count_questions import count_questions_create
+from consensus.creation import Target, questions_create
+from consensus.estimates import REJECT_ERROR_KEY, TARGET_PRECISION_KEY
 from consensus.models import Question, QuestionKind, QuestionState
-from consensus.services import REJECT_ERROR_KEY, TARGET_PRECISION_KEY, Target, questions_create
 from consensus.stopping import MarginPolicy, rule_of
 from hierarchy.graph import HierarchyGraph, graph_for
 

@@ -1,5 +1,5 @@
 """Review from the organizer's side: the dataset's review queue counts with the accepted boxes whose overlap
-check is still to come, starting the overlap scan (`review.services.overlaps_scan_request`, at once: an
+check is still to come, starting the overlap scan (`review.scan.overlaps_scan_request`, at once: an
 organizer's request waits for no debounce), and the recent decisions an organizer may undo."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from rest_framework.views import APIView
 from annotation.audit import audit_record
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.roles import IsOrganizer
+from review.decisions import undo_refusal
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem, ReviewKind
-from review.scan import unchecked_boxes
-from review.services import overlaps_scan_request, undo_refusal
+from review.scan import overlaps_scan_request, unchecked_boxes
 
 from .scoping import organizer_dataset
 

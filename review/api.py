@@ -25,7 +25,7 @@ from config.queryparams import query_id, query_id_list
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsReviewer, has_role
 from consensus.api import organizer_datasets
 
-from . import bulk, selectors, services
+from . import bulk, decisions, errors, leasing, selectors
 from .models import Decision, ItemState, ReviewDecision, ReviewItem, ReviewKind
 from .serializers import (
     DecideManyResultSerializer,
@@ -63,7 +63,7 @@ class NextItemView(APIView):
     def get(self, request):
         params = request.query_params
         kinds = _kinds(params)
-        item = services.review_lease_next(
+        item = leasing.review_lease_next(
             reviewer=request.user,
             dataset_id=query_id(params, "dataset"),
             kinds=kinds or None,
@@ -175,7 +175,7 @@ class DecideView(APIView):
                     {"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters, or none"}
                 ) from None
         try:
-            result = services.review_decide_keyed(
+            result = decisions.review_decide_keyed(
                 item=item,
                 reviewer=request.user,
                 decision=form.validated_data["decision"],
@@ -183,9 +183,9 @@ class DecideView(APIView):
                 reason=form.validated_data["reason"],
                 idempotency_key=key,
             )
-        except services.InvalidDecision as exc:
+        except errors.InvalidDecision as exc:
             raise ValidationError({"decision": str(exc)}) from None
-        except services.ReviewError as exc:
+        except errors.ReviewError as exc:
             raise Conflict(str(exc), code=exc.code) from None
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
         return Response(ReviewDecisionSerializer(result.decision).data, status=code)
@@ -200,8 +200,8 @@ class ReleaseView(APIView):
     def post(self, request, pk: int):
         item = get_object_or_404(selectors.reviewer_items(request.user), pk=pk)
         try:
-            services.review_release(item=item, reviewer=request.user)
-        except services.ReviewError as exc:
+            leasing.review_release(item=item, reviewer=request.user)
+        except errors.ReviewError as exc:
             raise Conflict(str(exc), code=exc.code) from None
         return Response({"id": item.pk, "state": "open"})
 
@@ -245,12 +245,12 @@ class UndoView(APIView):
         form.is_valid(raise_exception=True)
         self._check_reviewer_undo(decision)
         try:
-            undo = services.review_undo(
+            undo = decisions.review_undo(
                 decision=decision, organizer=request.user, reason=form.validated_data["reason"]
             )
-        except services.InvalidDecision as exc:
+        except errors.InvalidDecision as exc:
             raise ValidationError({"decision": str(exc)}) from None
-        except services.ReviewError as exc:
+        except errors.ReviewError as exc:
             raise Conflict(str(exc), code=exc.code) from None
         return Response(ReviewDecisionSerializer(undo).data, status=status.HTTP_201_CREATED)
 

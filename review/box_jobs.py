@@ -50,7 +50,7 @@ def _question_carries(job: BoxJob, reason: str) -> bool:
 
 
 def box_job_to_review(job: BoxJob, reason: str, detail: str) -> None:
-    from .services import PIPELINE_PRIORITY, ambiguous_enqueue
+    from .ambiguous import PIPELINE_PRIORITY, ambiguous_enqueue
 
     if _question_carries(job, reason):
         return
@@ -72,7 +72,7 @@ def boxes_accepted(job: BoxJob, box_ids: list[int]) -> None:
 
 
 def _apply(item, row) -> None:
-    from .services import InvalidDecision, SubjectGone
+    from .errors import InvalidDecision, SubjectGone
 
     job_id = int(item.subject["id"])
     if row.decision == Decision.ABSENT:

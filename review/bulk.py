@@ -17,17 +17,12 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from .decisions import held_decision, review_decide
+from .errors import InvalidDecision, ReviewError, SubjectGone
+from .leasing import review_lease_duration
 from .models import Decision, ItemState
 from .scan import dismiss
 from .selectors import reviewer_items
-from .services import (
-    InvalidDecision,
-    ReviewError,
-    SubjectGone,
-    held_decision,
-    review_decide,
-    review_lease_duration,
-)
 
 BULK_LIMIT = 200  # items per request: one page of the reviewer's list, with room to spare
 

@@ -218,7 +218,7 @@ class ConfusablePair(models.Model):
 
 class ScanState(models.Model):
     """When the overlap catch-up of a dataset last ran and what it found, and whether one is requested (the
-    debounce of `services.overlaps_scan_request`). Which boxes are checked is not a watermark: each accepted
+    debounce of `scan.overlaps_scan_request`). Which boxes are checked is not a watermark: each accepted
     box has its own `OverlapCheck`."""
 
     dataset = models.OneToOneField("annotation.Dataset", on_delete=models.CASCADE, related_name="scan_state")

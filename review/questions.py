@@ -13,7 +13,7 @@ from consensus import events as consensus_events
 from consensus import verdicts
 from consensus.box_questions import shown_box_ids
 from consensus.models import Question, QuestionKind, QuestionState, Verdict
-from consensus.services import question_text
+from consensus.wording import question_text
 
 from . import resolvers
 from .models import Decision
@@ -27,7 +27,7 @@ def subject_for(question_id: int) -> dict[str, Any]:
 
 def question_enqueue(question: Question):
     """Queue a question in review for a reviewer (once while open); returns the item."""
-    from .services import PIPELINE_PRIORITY, ambiguous_enqueue  # services imports the resolver registry
+    from .ambiguous import PIPELINE_PRIORITY, ambiguous_enqueue
 
     votes = f"{question.yes_count} yes / {question.no_count} no"
     return ambiguous_enqueue(
@@ -87,7 +87,7 @@ def _confirms_held(item, row) -> bool:
 
 
 def _apply(item, row) -> resolvers.Hold | None:
-    from .services import SubjectGone
+    from .errors import SubjectGone
 
     accept = row.decision == Decision.ACCEPT
     p = Question.objects.filter(pk=int(item.subject["id"])).values_list("p", flat=True).first()

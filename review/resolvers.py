@@ -35,7 +35,7 @@ class Resolver:
     # reject set it before `apply` runs.
     owns_box: bool = False
     # Why a decision on these items cannot be undone (the pipeline has acted on it), or "" when it can: the
-    # undo is refused with this text, and the pages do not offer it (`review.services.undo_refusal`).
+    # undo is refused with this text, and the pages do not offer it (`review.decisions.undo_refusal`).
     undo_refused: str = ""
 
 

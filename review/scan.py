@@ -4,6 +4,8 @@ image once, and the pairs over a threshold are queued for a reviewer; an `Overla
 A box is checked when it is accepted (on commit of the transaction that accepted it) and by the catch-up
 (`overlaps_scan`: the schedule, an export, `manage.py scan_overlaps`), which checks every accepted box still
 without a record. Finality is per box (`selectors.finalized_boxes`): no box waits for another.
+A catch-up is requested (`overlaps_scan_request`: by a failed check, debounced, or by an organizer, at once) and
+run by `review.tasks.overlaps_scan` through the outbox.
 
 Correct under concurrent commits: a check locks its images' rows and reads their accepted boxes after taking
 the lock, and a box is only checked after its acceptance committed. Of two boxes of one image, the one checked
@@ -19,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
@@ -28,6 +30,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from annotation.models import Box, BoxState, Dataset, Image
+from outbox import services as outbox
 
 from .final_boxes import final_boxes_sync
 from .models import OPEN_STATES, ConfusablePair, ItemState, OverlapCheck, ReviewItem, ReviewKind, ScanState
@@ -199,8 +202,6 @@ def overlaps_check_soon(dataset_id: int, image_ids: Iterable[int]) -> None:
 
 
 def _check_after_commit(dataset_id: int, image_ids: list[int]) -> None:
-    from .services import overlaps_scan_request
-
     dataset = Dataset.objects.filter(pk=dataset_id).first()
     if dataset is None:
         return
@@ -235,6 +236,42 @@ def datasets_to_scan() -> list[int]:
             .distinct()
         )
     )
+
+
+def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None, at_once: bool = False) -> bool:
+    """Queue a scan of the dataset unless one is queued and not started; True when this call queued it. Runs
+    outside the caller's transaction (on commit): one guarded UPDATE, no lock held.
+
+    A failed check's request (the default) is debounced: refused within the debounce period after a scan
+    finished, and run that period later, so a burst of failures makes one scan. An organizer's request
+    (`at_once`) runs now and is refused only by a scan queued and not started yet (which will cover its
+    boxes): an organizer who asks for the labels to be brought up to date waits for no timer."""
+    now = now or timezone.now()
+    debounce = settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"]
+    # A request older than a few debounce periods belongs to a scan that was lost (a worker died): ask again.
+    stale = now - timedelta(seconds=max(60, 10 * debounce))
+    recent = now - timedelta(seconds=debounce)
+    ScanState.objects.get_or_create(dataset_id=dataset_id)
+    with transaction.atomic():  # the request and its outbox row commit together
+        free = ScanState.objects.filter(dataset_id=dataset_id).filter(
+            Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale)
+        )
+        if not at_once:
+            free = free.filter(Q(last_finished_at__isnull=True) | Q(last_finished_at__lt=recent))
+        queued = free.update(scan_requested_at=now)
+        if queued:
+            outbox.message_enqueue(
+                "review.tasks.overlaps_scan",
+                (dataset_id,),
+                dataset_id=dataset_id,
+                countdown=0 if at_once else debounce,
+            )
+    return bool(queued)
+
+
+def overlaps_scan_requested_clear(dataset: Dataset) -> None:
+    """A requested scan is starting: later requests queue a new one."""
+    ScanState.objects.filter(dataset=dataset, scan_requested_at__isnull=False).update(scan_requested_at=None)
 
 
 def _load_accepted(image_ids: list[int]) -> BoxArrays:

@@ -11,8 +11,8 @@ from config.bounds import id_integer
 from hierarchy.models import Concept
 
 from . import resolvers
+from .decisions import decisions_for, held_decision, undo_refusal
 from .models import Decision, ReviewDecision, ReviewItem
-from .services import decisions_for, held_decision, undo_refusal
 
 
 class ConceptBriefSerializer(serializers.ModelSerializer):

@@ -4,7 +4,7 @@ from celery import shared_task
 
 from annotation.models import Dataset
 
-from . import services, stuck
+from . import scan, stuck
 
 
 @shared_task(name="review.tasks.overlaps_scan", autoretry_for=(Exception,), retry_backoff=True, max_retries=5)
@@ -13,14 +13,14 @@ def overlaps_scan(dataset_id: int) -> dict:
     dataset = Dataset.objects.filter(pk=dataset_id).first()
     if dataset is None:
         return {"dataset_id": dataset_id, "missing": True}
-    services.overlaps_scan_requested_clear(dataset)
-    return vars(services.overlaps_scan(dataset))
+    scan.overlaps_scan_requested_clear(dataset)
+    return vars(scan.overlaps_scan(dataset))
 
 
 @shared_task(name="review.tasks.overlaps_scan_due")
 def overlaps_scan_due() -> dict:
     """On a schedule: scan every dataset with accepted boxes whose overlaps were not checked yet."""
-    due = services.datasets_to_scan()
+    due = scan.datasets_to_scan()
     for dataset_id in due:
         overlaps_scan.delay(dataset_id)
     return {"datasets": due}

@@ -28,7 +28,7 @@ from annotation.models import (
 )
 from consensus import tally as question_tally
 from consensus.models import Question
-from review import services as review
+from review import decisions, leasing, scan
 from review.models import Decision, ReviewKind
 from tests import factories
 from tests.threads import in_thread
@@ -90,12 +90,12 @@ def test_review_decisions_and_their_undo_keep_the_accepted_box_count(dataset, or
         Box.objects.create(image=img, concept=dog, x1=0, y1=0, x2=50, y2=h, state=BoxState.ACCEPTED)
     counters.counters_recount(dataset.pk)  # the boxes were made by a factory, around the services
     assert DatasetTally.objects.get(dataset=dataset).boxes_accepted == 2
-    review.overlaps_scan(dataset)
-    item = review.review_lease_next(reviewer=reviewer, kinds=[ReviewKind.DUPLICATE])
-    row = review.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
+    scan.overlaps_scan(dataset)
+    item = leasing.review_lease_next(reviewer=reviewer, kinds=[ReviewKind.DUPLICATE])
+    row = decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
     assert DatasetTally.objects.get(dataset=dataset).boxes_accepted == 1
     assert_counters_match_a_recount(dataset.pk)
-    review.review_undo(decision=row, organizer=organizer, reason="same dog after all")
+    decisions.review_undo(decision=row, organizer=organizer, reason="same dog after all")
     assert DatasetTally.objects.get(dataset=dataset).boxes_accepted == 2
     assert_counters_match_a_recount(dataset.pk)
 

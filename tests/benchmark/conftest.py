@@ -75,7 +75,7 @@ def finalize(dataset) -> None:
     """What the platform does before an export: the overlap scan lets the settled boxes through the review gate
     (here an hour later, so every box has settled) and the final labels hold every decision."""
     from benchmark.final_labels import final_labels_rebuild
-    from review.services import overlaps_scan
+    from review.scan import overlaps_scan
 
     overlaps_scan(dataset, now=timezone.now() + timedelta(hours=1))
     final_labels_rebuild(dataset)

@@ -12,15 +12,14 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import Box, BoxJob, BoxJobStatus, BoxState
-from consensus import services as consensus
-from consensus import verification
+from consensus import engine, verification
 from consensus.models import Question, QuestionState, Vote
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_cache_clear
 from hierarchy.services import hierarchy_load
 from multilabel.labeling import labeling_answer, labeling_start, order_cache_clear
 from multilabel.models import ImageLabeling, LabelingStatus
-from review import services as review
+from review import decisions, leasing, scan
 from review.models import Decision, ReviewKind
 from tests import factories
 from tests.gold.conftest import make_workers, production_questions
@@ -134,13 +133,13 @@ def test_only_boxes_through_the_review_gate_are_exported_and_a_removed_duplicate
         return {ann["id"] for ann in data["annotations"]}
 
     assert exported_box_ids("unscanned") == set(), "no scan has looked at these boxes yet"
-    review.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     assert exported_box_ids("pending-review") == set(), "a reviewer has yet to decide the duplicate pair"
     reviewer = factories.user_with_roles("reviewer", ("reviewers",))
-    item = review.review_lease_next(reviewer=reviewer, kinds=[ReviewKind.DUPLICATE])
-    decision = review.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
+    item = leasing.review_lease_next(reviewer=reviewer, kinds=[ReviewKind.DUPLICATE])
+    decision = decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
     assert exported_box_ids("decided") == {a.pk}
-    review.review_undo(decision=decision, organizer=organizer)
+    decisions.review_undo(decision=decision, organizer=organizer)
     assert exported_box_ids("undone") == set(), "the undo reopened the pair: neither box is final"
     assert b.pk not in exported_box_ids("again")
 
@@ -153,7 +152,7 @@ def test_voiding_the_votes_that_decided_a_question_withdraws_its_final_label(dat
     image = factories.ImageFactory(dataset=dataset)
     (question,) = production_questions(dataset, concept, [image])  # a ready table, no calibration
     for worker in make_workers(3):
-        consensus.vote_record(question=question, worker=worker, answer=True)
+        engine.vote_record(question=question, worker=worker, answer=True)
     question.refresh_from_db()
     assert question.state == QuestionState.ACCEPTED
     label = FinalLabel.objects.get(image=image, concept=concept)
@@ -194,7 +193,7 @@ def test_a_closed_fixed_majority_vote_is_a_final_label_until_a_consensus_decisio
     assert (label.present, label.source, label.yes_count) == (True, "binary_vote", 1)
     (question,) = production_questions(dataset, concept, [image])
     for voter in make_workers(4, prefix="c"):
-        consensus.vote_record(question=question, worker=voter, answer=False)
+        engine.vote_record(question=question, worker=voter, answer=False)
         question.refresh_from_db()
         if question.state != QuestionState.OPEN:
             break

@@ -20,7 +20,7 @@ from annotation.models import Box, BoxState, Image
 from annotation.vote_tasks import vote_tasks_create
 from config.csp import media_origins
 from config.storage import s3_storage
-from review import services as review_services
+from review import scan
 from review.models import ReviewItem
 from tests import factories
 from tests.benchmark.conftest import finalize
@@ -99,7 +99,7 @@ def test_a_review_item_shows_its_image_from_the_bucket(stored, s3_media, s3_endp
     image = stored[1]
     for x1 in (10, 12):
         Box.objects.create(image=image, concept=dog, x1=x1, y1=10, x2=60, y2=50, state=BoxState.ACCEPTED)
-    review_services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     assert ReviewItem.objects.filter(box_a__image=image).exists()
     client = client_for(reviewer)
 

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation import queue
-from consensus import services, verification
+from consensus import creation, verification
 from consensus.models import CalibrationTable, ConsensusSettings, Question, QuestionRole, QuestionState
 from tests import factories
 from tests.conftest import leased_task
@@ -203,11 +203,11 @@ def test_the_calibration_table_of_a_hierarchy_question_node_is_readable(api_clie
     from tests import factories
 
     node = factories.ConceptFactory(wnid="q:vehicle", name="vehicle", gloss="")
-    services.questions_create(
+    creation.questions_create(
         dataset=dataset,
         kind="hierarchy",
         concept=node,
-        targets=[services.Target(image=make_images(dataset, 1)[0])],
+        targets=[creation.Target(image=make_images(dataset, 1)[0])],
     )
     response = api_client(organizer).get("/api/v1/concepts/q:vehicle/calibration/", {"kind": "hierarchy"})
     assert response.status_code == 404 and response["Content-Type"].startswith("application/json")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Task, TaskState
-from consensus import services, verification
+from consensus import creation, engine, estimates, verification
 from consensus.calibration import build_table, prior_table
 from consensus.models import (
     CalibrationTable,
@@ -36,14 +36,14 @@ def answer_until_closed(question: Question, workers, answer: bool) -> Question:
             break
         if Task.objects.get(pk=question.task_id).state == TaskState.DONE:
             break
-        services.vote_record(question=question, worker=worker, answer=answer)
+        engine.vote_record(question=question, worker=worker, answer=answer)
     question.refresh_from_db()
     return question
 
 
 def ask_one(dataset, concept, image, kind=QuestionKind.HIERARCHY) -> Question:
-    (question,) = services.questions_create(
-        dataset=dataset, kind=kind, concept=concept, targets=[services.Target(image=image)]
+    (question,) = creation.questions_create(
+        dataset=dataset, kind=kind, concept=concept, targets=[creation.Target(image=image)]
     )
     return question
 
@@ -103,7 +103,7 @@ def test_a_stored_table_from_too_few_images_is_not_used(dataset, concept):
         method=bad.method,
         last_vote_id=0,
     )
-    assert services.table_in_use(QuestionKind.IMAGE_VERIFY, concept.pk, 20) is None
+    assert estimates.table_in_use(QuestionKind.IMAGE_VERIFY, concept.pk, 20) is None
     make_images(dataset, 30)  # default settings: a table needs 20 calibration images
     plan = verification.verification_queue(dataset=dataset, concept=concept)
     assert (plan.calibration, plan.waiting, plan.table_reused) == (20, 10, False)
@@ -165,7 +165,7 @@ def test_a_question_undecided_at_the_cap_is_labelled_when_the_accepted_set_has_p
     p_at_cap = table.p_positive(3, 1)
     assert 0.95 <= p_at_cap < 0.997, "the pattern must be undecided by the threshold alone"
     for worker, answer in zip(make_workers(4), (True, True, False, True), strict=True):
-        services.vote_record(question=capped, worker=worker, answer=answer)
+        engine.vote_record(question=capped, worker=worker, answer=answer)
         capped.refresh_from_db()
     assert (capped.yes_count, capped.no_count, capped.state) == (3, 1, QuestionState.ACCEPTED)
 
@@ -199,9 +199,9 @@ def test_lowering_the_calibration_votes_completes_the_questions_that_already_hav
     assert [q.role for q in questions] == [QuestionRole.CALIBRATION] * 4 and len(images) == 4
     for question in questions[:3]:
         for worker in workers[:6]:
-            services.vote_record(question=question, worker=worker, answer=True)
+            engine.vote_record(question=question, worker=worker, answer=True)
     for worker in workers[:2]:
-        services.vote_record(question=questions[3], worker=worker, answer=True)
+        engine.vote_record(question=questions[3], worker=worker, answer=True)
     assert not CalibrationTable.objects.filter(n_images__gt=0).exists()
 
     reply = client_for(organizer).patch(
@@ -211,7 +211,7 @@ def test_lowering_the_calibration_votes_completes_the_questions_that_already_hav
     last = Question.objects.get(pk=questions[3].pk)
     assert last.min_votes == 6 and Task.objects.get(pk=last.task_id).answers_wanted == 6
     for worker in workers[2:6]:
-        services.vote_record(question=last, worker=worker, answer=True)
+        engine.vote_record(question=last, worker=worker, answer=True)
     # The batch's table is built from six votes each, and every question is judged by it (four yes votes out of
     # a crowd this agreeable are not yet sure: they ask on, towards the vote cap, like production).
     table = CalibrationTable.objects.get(n_images__gt=0)

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
+from consensus import creation, engine, verification
 from consensus import rebuild as tables
-from consensus import services, verification
 from consensus.models import ConsensusSettings, Question, QuestionRole, Vote
 from tests.threads import a_lock_is_awaited, in_thread
 from tests.waiting import GENEROUS_SECONDS
@@ -40,7 +40,7 @@ def test_simultaneous_votes_on_one_question_are_all_counted(calibration_question
     @in_thread
     def vote(i: int) -> None:
         barrier.wait()
-        services.vote_record(question=calibration_question, worker=workers[i], answer=i % 3 != 0)
+        engine.vote_record(question=calibration_question, worker=workers[i], answer=i % 3 != 0)
 
     with ThreadPoolExecutor(THREADS) as pool:
         list(pool.map(vote, range(THREADS)))
@@ -59,9 +59,9 @@ def test_simultaneous_duplicate_votes_of_one_worker_store_one(calibration_questi
     def vote(_: int) -> str:
         barrier.wait()
         try:
-            services.vote_record(question=calibration_question, worker=worker, answer=True)
+            engine.vote_record(question=calibration_question, worker=worker, answer=True)
             return "stored"
-        except services.AlreadyVoted:
+        except engine.AlreadyVoted:
             return "refused"
 
     with ThreadPoolExecutor(6) as pool:
@@ -77,11 +77,13 @@ def test_a_question_created_while_its_table_is_being_built_is_served(dataset, co
         dataset=dataset, calibration_min=4, calibration_max=4, calibration_votes=3, vote_cap=8
     )
     images = make_images(dataset, 5)
-    monkeypatch.setattr(services, "_after_commit_rebuild", lambda *args: None)  # the test runs the rebuild
+    monkeypatch.setattr(
+        engine, "calibration_rebuild_enqueue", lambda *args: None
+    )  # the test runs the rebuild
     verification.verification_queue(dataset=dataset, concept=concept, images=images[:4])
     for w in make_workers(3):
         for q in Question.objects.filter(role=QuestionRole.CALIBRATION):
-            services.vote_record(question=q, worker=w, answer=q.image_id % 2 == 0)
+            engine.vote_record(question=q, worker=w, answer=q.image_id % 2 == 0)
     built, creation_done = threading.Event(), threading.Event()
     reevaluate = tables.questions_reevaluate
 
@@ -103,11 +105,11 @@ def test_a_question_created_while_its_table_is_being_built_is_served(dataset, co
     def create() -> int:
         built.wait(GENEROUS_SECONDS)
         try:
-            (question,) = services.questions_create(
+            (question,) = creation.questions_create(
                 dataset=dataset,
                 kind="image_verify",
                 concept=concept,
-                targets=[services.Target(image=images[4])],
+                targets=[creation.Target(image=images[4])],
                 calibration=[False],
             )
         finally:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from annotation.models import Task, TaskExclusion, TaskState
-from consensus import estimates, services
+from consensus import creation, engine, estimates
 from consensus.extension import extends
 from consensus.models import (
     CalibrationTable,
@@ -68,7 +68,7 @@ def vote_until_closed(question: Question, crowd: Crowd, truth: bool, order: np.n
             break
         if TaskExclusion.objects.filter(task_id=question.task_id, worker=crowd.workers[int(i)]).exists():
             continue
-        services.vote_record(
+        engine.vote_record(
             question=question, worker=crowd.workers[int(i)], answer=crowd.answer(int(i), truth)
         )
     question.refresh_from_db()
@@ -89,11 +89,11 @@ def calibrated(dataset, concept, seed: int = 3, extension_cap: int = 0):
     crowd = make_crowd(seed)
     images = make_images(dataset, N_CALIBRATION + N_PRODUCTION)
     truth = {img.pk: bool(t) for img, t in zip(images, crowd.rng.random(len(images)) < 0.6, strict=True)}
-    questions = services.questions_create(
+    questions = creation.questions_create(
         dataset=dataset,
         kind=QuestionKind.IMAGE_VERIFY,
         concept=concept,
-        targets=[services.Target(image=img) for img in images],
+        targets=[creation.Target(image=img) for img in images],
         calibration=[i < N_CALIBRATION for i in range(len(images))],
     )
     for q in questions[:N_CALIBRATION]:

@@ -1,5 +1,5 @@
 """One decision engine (issue 14, item 2): every yes/no in the platform is a consensus question decided by
-`consensus.services` with a policy of `consensus.stopping`. Static checks that nothing else decides or counts
+`consensus.engine` with a policy of `consensus.stopping`. Static checks that nothing else decides or counts
 votes (with a test of the checker), and runtime checks that each of the three count-rule paths (the plain vote,
 the fixed box questions, multi-label's `vote` engine) creates consensus questions carrying their rule."""
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DECIDERS = {"decide", "decide_many", "first_decisions", "outcome_of", "settle_at_cap"}
 # Where they may be called: the engine, and the pure modules that define and simulate the rules.
 ENGINE = {
-    "consensus/services.py",  # the one engine
+    "consensus/engine.py",  # the one engine
     "consensus/count_questions.py",  # adoption turns an old task's answers into votes of the engine
     "consensus/stopping.py",  # the policies
     "consensus/reliability.py",  # the weighted estimator's vectorised stream (pure)

@@ -6,7 +6,7 @@ import pytest
 from django.db import OperationalError
 from django.db.models.query import QuerySet
 
-from consensus import reliability_fits, services, verification
+from consensus import engine, estimates, reliability_fits, verification
 from consensus.models import ConsensusSettings, Question, QuestionRole
 
 from .conftest import make_images, make_workers
@@ -31,7 +31,7 @@ def test_a_fit_is_reused_until_the_votes_grow_by_the_refit_share(dataset, concep
     workers = make_workers(5)
     for worker in workers[:4]:
         for q in questions:
-            services.vote_record(question=q, worker=worker, answer=q.image_id % 2 == 0)
+            engine.vote_record(question=q, worker=worker, answer=q.image_id % 2 == 0)
     fits = []
     monkeypatch.setattr(
         reliability_fits,
@@ -40,7 +40,7 @@ def test_a_fit_is_reused_until_the_votes_grow_by_the_refit_share(dataset, concep
     )
     first = reliability_fits.reliability_for("image_verify", concept.pk)
     assert reliability_fits.reliability_for("image_verify", concept.pk) is first and fits == [16]
-    services.vote_record(question=questions[0], worker=workers[4], answer=True)  # 1 new vote of 16: 6% > 5%
+    engine.vote_record(question=questions[0], worker=workers[4], answer=True)  # 1 new vote of 16: 6% > 5%
     assert reliability_fits.reliability_for("image_verify", concept.pk) is not first and fits == [16, 17]
 
 
@@ -60,7 +60,7 @@ def test_a_connection_lost_while_weighing_a_vote_is_raised_as_a_database_error(d
     questions = list(Question.objects.filter(role=QuestionRole.CALIBRATION))
     for worker in make_workers(3):
         for q in questions:
-            services.vote_record(question=q, worker=worker, answer=q.image_id % 2 == 0)
+            engine.vote_record(question=q, worker=worker, answer=q.image_id % 2 == 0)
     fetch = QuerySet._fetch_all
 
     def connection_lost_on_question_ids(self):
@@ -70,4 +70,4 @@ def test_a_connection_lost_while_weighing_a_vote_is_raised_as_a_database_error(d
 
     monkeypatch.setattr(QuerySet, "_fetch_all", connection_lost_on_question_ids)
     with pytest.raises(OperationalError):
-        services._weighted_estimate(questions[0])
+        estimates.weighted_estimate(questions[0])

@@ -7,7 +7,7 @@ import pytest
 
 from annotation import queue
 from annotation.models import Box, Task, TaskState
-from consensus import events, rebuild, services, verification
+from consensus import creation, engine, events, rebuild, verification
 from consensus.models import (
     CalibrationTable,
     Question,
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def vote_through_queue(worker, answer: bool):
-    assignment = queue.task_lease_next(worker=worker, kinds_wanted=[services.TASK_KIND])
+    assignment = queue.task_lease_next(worker=worker, kinds_wanted=[creation.TASK_KIND])
     assert assignment is not None
     queue.assignment_submit(
         assignment=assignment, answer={"answer": answer}, idempotency_key=f"k{assignment.pk}"
@@ -61,7 +61,7 @@ def test_calibration_completes_builds_a_table_and_serves_waiting_questions(datas
     # Every calibration image gets 5 votes: images alternate clear yes / clear no.
     for w in workers:
         for _ in range(4):
-            a = queue.task_lease_next(worker=w, kinds_wanted=[services.TASK_KIND])
+            a = queue.task_lease_next(worker=w, kinds_wanted=[creation.TASK_KIND])
             truth = a.task.question.image_id % 2 == 0
             queue.assignment_submit(assignment=a, answer={"answer": truth}, idempotency_key=f"k{a.pk}")
     table = CalibrationTable.objects.get()
@@ -103,7 +103,7 @@ def test_production_vote_runs_the_stopping_rule_and_announces_the_decision(datas
     workers = make_workers(8)
     for w in workers[:5]:
         for _ in range(6):
-            a = queue.task_lease_next(worker=w, kinds_wanted=[services.TASK_KIND])
+            a = queue.task_lease_next(worker=w, kinds_wanted=[creation.TASK_KIND])
             yes = a.task.question.image_id % 3 != 0
             queue.assignment_submit(assignment=a, answer={"answer": yes}, idempotency_key=f"k{a.pk}")
     seen = []
@@ -113,7 +113,7 @@ def test_production_vote_runs_the_stopping_rule_and_announces_the_decision(datas
         for w in workers:
             if question.state != QuestionState.OPEN:
                 break
-            question = services.vote_record(question=question, worker=w, answer=True)
+            question = engine.vote_record(question=question, worker=w, answer=True)
     finally:
         events.unsubscribe(QuestionKind.IMAGE_VERIFY, seen.append)
     question.refresh_from_db()
@@ -132,9 +132,9 @@ def test_second_vote_by_the_same_worker_is_refused(dataset, concept):
     verification.verification_queue(dataset=dataset, concept=concept)
     worker = make_workers(1)[0]
     question = Question.objects.filter(role=QuestionRole.CALIBRATION).first()
-    services.vote_record(question=question, worker=worker, answer=True)
-    with pytest.raises(services.AlreadyVoted):
-        services.vote_record(question=question, worker=worker, answer=False)
+    engine.vote_record(question=question, worker=worker, answer=True)
+    with pytest.raises(engine.AlreadyVoted):
+        engine.vote_record(question=question, worker=worker, answer=False)
     question.refresh_from_db()
     assert (question.yes_count, question.no_count) == (1, 0)
     assert Vote.objects.count() == 1
@@ -146,12 +146,12 @@ def test_a_decided_or_waiting_question_takes_no_more_votes(dataset, concept):
     verification.verification_queue(dataset=dataset, concept=concept)
     worker = make_workers(1)[0]
     waiting = Question.objects.filter(state=QuestionState.WAITING).first()
-    with pytest.raises(services.QuestionClosed):
-        services.vote_record(question=waiting, worker=worker, answer=True)
+    with pytest.raises(engine.QuestionClosed):
+        engine.vote_record(question=waiting, worker=worker, answer=True)
     decided = Question.objects.filter(role=QuestionRole.CALIBRATION).first()
     Question.objects.filter(pk=decided.pk).update(state=QuestionState.REJECTED)
-    with pytest.raises(services.QuestionClosed):
-        services.vote_record(question=decided, worker=worker, answer=True)
+    with pytest.raises(engine.QuestionClosed):
+        engine.vote_record(question=decided, worker=worker, answer=True)
     assert not Vote.objects.exists()
 
 
@@ -162,12 +162,12 @@ def test_weighted_estimator_decides_from_worker_reliability(dataset, concept):
     workers = make_workers(6)
     for w in workers[:5]:
         for _ in range(6):
-            a = queue.task_lease_next(worker=w, kinds_wanted=[services.TASK_KIND])
+            a = queue.task_lease_next(worker=w, kinds_wanted=[creation.TASK_KIND])
             yes = a.task.question.image_id % 2 == 0
             queue.assignment_submit(assignment=a, answer={"answer": yes}, idempotency_key=f"k{a.pk}")
     question = Question.objects.filter(role=QuestionRole.PRODUCTION).first()
     for w in workers:
-        question = services.vote_record(question=question, worker=w, answer=False)
+        question = engine.vote_record(question=question, worker=w, answer=False)
         if question.state != QuestionState.OPEN:
             break
     assert question.state == QuestionState.REJECTED
@@ -178,11 +178,11 @@ def test_box_questions_without_a_table_calibrate_first_then_wait(dataset, concep
     small_settings(dataset, calibration_min=2)
     image = make_images(dataset, 1)[0]
     boxes = [Box.objects.create(image=image, concept=concept, x1=0, y1=0, x2=10 + i, y2=10) for i in range(3)]
-    qs = services.questions_create(
+    qs = creation.questions_create(
         dataset=dataset,
         kind=QuestionKind.BOX_QUALITY,
         concept=concept,
-        targets=[services.Target(image=image, box=b) for b in boxes],
+        targets=[creation.Target(image=image, box=b) for b in boxes],
     )
     assert [q.role for q in qs] == ["calibration", "calibration", "production"]
     assert [q.state for q in qs] == ["open", "open", "waiting"]

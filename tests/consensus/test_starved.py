@@ -14,8 +14,8 @@ from django.utils import timezone
 from annotation import queue
 from annotation.models import Task
 from consensus import starved
+from consensus.creation import Target, questions_create
 from consensus.models import Question, QuestionKind, QuestionState
-from consensus.services import Target, questions_create
 from gold.services import worker_block_set
 from review import stuck
 from review.models import ItemState, ReviewItem

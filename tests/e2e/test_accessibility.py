@@ -11,7 +11,7 @@ import pytest
 
 from annotation import boxes
 from annotation.models import Box, BoxState
-from review import services as review_services
+from review import scan
 from tests import factories
 from tests.conftest import png_bytes
 from tests.e2e.test_worker_page import PASSWORD, sign_in, wait_for_image_loaded
@@ -81,7 +81,7 @@ def test_the_reviewer_page_has_no_violations(page, live_server, viewport):
     dog = factories.ConceptFactory(name="dog")
     for x1, y2 in ((20, 120), (24, 118)):
         Box.objects.create(image=img, concept=dog, x1=x1, y1=20, x2=120, y2=y2, state=BoxState.ACCEPTED)
-    review_services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     page.set_viewport_size(viewport)
     page.goto(f"{live_server.url}/accounts/login/?next=/review/")
     page.get_by_label("Username").fill("rita")

@@ -11,7 +11,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from annotation.models import Box, BoxState
-from review import services as review_services
+from review import ambiguous
 from review.models import ItemState, ReviewDecision, ReviewItem
 from tests import factories
 from tests.browser_fixtures import sign_in
@@ -30,7 +30,7 @@ def ambiguous_items(dataset, concept, n: int, first_id: int, priority: int) -> l
             image=image, concept=concept, x1=5, y1=5, x2=60 + k, y2=60, state=BoxState.PENDING
         )
         items.append(
-            review_services.ambiguous_enqueue(
+            ambiguous.ambiguous_enqueue(
                 dataset=dataset,
                 subject={"type": "test.bulk", "id": first_id + k},
                 reason="over its round cap",

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Box, BoxState
-from review import services as review_services
+from review import scan
 from tests import factories
 from tests.conftest import png_bytes
 from tests.e2e.test_worker_page import PASSWORD
@@ -21,7 +21,7 @@ def duplicate_pair_in_review():
     dog = factories.ConceptFactory(name="dog")
     for x1, y2 in ((20, 120), (24, 118)):
         Box.objects.create(image=img, concept=dog, x1=x1, y1=20, x2=120, y2=y2, state=BoxState.ACCEPTED)
-    review_services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
 
 
 def counts(page) -> list[str]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from annotation.models import Image
-from consensus import services as consensus
+from consensus import creation
 from consensus.calibration import build_table
 from consensus.models import CalibrationTable, ConsensusSettings, QuestionKind
 from gold.items import GoldSpec, gold_items_create
@@ -69,11 +69,11 @@ def production_questions(dataset, concept, images, vote_cap: int = 8, target_pre
         },
     )
     install_table(concept)
-    return consensus.questions_create(
+    return creation.questions_create(
         dataset=dataset,
         kind=QuestionKind.IMAGE_VERIFY,
         concept=concept,
-        targets=[consensus.Target(image=i) for i in images],
+        targets=[creation.Target(image=i) for i in images],
         calibration=[False] * len(images),
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation import queue
-from consensus import services as consensus
+from consensus import creation, engine
 from consensus.models import Question, QuestionDecision, QuestionState, Verdict, Vote, VoteVoid
 from gold import scoring
 from gold.models import Block, GoldSettings, PaymentDecision, Recommendation, WorkerScore
@@ -31,10 +31,10 @@ def test_blocking_voids_votes_reopens_questions_they_decided_and_keeps_every_row
     spammer, honest, honest2 = make_workers(3)
     q_decided, q_open = questions[0], questions[1]
     # Three yes votes decide q_decided, two do not; the spammer's vote is one of the three.
-    consensus.vote_record(question=q_decided, worker=spammer, answer=True)
-    consensus.vote_record(question=q_decided, worker=honest, answer=True)
-    consensus.vote_record(question=q_decided, worker=honest2, answer=True)
-    consensus.vote_record(question=q_open, worker=spammer, answer=False)
+    engine.vote_record(question=q_decided, worker=spammer, answer=True)
+    engine.vote_record(question=q_decided, worker=honest, answer=True)
+    engine.vote_record(question=q_decided, worker=honest2, answer=True)
+    engine.vote_record(question=q_open, worker=spammer, answer=False)
     q_decided.refresh_from_db()
     assert q_decided.state == QuestionState.ACCEPTED, q_decided.p
     votes_before = Vote.objects.count()
@@ -69,7 +69,7 @@ def test_a_worker_failing_gold_is_blocked_and_only_their_wrong_gold_answers_are_
     answers = {g.image_id: g.answer for g in gold}
     GoldSettings.objects.create(dataset=dataset, qualification_size=0, qualification_pass=0, rate=0.5)
     (w,) = make_workers(1)
-    consensus.vote_record(question=questions[9], worker=w, answer=True)
+    engine.vote_record(question=questions[9], worker=w, answer=True)
     n_gold = 0
     for i in range(120):
         a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
@@ -128,16 +128,16 @@ def test_blocking_voids_the_workers_votes_on_questions_of_every_kind_in_the_data
     images = make_images(dataset, 3)
     (verify,) = production_questions(dataset, concept, images[:1])
     box = Box.objects.create(image=images[1], concept=concept, x1=1, y1=1, x2=20, y2=20)
-    (quality,) = consensus.questions_create(
+    (quality,) = creation.questions_create(
         dataset=dataset,
         kind=QuestionKind.BOX_QUALITY,
         concept=concept,
-        targets=[consensus.Target(image=images[1], box=box)],
+        targets=[creation.Target(image=images[1], box=box)],
         calibration=[True],
     )
     (spammer,) = make_workers(1)
-    consensus.vote_record(question=verify, worker=spammer, answer=True)
-    consensus.vote_record(question=quality, worker=spammer, answer=True)
+    engine.vote_record(question=verify, worker=spammer, answer=True)
+    engine.vote_record(question=quality, worker=spammer, answer=True)
     worker_block(worker=spammer, dataset_id=dataset.pk, kind="image_verify", score=scoring.score(2, 10))
     assert VoteVoid.objects.filter(vote__worker=spammer).count() == 2
     assert not Vote.objects.filter(worker=spammer, void__isnull=True).exists()

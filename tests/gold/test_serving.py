@@ -203,7 +203,7 @@ def test_qualification_items_are_announced_as_training_and_nothing_else_is(datas
 def test_items_from_before_pool_tasks_get_theirs_from_the_command_once(dataset, concept):
     from django.core.management import CommandError, call_command
 
-    from consensus.services import question_text
+    from consensus.wording import question_text
 
     images = make_images(dataset, 3)
     old = [

@@ -245,14 +245,14 @@ def test_leaf_questions_are_image_verification_and_reuse_a_decided_one(dataset, 
 
 def review_verdict(question, accept: bool) -> None:
     """A reviewer takes the question's review item and decides it."""
-    from review import services as review_services
+    from review import decisions, leasing
     from review.models import Decision, ReviewItem
 
     reviewer = factories.user_with_roles(f"reviewer-{question.pk}", ("reviewers",))
     item = ReviewItem.objects.get(subject={"type": "consensus.question", "id": question.pk})
-    leased = review_services.review_lease_next(reviewer=reviewer, dataset_id=question.dataset_id)
+    leased = leasing.review_lease_next(reviewer=reviewer, dataset_id=question.dataset_id)
     assert leased.pk == item.pk
-    review_services.review_decide(
+    decisions.review_decide(
         item=leased, reviewer=reviewer, decision=Decision.ACCEPT if accept else Decision.REJECT
     )
 
@@ -366,8 +366,8 @@ def test_a_leaf_yes_from_algorithm_1_needs_more_evidence_than_a_plain_verificati
     """Sibling leaves (cat / dog) are confused by honest workers on the same image, so their errors are not
     independent and the posterior of a leaf "yes" overstates it: a leaf of Algorithm 1 is accepted only at
     LEAF_TARGET_PRECISION, while the same votes accept a plain verification question."""
+    from consensus.engine import decision_for
     from consensus.models import ConsensusSettings, Estimator, Question, QuestionState
-    from consensus.services import _decide
     from consensus.stopping import Decision
     from multilabel.asking import LEAF_TARGET_PRECISION
 
@@ -384,10 +384,10 @@ def test_a_leaf_yes_from_algorithm_1_needs_more_evidence_than_a_plain_verificati
     )
     for question in (leaf, plain):
         question.yes_count, question.no_count = 3, 0
-    assert _decide(plain, settings)[0] == Decision.ACCEPT
-    assert _decide(leaf, settings)[0] == Decision.ASK_MORE
+    assert decision_for(plain, settings)[0] == Decision.ACCEPT
+    assert decision_for(leaf, settings)[0] == Decision.ASK_MORE
     leaf.yes_count = 4
-    assert _decide(leaf, settings)[0] == Decision.ACCEPT
+    assert decision_for(leaf, settings)[0] == Decision.ACCEPT
 
 
 @pytest.mark.django_db
@@ -396,8 +396,8 @@ def test_a_leaf_at_the_vote_cap_settles_against_the_datasets_target_not_the_stri
 ):
     """The leaf bar asks for more votes; at the cap none can come, so a leaf as sure as the dataset's target is
     settled rather than left in review (where its image waits for a reviewer: hostile seed 3, 8 yes / 4 no)."""
+    from consensus.engine import decision_for
     from consensus.models import ConsensusSettings, Estimator, Question
-    from consensus.services import _decide
     from consensus.stopping import Decision
 
     settings = ConsensusSettings.for_dataset(dataset.pk)
@@ -409,7 +409,7 @@ def test_a_leaf_at_the_vote_cap_settles_against_the_datasets_target_not_the_stri
     decide(Question.objects.get(concept__wnid="q:vehicle"), "reject")
     leaf = Question.objects.get(concept__wnid=PERSON)
     leaf.yes_count, leaf.no_count = 3, 0  # P 0.9986 under the assumed accuracy: past 0.997, short of 0.9995
-    assert _decide(leaf, settings)[0] == Decision.ACCEPT
+    assert decision_for(leaf, settings)[0] == Decision.ACCEPT
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ from annotation.queue import assignment_submit, task_lease_next
 from annotation.vote_tasks import vote_tasks_create
 from benchmark.final_labels import final_labels_rebuild
 from consensus.starved import questions_starved
-from review import services as review_services
+from review import ambiguous, leasing
 from tests import factories
 from tests.benchmark.test_export_completeness import boxed, coco, export, written_ids
 
@@ -97,7 +97,7 @@ def test_an_excluded_images_open_work_is_left_out_of_progress_and_the_review_que
         BoxJob.objects.create(
             dataset=dataset, image=img, concept=concept, status=status, state={}, max_boxes=3, max_rounds=3
         )
-    item = review_services.ambiguous_enqueue(
+    item = ambiguous.ambiguous_enqueue(
         dataset=dataset, subject={"type": "test.exclude", "id": 1}, reason="over its cap", image=images[2]
     )
     client = api_client(organizer)
@@ -108,9 +108,9 @@ def test_an_excluded_images_open_work_is_left_out_of_progress_and_the_review_que
     after = client.get(f"/api/v1/datasets/{dataset.pk}/progress").data
     assert (stage(after, "boxes_covered")["done"], stage(after, "boxes_covered")["total"]) == (1, 2)
     assert stage(after, "review")["total"] == 0
-    assert review_services.review_lease_next(reviewer=reviewer_user) is None, "its review item waits"
+    assert leasing.review_lease_next(reviewer=reviewer_user) is None, "its review item waits"
     client.post(url(dataset, images[2], "include"), {}, format="json")
-    assert review_services.review_lease_next(reviewer=reviewer_user).pk == item.pk
+    assert leasing.review_lease_next(reviewer=reviewer_user).pk == item.pk
 
 
 def test_exports_leave_an_excluded_image_out_and_name_it(api_client, organizer, dataset, tmp_path):

@@ -73,7 +73,9 @@ def test_other_organizers_and_workers_cannot_scan(api_client, dataset, other_org
 
 def decided_pair(dataset, reviewer, decision="duplicate_keep_a"):
     """A duplicate pair queued by a real scan and decided by a reviewer through the review service."""
-    from review.services import overlaps_scan, review_decide, review_lease_next
+    from review.decisions import review_decide
+    from review.leasing import review_lease_next
+    from review.scan import overlaps_scan
 
     dog = factories.ConceptFactory()
     image = factories.ImageFactory(dataset=dataset, width=200, height=200)

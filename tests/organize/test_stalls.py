@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import AuditEntry
+from consensus.creation import Target, questions_create
 from consensus.models import Question, QuestionKind, QuestionRole, QuestionState
-from consensus.services import Target, questions_create
 from tests import factories
 from tests.annotation.boxhelpers import answer
 from tests.conftest import client_for

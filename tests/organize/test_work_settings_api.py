@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from annotation import queue
 from annotation.models import AuditEntry, DatasetGrant, Task, TaskInstructions
+from consensus.creation import Target, questions_create
 from consensus.models import QuestionKind
-from consensus.services import Target, questions_create
 from crowd.models import BundleSize, Invitation, InvitationRole
 from crowd.providers.base import bundle_size_for
 from gold.models import Block, GoldItem, WorkerScore

@@ -22,8 +22,8 @@ from django.utils import timezone
 
 from annotation import queue
 from annotation.models import Assignment, AssignmentState, Box, BoxState, Task
+from consensus.creation import Target, questions_create
 from consensus.models import QuestionKind, QuestionState
-from consensus.services import Target, questions_create
 from outbox import embedded_beat
 from outbox.models import Message, MessageState
 from review.models import ItemState, ReviewItem, ReviewKind

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Box, BoxState
-from review import services
+from review import scan
 from review.models import ItemState, ReviewDecision, ReviewItem
 from tests import factories
 from tests.conftest import client_for
@@ -23,7 +23,7 @@ def duplicate(dataset, make_box):
     img = factories.ImageFactory(dataset=dataset, width=100, height=80)
     a = make_box(img, dog, 10, 10, 60, 60)
     b = make_box(img, dog, 12, 10, 60, 60)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     return ReviewItem.objects.get(box_a=a, box_b=b)
 
 
@@ -58,7 +58,7 @@ def test_a_decision_sent_again_with_its_key_is_answered_with_the_first_and_chang
     img = factories.ImageFactory(dataset=dataset, width=100, height=80)
     make_box(img, dog, 10, 10, 60, 60)
     make_box(img, dog, 11, 10, 60, 60)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     other = client.get(NEXT).json()["id"]
     reused = decide(client, other, "distinct", key="k-1")
     assert reused.status_code == 409 and "Idempotency-Key was used" in reused.json()["detail"]
@@ -155,7 +155,7 @@ def test_next_item_uses_a_bounded_number_of_queries(dataset, make_box, reviewer)
         img = factories.ImageFactory(dataset=dataset, width=100, height=100)
         make_box(img, dog, 0, 0, 50, 50)
         make_box(img, dog, 0, 0, 50, 49)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     client = client_for(reviewer)
     with CaptureQueriesContext(connection) as queries:
         assert client.get(NEXT).status_code == 200

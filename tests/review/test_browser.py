@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Box, BoxState
-from review import services
+from review import scan
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem
 from tests import factories
 from tests.conftest import png_bytes
@@ -20,7 +20,7 @@ def test_reviewer_resolves_a_duplicate_pair_with_the_keyboard(live_server, chrom
     dog = factories.ConceptFactory(name="dog")
     a = make_box(img, dog, 20, 20, 120, 120)
     b = make_box(img, dog, 24, 20, 120, 118)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     item = ReviewItem.objects.get()
 
     page = chromium.new_page()

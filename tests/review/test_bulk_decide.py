@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Box, BoxState
-from review import services
+from review import ambiguous, leasing, scan
 from review.models import ItemState, ReviewDecision, ReviewItem
 from tests import factories
 from tests.conftest import client_for
@@ -25,7 +25,7 @@ def alike(dataset, make_box):
         image = factories.ImageFactory(dataset=dataset, width=100, height=80)
         box = make_box(image, dog, 1, 1, 20 + k, 20, state=BoxState.PENDING)
         items.append(
-            services.ambiguous_enqueue(
+            ambiguous.ambiguous_enqueue(
                 dataset=dataset, subject={"type": "test.bulk", "id": k}, reason="over its cap", box=box
             )
         )
@@ -33,7 +33,7 @@ def alike(dataset, make_box):
 
 
 def test_the_reviewer_lists_the_items_to_pick_from(alike, reviewer, other_reviewer, dataset):
-    held = services.review_lease_next(reviewer=other_reviewer)
+    held = leasing.review_lease_next(reviewer=other_reviewer)
     client = client_for(reviewer)
     page = client.get("/api/v1/review/items", {"dataset": dataset.pk, "kinds": "ambiguous"}).json()
     listed = [row["id"] for row in page["results"]]
@@ -49,12 +49,12 @@ def test_the_reviewer_lists_the_items_to_pick_from(alike, reviewer, other_review
 def test_one_decision_on_many_items_reports_each_and_a_retry_changes_nothing(
     alike, reviewer, other_reviewer, dataset, make_box
 ):
-    held = services.review_lease_next(reviewer=other_reviewer)  # the first item, held by someone else
+    held = leasing.review_lease_next(reviewer=other_reviewer)  # the first item, held by someone else
     cat = factories.ConceptFactory(name="cat")
     image = factories.ImageFactory(dataset=dataset, width=100, height=80)
     make_box(image, cat, 10, 10, 60, 60)
     make_box(image, cat, 12, 10, 60, 60)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     pair = ReviewItem.objects.get(kind="duplicate")  # "accept" is not one of its decisions
     ids = [item.pk for item in alike] + [pair.pk, 999999]
     client = client_for(reviewer)

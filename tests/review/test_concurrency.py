@@ -11,7 +11,7 @@ from django.db import transaction
 
 from annotation.models import Box, BoxState, Dataset, FinalBox, Image
 from hierarchy.models import Concept
-from review import services
+from review import decisions, errors, leasing, scan
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem
 from tests import factories
 from tests.threads import in_thread
@@ -34,7 +34,7 @@ def _pairs(n_images: int, boxes_per_image: int = 2) -> Dataset:
         for image in images
         for k in range(boxes_per_image)
     )
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     return dataset
 
 
@@ -47,8 +47,8 @@ def test_reviewers_draining_the_queue_decide_every_item_exactly_once():
     def drain(reviewer) -> list[int]:
         decided = []
         start.wait()
-        while (item := services.review_lease_next(reviewer=reviewer)) is not None:
-            services.review_decide(item=item, reviewer=reviewer, decision=Decision.DISTINCT)
+        while (item := leasing.review_lease_next(reviewer=reviewer)) is not None:
+            decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.DISTINCT)
             decided.append(item.pk)
         return decided
 
@@ -65,16 +65,16 @@ def test_reviewers_draining_the_queue_decide_every_item_exactly_once():
 def test_simultaneous_decides_of_one_item_store_one_decision():
     _pairs(1)
     reviewer = factories.user_with_roles("solo", ("reviewers",))
-    item = services.review_lease_next(reviewer=reviewer)
+    item = leasing.review_lease_next(reviewer=reviewer)
     start = threading.Barrier(THREADS)
 
     @in_thread
     def decide(_):
         start.wait()
         try:
-            services.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
+            decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
             return "ok"
-        except services.AlreadyDecided:
+        except errors.AlreadyDecided:
             return "conflict"
 
     with ThreadPoolExecutor(THREADS) as pool:
@@ -105,9 +105,9 @@ def test_two_reviewers_removing_the_same_box_from_different_pairs_never_deadlock
         item, reviewer, barrier = args
         barrier.wait()
         try:
-            services.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_B)
+            decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_B)
             return "ok"
-        except services.ReviewError:
+        except errors.ReviewError:
             return "conflict"
 
     with ThreadPoolExecutor(2) as pool:
@@ -169,7 +169,7 @@ def test_boxes_accepted_concurrently_on_one_image_have_every_overlap_examined():
         with ThreadPoolExecutor(len(group)) as pool:
             list(pool.map(accept, [(box, barrier) for box in group]))
 
-    assert services.datasets_to_scan() == [], "every accepted box was checked on commit"
+    assert scan.datasets_to_scan() == [], "every accepted box was checked on commit"
     assert OverlapCheck.objects.count() == 8 * rounds
     duplicates = ReviewItem.objects.filter(kind=ReviewKind.DUPLICATE, state=ItemState.OPEN)
     assert duplicates.count() == 6 * rounds

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from consensus.models import ConsensusSettings, Question, QuestionState
-from review import services
+from review import decisions, leasing
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem
 from review.serializers import ReviewItemSerializer
 from tests import factories
@@ -37,11 +37,11 @@ def test_an_accept_against_the_crowd_is_held_until_a_second_decision_confirms_it
     held = ReviewDecision.objects.get(item=item).after["held"]
     assert (held["reason"], held["decision"], held["p"]) == ("against_crowd", "accept", 0.05)
 
-    again = services.review_lease_next(reviewer=reviewer, dataset_id=dataset.pk)
+    again = leasing.review_lease_next(reviewer=reviewer, dataset_id=dataset.pk)
     assert again.pk == item.pk, "the same reviewer may confirm (a one-reviewer team is not stuck)"
     context = ReviewItemSerializer(again).data["context"]
     assert context["held"]["decision"] == "accept" and "against the crowd" in context["held"]["message"]
-    services.review_decide(item=again, reviewer=reviewer, decision=Decision.ACCEPT)
+    decisions.review_decide(item=again, reviewer=reviewer, decision=Decision.ACCEPT)
     assert Question.objects.get(pk=leaning.pk).state == QuestionState.ACCEPTED
     assert ReviewItem.objects.get(pk=item.pk).state == ItemState.DECIDED
 
@@ -59,7 +59,7 @@ def test_a_second_decision_with_the_crowd_overrules_the_held_one(leaning, review
 def test_a_verdict_with_the_crowd_acts_at_once(leaning, reviewer, dataset):
     lease_and_decide(reviewer, Decision.REJECT, dataset)
     assert Question.objects.get(pk=leaning.pk).state == QuestionState.REJECTED
-    assert services.review_lease_next(reviewer=reviewer) is None
+    assert leasing.review_lease_next(reviewer=reviewer) is None
 
 
 def test_an_accept_on_a_split_question_acts_at_once(dataset, concept, reviewer):

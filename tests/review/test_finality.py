@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Box, BoxState, FinalBox
-from review import scan, selectors, services
+from review import decisions, leasing, scan, selectors
 from review.models import Decision, ItemState, OverlapCheck, ReviewItem, ReviewKind
 from tests import factories
 
@@ -37,7 +37,7 @@ def test_a_box_whose_quality_vote_never_comes_holds_back_no_other_box(dataset, d
     make_box(image(dataset), cat, 0, 0, 30, 30, state=BoxState.PENDING)  # its vote never comes
     boxes += [make_box(image(dataset), cat, 10, 10, 60, 60) for _ in range(3)]  # accepted after it
 
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
 
     assert final_ids(dataset) == {b.pk for b in boxes}
     assert set(FinalBox.objects.values_list("box_id", flat=True)) == {b.pk for b in boxes}
@@ -46,7 +46,7 @@ def test_a_box_whose_quality_vote_never_comes_holds_back_no_other_box(dataset, d
 def test_boxes_accepted_a_moment_ago_are_final_at_once(dataset, dog, make_box):
     # created_at is now: no settle window keeps the last boxes of a dataset waiting for a later scan
     boxes = [make_box(image(dataset), dog, 0, 0, 40, 40) for _ in range(2)]
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     assert final_ids(dataset) == {b.pk for b in boxes}
 
 
@@ -56,7 +56,7 @@ def test_a_box_is_checked_when_its_acceptance_commits(
     img = image(dataset)
     old = make_box(img, dog, 0, 0, 50, 50)
     far = make_box(image(dataset), cat, 0, 0, 10, 10)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     new = make_box(img, cat, 0, 0, 50, 49, state=BoxState.PENDING)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -65,7 +65,7 @@ def test_a_box_is_checked_when_its_acceptance_commits(
 
     assert OverlapCheck.objects.filter(box=new).exists()
     assert final_ids(dataset) == {far.pk}, "the new pair is queued: neither of its boxes is final"
-    assert services.datasets_to_scan() == []
+    assert scan.datasets_to_scan() == []
     assert set(FinalBox.objects.values_list("box_id", flat=True)) == {far.pk}
     assert old.pk not in final_ids(dataset)
 
@@ -75,11 +75,11 @@ def test_an_unchecked_box_is_not_final_and_a_decided_pair_frees_its_boxes(datase
     a = make_box(img, dog, 0, 0, 50, 50)
     b = make_box(img, dog, 0, 0, 50, 49)
     assert final_ids(dataset) == set(), "not checked yet"
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     assert final_ids(dataset) == set(), "a duplicate pair is open"
 
-    item = services.review_lease_next(reviewer=reviewer)
-    services.review_decide(item=item, reviewer=reviewer, decision=Decision.DISTINCT)
+    item = leasing.review_lease_next(reviewer=reviewer)
+    decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.DISTINCT)
 
     assert final_ids(dataset) == {a.pk, b.pk}
     assert set(FinalBox.objects.values_list("box_id", flat=True)) == {a.pk, b.pk}
@@ -89,12 +89,12 @@ def test_a_relabelled_box_leaves_the_final_boxes_until_checked_again(dataset, do
     img = image(dataset)
     make_box(img, cat, 0, 0, 50, 50)
     relabelled = make_box(img, dog, 0, 0, 50, 48)
-    services.overlaps_scan(dataset)
-    item = services.review_lease_next(reviewer=reviewer)
-    services.review_decide(item=item, reviewer=reviewer, decision=Decision.RELABEL_B)  # dog -> cat
+    scan.overlaps_scan(dataset)
+    item = leasing.review_lease_next(reviewer=reviewer)
+    decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.RELABEL_B)  # dog -> cat
     assert relabelled.pk not in final_ids(dataset)
 
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
 
     assert relabelled.pk not in final_ids(dataset), "now a duplicate of the cat: a new item is open"
     assert ReviewItem.objects.filter(kind=ReviewKind.DUPLICATE, state=ItemState.OPEN).count() == 1

@@ -21,10 +21,11 @@ from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Box, BoxJob, BoxState, FinalBox, FinalLabel, Task, TaskState
 from benchmark.final_labels import final_labels_rebuild
-from consensus import box_questions, voiding
+from consensus import box_questions, engine, voiding
 from consensus import events as consensus_events
-from consensus import services as consensus_services
 from consensus.calibration import build_table
+from consensus.creation import Target, questions_create
+from consensus.engine import vote_record
 from consensus.models import (
     CalibrationTable,
     ConsensusSettings,
@@ -34,9 +35,8 @@ from consensus.models import (
     QuestionState,
     Vote,
 )
-from consensus.services import Target, questions_create, vote_record
 from consensus.stopping import Decision as Decision_
-from review import services, stuck, tasks
+from review import decisions, errors, leasing, scan, stuck, tasks
 from review.models import Decision, ItemState, OverlapCheck, ReviewItem, ReviewKind, ScanState
 from review.serializers import ReviewDecisionSerializer
 from tests import factories
@@ -95,9 +95,9 @@ def verify_question_at_cap(dataset, concept) -> Question:
 
 
 def lease_and_decide(reviewer, decision, dataset=None) -> ReviewItem:
-    item = services.review_lease_next(reviewer=reviewer, dataset_id=dataset.pk if dataset else None)
+    item = leasing.review_lease_next(reviewer=reviewer, dataset_id=dataset.pk if dataset else None)
     assert item is not None, "nothing to review"
-    services.review_decide(item=item, reviewer=reviewer, decision=decision)
+    decisions.review_decide(item=item, reviewer=reviewer, decision=decision)
     return ReviewItem.objects.get(pk=item.pk)
 
 
@@ -148,8 +148,8 @@ def test_the_reviewers_verdict_decides_the_question_through_the_engine_for_every
     assert Task.objects.get(pk=question.task_id).result["answer"] is False
 
     decision = ReviewItem.objects.get().decisions.get()
-    with pytest.raises(services.ReviewError, match="cannot be undone"):
-        services.review_undo(decision=decision, organizer=organizer)
+    with pytest.raises(errors.ReviewError, match="cannot be undone"):
+        decisions.review_undo(decision=decision, organizer=organizer)
     assert Question.objects.get(pk=question.pk).state == QuestionState.REJECTED
     # The pages are told so, and offer no undo for it (the reviewer's and the organizer's).
     shown = client_for(organizer).get(f"/api/v1/datasets/{dataset.pk}/review/decisions").json()["results"]
@@ -314,14 +314,14 @@ def test_a_catch_up_scan_request_is_debounced(dataset, django_capture_on_commit_
     now = timezone.now()
     state = ScanState.objects.create(dataset=dataset, last_finished_at=now)
     later = now + timedelta(seconds=settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"] + 1)
-    assert services.overlaps_scan_request(dataset.pk, now=later - timedelta(seconds=2)) is False, (
+    assert scan.overlaps_scan_request(dataset.pk, now=later - timedelta(seconds=2)) is False, (
         "a scan finished within the debounce period: the next request or the schedule covers the box"
     )
     ScanState.objects.filter(pk=state.pk).update(scan_requested_at=later)
-    assert services.overlaps_scan_request(dataset.pk, now=later) is False, "a queued scan absorbs the request"
+    assert scan.overlaps_scan_request(dataset.pk, now=later) is False, "a queued scan absorbs the request"
     ScanState.objects.filter(pk=state.pk).update(scan_requested_at=None)
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.overlaps_scan_request(dataset.pk, now=later) is True
+        assert scan.overlaps_scan_request(dataset.pk, now=later) is True
     assert ScanState.objects.get(pk=state.pk).scan_requested_at is None, (
         "the scan that ran cleared its request"
     )
@@ -334,12 +334,12 @@ def test_an_organizers_scan_request_runs_at_once_even_right_after_a_scan(dataset
 
     now = timezone.now()
     state = ScanState.objects.create(dataset=dataset, last_finished_at=now)
-    assert services.overlaps_scan_request(dataset.pk, now=now, at_once=True) is True, (
+    assert scan.overlaps_scan_request(dataset.pk, now=now, at_once=True) is True, (
         "a scan that just finished refuses only the debounced (failure) requests"
     )
     message = Message.objects.get(task_name="review.tasks.overlaps_scan")
     assert message.available_at <= timezone.now(), "queued to run now, not after the debounce period"
-    assert services.overlaps_scan_request(dataset.pk, now=now, at_once=True) is False, (
+    assert scan.overlaps_scan_request(dataset.pk, now=now, at_once=True) is False, (
         "a scan queued and not started yet covers the same boxes"
     )
     assert ScanState.objects.get(pk=state.pk).scan_requested_at == now
@@ -349,11 +349,11 @@ def test_the_scheduled_scan_covers_datasets_with_unscanned_boxes(dataset, concep
     img = image(dataset)
     a = make_box(img, concept, 10, 10, 100, 100)
     b = make_box(img, concept, 12, 12, 100, 100)
-    assert services.datasets_to_scan() == [dataset.pk]
+    assert scan.datasets_to_scan() == [dataset.pk]
     assert tasks.overlaps_scan_due() == {"datasets": [dataset.pk]}
     pair = ReviewItem.objects.get(kind=ReviewKind.DUPLICATE)
     assert (pair.box_a_id, pair.box_b_id, pair.image_id) == (a.pk, b.pk, img.pk)
-    assert services.datasets_to_scan() == []
+    assert scan.datasets_to_scan() == []
     schedule = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert {"review.tasks.overlaps_scan_due", "review.tasks.stuck_enqueue"} <= schedule
 
@@ -390,12 +390,12 @@ def test_the_sweep_dismisses_an_item_whose_question_left_review(capped, dataset,
 
 def test_deciding_an_item_whose_question_left_review_dismisses_it(capped, dataset, concept, reviewer):
     question = verify_question_at_cap(dataset, concept)
-    item = services.review_lease_next(reviewer=reviewer)
+    item = leasing.review_lease_next(reviewer=reviewer)
     Question.objects.filter(pk=question.pk).update(state=QuestionState.OPEN)  # reopened by voided votes
-    with pytest.raises(services.SubjectGone, match="dismissed"):
-        services.review_decide(item=item, reviewer=reviewer, decision=Decision.ACCEPT)
+    with pytest.raises(errors.SubjectGone, match="dismissed"):
+        decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.ACCEPT)
     assert ReviewItem.objects.get(pk=item.pk).state == ItemState.DISMISSED
-    assert services.review_lease_next(reviewer=reviewer) is None, "the reviewer is not handed it again"
+    assert leasing.review_lease_next(reviewer=reviewer) is None, "the reviewer is not handed it again"
 
 
 def test_an_item_whose_question_got_a_verdict_without_a_reviewer_is_dismissed_before_a_reviewer_sees_it(
@@ -409,11 +409,11 @@ def test_an_item_whose_question_got_a_verdict_without_a_reviewer_is_dismissed_be
         task = Task.objects.select_for_update().get(pk=question.task_id)
         question = Question.objects.select_for_update().get(pk=question.pk)
         settings_ = ConsensusSettings.for_dataset(dataset.pk)
-        _decision, estimate = consensus_services._decide(question, settings_)
-        consensus_services._finalize(question, task, Decision_.ACCEPT, estimate, settings_)
+        _decision, estimate = engine.decision_for(question, settings_)
+        engine.task_change_apply(task, engine.question_finalize(question, Decision_.ACCEPT, estimate))
         task.save()
     assert ReviewItem.objects.get().state == ItemState.DISMISSED
-    assert services.review_lease_next(reviewer=reviewer) is None, "no reviewer is handed a settled question"
+    assert leasing.review_lease_next(reviewer=reviewer) is None, "no reviewer is handed a settled question"
 
 
 def test_a_question_reopened_out_of_review_loses_its_item_at_once(capped, dataset, concept, reviewer):
@@ -424,7 +424,7 @@ def test_a_question_reopened_out_of_review_loses_its_item_at_once(capped, datase
     report = voiding.votes_void(votes=[Vote.objects.get(question=question, answer=True).pk], reason="test")
     assert report.reopened == [question.pk]
     assert ReviewItem.objects.get().state == ItemState.DISMISSED
-    assert services.review_lease_next(reviewer=reviewer) is None
+    assert leasing.review_lease_next(reviewer=reviewer) is None
 
 
 def test_a_verdict_on_a_question_never_in_review_touches_no_review_item(dataset, concept):
@@ -454,9 +454,9 @@ def test_an_item_a_pipeline_waits_on_is_reviewed_before_any_overlapping_pair(
     img = image(dataset)
     make_box(img, concept, 10, 10, 100, 100)
     make_box(img, concept, 10, 10, 100, 101)  # IoU ~0.99: the top pair priority
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     question = verify_question_at_cap(dataset, concept)
-    first = services.review_lease_next(reviewer=reviewer)
+    first = leasing.review_lease_next(reviewer=reviewer)
     assert first.subject == {"type": "consensus.question", "id": question.pk}
     assert first.priority > ReviewItem.objects.get(kind=ReviewKind.DUPLICATE).priority
 
@@ -492,7 +492,7 @@ def test_absent_is_refused_for_a_box_job_with_accepted_boxes(restore_backend, da
     answer(second, boxes.DRAW_KIND, {"box": [100, 100, 160, 160]})
     pending = Box.objects.filter(image=job.image).order_by("-pk").first()
     boxes.on_quality_undecidable(pending.pk)
-    item = services.review_lease_next(reviewer=reviewer)
+    item = leasing.review_lease_next(reviewer=reviewer)
     assert item.subject == {"type": "box_job", "id": job.pk}
-    with pytest.raises(services.InvalidDecision, match="accepted boxes"):
-        services.review_decide(item=item, reviewer=reviewer, decision=Decision.ABSENT)
+    with pytest.raises(errors.InvalidDecision, match="accepted boxes"):
+        decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.ABSENT)

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Box, BoxState
-from review import services
+from review import scan
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem
 from tests import factories
 from tests.conftest import png_bytes
@@ -30,7 +30,7 @@ def duplicates(live_server, make_box):
         )
         make_box(img, dog, 20, 20, 120, 120)
         make_box(img, dog, 24, 20, 120, 118)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     return list(ReviewItem.objects.order_by("id"))
 
 

@@ -8,7 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import BoxState, ReviewerGrant
-from review import services
+from review import ambiguous
 from review.models import ItemState, ReviewItem
 from tests import factories
 from tests.conftest import client_for
@@ -49,7 +49,7 @@ def three_datasets(organizer, other_organizer, make_box):
             image = factories.ImageFactory(dataset=dataset, width=100, height=80)
             box = make_box(image, dog, 1, 1, 20 + k, 20, state=BoxState.PENDING)
             items.setdefault(dataset.pk, []).append(
-                services.ambiguous_enqueue(
+                ambiguous.ambiguous_enqueue(
                     dataset=dataset, subject={"type": "test.scope", "id": k}, reason="over its cap", box=box
                 )
             )

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Box, BoxState
-from review import services
+from review import scan
 from review.models import Decision, ItemState, ReviewDecision, ReviewItem
 from tests import factories
 from tests.conftest import client_for
@@ -27,7 +27,7 @@ def two_duplicates(dataset, make_box):
         img = factories.ImageFactory(dataset=dataset, width=100, height=80)
         make_box(img, dog, 10, 10, 60, 60)
         make_box(img, dog, 12, 10, 60, 60)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     items = list(ReviewItem.objects.order_by("id"))
     assert len(items) == 2
     return items

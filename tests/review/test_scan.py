@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 
 from annotation.models import Box, BoxState
-from review import selectors, services, tasks
+from review import decisions, leasing, scan, selectors, tasks
 from review.models import ConfusablePair, Decision, ItemState, OverlapCheck, ReviewItem, ReviewKind
 from tests import factories
 
@@ -49,7 +49,7 @@ def test_scan_queues_duplicates_cross_class_and_confusable_pairs_only(dataset, c
     make_box(img5, c["dog"], 0, 0, 40, 16)  # IoU 0.4, not a confusable pair
     make_box(img1, c["dog"], 1, 1, 51, 51, state=BoxState.PENDING)  # not accepted yet: ignored
 
-    report = services.overlaps_scan(dataset)
+    report = scan.overlaps_scan(dataset)
 
     assert report.finished and report.items_created == 3
     assert items(dataset) == {
@@ -71,15 +71,15 @@ def test_another_datasets_confusable_pair_does_not_apply_to_this_scan(dataset, c
     img = image(dataset)
     make_box(img, c["seal"], 0, 0, 40, 40)
     make_box(img, c["sea otter"], 0, 0, 40, 16)  # IoU 0.4: queued only for a pair of this dataset's
-    assert services.overlaps_scan(dataset).items_created == 0
+    assert scan.overlaps_scan(dataset).items_created == 0
 
 
 def test_rescan_with_nothing_new_checks_no_box_and_queues_nothing(dataset, concepts, make_box):
     img = image(dataset)
     make_box(img, concepts["dog"], 0, 0, 50, 50)
     make_box(img, concepts["dog"], 1, 1, 50, 50)
-    first = services.overlaps_scan(dataset)
-    second = services.overlaps_scan(dataset)
+    first = scan.overlaps_scan(dataset)
+    second = scan.overlaps_scan(dataset)
     assert (first.items_created, first.boxes_checked) == (1, 2)
     assert (second.items_created, second.boxes_checked, second.images_scanned) == (0, 0, 0)
     assert ReviewItem.objects.count() == 1
@@ -90,10 +90,10 @@ def test_rescan_checks_only_new_boxes_and_their_images(dataset, concepts, make_b
     for img in imgs:
         make_box(img, concepts["dog"], 0, 0, 50, 50)
         make_box(img, concepts["cat"], 60, 60, 90, 90)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     new = make_box(imgs[2], concepts["dog"], 0, 0, 50, 49)
 
-    report = services.overlaps_scan(dataset)
+    report = scan.overlaps_scan(dataset)
 
     assert (report.boxes_checked, report.images_scanned, report.items_created) == (1, 1, 1)
     assert ReviewItem.objects.get().box_b_id == new.pk
@@ -104,12 +104,12 @@ def test_a_box_pending_during_a_scan_is_checked_once_it_is_accepted(dataset, con
     first = make_box(img, concepts["dog"], 0, 0, 50, 50)
     late = make_box(img, concepts["dog"], 0, 0, 50, 48, state=BoxState.PENDING)
     later = make_box(image(dataset), concepts["cat"], 0, 0, 10, 10)  # accepted after the pending one
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     assert set(OverlapCheck.objects.values_list("box_id", flat=True)) == {first.pk, later.pk}
     assert not ReviewItem.objects.exists()
 
     Box.objects.filter(pk=late.pk).update(state=BoxState.ACCEPTED)
-    report = services.overlaps_scan(dataset)
+    report = scan.overlaps_scan(dataset)
 
     assert (report.boxes_checked, report.items_created) == (1, 1)
     assert OverlapCheck.objects.count() == 3
@@ -120,11 +120,11 @@ def test_an_interrupted_scan_leaves_its_checks_and_the_next_does_the_rest(datase
         img = image(dataset)
         make_box(img, concepts["dog"], 0, 0, 50, 50)
         make_box(img, concepts["dog"], 0, 0, 50, 45)
-    first = services.overlaps_scan(dataset, chunk_images=2, max_chunks=1)
+    first = scan.overlaps_scan(dataset, chunk_images=2, max_chunks=1)
     assert not first.finished and ReviewItem.objects.count() == 2
     assert OverlapCheck.objects.count() == 4
 
-    second = services.overlaps_scan(dataset, chunk_images=2)
+    second = scan.overlaps_scan(dataset, chunk_images=2)
 
     assert second.finished
     assert second.images_scanned == 3, "the two images of the first chunk are not scanned again"
@@ -137,13 +137,13 @@ def test_decided_pair_is_not_queued_again_but_a_relabel_queues_the_new_pair(
     img = image(dataset)
     cat = make_box(img, concepts["cat"], 0, 0, 50, 50)
     dog = make_box(img, concepts["dog"], 0, 0, 50, 48)
-    services.overlaps_scan(dataset)
-    item = services.review_lease_next(reviewer=reviewer)
-    services.review_decide(item=item, reviewer=reviewer, decision=Decision.RELABEL_B)  # dog -> cat
+    scan.overlaps_scan(dataset)
+    item = leasing.review_lease_next(reviewer=reviewer)
+    decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.RELABEL_B)  # dog -> cat
     assert not OverlapCheck.objects.filter(box=dog).exists(), "the relabelled box is examined again"
     assert dog not in selectors.finalized_boxes(dataset)
 
-    report = services.overlaps_scan(dataset)
+    report = scan.overlaps_scan(dataset)
 
     assert report.boxes_checked == 1 and OverlapCheck.objects.filter(box=dog).exists()
     assert ReviewItem.objects.get(pk=item.pk).state == ItemState.DECIDED
@@ -154,10 +154,10 @@ def test_scan_dismisses_open_items_whose_box_left_the_accepted_set(dataset, conc
     img = image(dataset)
     a = make_box(img, concepts["dog"], 0, 0, 50, 50)
     make_box(img, concepts["dog"], 0, 0, 50, 49)
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     Box.objects.filter(pk=a.pk).update(state=BoxState.REJECTED)
 
-    report = services.overlaps_scan(dataset)
+    report = scan.overlaps_scan(dataset)
 
     assert report.items_dismissed == 1
     assert ReviewItem.objects.get().state == ItemState.DISMISSED
@@ -169,12 +169,12 @@ def test_finalized_boxes_exclude_open_items_and_unscanned_boxes(dataset, concept
     b = make_box(img, concepts["dog"], 0, 0, 50, 49)
     alone = make_box(image(dataset), concepts["cat"], 0, 0, 10, 10)
     assert list(selectors.finalized_boxes(dataset)) == [], "nothing is final before a scan"
-    services.overlaps_scan(dataset)
+    scan.overlaps_scan(dataset)
     assert list(selectors.finalized_boxes(dataset)) == [alone]
     assert set(selectors.finalized_boxes(dataset, include_open=True)) == {a, b, alone}
 
-    item = services.review_lease_next(reviewer=reviewer)
-    services.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
+    item = leasing.review_lease_next(reviewer=reviewer)
+    decisions.review_decide(item=item, reviewer=reviewer, decision=Decision.DUPLICATE_KEEP_A)
 
     assert set(selectors.finalized_boxes(dataset)) == {a, alone}
 

@@ -450,7 +450,7 @@ def what_b_sees(client_b: APIClient, dataset_b, tmp_path) -> dict:
     from benchmark.exporters import ExportOptions, export
     from benchmark.selectors import DatasetSource
     from consensus.models import QuestionKind
-    from consensus.services import question_text
+    from consensus.wording import question_text
 
     classes = client_b.get(f"/api/v1/datasets/{dataset_b.pk}/concepts").json()["selected"]
     out = tmp_path / f"coco-{len(list(tmp_path.iterdir()))}"

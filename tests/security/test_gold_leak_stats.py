@@ -24,7 +24,7 @@ import pytest
 from django.conf import settings
 
 from annotation.models import Task
-from consensus import services as consensus
+from consensus import creation
 from consensus.models import ConsensusSettings, QuestionKind
 from gold.models import GoldItem, GoldSettings
 from tests import factories
@@ -95,11 +95,11 @@ def shape(value):
 
 
 def questions(dataset, concept, images):
-    return consensus.questions_create(
+    return creation.questions_create(
         dataset=dataset,
         kind=QuestionKind.IMAGE_VERIFY,
         concept=concept,
-        targets=[consensus.Target(image=i) for i in images],
+        targets=[creation.Target(image=i) for i in images],
         calibration=[False] * len(images),
     )
 

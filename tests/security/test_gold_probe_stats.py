@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from annotation.models import Assignment
-from consensus import services as consensus
+from consensus import creation
 from consensus.models import ConsensusSettings, QuestionKind
 from gold.models import GoldAnswer, GoldItem, GoldSettings
 from gold.services import SCORE_TASK
@@ -79,11 +79,11 @@ def test_the_id_rule_and_the_latency_tell_gold_no_better_than_chance_over_300_le
     images = make_images(dataset, 500)
     # Gold made before the real questions, as the audit found it: old gold among newer real tasks.
     gold_for(dataset, concept, images[:80])
-    consensus.questions_create(
+    creation.questions_create(
         dataset=dataset,
         kind=QuestionKind.IMAGE_VERIFY,
         concept=concept,
-        targets=[consensus.Target(image=i) for i in images[80:]],
+        targets=[creation.Target(image=i) for i in images[80:]],
         calibration=[False] * 420,
     )
     GoldSettings.objects.create(dataset=dataset, rate=0.2, qualification_size=0, qualification_pass=0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Count, Max
 
-from consensus import rebuild, services
+from consensus import creation, rebuild
 from consensus.models import CalibrationTable, ConsensusSettings, QuestionDecision
 
 
@@ -49,7 +49,7 @@ class Command(BaseCommand):
                 .values_list("decision")
                 .annotate(n=Count("id"))
             )
-            subjects = services.calibration_subjects(kind=table.kind, concept_id=table.concept_id)["complete"]
+            subjects = creation.calibration_subjects(kind=table.kind, concept_id=table.concept_id)["complete"]
             line = (
                 f"{table.kind} {table.concept.wnid}: table of {table.n_images} image(s); "
                 f"{len(subjects)} calibration image(s) complete now; decisions made with too small tables: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from consensus import services
+from consensus import estimates
 from consensus.calibration import ConfidenceTable
 from consensus.models import ConsensusSettings, QuestionKind
 from consensus.stopping import ACCEPT, REJECT, decision_matrix
@@ -23,12 +23,12 @@ class Command(BaseCommand):
         concept = Concept.objects.filter(wnid=opts["concept"]).first()
         if concept is None:
             raise CommandError(f"no concept with wnid {opts['concept']!r}")
-        row = services.table_newest(opts["kind"], concept.pk)
+        row = estimates.table_newest(opts["kind"], concept.pk)
         if row is None:
             raise CommandError(f"no {opts['kind']} calibration table for {concept.wnid} yet")
         table = ConfidenceTable.from_dict(row.table)
         cap = min(table.cap, opts["cap"] or table.cap)
-        policy = services.policy_for(ConsensusSettings(), opts["kind"])
+        policy = estimates.policy_for(ConsensusSettings(), opts["kind"])
         marks = decision_matrix(table, policy) if policy.cap <= table.cap else None
         out = self.stdout
         out.write(

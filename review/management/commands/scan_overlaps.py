@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Dataset
-from review import services
+from review import scan
 
 
 class Command(BaseCommand):
@@ -28,7 +28,7 @@ class Command(BaseCommand):
         if found is None:
             names = ", ".join(Dataset.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
             raise CommandError(f"no dataset named {dataset!r}; datasets: {names}")
-        report = services.overlaps_scan(found, chunk_images=chunk_images)
+        report = scan.overlaps_scan(found, chunk_images=chunk_images)
         self.stdout.write(
             f"scanned {found.name}: {report.images_scanned} images, "
             f"{report.boxes_checked} new or changed boxes, {report.pairs_found} pairs; "

@@ -1,5 +1,5 @@
-"""State changes of the review queues: requesting the overlap scan (`review.scan`), leasing an item, deciding
-it, undoing a decision, and queueing ambiguous items from other pipelines (ILSVRC Appendix E).
+"""Reviewer decisions and their undo: applied atomically, recorded with before/after snapshots of the boxes, an
+undo as a row of its own; the pipeline that sent an item acts on its decision (`review.resolvers`).
 
 Locks are always taken item row first, then box rows in id order, then the boxes' image rows, so decisions,
 undos and the overlap check never deadlock; other items touched as a side effect are locked with SKIP LOCKED
@@ -8,23 +8,30 @@ and never waited for.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from annotation import counters
-from annotation.models import Box, BoxState, Dataset, Image
-from outbox import services as outbox
+from annotation.models import Box, BoxState
 
 from . import resolvers
+from .errors import (
+    AlreadyDecided,
+    BoxesChanged,
+    InvalidDecision,
+    KeyReused,
+    NotLeaseHolder,
+    ReviewError,
+    SubjectGone,
+)
 from .final_boxes import final_boxes_sync
+from .leasing import review_lease_duration
 from .models import (
     DECISIONS_BY_KIND,
     OPEN_STATES,
@@ -33,161 +40,8 @@ from .models import (
     ReviewDecision,
     ReviewItem,
     ReviewKind,
-    ScanState,
 )
-from .scan import (  # noqa: F401  (the scan's entry points, for callers of the review services)
-    ScanReport,
-    boxes_recheck,
-    datasets_to_scan,
-    dismiss,
-    lock_images,
-    overlap_thresholds,
-    overlaps_check_images,
-    overlaps_scan,
-    pair_priority,
-)
-from .selectors import review_items_available
-
-
-class ReviewError(Exception):
-    """A review operation the caller cannot do now; the API answers 409 with the message."""
-
-    code = "conflict"
-
-
-class NotLeaseHolder(ReviewError):
-    code = "not_lease_holder"
-
-
-class AlreadyDecided(ReviewError):
-    code = "already_decided"
-
-
-class BoxesChanged(ReviewError):
-    code = "boxes_changed"
-
-
-class SubjectGone(ReviewError):
-    """The pipeline no longer needs this item (its question or job moved on): the item is dismissed."""
-
-    code = "subject_gone"
-
-
-class InvalidDecision(ValueError):
-    """The decision does not fit the item (wrong kind, missing or useless new class); the API answers 400."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The overlap scan (review/scan.py) and its requests
-# ---------------------------------------------------------------------------------------------------------
-
-# Items a pipeline waits on (a question in review holds up its labeling or box job) come before every pair,
-# which only holds back the export: pairs range from 0 to 100.
-PIPELINE_PRIORITY = 101
-
-
-def overlaps_scan_request(dataset_id: int, *, now: datetime | None = None, at_once: bool = False) -> bool:
-    """Queue a scan of the dataset unless one is queued and not started; True when this call queued it. Runs
-    outside the caller's transaction (on commit): one guarded UPDATE, no lock held.
-
-    A failed check's request (the default) is debounced: refused within the debounce period after a scan
-    finished, and run that period later, so a burst of failures makes one scan. An organizer's request
-    (`at_once`) runs now and is refused only by a scan queued and not started yet (which will cover its
-    boxes): an organizer who asks for the labels to be brought up to date waits for no timer."""
-    now = now or timezone.now()
-    debounce = settings.CROWDLABEL["REVIEW_SCAN_DEBOUNCE_SECONDS"]
-    # A request older than a few debounce periods belongs to a scan that was lost (a worker died): ask again.
-    stale = now - timedelta(seconds=max(60, 10 * debounce))
-    recent = now - timedelta(seconds=debounce)
-    ScanState.objects.get_or_create(dataset_id=dataset_id)
-    with transaction.atomic():  # the request and its outbox row commit together
-        free = ScanState.objects.filter(dataset_id=dataset_id).filter(
-            Q(scan_requested_at__isnull=True) | Q(scan_requested_at__lt=stale)
-        )
-        if not at_once:
-            free = free.filter(Q(last_finished_at__isnull=True) | Q(last_finished_at__lt=recent))
-        queued = free.update(scan_requested_at=now)
-        if queued:
-            outbox.message_enqueue(
-                "review.tasks.overlaps_scan",
-                (dataset_id,),
-                dataset_id=dataset_id,
-                countdown=0 if at_once else debounce,
-            )
-    return bool(queued)
-
-
-def overlaps_scan_requested_clear(dataset: Dataset) -> None:
-    """A requested scan is starting: later requests queue a new one."""
-    ScanState.objects.filter(dataset=dataset, scan_requested_at__isnull=False).update(scan_requested_at=None)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Leasing
-# ---------------------------------------------------------------------------------------------------------
-
-
-def review_lease_duration() -> timedelta:
-    return timedelta(seconds=settings.CROWDLABEL["REVIEW_LEASE_SECONDS"])
-
-
-def review_lease_next(
-    *,
-    reviewer,
-    dataset_id: int | None = None,
-    kinds: Sequence[str] | None = None,
-    skip: Sequence[int] = (),
-    now: datetime | None = None,
-) -> ReviewItem | None:
-    """The reviewer's current item if they hold one, else lease the highest-priority available item.
-
-    One short transaction; on PostgreSQL concurrent reviewers skip each other's locked rows. The guarded
-    UPDATE makes a lost race (SQLite has no row locks) a retry instead of a double lease."""
-    now = now or timezone.now()
-    held = (
-        ReviewItem.objects.filter(state=ItemState.LEASED, leased_to=reviewer, lease_expires_at__gt=now)
-        .exclude(pk__in=list(skip))
-        .order_by("id")
-        .first()
-    )
-    if held is not None:
-        return held
-    for _attempt in range(3):
-        with transaction.atomic():
-            item = (
-                review_items_available(
-                    now=now, dataset_id=dataset_id, kinds=kinds, exclude_ids=skip, reviewer=reviewer
-                )
-                .order_by("-priority", "id")
-                .select_for_update(skip_locked=True, no_key=True, of=("self",))
-                .first()
-            )
-            if item is None:
-                return None
-            expires_at = now + review_lease_duration()
-            taken = ReviewItem.objects.filter(
-                pk=item.pk, state=item.state, lease_expires_at=item.lease_expires_at
-            ).update(state=ItemState.LEASED, leased_to=reviewer, lease_expires_at=expires_at, updated_at=now)
-            if taken:
-                item.state, item.leased_to, item.lease_expires_at = ItemState.LEASED, reviewer, expires_at
-                return item
-    return None
-
-
-def review_release(*, item: ReviewItem, reviewer) -> ReviewItem:
-    """The reviewer skips the item: it goes back to the queue for others at once."""
-    with transaction.atomic():
-        item = ReviewItem.objects.select_for_update(no_key=True).get(pk=item.pk)
-        if item.state != ItemState.LEASED or item.leased_to_id != reviewer.pk:
-            raise NotLeaseHolder("this item is not leased to you")
-        item.state, item.leased_to, item.lease_expires_at = ItemState.OPEN, None, None
-        item.save(update_fields=["state", "leased_to", "lease_expires_at", "updated_at"])
-        return item
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Decisions and undo
-# ---------------------------------------------------------------------------------------------------------
+from .scan import boxes_recheck, dismiss, lock_images
 
 
 def _snapshot(boxes: Iterable[Box]) -> dict[str, dict[str, Any]]:
@@ -241,10 +95,6 @@ def review_decide(
 class DecideResult:
     decision: ReviewDecision
     replayed: bool  # True: an earlier request with this Idempotency-Key made it; nothing changed now
-
-
-class KeyReused(ReviewError):
-    code = "idempotency_key_reused"
 
 
 def review_decide_keyed(
@@ -477,47 +327,3 @@ def review_undo(
         _recheck_after(item, [box for box in restored if box.state == BoxState.ACCEPTED])
         final_boxes_sync(item.dataset, {box.image_id for box in boxes.values()})
         return row
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Ambiguous items from other pipelines
-# ---------------------------------------------------------------------------------------------------------
-
-
-def ambiguous_enqueue(
-    *,
-    dataset: Dataset,
-    subject: dict[str, Any],
-    reason: str,
-    box: Box | None = None,
-    image: Image | None = None,
-    priority: int = 0,
-) -> ReviewItem:
-    """Queue an item the crowd could not settle (a vote at its cap, a box job over its round cap) for a
-    reviewer. `subject` names it, e.g. {"type": "consensus.question", "id": 12}; `image` is what the reviewer
-    looks at (default: the box's image). The same subject is queued at most once while open, so calling again
-    returns the open item."""
-    if not isinstance(subject, dict) or not subject.get("type"):
-        raise ValueError('subject must be a dict with a "type", e.g. {"type": "box_job", "id": 7}')
-    key = json.dumps(subject, sort_keys=True, separators=(",", ":"))
-    if len(key) > 200:
-        raise ValueError("subject is too long: keep it to a type and an id or two")
-    try:
-        with transaction.atomic():
-            return ReviewItem.objects.create(
-                kind=ReviewKind.AMBIGUOUS,
-                dataset=dataset,
-                box_a=box,
-                image_id=image.pk if image is not None else (box.image_id if box is not None else None),
-                subject=subject,
-                subject_key=key,
-                reason=reason,
-                priority=priority,
-            )
-    except IntegrityError:
-        existing = ReviewItem.objects.filter(
-            dataset=dataset, kind=ReviewKind.AMBIGUOUS, subject_key=key, state__in=OPEN_STATES
-        ).first()
-        if existing is None:
-            raise
-        return existing
