@@ -14,6 +14,7 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("outbox",),
     ("candidates",),
     ("consensus",),
+    ("boxes",),
     ("gold", "multilabel"),
     ("review",),
     ("benchmark",),

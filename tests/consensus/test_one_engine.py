@@ -10,16 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from annotation import boxes, kinds, questions, vote_tasks
+from annotation import kinds, questions, vote_tasks
 from annotation.models import Box, FinalLabel, Task, TaskState
+from boxes import services as boxes
 from config.layers import APP_LAYERS
-from consensus import box_questions, question_kind
+from consensus import question_kind
 from consensus.models import Estimator, Question, QuestionDecision, QuestionKind, QuestionState
 from consensus.stopping import FirstToPolicy, MajorityPolicy, policy_of, rule_of
 from multilabel.asking import HIGH_LEVEL, TASK_KIND
 from multilabel.labeling import labeling_start
 from tests import factories
-from tests.annotation.boxhelpers import answer, image, vote, workers
+from tests.annotation.boxhelpers import answer, box_rule_use, image, vote, workers
 from tests.hierarchy.conftest import tiny_hierarchy  # noqa: F401  (a fixture, used by name)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -163,15 +164,9 @@ def test_a_plain_vote_tied_at_its_cap_closes_unanswered_and_reaches_no_reviewer(
 
 
 @pytest.fixture
-def fixed_box_backend():
-    """The box pipeline asks its questions of the fixed backend (CROWDLABEL_BOX_QUESTION_BACKEND=fixed)."""
-    taken = {k: questions.backend_for(k) for k in questions.KINDS}
-    box_questions.disconnect()
-    yield
-    box_questions.disconnect()
-    for kind, backend in taken.items():
-        if backend.name == box_questions.BACKEND.name:
-            box_questions.connect((kind,))
+def fixed_box_backend(settings):
+    """The box pipeline asks its questions under the fixed rule (CROWDLABEL_BOX_QUESTION_BACKEND=fixed)."""
+    box_rule_use(settings, "fixed")
 
 
 @pytest.mark.django_db

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation import boxes, queue
+from annotation import queue
 from annotation.imagerefs import image_ref
 from annotation.vote_tasks import vote_tasks_create
+from boxes import services as boxes
 from consensus import verification
 from consensus.models import Question, QuestionKind
 from crowd import demo_tasks
