@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.files.storage import FileSystemStorage
-from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -25,7 +24,6 @@ from config.queryparams import parse_id, query_flag, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
 from . import examples, hooks, instructions, kinds, queue, vote_tasks
-from .audit import audit_record, request_parameters
 from .image_filters import IMAGE_FILTER_PARAMETERS, images_filtered
 from .imagerefs import image_ref_id
 from .ingest import images_ingest, item_read
@@ -50,9 +48,7 @@ from .serializers import (
     SubmitResponseSerializer,
     SubmitSerializer,
     VoteResultSerializer,
-    VoteTasksSerializer,
     concept_by_wnid,
-    dataset_images,
 )
 
 
@@ -147,33 +143,6 @@ class DatasetViewSet(
         )
         page = self.paginate_queryset(tasks)
         return self.get_paginated_response(VoteResultSerializer(page, many=True).data)
-
-    @extend_schema(request=VoteTasksSerializer, responses={201: OpenApiTypes.OBJECT})
-    @action(detail=True, methods=["post"], url_path="vote-tasks")
-    def vote_tasks(self, request, pk=None):
-        """Queue "does this image show CONCEPT?" votes for the dataset's images (all by default)."""
-        dataset = self.get_object()
-        form = VoteTasksSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = form.validated_data
-        concept = concept_by_wnid(data["concept"])
-        images = dataset_images(dataset, data)
-        with transaction.atomic():
-            tasks = vote_tasks.vote_tasks_create(
-                dataset=dataset,
-                concept=concept,
-                images=images,
-                answers_wanted=data["answers_wanted"],
-                priority=data["priority"],
-            )
-            audit_record(
-                dataset=dataset,
-                actor=request.user,
-                action="vote_tasks.start",
-                parameters=request_parameters(data),
-                result={"created": len(tasks)},
-            )
-        return Response({"created": len(tasks)}, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         parameters=[

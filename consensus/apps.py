@@ -6,10 +6,8 @@ class ConsensusConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the `question` and plain `binary_vote` task kinds with the queue (every one a consensus
-        # question) and the engine as the asker of annotation's plain votes.
+        # question).
         from . import binary_vote, question_kind  # noqa: F401
-
-        binary_vote.connect()
 
         # Decided image-verification questions become final labels (annotation.final_labels).
         from .final_labels import connect as final_labels_connect

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from annotation import kinds, questions, vote_tasks
+from annotation import kinds, questions
 from annotation.models import Box, FinalLabel, Task, TaskState
 from boxes import services as boxes
 from config.layers import APP_LAYERS
-from consensus import question_kind
+from consensus import binary_vote, question_kind
 from consensus.models import Estimator, Question, QuestionDecision, QuestionKind, QuestionState
 from consensus.stopping import FirstToPolicy, MajorityPolicy, policy_of, rule_of
 from multilabel.asking import HIGH_LEVEL, TASK_KIND
@@ -125,7 +125,7 @@ def test_every_yes_no_task_kind_submits_through_the_engine():
 @pytest.mark.django_db
 def test_a_plain_vote_is_a_consensus_question_with_a_fixed_majority_decided_by_the_engine(dataset):
     concept = factories.ConceptFactory(name="dog")
-    (task,) = vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)])
+    (task,) = binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)])
     question = Question.objects.get(task=task)
     assert (question.kind, task.kind) == (QuestionKind.BINARY_VOTE, "binary_vote")
     assert policy_of(question.rule) == MajorityPolicy(3) and task.answers_wanted == 3
@@ -148,7 +148,7 @@ def test_a_plain_vote_tied_at_its_cap_closes_unanswered_and_reaches_no_reviewer(
     from review.models import ReviewItem
 
     concept = factories.ConceptFactory(name="cat")
-    (task,) = vote_tasks.vote_tasks_create(
+    (task,) = binary_vote.vote_tasks_create(
         dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=2
     )
     a, b = workers(2)
@@ -229,7 +229,7 @@ def test_a_starved_plain_vote_closes_unanswered_rather_than_reaching_a_reviewer(
     from consensus.stopping import Decision
     from review.models import ReviewItem
 
-    (task,) = vote_tasks.vote_tasks_create(
+    (task,) = binary_vote.vote_tasks_create(
         dataset=dataset, concept=factories.ConceptFactory(), images=[image(dataset)], answers_wanted=3
     )
     (voter,) = workers(1)
@@ -247,7 +247,7 @@ def test_voiding_the_vote_that_decided_a_plain_vote_reopens_it_and_withdraws_its
     from consensus.voiding import votes_void
 
     concept = factories.ConceptFactory()
-    (task,) = vote_tasks.vote_tasks_create(
+    (task,) = binary_vote.vote_tasks_create(
         dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=1
     )
     (voter,) = workers(1)

@@ -16,15 +16,14 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation import vote_tasks
 from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Box, BoxJob, BoxState, FinalBox, FinalLabel, Task, TaskState
 from benchmark.final_labels import final_labels_rebuild
 from boxes import services as boxes
+from consensus import binary_vote, voiding
 from consensus import events as consensus_events
 from consensus import services as consensus_services
-from consensus import voiding
 from consensus.calibration import build_table
 from consensus.models import (
     CalibrationTable,
@@ -429,7 +428,7 @@ def test_a_question_reopened_out_of_review_loses_its_item_at_once(capped, datase
 def test_a_verdict_on_a_question_never_in_review_touches_no_review_item(dataset, concept):
     # A plain vote (a question with a two-vote majority rule) decided by its votes: no statement on review
     # items runs for any of them, and an open item of another subject stays as it is.
-    (task,) = vote_tasks.vote_tasks_create(
+    (task,) = binary_vote.vote_tasks_create(
         dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=2
     )
     question = Question.objects.get(task=task)

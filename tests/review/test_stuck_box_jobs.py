@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from annotation import queue, vote_tasks
+from annotation import queue
 from annotation.models import BoxJob, Task, TaskState
 from boxes import services as boxes
 from boxes import stranded
-from consensus import starved
+from consensus import binary_vote, starved
 from consensus.calibration import build_table
 from consensus.models import CalibrationTable, Question, QuestionKind, QuestionState
 from crowd.models import BundleSize, StudyLink
@@ -70,7 +70,7 @@ def awaiting_coverage(dataset, concept, crowd):
 def participant_in_a_binary_vote_session(dataset, concept):
     """A study-link participant who answered a plain vote of the dataset in a session still open (of the
     `binary_vote` kind: the session leases nothing else)."""
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=3)
+    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=3)
     BundleSize.objects.create(dataset=dataset, kind="binary_vote", size=5)
     study = StudyLink.objects.create(dataset=dataset, kind="binary_vote")
     bundle = external_link.study_session_start(study=study, participant="P9")
@@ -142,7 +142,7 @@ def test_a_box_job_awaiting_quality_whose_question_is_gone_goes_to_review_and_on
     drawer, voter = workers(2)
     answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
     # The voter has worked in the dataset (a plain vote), so the quality question waits for them.
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=3)
+    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=3)
     answer(voter, "binary_vote", {"answer": True})
     job.refresh_from_db()
     assert job.status == "awaiting_quality"
