@@ -5,7 +5,7 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
-        # The task kinds are registered by the apps that serve them (consensus, boxes, multilabel, gold).
+        # The task kinds are registered by the apps that serve them (consensus, boxes, multilabel).
         from hierarchy import services as hierarchy_services
 
         from . import concept_use
