@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.files.storage import FileSystemStorage
-from django.db import transaction
-from django.db.models import Count
 from django.db.models.functions import Coalesce
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -25,17 +23,13 @@ from config.parsers import MultiPartParser
 from config.queryparams import parse_id, query_flag, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
-from . import boxes, examples, hooks, instructions, kinds, queue, vote_tasks
-from .audit import audit_record, request_parameters
+from . import examples, hooks, instructions, kinds, queue, vote_tasks
 from .image_filters import IMAGE_FILTER_PARAMETERS, images_filtered
 from .imagerefs import image_ref_id
 from .ingest import images_ingest, item_read
 from .models import (
     Assignment,
     AssignmentState,
-    Box,
-    BoxJob,
-    BoxState,
     ConceptExample,
     Dataset,
     ExampleState,
@@ -45,10 +39,6 @@ from .models import (
 from .scoping import reviewer_datasets
 from .serializers import (
     AssignmentSerializer,
-    BoxJobProgressSerializer,
-    BoxJobsStartedSerializer,
-    BoxJobsStartSerializer,
-    BoxSerializer,
     ConceptExampleSerializer,
     DatasetSerializer,
     ExampleUploadSerializer,
@@ -58,9 +48,7 @@ from .serializers import (
     SubmitResponseSerializer,
     SubmitSerializer,
     VoteResultSerializer,
-    VoteTasksSerializer,
     concept_by_wnid,
-    dataset_images,
 )
 
 
@@ -155,121 +143,6 @@ class DatasetViewSet(
         )
         page = self.paginate_queryset(tasks)
         return self.get_paginated_response(VoteResultSerializer(page, many=True).data)
-
-    @extend_schema(request=VoteTasksSerializer, responses={201: OpenApiTypes.OBJECT})
-    @action(detail=True, methods=["post"], url_path="vote-tasks")
-    def vote_tasks(self, request, pk=None):
-        """Queue "does this image show CONCEPT?" votes for the dataset's images (all by default)."""
-        dataset = self.get_object()
-        form = VoteTasksSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = form.validated_data
-        concept = concept_by_wnid(data["concept"])
-        images = dataset_images(dataset, data)
-        with transaction.atomic():
-            tasks = vote_tasks.vote_tasks_create(
-                dataset=dataset,
-                concept=concept,
-                images=images,
-                answers_wanted=data["answers_wanted"],
-                priority=data["priority"],
-            )
-            audit_record(
-                dataset=dataset,
-                actor=request.user,
-                action="vote_tasks.start",
-                parameters=request_parameters(data),
-                result={"created": len(tasks)},
-            )
-        return Response({"created": len(tasks)}, status=status.HTTP_201_CREATED)
-
-    @extend_schema(
-        parameters=[OpenApiParameter("concept", str, description="Only jobs of this concept (wnid).")],
-        responses=BoxJobProgressSerializer,
-    )
-    @action(detail=True, methods=["get"], url_path="box-jobs")
-    def box_jobs(self, request, pk=None):
-        """Progress of the box pipeline: jobs per status, and why jobs went to review."""
-        dataset = self.get_object()
-        wnid = request.query_params.get("concept")
-        concept = concept_by_wnid(wnid) if wnid else None
-        counts = boxes.status_counts(dataset, concept)
-        jobs = BoxJob.objects.filter(dataset=dataset).exclude(review_reason="")
-        if concept is not None:
-            jobs = jobs.filter(concept=concept)
-        reasons = dict(jobs.values("review_reason").annotate(n=Count("id")).values_list("review_reason", "n"))
-        data = {"total": sum(counts.values()), "status_counts": counts, "review_reasons": reasons}
-        return Response(BoxJobProgressSerializer(data).data)
-
-    @extend_schema(request=BoxJobsStartSerializer, responses={201: BoxJobsStartedSerializer})
-    @box_jobs.mapping.post
-    def box_jobs_start(self, request, pk=None):
-        """Start the box pipeline (draw, quality, coverage) for a concept: by default on the images whose
-        final label says the concept is present, or on the images named, or on every image (`where: all`).
-        Starting a job that exists already changes nothing."""
-        dataset = self.get_object()
-        form = BoxJobsStartSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = form.validated_data
-        concept = concept_by_wnid(data["concept"])
-        images = dataset_images(dataset, data)
-        where = "images" if images is not None else data["where"]
-        if where == "verified":
-            images = boxes.images_verified_present(dataset, concept)
-            if not images:
-                raise ValidationError(
-                    {
-                        "where": f"no image of this dataset is verified to show {concept.wnid} "
-                        f"({concept.name}) yet: verify the class first, name the images, or box every "
-                        'image with "where": "all"'
-                    }
-                )
-        with transaction.atomic():
-            report = boxes.box_jobs_start(
-                dataset=dataset,
-                concept=concept,
-                images=images,
-                max_boxes=data["max_boxes"],
-                max_rounds=data["max_rounds"],
-            )
-            audit_record(
-                dataset=dataset,
-                actor=request.user,
-                action="boxes.start",
-                parameters=request_parameters(data),
-                result={"created": report.created, "existing": report.existing, "where": where},
-            )
-        body = BoxJobsStartedSerializer(
-            {"created": report.created, "existing": report.existing, "where": where}
-        ).data
-        return Response(body, status=status.HTTP_201_CREATED)
-
-    @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "state", str, enum=BoxState.values, description="Box state (default: accepted)."
-            ),
-            OpenApiParameter("concept", str, description="Only boxes of this concept (wnid)."),
-            OpenApiParameter("image", int, description="Only boxes on this image."),
-        ],
-        responses=BoxSerializer(many=True),
-    )
-    @action(detail=True, methods=["get"], url_path="boxes")
-    def box_list(self, request, pk=None):
-        """Boxes on the dataset's images, in original-image pixels."""
-        dataset = self.get_object()
-        params = request.query_params
-        state = params.get("state", BoxState.ACCEPTED)
-        if state not in BoxState.values:
-            raise ValidationError({"state": f"must be one of {', '.join(BoxState.values)}"})
-        qs = Box.objects.filter(image__dataset=dataset, state=state).select_related("concept")
-        if params.get("concept"):
-            qs = qs.filter(concept=concept_by_wnid(params["concept"]))
-        image_id = query_id(params, "image")
-        if image_id is not None:
-            qs = qs.filter(image_id=image_id)
-        page = self.paginate_queryset(qs.order_by("id"))
-        return self.get_paginated_response(BoxSerializer(page, many=True).data)
 
     @extend_schema(
         parameters=[

@@ -1,19 +1,20 @@
-"""The box pipeline's outbound hook for binary questions ("is this box tight?", "is every instance boxed?").
+"""The box pipeline's binary questions as data ("is this box tight?", "is every instance boxed?"): their kinds,
+wording and the `BinaryQuestion` a box job asks, stored in the consensus question's subject under `SUBJECT_KEY`.
 
-Annotation sits below consensus, so it never imports it: a higher app registers a `QuestionBackend` for the
-question kinds it takes over (in its `AppConfig.ready`) and reports each decision back through
-`annotation.boxes.on_question_decided`. Kinds no backend took go to the default backend, which consensus also
-registers: the fixed first-to-k vote of `consensus.fixed_box_questions`.
+The `boxes` app asks them of consensus (`boxes.questions`) and takes their decisions back; they live here, below
+consensus, because consensus words and shows them too (`consensus.wording`, `consensus.question_kind`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 QUALITY = "box_quality"
 COVERAGE = "box_coverage"
 KINDS = (QUALITY, COVERAGE)
+# The key of a consensus question's subject that holds the `BinaryQuestion` a box job asked.
+SUBJECT_KEY = "box_pipeline"
 
 
 @dataclass(frozen=True)
@@ -53,49 +54,10 @@ class BinaryQuestion:
         )
 
 
-class QuestionBackend(Protocol):
-    """Asks a binary question of the crowd, inside the caller's transaction. Returns a handle naming what was
-    created (e.g. "task:12"), for logs and the job's audit trail. When the question is decided the backend
-    calls `annotation.boxes.on_question_decided(question, outcome)` with True, False, or None for
-    "undecidable" (its vote cap reached without a decision)."""
-
-    name: str
-
-    def ask(self, question: BinaryQuestion) -> str: ...
-
-
-_backends: dict[str, QuestionBackend] = {}
-_default: QuestionBackend | None = None
-
-
-def register(backend: QuestionBackend, kinds: tuple[str, ...] = KINDS) -> None:
-    """Route `kinds` to `backend` (a later registration for a kind replaces the earlier one)."""
-    unknown = set(kinds) - set(KINDS)
-    if unknown:
-        raise ValueError(f"unknown question kinds {sorted(unknown)}; known: {list(KINDS)}")
-    for kind in kinds:
-        _backends[kind] = backend
-
-
-def unregister(kinds: tuple[str, ...] = KINDS) -> None:
-    for kind in kinds:
-        _backends.pop(kind, None)
-
-
-def register_default(backend: QuestionBackend) -> None:
-    global _default
-    _default = backend
-
-
-def backend_for(kind: str) -> QuestionBackend:
-    backend = _backends.get(kind) or _default
-    if backend is None:
-        raise LookupError(f"no question backend for {kind!r} (is the annotation app ready?)")
-    return backend
-
-
-def ask(question: BinaryQuestion) -> str:
-    return backend_for(question.kind).ask(question)
+def shown_box_ids(subject: dict | None) -> list[int]:
+    """The accepted boxes a box question shows besides the judged one (the worker page draws them)."""
+    asked = (subject or {}).get(SUBJECT_KEY) or {}
+    return [int(b) for b in asked.get("box_ids", ())]
 
 
 def text_for(kind: str, concept_name: str) -> str:

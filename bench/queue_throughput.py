@@ -238,9 +238,9 @@ def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from annotation import vote_tasks
     from annotation.models import Dataset, Image
     from config.roles import WORKERS
+    from consensus import binary_vote
     from crowd.services import token_for, user_create
     from hierarchy.models import Concept
 
@@ -267,7 +267,7 @@ def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int
         batch_size=5000,
     )
     # Queued as every caller queues plain votes: each a consensus question with its fixed-majority rule.
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=images, answers_wanted=1)
+    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=images, answers_wanted=1)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # fresh statistics, so the planner uses the queue's partial index
 

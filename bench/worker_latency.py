@@ -92,8 +92,8 @@ def data_create(n_tasks: int) -> None:
     django.setup()
     from annotation.ingest import IngestItem, images_ingest
     from annotation.models import Dataset
-    from annotation.vote_tasks import vote_tasks_create
     from config.roles import WORKERS
+    from consensus.binary_vote import vote_tasks_create
     from crowd.services import user_create
     from hierarchy.models import Concept
 

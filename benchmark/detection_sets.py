@@ -14,8 +14,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.audit import audit_record
-from annotation.boxes import box_job_start
 from annotation.models import Box, BoxState, Dataset, FinalBox, FinalLabel, Image
+from boxes.services import box_job_start
 from hierarchy.models import Concept
 
 from . import class_selection as rules

@@ -1,8 +1,8 @@
-"""The floors of the house: which app may import which. An app imports only apps on lower floors; apps on one
-floor (gold and multilabel) do not import each other. A lower app that must reach a higher one announces an event
-through a small registry the higher app subscribes to in its `AppConfig.ready()` (`hierarchy.events`,
-`consensus.events`, `annotation.hooks`, `annotation.kinds`). `tests/test_app_graph.py` enforces this order and
-docs/architecture.md draws it."""
+"""The floors of the house: which app may import which. An app imports only apps on lower floors and calls them
+directly; apps on one floor (gold and multilabel) do not import each other. A lower app that must reach a higher
+one announces an event through a small registry the higher app subscribes to in its `AppConfig.ready()`
+(`consensus.events`, `annotation.hooks`, `annotation.kinds`, the box pipeline's hooks in `boxes.services`).
+`tests/test_app_graph.py` enforces this order and docs/architecture.md draws it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("outbox",),
     ("candidates",),
     ("consensus",),
+    ("boxes",),
     ("gold", "multilabel"),
     ("review",),
     ("benchmark",),

@@ -122,6 +122,7 @@ INSTALLED_APPS = [
     "annotation",
     "candidates",
     "consensus",
+    "boxes",
     "gold",
     "multilabel",
     "review",

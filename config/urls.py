@@ -19,6 +19,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/me", MeView.as_view(), name="me"),
     path("api/v1/", include("annotation.urls")),
+    path("api/v1/", include("boxes.urls")),
     path("api/v1/", include("hierarchy.urls")),
     path("api/v1/", include("multilabel.urls")),
     path("api/v1/", include("consensus.urls")),

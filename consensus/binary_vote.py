@@ -1,5 +1,5 @@
 """The plain vote as consensus questions: "does this image show CONCEPT?" asked of a fixed number of workers
-(`annotation.vote_tasks` queues them through `votes_ask` below), each a `binary_vote` question carrying a fixed
+(`vote_tasks_create` below queues them on the images not asked yet), each a `binary_vote` question carrying a fixed
 majority of `answers_wanted` as its rule (`consensus.stopping.MajorityPolicy`, early stop), decided by the one
 engine (`consensus.engine.vote_apply`). A tie at the cap closes the question unanswered (the rule's
 ``on_review: close``), not sent to a person. The verdict becomes a final label (`consensus.final_labels`,
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation import kinds, vote_tasks
-from annotation.models import Assignment, Dataset, Image, Task
+from django.db import transaction
+
+from annotation import kinds
+from annotation.models import Assignment, Dataset, Image, Task, TaskState
 from annotation.vote_tasks import KIND, question_text
 from hierarchy.models import Concept
 
@@ -50,6 +52,33 @@ def votes_ask(
     return [q.task for q in created]
 
 
+def vote_tasks_create(
+    *,
+    dataset: Dataset,
+    concept,
+    images: list[Image] | None = None,
+    answers_wanted: int = 3,
+    priority: int = 0,
+) -> list[Task]:
+    """Queue one binary vote task per image (all of the dataset's images by default). Images that already
+    have an open or done vote task for the concept are skipped, so calling this twice queues nothing twice."""
+    if answers_wanted < 1:
+        raise ValueError("answers_wanted must be at least 1")
+    with transaction.atomic():
+        image_qs = (
+            dataset.images.all() if images is None else Image.objects.filter(pk__in=[i.pk for i in images])
+        )
+        already = set(
+            Task.objects.filter(kind=KIND, dataset=dataset, concept=concept)
+            .exclude(state=TaskState.CANCELLED)
+            .values_list("image_id", flat=True)
+        )
+        fresh = [image for image in image_qs.order_by("id") if image.pk not in already]
+        return votes_ask(
+            dataset=dataset, concept=concept, images=fresh, answers_wanted=answers_wanted, priority=priority
+        )
+
+
 def adopt(assignment: Assignment) -> Question:
     """A `binary_vote` task queued without a question (before plain votes were consensus questions)."""
     task = assignment.task
@@ -86,8 +115,3 @@ KIND_SPEC = kinds.register(
         on_withdraw=question_kind.on_withdraw,  # an answer taken back leaves its question's tally
     )
 )
-
-
-def connect() -> None:
-    """Make the engine the one that asks annotation's plain votes (called from `ConsensusConfig.ready`)."""
-    vote_tasks.register_backend(votes_ask)

@@ -29,7 +29,7 @@ from .stopping import (
 )
 
 # Accuracy assumed of every worker when neither a concept table nor the kind's calibration data exists (the box
-# pipeline's prior, consensus/box_questions.py): accept at 3 more yes than no, reject at 2 more no.
+# pipeline's prior, boxes/questions.py): accept at 3 more yes than no, reject at 2 more no.
 NO_DATA_ACCURACY = 0.9
 # The kinds the weighted estimator always decides. Box questions start from their table (the prior, then a
 # calibrated one): they exclude the box's drawers and arrive one box job at a time (docs/boxes.md).

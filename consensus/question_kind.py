@@ -11,11 +11,12 @@ from typing import Any
 
 from annotation import kinds
 from annotation.models import Assignment, Box, Task
+from annotation.questions import shown_box_ids
 from annotation.queue import TaskChange
 from hierarchy.graph import graph_for
 from hierarchy.models import QuestionNode
 
-from . import box_questions, engine, voiding
+from . import engine, voiding
 from .creation import TASK_KIND
 from .models import Question, QuestionKind
 
@@ -83,7 +84,7 @@ def public_payload(task: Task) -> dict[str, Any]:
     question = getattr(task, "question", None)
     if question is not None:
         shows_boxes = question.kind in BOX_KINDS
-        shown = box_questions.shown_box_ids(question.subject)
+        shown = shown_box_ids(question.subject)
     else:
         # A task serving no consensus question (a gold item, served by a higher app) names the boxes it shows
         # in its payload, so its public payload has the same keys as a real question of its kind.

@@ -1,6 +1,12 @@
 from django.urls import re_path
+from rest_framework.routers import SimpleRouter
 
-from . import api
+from . import api, vote_api
+
+router = SimpleRouter()
+router.trailing_slash = "/?"  # both /api/v1/x and /api/v1/x/ work, as for annotation's dataset views
+# Basename "dataset", as the action had on annotation's DatasetViewSet: the URL name stays.
+router.register("datasets", vote_api.DatasetVotesViewSet, basename="dataset")
 
 urlpatterns = [
     re_path(
@@ -23,4 +29,5 @@ urlpatterns = [
         api.CalibrationTableView.as_view(),
         name="concept-calibration",
     ),
+    *router.urls,
 ]

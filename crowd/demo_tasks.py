@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 
-from annotation import boxes, queue
+from annotation import queue
 from annotation.imagerefs import image_ref
 from annotation.models import Box, BoxState, Dataset, Image, TaskState
+from boxes import services as boxes
 from config.roles import WORKERS
 from consensus import verification
 from consensus.models import ConsensusSettings, Question, QuestionKind

@@ -6,7 +6,8 @@ class GoldConfig(AppConfig):
 
     def ready(self) -> None:
         # Gold sits above the queue and consensus: it plugs into the queue's hooks instead of being imported.
-        from annotation import boxes, hooks
+        from annotation import hooks
+        from boxes import services as boxes
 
         from . import services, serving
 

@@ -19,9 +19,9 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from annotation import queue
-from annotation.boxes import accepted_boxes
 from annotation.models import Assignment
 from annotation.queue import sqlrows
+from boxes.services import accepted_boxes
 from consensus.creation import TASK_KIND, question_task
 from consensus.models import ConsensusSettings, Question, QuestionKind, QuestionState
 from consensus.question_kind import BOX_KINDS, SHOWN_BOXES_KEY

@@ -1,6 +1,6 @@
 """Full multi-label annotation of a dataset's images by hierarchical yes/no questions (ILSVRC §3.3.3,
 Algorithm 1): start labeling, take each decided answer, ask the next question, store the final leaf labels and
-announce the present classes.
+start the box jobs of the present classes (`boxes.services.on_leaves_present`).
 
 The algorithm itself is the pure core hierarchy/algorithm.py; this module keeps its state in the database (one
 ImageLabeling row per image, locked while an answer is applied) and chooses the order per run: breadth-first,
@@ -20,7 +20,7 @@ from annotation import counters
 from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Dataset, Image
-from hierarchy import events
+from boxes import services as box_services
 from hierarchy.algorithm import LabelingState, Order, breadth_first, leaf_labels, next_question, start
 from hierarchy.algorithm import answer as algorithm_answer
 from hierarchy.graph import HierarchyGraph, graph_for
@@ -169,7 +169,7 @@ def labeling_answer(
     only_if_pending: bool = False,
 ) -> ImageLabeling:
     """Apply the decided answer to question `node_id` of one image, then ask the next question or, when every
-    node is decided, store the leaf labels and announce the present classes (hierarchy.events).
+    node is decided, store the leaf labels and start the present classes' box jobs (boxes.services).
 
     Called by the question engine when it decides a question, inside its transaction. A repeated call for a
     node already decided changes nothing. A node that is not pending is refused (LabelingError), unless
@@ -265,7 +265,7 @@ def labeling_rewind(
 
 def _withdraw(labeling: ImageLabeling, graph: HierarchyGraph) -> None:
     """Take back what a finished labeling stored: its leaf labels and its multi-label verdicts. Box jobs it
-    started stay; the finish after the rewind announces the present leaves again (idempotently)."""
+    started stay; the finish after the rewind hands the present leaves to the box pipeline again (idempotently)."""
     leaves = list(labeling.leaf_labels.values_list("concept_id", flat=True))
     labeling.leaf_labels.all().delete()
     final_labels_record(
@@ -292,16 +292,10 @@ def _finish(labeling: ImageLabeling, graph: HierarchyGraph, state: LabelingState
         for leaf, label in labels.items()
     )
     _record_final_labels(labeling, graph, labels)
-    events.announce(
-        events.LeavesPresent(
-            dataset_id=labeling.dataset_id,
-            image_id=labeling.image_id,
-            hierarchy_id=labeling.hierarchy_id,
-            labeling_id=labeling.pk,
-            concept_ids=tuple(
-                graph.nodes[leaf].concept_id for leaf, label in labels.items() if label.present
-            ),
-        )
+    # The present leaves flow into the box pipeline: a box job per (image, class), in this transaction.
+    box_services.on_leaves_present(
+        image_id=labeling.image_id,
+        concept_ids=[graph.nodes[leaf].concept_id for leaf, label in labels.items() if label.present],
     )
 
 

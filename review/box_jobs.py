@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotation import boxes, pipeline
+from annotation import pipeline
 from annotation.final_evidence import REVIEW
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Box, BoxJob, BoxJobStatus
+from boxes import services as boxes
 from consensus.models import Question, QuestionKind, QuestionState
 
 from . import resolvers

@@ -9,9 +9,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from annotation.questions import shown_box_ids
 from consensus import events as consensus_events
 from consensus import verdicts
-from consensus.box_questions import shown_box_ids
 from consensus.models import Question, QuestionKind, QuestionState, Verdict
 from consensus.wording import question_text
 

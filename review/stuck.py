@@ -1,5 +1,5 @@
 """The sweep that leaves no dead end: questions nobody left can answer are settled or sent to review, and box jobs
-awaiting a verification that no question asks any more go to review (`consensus.starved`), and every question waiting in review and every box job in review has an open review
+awaiting a verification that no question asks any more go to review (`consensus.starved`, `boxes.stranded`), and every question waiting in review and every box job in review has an open review
 item, whatever happened before (data from before the pipelines were connected, an item dismissed by mistake).
 Run on a schedule (`review.tasks.stuck_enqueue`) and by `manage.py review_stuck`."""
 
@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from boxes import stranded
 from consensus import starved
 from consensus.models import QuestionState
 
@@ -31,13 +32,13 @@ class StuckReport:
 def stuck_enqueue(*, dataset_id: int | None = None, starved_after: float | None = None) -> StuckReport:
     """Settle starved questions (idle `starved_after` seconds, the setting when None; those sent to review get
     their item through the usual event), send box jobs whose verification no question asks any more to review
-    (`starved.box_jobs_stranded`), then queue every question and box job in review that has no open
+    (`boxes.stranded.box_jobs_stranded`), then queue every question and box job in review that has no open
     item, and dismiss open question items whose question left review without a reviewer (its votes were
     voided and it reopened)."""
     report = StuckReport()
     settled = starved.starved_settle(dataset_id=dataset_id, idle_seconds=starved_after)
     report.starved_settled, report.table_waits_ended = settled.settled, settled.table_waits_ended
-    report.box_jobs_stranded = starved.box_jobs_settle_stranded(
+    report.box_jobs_stranded = stranded.box_jobs_settle_stranded(
         dataset_id=dataset_id, idle_seconds=starved_after
     )
     for question in questions.questions_in_review_without_item().select_related("dataset", "image", "box"):

@@ -24,7 +24,6 @@ PURE_CORES = [
     "hierarchy/algorithm.py",
     "hierarchy/fixture.py",
     "multilabel/cooccurrence.py",
-    "hierarchy/events.py",
     "review/overlaps.py",
     "benchmark/splits.py",
     "benchmark/class_selection.py",

@@ -2,7 +2,7 @@
 
 1. verification: one candidate synset per image (noisy like search results), dynamic consensus;
 2. multi-label: Algorithm 1 over a hierarchy (ILSVRC §3.3.3); the platform starts a box job for every class it
-   finds present (hierarchy.events -> annotation.boxes), and the crowd draws and checks boxes (ILSVRC §3.2.1);
+   finds present (multilabel -> boxes.services), and the crowd draws and checks boxes (ILSVRC §3.2.1);
 3. review: the operator runs the overlap scan, a simulated reviewer leases and decides every review item from
    the ground truth (small error rate); the crowd then finishes whatever review sent back, a few rounds;
 4. splits (train/val, frozen) and exports (COCO for boxes, ILSVRC for image-level labels) through the export

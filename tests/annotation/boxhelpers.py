@@ -39,3 +39,10 @@ def vote(voters, kind, value: bool):
         if task.state == "done":
             return task
     raise AssertionError(f"the {kind} task did not close after {len(voters)} votes")
+
+
+def box_rule_use(settings, rule: str) -> None:
+    """Ask the box pipeline's questions from now on under `rule`: "consensus" (the calibrated rule, the default)
+    or "fixed" (first-to-k), as `CROWDLABEL_BOX_QUESTION_BACKEND` chooses; `settings` is pytest-django's
+    fixture, which restores the choice after the test."""
+    settings.CROWDLABEL = {**settings.CROWDLABEL, "BOX_QUESTION_BACKEND": rule}

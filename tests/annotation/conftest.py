@@ -1,19 +1,12 @@
-"""The annotation tests exercise the box pipeline with the fixed box-question backend
-(`consensus.fixed_box_questions`, the default): the calibrated consensus backend, which takes over the box
-questions by default, is disconnected for them (tests/consensus covers it)."""
+"""The annotation tests exercise the box pipeline under the fixed first-to-k rule (`boxes.fixed_questions`,
+`CROWDLABEL_BOX_QUESTION_BACKEND=fixed`): the calibrated consensus rule, the default, is covered by
+tests/consensus."""
 
 import pytest
 
-from annotation import questions
-from consensus import box_questions
+from tests.annotation.boxhelpers import box_rule_use
 
 
 @pytest.fixture(autouse=True)
-def fixed_box_question_backend():
-    taken = {k: questions.backend_for(k) for k in questions.KINDS}
-    box_questions.disconnect()
-    yield
-    box_questions.disconnect()
-    for kind, backend in taken.items():
-        if backend.name == box_questions.BACKEND.name:
-            box_questions.connect((kind,))
+def fixed_box_question_backend(settings):
+    box_rule_use(settings, "fixed")

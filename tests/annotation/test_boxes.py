@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import boxes, pipeline, questions
+from annotation import pipeline, questions
 from annotation.models import Box, BoxJob, BoxJobEvent, BoxState, Task, TaskExclusion, TaskState
-from consensus.fixed_box_questions import POLICIES
+from boxes import services as boxes
+from boxes.fixed_questions import POLICIES
 from tests import factories
 from tests.annotation.boxhelpers import answer, image, lease, vote, workers
 
@@ -223,35 +224,14 @@ def test_undecidable_questions_send_the_job_to_review_with_the_box_pending(job, 
     assert box.state == BoxState.PENDING
 
 
-class RecordingBackend:
-    """A stand-in for the consensus engine: records the questions, creates no task."""
-
-    name = "recording"
-
-    def __init__(self):
-        self.asked = []
-
-    def ask(self, question):
-        self.asked.append(question)
-        return f"recorded:{len(self.asked)}"
-
-
-def test_a_registered_backend_takes_over_a_question_kind_and_reports_back(job, crowd):
-    backend = RecordingBackend()
-    questions.register(backend, kinds=(QUALITY,))
-    try:
-        drawer, *others = crowd
-        box = draw(drawer)
-        assert not Task.objects.filter(kind=QUALITY).exists()
-        (question,) = backend.asked
-        assert (question.kind, question.box_id, question.exclude_workers) == (QUALITY, box.pk, (drawer.pk,))
-        assert question.job_id == job.pk and "dog" in question.text
-        assert boxes.on_question_decided(question, True)
-        # coverage was not taken over: the default backend asks it
-        assert Task.objects.filter(kind=COVERAGE).count() == 1
-    finally:
-        questions.unregister((QUALITY,))
-    assert questions.backend_for(QUALITY).name == "fixed-majority"
+def test_the_quality_question_names_its_job_box_and_drawer_and_its_decision_goes_back(job, crowd):
+    drawer, *_ = crowd
+    box = draw(drawer)
+    question = questions.BinaryQuestion.from_dict(Task.objects.get(kind=QUALITY).payload["question"])
+    assert (question.kind, question.box_id, question.exclude_workers) == (QUALITY, box.pk, (drawer.pk,))
+    assert question.job_id == job.pk and "dog" in question.text
+    assert boxes.on_question_decided(question, True)
+    assert Task.objects.filter(kind=COVERAGE).count() == 1
 
 
 def test_box_jobs_start_covers_every_image_of_the_dataset_once(dataset, concept):

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation import boxes
 from annotation.imagerefs import image_ref
 from annotation.models import Assignment, AssignmentState, Box, BoxJob, BoxJobEvent, Task
+from boxes import services as boxes
 from tests import factories
 from tests.annotation.boxhelpers import image, vote, workers
 from tests.conftest import client_for, leased_task

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from annotation import counters, queue, vote_tasks
-from consensus import tally
+from annotation import counters, queue
+from consensus import binary_vote, tally
 from consensus.models import Question, QuestionKind, QuestionRole, QuestionState
 from tests import factories
 from tests.annotation.boxhelpers import image, workers
@@ -30,7 +30,7 @@ def migrate(targets) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_the_migrations_fill_the_worker_tally_and_the_production_figures_from_existing_rows(dataset):
     concept = factories.ConceptFactory(name="dog")
-    tasks = vote_tasks.vote_tasks_create(
+    tasks = binary_vote.vote_tasks_create(
         dataset=dataset, concept=concept, images=[image(dataset) for _ in range(3)], answers_wanted=3
     )
     a, b = workers(2)
@@ -39,7 +39,7 @@ def test_the_migrations_fill_the_worker_tally_and_the_production_figures_from_ex
             lease = queue.task_lease_next(worker=worker, dataset_id=dataset.pk)
             queue.assignment_submit(assignment=lease, answer={"answer": True}, idempotency_key=f"k{lease.pk}")
     c = workers(1, prefix="c")[0]
-    extra = vote_tasks.vote_tasks_create(
+    extra = binary_vote.vote_tasks_create(
         dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=5
     )
     lease = queue.task_lease_next(worker=c, dataset_id=dataset.pk)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.management.commands import ingest_images
 from annotation.models import Dataset, Image, Task
 from annotation.vote_tasks import KIND
+from consensus.management.commands import ingest_images
 from tests import factories
 from tests.annotation import imagefiles
 

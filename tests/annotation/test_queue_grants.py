@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Assignment, DatasetGrant
 from annotation.queue import task_lease_next
-from annotation.vote_tasks import vote_tasks_create
+from consensus.binary_vote import vote_tasks_create
 from tests import factories
 from tests.annotation.test_hot_path_round_trips import (
     VOTE_NEXT,

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from annotation.imagerefs import image_ref
 from annotation.models import Assignment, Task, TaskState
 from annotation.serializers import AssignmentSerializer, WorkerTaskSerializer
-from annotation.vote_tasks import vote_tasks_create
+from consensus.binary_vote import vote_tasks_create
 from crowd.services import token_for
 from tests import factories
 

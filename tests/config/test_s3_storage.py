@@ -17,9 +17,9 @@ from storages.backends.s3 import S3Storage
 
 from annotation.imagerefs import image_ref
 from annotation.models import Box, BoxState, Image
-from annotation.vote_tasks import vote_tasks_create
 from config.csp import media_origins
 from config.storage import s3_storage
+from consensus.binary_vote import vote_tasks_create
 from review import scan
 from review.models import ReviewItem
 from tests import factories

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from annotation import queue
 from annotation.models import Assignment, AssignmentState, Task, TaskState
-from annotation.vote_tasks import vote_tasks_create
 from consensus import verification
+from consensus.binary_vote import vote_tasks_create
 from consensus.models import (
     CalibrationTable,
     ConsensusSettings,

@@ -1,4 +1,4 @@
-"""The consensus engine as the box pipeline's question backend (the default): quality and coverage questions are
+"""The box pipeline's questions through the calibrated consensus rule (the default, `boxes.questions`): quality and coverage questions are
 consensus Questions, the drawers can never vote on them (also when they waited for a calibration table), each
 new coverage round is a new question, and the decisions move the box job on."""
 
@@ -8,28 +8,27 @@ import numpy as np
 import pytest
 from django.db import IntegrityError, transaction
 
-from annotation import boxes, questions
+from annotation import questions
 from annotation.models import Box, BoxJob, BoxState, Task, TaskExclusion
-from consensus import box_questions, question_kind
+from boxes import questions as box_questions
+from boxes import services as boxes
+from consensus import question_kind
 from consensus.calibration import build_table
 from consensus.models import CalibrationTable, Question, QuestionKind, QuestionRole, QuestionState
 from tests import factories
-from tests.annotation.boxhelpers import answer, image, lease, workers
+from tests.annotation.boxhelpers import answer, box_rule_use, image, lease, workers
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def connected():
-    box_questions.connect()  # the default (ConsensusConfig.ready), made explicit
-    yield
+def connected(settings):
+    box_rule_use(settings, "consensus")  # the default, made explicit
 
 
 @pytest.fixture
-def fixed():
-    box_questions.disconnect()
-    yield
-    box_questions.connect()
+def fixed(settings):
+    box_rule_use(settings, "fixed")
 
 
 @pytest.fixture
@@ -84,14 +83,18 @@ def test_a_question_served_on_the_prior_table_also_excludes_the_drawer(connected
     ]
 
 
-def test_consensus_is_the_default_backend_of_both_box_questions():
-    assert questions.backend_for(questions.QUALITY).name == "consensus"
-    assert questions.backend_for(questions.COVERAGE).name == "consensus"
+def test_consensus_is_the_default_rule_of_the_box_questions(settings):
+    settings.CROWDLABEL = {k: v for k, v in settings.CROWDLABEL.items() if k != "BOX_QUESTION_BACKEND"}
+    assert box_questions.backend_chosen() == "consensus"
 
 
-def test_the_fixed_rule_stays_selectable(fixed):
-    assert questions.backend_for(questions.QUALITY).name == "fixed-majority"
-    assert questions.backend_for(questions.COVERAGE).name == "fixed-majority"
+def test_the_fixed_rule_stays_selectable(fixed, dataset, concept):
+    assert box_questions.backend_chosen() == "fixed"
+    boxes.box_job_start(image=image(dataset), concept=concept)
+    (drawer,) = workers(1)
+    answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
+    (question,) = Question.objects.filter(kind=QuestionKind.BOX_QUALITY)
+    assert question.rule and question.task.kind == questions.QUALITY
 
 
 def vote_until_decided(voters, value):

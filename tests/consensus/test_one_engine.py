@@ -10,16 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from annotation import boxes, kinds, questions, vote_tasks
+from annotation import kinds, questions
 from annotation.models import Box, FinalLabel, Task, TaskState
+from boxes import services as boxes
 from config.layers import APP_LAYERS
-from consensus import box_questions, question_kind
+from consensus import binary_vote, question_kind
 from consensus.models import Estimator, Question, QuestionDecision, QuestionKind, QuestionState
 from consensus.stopping import FirstToPolicy, MajorityPolicy, policy_of, rule_of
 from multilabel.asking import HIGH_LEVEL, TASK_KIND
 from multilabel.labeling import labeling_start
 from tests import factories
-from tests.annotation.boxhelpers import answer, image, vote, workers
+from tests.annotation.boxhelpers import answer, box_rule_use, image, vote, workers
 from tests.hierarchy.conftest import tiny_hierarchy  # noqa: F401  (a fixture, used by name)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -124,7 +125,7 @@ def test_every_yes_no_task_kind_submits_through_the_engine():
 @pytest.mark.django_db
 def test_a_plain_vote_is_a_consensus_question_with_a_fixed_majority_decided_by_the_engine(dataset):
     concept = factories.ConceptFactory(name="dog")
-    (task,) = vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)])
+    (task,) = binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)])
     question = Question.objects.get(task=task)
     assert (question.kind, task.kind) == (QuestionKind.BINARY_VOTE, "binary_vote")
     assert policy_of(question.rule) == MajorityPolicy(3) and task.answers_wanted == 3
@@ -147,7 +148,7 @@ def test_a_plain_vote_tied_at_its_cap_closes_unanswered_and_reaches_no_reviewer(
     from review.models import ReviewItem
 
     concept = factories.ConceptFactory(name="cat")
-    (task,) = vote_tasks.vote_tasks_create(
+    (task,) = binary_vote.vote_tasks_create(
         dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=2
     )
     a, b = workers(2)
@@ -163,15 +164,9 @@ def test_a_plain_vote_tied_at_its_cap_closes_unanswered_and_reaches_no_reviewer(
 
 
 @pytest.fixture
-def fixed_box_backend():
-    """The box pipeline asks its questions of the fixed backend (CROWDLABEL_BOX_QUESTION_BACKEND=fixed)."""
-    taken = {k: questions.backend_for(k) for k in questions.KINDS}
-    box_questions.disconnect()
-    yield
-    box_questions.disconnect()
-    for kind, backend in taken.items():
-        if backend.name == box_questions.BACKEND.name:
-            box_questions.connect((kind,))
+def fixed_box_backend(settings):
+    """The box pipeline asks its questions under the fixed rule (CROWDLABEL_BOX_QUESTION_BACKEND=fixed)."""
+    box_rule_use(settings, "fixed")
 
 
 @pytest.mark.django_db
@@ -234,7 +229,7 @@ def test_a_starved_plain_vote_closes_unanswered_rather_than_reaching_a_reviewer(
     from consensus.stopping import Decision
     from review.models import ReviewItem
 
-    (task,) = vote_tasks.vote_tasks_create(
+    (task,) = binary_vote.vote_tasks_create(
         dataset=dataset, concept=factories.ConceptFactory(), images=[image(dataset)], answers_wanted=3
     )
     (voter,) = workers(1)
@@ -252,7 +247,7 @@ def test_voiding_the_vote_that_decided_a_plain_vote_reopens_it_and_withdraws_its
     from consensus.voiding import votes_void
 
     concept = factories.ConceptFactory()
-    (task,) = vote_tasks.vote_tasks_create(
+    (task,) = binary_vote.vote_tasks_create(
         dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=1
     )
     (voter,) = workers(1)

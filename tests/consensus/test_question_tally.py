@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import queue, vote_tasks
+from annotation import queue
 from annotation.counters import counters_recount
-from consensus import tally
+from consensus import binary_vote, tally
 from consensus.models import Question, QuestionKind, QuestionRole, QuestionState, Vote
 from consensus.verdicts import question_review_decide
 from consensus.voiding import votes_void
@@ -35,7 +35,7 @@ def give(worker, task, value: bool):
 def test_the_production_figures_follow_decisions_voids_undos_and_reviews(dataset, organizer):
     concept = factories.ConceptFactory(name="dog")
     two, three, one, five = (
-        vote_tasks.vote_tasks_create(
+        binary_vote.vote_tasks_create(
             dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=n
         )[0]
         for n in (3, 3, 1, 5)

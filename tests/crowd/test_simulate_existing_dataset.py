@@ -23,7 +23,7 @@ from annotation.models import (
     Task,
     TaskState,
 )
-from annotation.vote_tasks import vote_tasks_create
+from consensus.binary_vote import vote_tasks_create
 from consensus.models import Question, Vote
 from crowd.models import Invitation
 from tests import factories

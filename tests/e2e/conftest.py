@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import boxes
 from annotation.ingest import IngestItem, images_ingest
-from annotation.vote_tasks import vote_tasks_create
+from boxes import services as boxes
+from consensus.binary_vote import vote_tasks_create
 from tests import factories
 from tests.conftest import png_bytes
 

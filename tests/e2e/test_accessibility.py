@@ -9,8 +9,8 @@ from urllib.parse import urljoin
 
 import pytest
 
-from annotation import boxes
 from annotation.models import Box, BoxState
+from boxes import services as boxes
 from review import scan
 from tests import factories
 from tests.conftest import png_bytes

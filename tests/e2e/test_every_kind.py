@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation import boxes, queue
+from annotation import queue
 from annotation.imagerefs import image_ref
-from annotation.vote_tasks import vote_tasks_create
+from boxes import services as boxes
 from consensus import verification
+from consensus.binary_vote import vote_tasks_create
 from consensus.models import Question, QuestionKind
 from crowd import demo_tasks
 from crowd.management.commands.load_demo import DEMO_CONCEPTS

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Assignment
-from annotation.vote_tasks import vote_tasks_create
+from consensus.binary_vote import vote_tasks_create
 from crowd.models import Bundle, BundleSize, HitState, MturkHit, MturkHitType
 from tests import factories
 from tests.conftest import png_bytes

@@ -393,8 +393,8 @@ def organizer_starts_boxing_on_verified_images(j: Journey) -> None:
             "image_id", flat=True
         )
     )
-    # Algorithm 1 may have started boxing already on an image it finished (hierarchy.events): the page counts
-    # those apart, and together they are the verified images, no other.
+    # Algorithm 1 may have started boxing already on an image it finished (multilabel calls boxes.services): the
+    # page counts those apart, and together they are the verified images, no other.
     status = page.locator("#start-status")
     expect(status).to_have_text(
         re.compile(r"^Boxing dog: \d+ new job\(s\), \d+ image\(s\) already had one\.$")

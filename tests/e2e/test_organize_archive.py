@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation import vote_tasks
 from annotation.models import Dataset
+from consensus import binary_vote
 from tests import factories
 from tests.browser_fixtures import sign_in
 
@@ -19,7 +19,7 @@ def test_an_organizer_archives_a_worked_dataset_and_restores_it(page, live_serve
     worked = factories.DatasetFactory(organizers=[organizer], name="worked-on")
     factories.DatasetFactory(organizers=[organizer], name="still-active")
     images = factories.ImageFactory.create_batch(2, dataset=worked)
-    vote_tasks.vote_tasks_create(dataset=worked, concept=factories.ConceptFactory(name="dog"), images=images)
+    binary_vote.vote_tasks_create(dataset=worked, concept=factories.ConceptFactory(name="dog"), images=images)
 
     sign_in(page, live_server.url, "olga", "/organize/")
     page.wait_for_load_state("networkidle")

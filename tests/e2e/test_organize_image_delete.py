@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotation import vote_tasks
 from annotation.models import AuditEntry, Image
+from consensus import binary_vote
 from tests import factories
 from tests.browser_fixtures import sign_in
 from tests.conftest import png_bytes
@@ -24,7 +24,7 @@ def test_an_untouched_image_is_deleted_from_its_page_and_a_worked_one_is_kept(pa
         factories.ImageFactory(dataset=dataset, width=64, height=48, file__data=png_bytes(seed=k))
         for k in (1, 2)
     )
-    vote_tasks.vote_tasks_create(
+    binary_vote.vote_tasks_create(
         dataset=dataset, concept=factories.ConceptFactory(name="dog"), images=[worked]
     )
 
@@ -51,7 +51,7 @@ def test_a_worked_on_image_is_excluded_and_included_again_from_its_page(page, li
         factories.ImageFactory(dataset=dataset, width=64, height=48, file__data=png_bytes(seed=k))
         for k in (3, 4)
     )
-    vote_tasks.vote_tasks_create(
+    binary_vote.vote_tasks_create(
         dataset=dataset, concept=factories.ConceptFactory(name="dog"), images=[worked, other]
     )
 

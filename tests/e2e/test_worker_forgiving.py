@@ -11,9 +11,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from annotation import boxes
 from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Assignment, AssignmentState, Box
+from boxes import services as boxes
 from gold.models import GoldItem
 from tests import factories
 from tests.conftest import png_bytes

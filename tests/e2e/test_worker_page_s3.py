@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from annotation.ingest import IngestItem, images_ingest
-from annotation.vote_tasks import vote_tasks_create
 from config.csp import media_origins
+from consensus.binary_vote import vote_tasks_create
 from tests import factories
 from tests.conftest import png_bytes
 from tests.e2e.test_worker_page import sign_in, wait_for_image_loaded

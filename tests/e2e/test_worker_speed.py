@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from annotation.imagerefs import image_ref
 from annotation.models import Assignment, AssignmentState
-from annotation.vote_tasks import vote_tasks_create
+from consensus.binary_vote import vote_tasks_create
 from tests import factories
 from tests.e2e.test_worker_forgiving import dataset_with_images
 from tests.e2e.test_worker_page import sign_in, wait_for_image_loaded

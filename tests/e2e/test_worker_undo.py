@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from annotation import queue
 from annotation.models import Assignment, AssignmentState, Task
-from annotation.vote_tasks import vote_tasks_create
+from consensus.binary_vote import vote_tasks_create
 from tests import factories
 from tests.e2e.test_accessibility import violations
 from tests.e2e.test_worker_forgiving import dataset_with_images

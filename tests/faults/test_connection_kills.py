@@ -20,9 +20,9 @@ import psycopg
 import pytest
 from django.db import connection
 
-from annotation import vote_tasks
 from annotation.models import Assignment, AssignmentState, Dataset, Image, Task, TaskState
 from config.roles import WORKERS
+from consensus import binary_vote
 from crowd.services import token_for, user_create
 from hierarchy.models import Concept
 from tests import factories
@@ -188,7 +188,7 @@ def queue_tasks(n: int) -> None:
         )
         for i in range(n)
     )
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=images, answers_wanted=2)
+    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=images, answers_wanted=2)
 
 
 def gunicorn(port: int, application_name: str, log) -> subprocess.Popen:

@@ -103,7 +103,7 @@ def test_a_worker_failing_gold_is_blocked_and_only_their_wrong_gold_answers_are_
 def test_a_worker_blocked_in_a_dataset_gets_no_task_of_any_kind_there_but_keeps_other_datasets(
     dataset, concept
 ):
-    from annotation import boxes
+    from boxes import services as boxes
     from tests import factories
     from tests.annotation import boxhelpers
 
@@ -145,8 +145,8 @@ def test_blocking_voids_the_workers_votes_on_questions_of_every_kind_in_the_data
 
 def _drawn_boxes(dataset, concept, drawer, n):
     """`n` boxes drawn by `drawer` through the queue, one per image, each waiting for its quality verdict."""
-    from annotation import boxes
     from annotation.models import Box
+    from boxes import services as boxes
     from tests.annotation import boxhelpers
 
     for _ in range(n):
@@ -157,7 +157,7 @@ def _drawn_boxes(dataset, concept, drawer, n):
 
 @pytest.mark.django_db
 def test_a_drawer_whose_boxes_the_quality_question_rejects_is_blocked_from_the_dataset(dataset, concept):
-    from annotation import boxes
+    from boxes import services as boxes
 
     spammer, careful = make_workers(2)
     for box in _drawn_boxes(dataset, concept, spammer, 12):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import boxes, queue
+from annotation import queue
 from annotation.models import Box, BoxState, Task
 from annotation.serializers import WorkerTaskSerializer
+from boxes import services as boxes
 from consensus.models import Question, QuestionKind
 from gold.items import GoldSpec, gold_items_create
 from gold.models import GoldItem

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from annotation import queue
-from annotation.models import Task, TaskState
+from annotation.models import BoxJob, Task, TaskState
 from consensus import stopping
-from hierarchy import events
 from hierarchy.graph import graph_cache_clear
 from hierarchy.models import Concept
 from multilabel.asking import HIGH_LEVEL, LEAF, TASK_KIND
@@ -114,19 +113,13 @@ def test_an_answer_to_a_question_not_asked_is_refused_and_a_repeat_changes_nothi
 
 
 @pytest.mark.django_db
-def test_finished_image_announces_its_present_leaves(dataset, tiny_hierarchy, images):
-    seen: list[events.LeavesPresent] = []
-    handler = events.subscribe(seen.append)
-    try:
-        labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:2])
-        first, second = ImageLabeling.objects.order_by("id")
-        drive(first, present={DOG, CAR})
-        drive(second, present=set())
-    finally:
-        events.unsubscribe(handler)
-    assert [e.image_id for e in seen] == [images[0].pk, images[1].pk]
-    assert {Concept.objects.get(pk=c).wnid for c in seen[0].concept_ids} == {DOG, CAR}
-    assert seen[1].concept_ids == ()
+def test_finished_image_starts_the_box_jobs_of_its_present_leaves(dataset, tiny_hierarchy, images):
+    labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:2])
+    first, second = ImageLabeling.objects.order_by("id")
+    drive(first, present={DOG, CAR})
+    drive(second, present=set())
+    jobs = BoxJob.objects.select_related("concept")
+    assert {(job.image_id, job.concept.wnid) for job in jobs} == {(images[0].pk, DOG), (images[0].pk, CAR)}
 
 
 @pytest.mark.django_db

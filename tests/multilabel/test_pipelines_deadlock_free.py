@@ -16,8 +16,8 @@ import pytest
 from django.conf import settings
 from django.db import OperationalError, connection
 
-from annotation import boxes, queue
-from hierarchy import events
+from annotation import queue
+from boxes import services as boxes
 from hierarchy.fixture import parse_fixture
 from hierarchy.graph import graph_for
 from hierarchy.services import hierarchy_load
@@ -72,14 +72,8 @@ def test_algorithm1_and_boxes_from_16_threads_never_deadlock():
     # The box pipeline starts at once on the images' present classes (as a finished labeling starts it, and
     # does again, idempotently, when Algorithm 1 finds them), so both pipelines run side by side from the start.
     for img in images:
-        events.announce(
-            events.LeavesPresent(
-                dataset_id=dataset.pk,
-                image_id=img.pk,
-                hierarchy_id=hierarchy.pk,
-                labeling_id=0,
-                concept_ids=tuple(graph.nodes[leaf].concept_id for leaf in sorted(present[img.pk])),
-            )
+        boxes.on_leaves_present(
+            image_id=img.pk, concept_ids=[graph.nodes[leaf].concept_id for leaf in sorted(present[img.pk])]
         )
     deadlocks_before = _deadlocks_recorded()
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import vote_tasks
 from annotation.models import AuditEntry, Box, BoxState, Dataset
+from consensus import binary_vote
 from review import scan
 from tests import factories
 from tests.conftest import client_for
@@ -20,7 +20,7 @@ def test_an_archived_dataset_hands_out_nothing_keeps_its_data_and_comes_back_res
 ):
     dog = factories.ConceptFactory(wnid="n02084071", name="dog")
     images = factories.ImageFactory.create_batch(3, dataset=dataset)
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=dog, images=images[:2], answers_wanted=1)
+    binary_vote.vote_tasks_create(dataset=dataset, concept=dog, images=images[:2], answers_wanted=1)
     for x1 in (10, 12):
         Box.objects.create(image=images[2], concept=dog, x1=x1, y1=10, x2=60, y2=60, state=BoxState.ACCEPTED)
     scan.overlaps_scan(dataset)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import vote_tasks
 from annotation.models import AuditEntry, Dataset, Image
+from consensus import binary_vote
 from crowd import invitations
 from crowd.models import Invitation, InvitationRole
 from tests import factories
@@ -43,7 +43,7 @@ def test_an_untouched_dataset_goes_with_its_images_files_and_setup(
 def test_a_dataset_with_work_is_kept_and_says_why(organizer, dataset):
     image = factories.ImageFactory(dataset=dataset)
     concept = factories.ConceptFactory(wnid="n02084071", name="dog")
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=[image], answers_wanted=3)
+    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=[image], answers_wanted=3)
     reply = delete(organizer, dataset)
     assert reply.status_code == 409
     assert "workers have been given tasks of this dataset" in reply.json()["detail"]
@@ -63,7 +63,7 @@ def test_an_image_nobody_worked_on_is_deleted_and_one_with_work_is_kept(
 
     untouched, worked = factories.ImageFactory.create_batch(2, dataset=dataset)
     DatasetTally.objects.update_or_create(dataset=dataset, defaults={"images": 2})
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=factories.ConceptFactory(), images=[worked])
+    binary_vote.vote_tasks_create(dataset=dataset, concept=factories.ConceptFactory(), images=[worked])
     storage, name = untouched.file.storage, untouched.file.name
     client = client_for(organizer)
     with django_capture_on_commit_callbacks(execute=True):

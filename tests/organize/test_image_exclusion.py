@@ -8,8 +8,8 @@ import pytest
 
 from annotation.models import AuditEntry, BoxJob, BoxJobStatus, Image
 from annotation.queue import assignment_submit, task_lease_next
-from annotation.vote_tasks import vote_tasks_create
 from benchmark.final_labels import final_labels_rebuild
+from consensus.binary_vote import vote_tasks_create
 from consensus.starved import questions_starved
 from review import ambiguous, leasing
 from tests import factories

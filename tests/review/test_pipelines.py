@@ -16,12 +16,12 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from annotation import boxes, vote_tasks
 from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Box, BoxJob, BoxState, FinalBox, FinalLabel, Task, TaskState
 from benchmark.final_labels import final_labels_rebuild
-from consensus import box_questions, engine, voiding
+from boxes import services as boxes
+from consensus import binary_vote, engine, voiding
 from consensus import events as consensus_events
 from consensus.calibration import build_table
 from consensus.creation import Target, questions_create
@@ -40,7 +40,7 @@ from review import decisions, errors, leasing, scan, stuck, tasks
 from review.models import Decision, ItemState, OverlapCheck, ReviewItem, ReviewKind, ScanState
 from review.serializers import ReviewDecisionSerializer
 from tests import factories
-from tests.annotation.boxhelpers import answer, image, workers
+from tests.annotation.boxhelpers import answer, box_rule_use, image, workers
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -58,9 +58,8 @@ def capped(dataset):
 
 
 @pytest.fixture
-def consensus_boxes():
-    box_questions.connect()  # the default (ConsensusConfig.ready), made explicit
-    yield
+def consensus_boxes(settings):
+    box_rule_use(settings, "consensus")  # the default, made explicit
 
 
 def with_table(concept, kind):
@@ -209,8 +208,8 @@ def test_an_undecidable_coverage_question_rejected_by_the_reviewer_sends_the_job
 
 
 def job_at_round_cap(dataset, concept) -> BoxJob:
-    """A job (fixed-rule backend) whose only draw round ended with its box rejected: the round cap of 1."""
-    box_questions.disconnect()
+    """A job (fixed rule: `fixed_box_rule`) whose only draw round ended with its box rejected: the round cap of
+    1."""
     job, _ = boxes.box_job_start(image=image(dataset), concept=concept, max_rounds=1)
     drawer, *voters = workers(4, prefix="d")
     answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
@@ -223,13 +222,13 @@ def job_at_round_cap(dataset, concept) -> BoxJob:
 
 
 @pytest.fixture
-def restore_backend():
-    yield
-    box_questions.connect()
+def fixed_box_rule(settings):
+    """The box questions of the test are asked under the fixed first-to-k rule."""
+    box_rule_use(settings, "fixed")
 
 
 def test_a_box_job_item_shows_its_image_and_boxes_even_without_a_pending_box(
-    restore_backend, dataset, concept, reviewer, api_client
+    fixed_box_rule, dataset, concept, reviewer, api_client
 ):
     job = job_at_round_cap(dataset, concept)
     item = ReviewItem.objects.get()
@@ -244,7 +243,7 @@ def test_a_box_job_item_shows_its_image_and_boxes_even_without_a_pending_box(
 
 
 def test_a_review_item_says_what_is_asked_so_a_reviewer_can_tell_a_question_from_a_box_job(
-    restore_backend, capped, dataset, concept, reviewer, api_client
+    fixed_box_rule, capped, dataset, concept, reviewer, api_client
 ):
     question = verify_question_at_cap(dataset, concept)
     client = api_client(reviewer)
@@ -257,7 +256,7 @@ def test_a_review_item_says_what_is_asked_so_a_reviewer_can_tell_a_question_from
 
 
 def test_redraw_returns_a_box_job_to_drawing_with_room_for_more_rounds(
-    restore_backend, dataset, concept, reviewer
+    fixed_box_rule, dataset, concept, reviewer
 ):
     job = job_at_round_cap(dataset, concept)
     lease_and_decide(reviewer, Decision.REDRAW)
@@ -268,12 +267,11 @@ def test_redraw_returns_a_box_job_to_drawing_with_room_for_more_rounds(
     assert job.events.order_by("-seq").first().event["type"] == "review_decided"
 
 
-def test_accept_and_close_finish_a_box_job_in_review(restore_backend, dataset, concept, reviewer):
+def test_accept_and_close_finish_a_box_job_in_review(fixed_box_rule, dataset, concept, reviewer):
     job = job_at_round_cap(dataset, concept)
     lease_and_decide(reviewer, Decision.CLOSE)
     assert BoxJob.objects.get(pk=job.pk).status == "done"
 
-    box_questions.disconnect()
     other, _ = boxes.box_job_start(image=image(dataset), concept=concept)
     drawer, *voters = workers(4, prefix="e")
     answer(drawer, boxes.DRAW_KIND, {"box": [5, 5, 60, 60]})
@@ -362,7 +360,7 @@ def test_the_scheduled_scan_covers_datasets_with_unscanned_boxes(dataset, concep
 
 
 def test_the_sweep_queues_questions_and_box_jobs_left_in_review_without_an_item(
-    restore_backend, capped, dataset, concept
+    fixed_box_rule, capped, dataset, concept
 ):
     question = verify_question_at_cap(dataset, concept)
     job = job_at_round_cap(dataset, concept)
@@ -430,7 +428,7 @@ def test_a_question_reopened_out_of_review_loses_its_item_at_once(capped, datase
 def test_a_verdict_on_a_question_never_in_review_touches_no_review_item(dataset, concept):
     # A plain vote (a question with a two-vote majority rule) decided by its votes: no statement on review
     # items runs for any of them, and an open item of another subject stays as it is.
-    (task,) = vote_tasks.vote_tasks_create(
+    (task,) = binary_vote.vote_tasks_create(
         dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=2
     )
     question = Question.objects.get(task=task)
@@ -462,7 +460,7 @@ def test_an_item_a_pipeline_waits_on_is_reviewed_before_any_overlapping_pair(
 
 
 def test_absent_closes_a_box_job_that_found_nothing_and_makes_the_pair_a_verified_negative(
-    restore_backend, dataset, concept, reviewer
+    fixed_box_rule, dataset, concept, reviewer
 ):
     # The crowd said the class is present (multi-label), no drawer could box it: the reviewer sees the image.
     job = job_at_round_cap(dataset, concept)
@@ -481,8 +479,7 @@ def test_absent_closes_a_box_job_that_found_nothing_and_makes_the_pair_a_verifie
     assert (label.present, label.source) == (False, "review"), "a rebuild keeps it"
 
 
-def test_absent_is_refused_for_a_box_job_with_accepted_boxes(restore_backend, dataset, concept, reviewer):
-    box_questions.disconnect()
+def test_absent_is_refused_for_a_box_job_with_accepted_boxes(fixed_box_rule, dataset, concept, reviewer):
     job, _ = boxes.box_job_start(image=image(dataset), concept=concept)
     drawer, v1, v2, v3, second = workers(5, prefix="f")
     answer(drawer, boxes.DRAW_KIND, {"box": [5, 5, 60, 60]})

@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from annotation import boxes, queue, vote_tasks
+from annotation import queue
 from annotation.models import BoxJob, Task, TaskState
-from consensus import box_questions, starved
+from boxes import services as boxes
+from boxes import stranded
+from consensus import binary_vote, starved
 from consensus.calibration import build_table
 from consensus.models import CalibrationTable, Question, QuestionKind, QuestionState
 from crowd.models import BundleSize, StudyLink
@@ -21,7 +23,7 @@ from crowd.providers import base, external_link
 from review import stuck
 from review.models import OPEN_STATES, ReviewItem
 from tests import factories
-from tests.annotation.boxhelpers import answer, image, workers
+from tests.annotation.boxhelpers import answer, box_rule_use, image, workers
 
 pytestmark = pytest.mark.django_db
 
@@ -32,9 +34,8 @@ def concept():
 
 
 @pytest.fixture
-def consensus_boxes():
-    box_questions.connect()  # the default (ConsensusConfig.ready), made explicit
-    yield
+def consensus_boxes(settings):
+    box_rule_use(settings, "consensus")  # the default, made explicit
 
 
 def quality_table(concept):
@@ -69,7 +70,7 @@ def awaiting_coverage(dataset, concept, crowd):
 def participant_in_a_binary_vote_session(dataset, concept):
     """A study-link participant who answered a plain vote of the dataset in a session still open (of the
     `binary_vote` kind: the session leases nothing else)."""
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=3)
+    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=3)
     BundleSize.objects.create(dataset=dataset, kind="binary_vote", size=5)
     study = StudyLink.objects.create(dataset=dataset, kind="binary_vote")
     bundle = external_link.study_session_start(study=study, participant="P9")
@@ -120,8 +121,8 @@ def test_a_box_job_awaiting_coverage_that_no_question_asks_any_more_goes_to_revi
     job, coverage = awaiting_coverage(dataset, concept, workers(4))
     Question.objects.filter(pk=coverage.pk).update(state=QuestionState.ACCEPTED)
     Task.objects.filter(pk=coverage.task_id).update(state=TaskState.DONE)
-    assert starved.box_jobs_stranded(idle_seconds=3600) == [], "untouched for less than the wait"
-    assert starved.box_jobs_stranded(idle_seconds=0) == [job.pk]
+    assert stranded.box_jobs_stranded(idle_seconds=3600) == [], "untouched for less than the wait"
+    assert stranded.box_jobs_stranded(idle_seconds=0) == [job.pk]
 
     out = io.StringIO()
     call_command("review_stuck", "--starved-after", "0", stdout=out)
@@ -141,12 +142,12 @@ def test_a_box_job_awaiting_quality_whose_question_is_gone_goes_to_review_and_on
     drawer, voter = workers(2)
     answer(drawer, boxes.DRAW_KIND, {"box": [10, 10, 110, 90]})
     # The voter has worked in the dataset (a plain vote), so the quality question waits for them.
-    vote_tasks.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=3)
+    binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=[image(dataset)], answers_wanted=3)
     answer(voter, "binary_vote", {"answer": True})
     job.refresh_from_db()
     assert job.status == "awaiting_quality"
     quality = Question.objects.get(kind=QuestionKind.BOX_QUALITY)
-    assert starved.box_jobs_stranded(idle_seconds=0) == [], "its question is open: someone can take it"
+    assert stranded.box_jobs_stranded(idle_seconds=0) == [], "its question is open: someone can take it"
     assert stuck.stuck_enqueue(starved_after=0).box_jobs_stranded == 0
     assert BoxJob.objects.get(pk=job.pk).status == "awaiting_quality"
 

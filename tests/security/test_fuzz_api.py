@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from schemathesis.config import SchemathesisConfig
 
-from annotation.vote_tasks import vote_tasks_create
 from config.wsgi import application
+from consensus.binary_vote import vote_tasks_create
 from tests import factories
 
 CONFIG = SchemathesisConfig.from_dict(

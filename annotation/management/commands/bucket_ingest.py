@@ -18,7 +18,7 @@ from annotation.buckets import (
     bucket_url_parse,
 )
 from annotation.ingest import IngestItem, images_ingest
-from annotation.management.commands.ingest_images import _dataset
+from annotation.management.datasets import dataset_named
 from annotation.models import BucketCursor, Dataset
 
 CURSOR_SAVE_SECONDS = 1.0
@@ -47,7 +47,7 @@ class Command(BaseCommand):
             location = bucket_url_parse(options["url"])
         except BucketError as exc:
             raise CommandError(str(exc)) from None
-        dataset = _dataset(options["dataset"], create=options["create_dataset"])
+        dataset = dataset_named(options["dataset"], create=options["create_dataset"])
         url = str(location)
         cursor = BucketCursor.objects.filter(dataset=dataset, url=url).first()
         start_after = cursor.last_key if options["resume"] and cursor is not None else None

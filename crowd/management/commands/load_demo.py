@@ -14,14 +14,15 @@ from django.db import transaction
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
-from annotation import boxes, queue
+from annotation import queue
 from annotation.examples import ExampleRefused, example_add
 from annotation.imagerefs import image_ref
 from annotation.ingest import IngestItem, images_ingest
 from annotation.models import Box, Dataset
 from annotation.vote_tasks import KIND as VOTE_KIND
-from annotation.vote_tasks import vote_tasks_create
+from boxes import services as boxes
 from config.roles import ORGANIZERS, REVIEWERS, WORKERS
+from consensus.binary_vote import vote_tasks_create
 from crowd import demo_tasks
 from crowd.services import roles_ensure, token_for, user_create
 from hierarchy.services import concepts_upsert

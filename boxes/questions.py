@@ -1,6 +1,8 @@
-"""The consensus engine as the box pipeline's question backend (the default): QUALITY and COVERAGE questions
-become consensus `Question`s (calibrated per (question kind, concept), sequential stopping; ILSVRC §3.2.1 and
-§3.1.3) and each decision is handed back to `annotation.boxes.on_question_decided`.
+"""The box pipeline's questions through the consensus engine: QUALITY and COVERAGE questions become consensus
+`Question`s, calibrated per (question kind, concept) with sequential stopping by default (ILSVRC §3.2.1 and
+§3.1.3), or carrying the fixed first-to-k rule of `boxes.fixed_questions` when the deployment chose it
+(`CROWDLABEL_BOX_QUESTION_BACKEND=fixed`, read by `backend_chosen` each time a job asks). Either way each
+decision is handed back to `boxes.services.on_question_decided`.
 
 A box job asks COVERAGE again after every accepted box, so each coverage question of an (image, concept) gets
 the next `round`; the database allows one undecided coverage question per (image, concept) at a time.
@@ -8,19 +10,25 @@ the next `round`; the database allows one undecided coverage question per (image
 
 from __future__ import annotations
 
-from annotation import boxes, questions
+from django.conf import settings
+
+from annotation import questions
 from annotation.models import Box, Dataset, Image
+from annotation.questions import SUBJECT_KEY
+from consensus import events
+from consensus.calibration import prior_table
+from consensus.count_questions import count_questions_create
+from consensus.creation import TASK_KIND, Target, questions_create
+from consensus.estimates import table_cap, table_newest
+from consensus.models import CalibrationTable, Question, QuestionKind, Verdict
 from hierarchy.models import Concept
 
-from . import events
-from .calibration import prior_table
-from .count_questions import count_questions_create
-from .creation import TASK_KIND, Target, questions_create
-from .estimates import table_cap, table_newest
-from .models import CalibrationTable, Question, QuestionKind, Verdict
+from . import services
 
-SUBJECT_KEY = "box_pipeline"
-KINDS = (questions.QUALITY, questions.COVERAGE)
+KINDS = questions.KINDS
+# The deployment's choice (`CROWDLABEL_BOX_QUESTION_BACKEND`): the calibrated rule, or anything else for the fixed
+# first-to-k rule of `boxes.fixed_questions`.
+CONSENSUS = "consensus"
 _OUTCOME = {Verdict.ACCEPT: True, Verdict.REJECT: False, Verdict.REVIEW: None, Verdict.UNANSWERED: None}
 # The table a box question kind starts from when its concept has none (docs/boxes.md, "Calibration"): workers
 # assumed right 90% of the time. Under the default thresholds (accept at P >= 0.997, reject at P <= 0.02) it
@@ -29,7 +37,7 @@ _OUTCOME = {Verdict.ACCEPT: True, Verdict.REJECT: False, Verdict.REVIEW: None, V
 # not have the 10 distinct voters a calibration question needs, and a table measured on the handful of box
 # questions a small dataset asks is too weak to decide anything (every question would go to the vote cap).
 PRIOR_ACCURACY = 0.9
-# Verification before drawing, as with annotation's fixed rule: finishing open jobs first keeps few boxes pending.
+# Verification before drawing (either rule): finishing open jobs first keeps few boxes pending.
 PRIORITY = 10
 
 
@@ -40,7 +48,7 @@ def box_question_ask(
     `question` task) or under a count rule (the fixed backend, served under its own `task_kind`)."""
     # `exclude_workers` keeps the drawer(s) off this question, whenever its task is served.
     subject = {SUBJECT_KEY: question.as_dict(), "exclude_workers": list(question.exclude_workers)}
-    # The fixed backend's task kinds show the question from their payload (consensus.fixed_box_questions).
+    # The fixed backend's task kinds show the question from their payload (boxes.fixed_questions).
     payload = {"job": question.job_id, "question": question.as_dict()} if rule else None
     if question.kind == questions.QUALITY:
         box = Box.objects.select_related("image").get(pk=question.box_id)
@@ -79,14 +87,11 @@ def box_question_ask(
     return created
 
 
-class ConsensusBackend:
-    name = "consensus"
-
-    def ask(self, question: questions.BinaryQuestion) -> str:
-        return f"question:{box_question_ask(question).pk}"
-
-
-BACKEND = ConsensusBackend()
+def backend_chosen() -> str:
+    """Which rule decides the box questions asked from now on: "consensus" (calibrated, the default) or
+    "fixed" (`boxes.fixed_questions`)."""
+    chosen = settings.CROWDLABEL.get("BOX_QUESTION_BACKEND", CONSENSUS)
+    return CONSENSUS if chosen == CONSENSUS else "fixed"
 
 
 def table_ensure(kind: str, concept: Concept) -> CalibrationTable:
@@ -113,13 +118,8 @@ def table_ensure(kind: str, concept: Concept) -> CalibrationTable:
 
 
 def on_decided(event: events.QuestionDecided) -> None:
-    """A box question decided by the calibrated rule (or its reviewer) goes back to its job."""
-    if not event.question.rule:
-        box_question_report(event)
-
-
-def box_question_report(event: events.QuestionDecided) -> None:
-    """Hand a decided box question's outcome to its job (`annotation.boxes.on_question_decided`)."""
+    """A box question decided (by the calibrated rule, its fixed rule, or its reviewer) goes back to its job
+    (`boxes.services.on_question_decided`)."""
     asked = (event.question.subject or {}).get(SUBJECT_KEY)
     if asked is None:
         return  # a box question some other pipeline asked
@@ -128,7 +128,7 @@ def box_question_report(event: events.QuestionDecided) -> None:
         # about boxes since added to, and must not decide the job's current round.
         return
     outcome = _OUTCOME[Verdict(event.decision.decision)]
-    boxes.on_question_decided(questions.BinaryQuestion.from_dict(asked), outcome)
+    services.on_question_decided(questions.BinaryQuestion.from_dict(asked), outcome)
 
 
 def _superseded(question: Question) -> bool:
@@ -145,21 +145,7 @@ def _superseded(question: Question) -> bool:
     ).exists()
 
 
-def shown_box_ids(subject: dict | None) -> list[int]:
-    """The accepted boxes a box question shows besides the judged one (the worker page draws them)."""
-    asked = (subject or {}).get(SUBJECT_KEY) or {}
-    return [int(b) for b in asked.get("box_ids", ())]
-
-
-def connect(kinds: tuple[str, ...] = KINDS) -> None:
-    """Take over the box pipeline's questions (called from `ConsensusConfig.ready` unless the deployment chose
-    annotation's fixed rule)."""
-    questions.register(BACKEND, kinds=kinds)
-    for kind in kinds:
+def connect() -> None:
+    """Take the decisions of the box pipeline's questions back to their jobs (called from `BoxesConfig.ready`)."""
+    for kind in KINDS:
         events.subscribe(kind, on_decided)
-
-
-def disconnect(kinds: tuple[str, ...] = KINDS) -> None:
-    questions.unregister(kinds)
-    for kind in kinds:
-        events.unsubscribe(kind, on_decided)

@@ -1,6 +1,7 @@
 """Services of the box pipeline (ILSVRC §3.2.1; Su, Deng, Fei-Fei 2012): start a job per (image, concept),
 take drawn boxes and skips, react to quality and coverage decisions. Each service loads the job row under a
-lock, applies one `annotation.pipeline` transition, appends the event, and executes the returned effects.
+lock, applies one `annotation.pipeline` transition, appends the event, and executes the returned effects; the
+quality and coverage questions are asked of consensus through `boxes.questions`.
 
 Lock order: task row (the queue's submit) first, then the job row, then boxes.
 """
@@ -13,10 +14,8 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from hierarchy.models import Concept
-
-from . import counters, geometry, pipeline, questions, queue
-from .models import (
+from annotation import counters, geometry, pipeline, queue
+from annotation.models import (
     Box,
     BoxJob,
     BoxJobEvent,
@@ -27,6 +26,10 @@ from .models import (
     Task,
     TaskState,
 )
+from annotation.questions import COVERAGE, QUALITY, BinaryQuestion, text_for
+from hierarchy.models import Concept
+
+from . import fixed_questions, questions
 
 logger = logging.getLogger(__name__)
 
@@ -91,14 +94,16 @@ def box_job_start(
         return job, True
 
 
-def on_leaves_present(event) -> int:
-    """Hand-off from full multi-label annotation (hierarchy.events.LeavesPresent): every leaf class found
-    present in an image gets its box job, in the transaction that stored the labels. Returns jobs created."""
-    if not event.concept_ids:
+def on_leaves_present(*, image_id: int, concept_ids: Iterable[int]) -> int:
+    """Hand-off from full multi-label annotation (`multilabel.labeling` calls it when an image finishes
+    Algorithm 1): every leaf class found present in the image gets its box job, in the transaction that stored
+    the labels. Idempotent (a finish announced again starts nothing twice). Returns jobs created."""
+    concept_ids = list(concept_ids)
+    if not concept_ids:
         return 0
-    image = Image.objects.get(pk=event.image_id)
+    image = Image.objects.get(pk=image_id)
     created = 0
-    for concept in Concept.objects.filter(pk__in=event.concept_ids).order_by("id"):
+    for concept in Concept.objects.filter(pk__in=concept_ids).order_by("id"):
         created += box_job_start(image=image, concept=concept)[1]
     return created
 
@@ -217,15 +222,16 @@ def on_coverage_undecidable(job_id: int) -> bool:
     return _on_job_decision(job_id, pipeline.coverage_undecidable)
 
 
-def on_question_decided(question: questions.BinaryQuestion, outcome: bool | None) -> bool:
-    """One entry point for question backends: route a decision (None = undecidable) to its handler."""
-    if question.kind == questions.QUALITY:
+def on_question_decided(question: BinaryQuestion, outcome: bool | None) -> bool:
+    """One entry point for decided box questions (`boxes.questions.box_question_report`): route a decision
+    (None = undecidable) to its handler."""
+    if question.kind == QUALITY:
         if question.box_id is None:
             raise ValueError("a quality question needs its box_id")
         if outcome is None:
             return on_quality_undecidable(question.box_id)
         return on_quality_decided(question.box_id, outcome)
-    if question.kind == questions.COVERAGE:
+    if question.kind == COVERAGE:
         if outcome is None:
             return on_coverage_undecidable(question.job_id)
         return on_coverage_decided(question.job_id, outcome)
@@ -320,9 +326,9 @@ def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]
                     answers_wanted=1,
                 )
             case pipeline.QueueQuality(box_id=box_id, exclude_worker=drawer):
-                _ask(job, questions.QUALITY, box_id, state.accepted_ids, (drawer,))
+                _ask(job, QUALITY, box_id, state.accepted_ids, (drawer,))
             case pipeline.QueueCoverage(box_ids=box_ids, exclude_workers=excluded):
-                _ask(job, questions.COVERAGE, None, box_ids, excluded)
+                _ask(job, COVERAGE, None, box_ids, excluded)
             case pipeline.AcceptBox(box_id=box_id):
                 if Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.ACCEPTED):
                     counters.boxes_counted(job.dataset_id, accepted=1)
@@ -343,10 +349,10 @@ def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]
             hook(job, accepted)
 
 
-def _ask(job: BoxJob, kind: str, box_id: int | None, box_ids, exclude) -> str:
+def _ask(job: BoxJob, kind: str, box_id: int | None, box_ids, exclude) -> None:
     # The quality question shows the accepted boxes too, so a verifier can see a box that repeats one of them.
     shown = tuple(b for b in box_ids if b != box_id)
-    question = questions.BinaryQuestion(
+    question = BinaryQuestion(
         kind=kind,
         job_id=job.pk,
         dataset_id=job.dataset_id,
@@ -355,9 +361,13 @@ def _ask(job: BoxJob, kind: str, box_id: int | None, box_ids, exclude) -> str:
         box_id=box_id,
         box_ids=shown,
         exclude_workers=tuple(sorted(set(exclude))),
-        text=questions.text_for(kind, job.concept.name),
+        text=text_for(kind, job.concept.name),
     )
-    return questions.ask(question)
+    # The deployment's choice of rule, read as the job asks: the calibrated consensus rule or the fixed one.
+    if questions.backend_chosen() == questions.CONSENSUS:
+        questions.box_question_ask(question)
+    else:
+        fixed_questions.ask(question)
 
 
 # --- reads for organizers -----------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
-"""The fixed box-question backend (`CROWDLABEL_BOX_QUESTION_BACKEND=fixed`, and the box pipeline's default until
-the calibrated backend of `consensus/box_questions.py` takes a kind over): a `box_quality` or `box_coverage`
-question is a consensus question carrying a first-to-k rule (`consensus.stopping.FirstToPolicy`, stopping as soon
-as one side has the votes it needs), decided by the one engine and served under its own task kind; each
-decision goes back to `annotation.boxes.on_question_decided` (`box_questions.box_question_report`).
+"""The fixed box-question rule (`CROWDLABEL_BOX_QUESTION_BACKEND=fixed`; the default is the calibrated rule of
+`boxes.questions`): a `box_quality` or `box_coverage` question is a consensus question carrying a first-to-k rule
+(`consensus.stopping.FirstToPolicy`, stopping as soon as one side has the votes it needs), decided by the one
+engine and served under its own task kind; each decision goes back to its job like any box question's
+(`boxes.questions.on_decided`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from typing import Any
 
 from annotation import kinds, questions
 from annotation.models import Assignment, Box, Task
+from annotation.questions import SUBJECT_KEY
+from consensus import question_kind
+from consensus.count_questions import question_adopt
+from consensus.models import Question, QuestionKind
+from consensus.stopping import FirstToPolicy, rule_of
 
-from . import box_questions, events, question_kind
-from .count_questions import question_adopt
-from .models import Question, QuestionKind
-from .stopping import FirstToPolicy, rule_of
+from . import questions as box_questions
 
 # The policy per question; the question takes at most yes + no - 1 votes.
 # QUALITY: a majority of 3 with early stop. COVERAGE is asymmetric: a wrong "yes, every instance is boxed"
@@ -27,34 +29,21 @@ POLICIES: dict[str, FirstToPolicy] = {
     questions.QUALITY: FirstToPolicy(yes_needed=2, no_needed=2),
     questions.COVERAGE: FirstToPolicy(yes_needed=3, no_needed=1),
 }
-# Verification before drawing: finishing open jobs first keeps few boxes pending at any time.
-PRIORITY = box_questions.PRIORITY
 
 
-class FixedRuleBackend:
-    name = "fixed-majority"
-
-    def ask(self, question: questions.BinaryQuestion) -> str:
-        created = box_questions.box_question_ask(
-            question, rule=rule_of(POLICIES[question.kind]), task_kind=question.kind
-        )
-        return f"task:{created.task_id}"
-
-
-BACKEND = FixedRuleBackend()
-
-
-def on_decided(event: events.QuestionDecided) -> None:
-    """A box question decided by its first-to-k rule goes back to its job."""
-    if event.question.rule:
-        box_questions.box_question_report(event)
+def ask(question: questions.BinaryQuestion) -> Question:
+    """The consensus question asking `question` under its kind's first-to-k rule, served as a task of that
+    kind."""
+    return box_questions.box_question_ask(
+        question, rule=rule_of(POLICIES[question.kind]), task_kind=question.kind
+    )
 
 
 def adopt(assignment: Assignment) -> Question:
     """A fixed box-question task queued before these were consensus questions (no question yet)."""
     task = assignment.task
     asked = questions.BinaryQuestion.from_dict(task.payload["question"])
-    subject = {box_questions.SUBJECT_KEY: asked.as_dict(), "exclude_workers": list(asked.exclude_workers)}
+    subject = {SUBJECT_KEY: asked.as_dict(), "exclude_workers": list(asked.exclude_workers)}
     earlier = 0
     if asked.kind == questions.COVERAGE:
         earlier = Question.objects.filter(
@@ -98,8 +87,8 @@ def public_payload(task: Task) -> dict[str, Any]:
 
 
 def register() -> None:
-    """Register the two box-question task kinds, subscribe to their rule-decided questions and make this the
-    backend of every kind no other backend took (called from `ConsensusConfig.ready`)."""
+    """Register the two box-question task kinds with the queue (called from `BoxesConfig.ready`): the tasks
+    of questions asked under the fixed rule, and of those queued before they were consensus questions."""
     for kind, title in (
         (questions.QUALITY, "Check a box"),
         (questions.COVERAGE, "Check that every instance is boxed"),
@@ -114,5 +103,3 @@ def register() -> None:
                 on_withdraw=question_kind.on_withdraw,
             )
         )
-        events.subscribe(kind, on_decided)
-    questions.register_default(BACKEND)

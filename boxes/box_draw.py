@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import boxes, geometry, kinds
-from .imagerefs import image_ref
-from .models import Assignment, Task, TaskState
-from .queue.contract import TaskChange
+from annotation import geometry, kinds
+from annotation.imagerefs import image_ref
+from annotation.models import Assignment, Task, TaskState
+from annotation.queue.contract import TaskChange
+
+from . import services as boxes
 
 KIND = boxes.DRAW_KIND
 

@@ -1,4 +1,5 @@
-"""`ingest_images`: store image files and folders into a dataset, report each refused file with its reason."""
+"""`ingest_images`: store image files and folders into a dataset, report each refused file with its reason, and
+optionally queue plain votes on the stored images (which is why it lives in consensus, the app that asks them)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.core.validators import validate_slug
 from tqdm import tqdm
 
 from annotation.ingest import IngestItem, IngestReport, images_ingest, item_read
+from annotation.management.datasets import dataset_named
 from annotation.models import Dataset
-from annotation.vote_tasks import vote_tasks_create
+from consensus.binary_vote import vote_tasks_create
 from hierarchy.models import Concept
 
 
@@ -50,7 +50,7 @@ class Command(BaseCommand):
         concept = _concept(options["concept"])
         if concept is not None and options["answers_wanted"] < 1:
             raise CommandError("--answers-wanted must be at least 1")
-        dataset = _dataset(options["dataset"], create=options["create_dataset"])
+        dataset = dataset_named(options["dataset"], create=options["create_dataset"])
 
         unreadable: list[tuple[str, str]] = []
         bar = tqdm(
@@ -143,19 +143,3 @@ def _concept(wnid: str | None) -> Concept | None:
     if concept is None:
         raise CommandError(f"no concept with wnid {wnid!r}; load the hierarchy first")
     return concept
-
-
-def _dataset(name: str, *, create: bool) -> Dataset:
-    dataset = Dataset.objects.filter(name=name).first()
-    if dataset is not None:
-        return dataset
-    if not create:
-        known = ", ".join(Dataset.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
-        raise CommandError(f"no dataset named {name!r} (known: {known}); pass --create-dataset to create it")
-    try:
-        validate_slug(name)
-    except ValidationError:
-        raise CommandError(
-            f"cannot create dataset {name!r}: use letters, digits, hyphens and underscores only"
-        ) from None
-    return Dataset.objects.create(name=name)

@@ -1,0 +1,10 @@
+from rest_framework.routers import SimpleRouter
+
+from . import api
+
+router = SimpleRouter()
+router.trailing_slash = "/?"  # both /api/v1/x and /api/v1/x/ work, as for annotation's dataset views
+# Basename "dataset", as the actions had on annotation's DatasetViewSet: the URL names stay.
+router.register("datasets", api.DatasetBoxesViewSet, basename="dataset")
+
+urlpatterns = router.urls
