@@ -18,7 +18,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.dbconnection import KEY_HEADER, idempotent_by_key
+from config.dbconnection import KEY_HEADER, idempotent_by_content, idempotent_by_key
 from config.parsers import MultiPartParser
 from config.queryparams import parse_id, query_flag, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
@@ -114,6 +114,7 @@ class DatasetViewSet(
         "file was stored now, 200 when every good file was there already, 400 when none is in the dataset.",
     )
     @images.mapping.post
+    @idempotent_by_content
     def upload_images(self, request, pk=None):
         dataset = self.get_object()
         form = ImageUploadSerializer(data=request.data)

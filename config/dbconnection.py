@@ -8,8 +8,11 @@ retry with the same key would do, whether or not the first attempt's COMMIT got 
 fresh connection, up to `LOST_RETRIES` times. So is any other write with a JSON (or empty) body that had committed nothing when its
 connection was lost (each write statement is watched: one outside a transaction commits at once, one inside
 counts once its transaction's commit went through), since all it did was rolled back with the connection and
-running it again is what the client's retry would do. Any other request (an upload, whose files each commit on
-their own; a write that had committed part of its work) answers 503 with Retry-After.
+running it again is what the client's retry would do. So is a view marked `idempotent_by_content` (the image
+upload: a file whose bytes the dataset holds is answered as stored, so a second run stores nothing twice and
+answers what the first stored): its files are never read ahead, and a run again parses them from the stream or
+takes them rewound from the first run's parse. Any other request (a write that had committed part of its work)
+answers 503 with Retry-After.
 
 A transaction PostgreSQL rolled back because of a concurrent one (40P01 deadlock detected, 40001 serialization
 failure) kept nothing either: the same requests are run again, up to `CONFLICT_RETRIES` times after a short
@@ -38,22 +41,52 @@ def idempotent_by_key(view_method):
     return view_method
 
 
+def idempotent_by_content(view_method):
+    """Mark a view method whose request, sent again as it is, stores nothing twice and answers what the first
+    run stored (an upload that keeps one image per distinct file): the middleware may run it again after a
+    lost connection or a deadlock, without a key and without reading its (possibly large) body ahead."""
+    view_method.idempotent_by_content = True
+    return view_method
+
+
 def _nothing_committed(request) -> bool:
     """A watched write (see CommitWatch) that has committed nothing so far."""
     watch = getattr(request, "_commit_watch", None)
     return watch is not None and not watch.committed
 
 
+def _handler(view_func, method: str):
+    """The view method that handles `method` (DRF views: the view class's handler, a viewset's action)."""
+    view_class = getattr(view_func, "cls", None)
+    name = (getattr(view_func, "actions", None) or {}).get(method.lower(), method.lower())
+    return getattr(view_class, name, None)
+
+
+def _by_content(request, view_func) -> bool:
+    return getattr(_handler(view_func, request.method), "idempotent_by_content", False)
+
+
 def _runs_again(request, view_func) -> bool:
-    """Whether the request may run once more after a lost connection: a safe method, or a write that carries
-    its key to a view method marked `idempotent_by_key` (DRF views: the view class's handler of the method)."""
-    if request.method in SAFE_METHODS:
+    """Whether the request may run once more after a lost connection: a safe method, a write to a view method
+    marked `idempotent_by_content`, or a write that carries its key to one marked `idempotent_by_key`."""
+    if request.method in SAFE_METHODS or _by_content(request, view_func):
         return True
     if not request.headers.get(KEY_HEADER):
         return False
-    view_class = getattr(view_func, "cls", None)
-    name = (getattr(view_func, "actions", None) or {}).get(request.method.lower(), request.method.lower())
-    return getattr(getattr(view_class, name, None), "idempotent_by_key", False)
+    return getattr(_handler(view_func, request.method), "idempotent_by_key", False)
+
+
+def _rewind_uploads(request) -> None:
+    """Rewind the files a first run parsed (Django keeps them on the request), so a run again reads them whole."""
+    files = getattr(request, "_files", None)
+    for _name, uploads in files.lists() if files is not None else ():
+        for upload in uploads:
+            upload.seek(0)
+
+
+def _run(request, match):
+    _rewind_uploads(request)
+    return match.func(request, *match.args, **match.kwargs)
 
 
 # SQLSTATE classes of a lost connection: 08 connection exception, 57P0x the server shut the backend down
@@ -158,8 +191,10 @@ class ConnectionLossMiddleware:
                 connection.execute_wrappers.remove(watch)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        if request.method in SAFE_METHODS:
-            return None
+        if request.method in SAFE_METHODS or _by_content(request, view_func):
+            return (
+                None  # an upload is never read ahead: a run again parses it then, or rewinds what was parsed
+            )
         if _runs_again(request, view_func):
             # Read the body now (a submit's small JSON, its size checked before this): a second run parses it
             # from the copy Django keeps.
@@ -196,7 +231,7 @@ class ConnectionLossMiddleware:
                 LOST_RETRIES,
             )
             try:
-                return match.func(request, *match.args, **match.kwargs)
+                return _run(request, match)
             except (OperationalError, InterfaceError) as again:
                 log.warning("run again of %s %s failed too: %s", request.method, request.path, again)
                 lost = connection_lost(again)
@@ -225,7 +260,7 @@ class ConnectionLossMiddleware:
             )
             time.sleep(CONFLICT_PAUSE * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
             try:
-                return match.func(request, *match.args, **match.kwargs)
+                return _run(request, match)
             except (OperationalError, InterfaceError) as again:
                 if isinstance(again, OperationalError) and transaction_conflict(again):
                     exception = again
