@@ -5,6 +5,7 @@ organizer's dataset answers 404 exactly like a missing one."""
 from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from rest_framework.exceptions import PermissionDenied
 
@@ -14,6 +15,16 @@ from .models import Dataset, ReviewerGrant
 def organizer_datasets(user):
     qs = Dataset.objects.all()
     return qs if user.is_superuser else qs.filter(organizers=user)
+
+
+def organizer_datasets_counted(user, *, schema_only: bool = False):
+    """The datasets of the organizer viewsets (annotation's, the box pipeline's, the plain votes'): the caller's
+    own (every one for a superuser) in id order, each with `image_count` from its tally (counting images per
+    dataset is a scan); none while the schema is generated (`schema_only`: the view has no user then)."""
+    qs = Dataset.objects.annotate(image_count=Coalesce("tally__images", 0))
+    if schema_only:
+        return qs.none()
+    return (qs if user.is_superuser else qs.filter(organizers=user)).order_by("id")
 
 
 def organizer_dataset(user, dataset_id) -> Dataset:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models import Count
-from django.db.models.functions import Coalesce
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -14,7 +13,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from annotation.audit import audit_record, request_parameters
-from annotation.models import Box, BoxJob, BoxState, Dataset
+from annotation.models import Box, BoxJob, BoxState
+from annotation.scoping import organizer_datasets_counted
 from annotation.serializers import DatasetSerializer, concept_by_wnid, dataset_images
 from config.queryparams import query_id
 from config.roles import IsOrganizer
@@ -35,13 +35,9 @@ class DatasetBoxesViewSet(viewsets.GenericViewSet):
     permission_classes = [IsAuthenticated, IsOrganizer]
 
     def get_queryset(self):
-        # The same datasets (and the same annotation) as annotation's DatasetViewSet.
-        qs = Dataset.objects.annotate(image_count=Coalesce("tally__images", 0))
-        if getattr(self, "swagger_fake_view", False):  # schema generation runs without a user
-            return qs.none()
-        if not self.request.user.is_superuser:
-            qs = qs.filter(organizers=self.request.user)
-        return qs.order_by("id")
+        return organizer_datasets_counted(
+            self.request.user, schema_only=getattr(self, "swagger_fake_view", False)
+        )
 
     @extend_schema(
         parameters=[OpenApiParameter("concept", str, description="Only jobs of this concept (wnid).")],

@@ -5,7 +5,6 @@ annotation's dataset views."""
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models.functions import Coalesce
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
@@ -14,7 +13,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from annotation.audit import audit_record, request_parameters
-from annotation.models import Dataset
+from annotation.scoping import organizer_datasets_counted
 from annotation.serializers import DatasetSerializer, VoteTasksSerializer, concept_by_wnid, dataset_images
 from config.roles import IsOrganizer
 
@@ -28,13 +27,9 @@ class DatasetVotesViewSet(viewsets.GenericViewSet):
     permission_classes = [IsAuthenticated, IsOrganizer]
 
     def get_queryset(self):
-        # The same datasets (and the same annotation) as annotation's DatasetViewSet.
-        qs = Dataset.objects.annotate(image_count=Coalesce("tally__images", 0))
-        if getattr(self, "swagger_fake_view", False):  # schema generation runs without a user
-            return qs.none()
-        if not self.request.user.is_superuser:
-            qs = qs.filter(organizers=self.request.user)
-        return qs.order_by("id")
+        return organizer_datasets_counted(
+            self.request.user, schema_only=getattr(self, "swagger_fake_view", False)
+        )
 
     @extend_schema(request=VoteTasksSerializer, responses={201: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["post"], url_path="vote-tasks")
