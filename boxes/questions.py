@@ -21,6 +21,7 @@ from consensus.count_questions import count_questions_create
 from consensus.creation import TASK_KIND, Target, questions_create
 from consensus.estimates import table_cap, table_newest
 from consensus.models import CalibrationTable, Question, QuestionKind, Verdict
+from consensus.voiding import round_superseded
 from hierarchy.models import Concept
 
 from . import services
@@ -123,26 +124,12 @@ def on_decided(event: events.QuestionDecided) -> None:
     asked = (event.question.subject or {}).get(SUBJECT_KEY)
     if asked is None:
         return  # a box question some other pipeline asked
-    if _superseded(event.question):
+    if event.question.kind == QuestionKind.BOX_COVERAGE and round_superseded(event.question):
         # Voided votes revised a coverage round the job has moved past (a later round exists): its verdict is
         # about boxes since added to, and must not decide the job's current round.
         return
     outcome = _OUTCOME[Verdict(event.decision.decision)]
     services.on_question_decided(questions.BinaryQuestion.from_dict(asked), outcome)
-
-
-def _superseded(question: Question) -> bool:
-    """Whether a later coverage round of the question's (dataset, concept, image) exists."""
-    if question.kind != QuestionKind.BOX_COVERAGE or question.round == 0:
-        return False
-    return Question.objects.filter(
-        dataset_id=question.dataset_id,
-        kind=QuestionKind.BOX_COVERAGE,
-        concept_id=question.concept_id,
-        image_id=question.image_id,
-        box__isnull=True,
-        round__gt=question.round,
-    ).exists()
 
 
 def connect() -> None:

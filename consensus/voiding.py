@@ -214,11 +214,12 @@ def _acted_on(question: Question) -> bool:
     the revised verdict (a spammer's "every instance is boxed" voided away draws again)."""
     if question.round == 0:
         return False
-    return question.state != QuestionState.ACCEPTED or _superseded(question)
+    return question.state != QuestionState.ACCEPTED or round_superseded(question)
 
 
-def _superseded(question: Question) -> bool:
-    """Whether a later round of this (box coverage) question exists for the same image and concept."""
+def round_superseded(question: Question) -> bool:
+    """Whether a later round of this question (a box job's coverage round: `round` > 0) exists for the same
+    dataset, kind, image and concept."""
     return (
         question.round > 0
         and Question.objects.filter(
