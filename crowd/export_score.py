@@ -55,6 +55,12 @@ def read_coco(archive: bytes) -> ExportedLabels:
     return out
 
 
+# Lists of ImageSets/DET that name no class: the blacklist (`image_id wnid`) and the images verified absent for
+# every class (`stem image_id`, whose second column is not a label: read as one, it made every such image a
+# positive of a class "negative_images", the soak's unexplained "1 positive only in the export").
+NOT_CLASS_LISTS = ("blacklist", "negative_images")
+
+
 def read_ilsvrc(archive: bytes) -> ExportedLabels:
     """Image-level labels of an ILSVRC export: `ImageSets/DET/{split}_{wnid}.txt` lines `stem label` with 1
     (positive with boxes) as positives, -1 as verified negatives and 0 as not scored for the class; a 0 that
@@ -85,7 +91,7 @@ def read_ilsvrc(archive: bytes) -> ExportedLabels:
                     partial.add((int(image_id), wnid))
         for name in sorted(names):
             match = re.fullmatch(r"ImageSets/DET/([^/_]+)_([^/]+)\.txt", name)
-            if not match or match.group(2) == "blacklist":
+            if not match or match.group(2) in NOT_CLASS_LISTS:
                 continue
             wnid = match.group(2)
             for line in zf.read(name).decode().splitlines():

@@ -90,8 +90,26 @@ def task_save(task: Task, fields: Iterable[str]) -> None:
     unknown = set(names) - _WRITABLE
     if unknown:
         raise ValueError(f"the queue keeps these task fields to itself: {', '.join(sorted(unknown))}")
+    if "state" in names and task.state in (TaskState.DONE, TaskState.CANCELLED):
+        _open_lease_end(task, names)
     task.updated_at = timezone.now()
     task.save(update_fields=[*names, "updated_at"])
+
+
+def _open_lease_end(task: Task, names: list[str]) -> None:
+    """A task closed by something other than its lease holder's answer (a recount after voided votes, the stuck
+    sweep, a vote recorded outside the queue) ends the lease a worker still holds on it: their answer is then
+    refused as expired (fetch a new task) and their next lease is another task. Kept open, the lease came back
+    to its worker on every `tasks/next` while every answer to it was refused (the soak's worker that submitted
+    one closed question 247 times), and no expiry looks at a closed task. Its assignments after the task, in
+    the lock order."""
+    Assignment.objects.filter(task_id=task.pk, state=AssignmentState.LEASED).update(
+        state=AssignmentState.EXPIRED
+    )
+    if task.lease_expires_at is not None or "lease_expires_at" in names:
+        task.lease_expires_at = None
+        if "lease_expires_at" not in names:
+            names.append("lease_expires_at")
 
 
 def tasks_update(task_ids: Iterable[int], **values: Any) -> int:

@@ -211,3 +211,28 @@ def test_assignment_list_query_count_does_not_grow_with_rows(
         submit(client, lease(client).json()["id"])
     with django_assert_max_num_queries(6):
         assert len(client.get("/api/v1/assignments/").json()["results"]) == 5
+
+
+def test_a_task_closed_while_a_worker_holds_its_lease_ends_that_lease(worker, api_client):
+    """A question decided out of band (voided votes recounted, the stuck sweep) closes its task while another
+    worker holds a lease on it: the lease ends with it, so that worker's answer is refused as expired and their
+    next lease is another task, instead of the closed task coming back on every `tasks/next` (the soak's
+    worker that submitted one closed question 247 times)."""
+    from django.db import transaction
+
+    image = factories.ImageFactory()
+    closed = factories.TaskFactory(priority=5, image=image)
+    other = factories.TaskFactory(priority=0, image=image)
+    client = api_client(worker)
+    held = lease(client).json()
+    assert leased_task(held).pk == closed.pk
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=closed.pk)
+        task.state = TaskState.DONE
+        queue.task_save(task, ["state"])
+    closed.refresh_from_db()
+    assert closed.state == TaskState.DONE and closed.lease_expires_at is None
+    assert Assignment.objects.get(pk=held["id"]).state == AssignmentState.EXPIRED
+    refused = submit(client, held["id"])
+    assert refused.status_code == 409 and "expired" in refused.json()["detail"], refused.content
+    assert leased_task(lease(client).json()).pk == other.pk

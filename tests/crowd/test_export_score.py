@@ -105,3 +105,19 @@ def test_ilsvrc_reader_counts_an_undecided_pair_as_no_label():
     labels = read_ilsvrc(archive)
     assert labels.positives == {(7, "cat")}
     assert labels.negatives == set()
+
+
+def test_ilsvrc_reader_does_not_read_the_negative_images_list_as_a_class():
+    # `stem image_id` lines: an image verified absent for every class, not a positive of a class "negative_images".
+    archive = zip_of(
+        {
+            "classes.txt": "3 cat cat\n",
+            "ImageSets/train.txt": "00000007 7\n00000020 20\n",
+            "ImageSets/DET/train_cat.txt": "00000007 1\n00000020 -1\n",
+            "ImageSets/DET/train_negative_images.txt": "00000020 20\n",
+            "ImageSets/DET/train_blacklist.txt": "",
+        }
+    )
+    labels = read_ilsvrc(archive)
+    assert labels.positives == {(7, "cat")}
+    assert labels.negatives == {(20, "cat")}
