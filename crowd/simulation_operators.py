@@ -62,14 +62,16 @@ class ShellOperator:
 
 
 REBUILD_TASK = "consensus.tasks.calibration_rebuild"
-OWED_STATES = (MessageState.PENDING, MessageState.SENT, MessageState.RUNNING)
+# Handed to the broker or running on a worker: what a worker will finish. A pending message waits for the relay
+# (or, in process, for a commit that may never come: a test's transaction), so it is not waited for here.
+OWED_STATES = (MessageState.SENT, MessageState.RUNNING)
 # How long the operator waits, once the crowd ran dry, for a calibration rebuild the platform owes the dataset.
 REBUILD_WAIT_SECONDS = 120.0
 
 
 def rebuilds_awaited(dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS) -> int:
-    """The calibration rebuilds the dataset's votes have enqueued (outbox messages not yet done) when the crowd
-    ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker after its commit, and the
+    """The calibration rebuilds the dataset's votes have handed to Celery (outbox messages sent or running, not
+    yet done) when the crowd ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker after its commit, and the
     questions waiting for that table are served only then. A crowd that saw no task for those seconds is not
     done (people come back later), and the sweep leaves such questions alone since their table is coming.
     Returns how many of those rebuilds ran within `timeout` (the crowd then looks for work again); 0 when none

@@ -23,8 +23,9 @@ def owed(dataset, task_name=REBUILD_TASK, state=MessageState.PENDING):
 def test_nothing_owed_is_not_waited_for(monkeypatch):
     dataset = factories.DatasetFactory()
     owed(dataset, state=MessageState.DONE)
-    owed(dataset, task_name="benchmark.tasks.export_job_run")
-    owed(factories.DatasetFactory())  # another dataset's rebuild
+    owed(dataset, task_name="benchmark.tasks.export_job_run", state=MessageState.SENT)
+    owed(dataset)  # pending: the relay's (or a commit's) to send, no worker has it
+    owed(factories.DatasetFactory(), state=MessageState.SENT)  # another dataset's rebuild
     monkeypatch.setattr(simulation_operators.time, "sleep", lambda s: pytest.fail("waited"))
     assert rebuilds_awaited(dataset.pk) == 0
 
@@ -46,6 +47,6 @@ def test_a_rebuild_owed_is_waited_for_until_a_worker_ran_it(monkeypatch):
 
 def test_a_rebuild_that_never_runs_is_left_after_the_timeout(monkeypatch):
     dataset = factories.DatasetFactory()
-    owed(dataset)
+    owed(dataset, state=MessageState.RUNNING)
     monkeypatch.setattr(simulation_operators.time, "sleep", lambda s: None)
     assert rebuilds_awaited(dataset.pk, timeout=0.05) == 0
