@@ -4,6 +4,7 @@ for reviewers; submissions and the leaderboard of a challenge."""
 from __future__ import annotations
 
 from django.core.files.storage import FileSystemStorage
+from django.db import transaction
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.utils.http import content_disposition_header
@@ -18,6 +19,7 @@ from rest_framework.views import APIView
 from annotation.audit import audit_record
 from annotation.models import Dataset
 from annotation.scoping import organizer_dataset, reviewer_datasets
+from config.dbconnection import idempotent_by_content
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.parsers import MultiPartParser
 from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
@@ -91,11 +93,23 @@ class DatasetExportsView(APIView):
         "checked yet, then writes; its manifest's `completeness` lists, per class, accepted boxes not final "
         "and images left out (unfinished labelling, gold, unlabelled), with reasons.",
     )
+    @idempotent_by_content
     def post(self, request, dataset_id: int):
+        # Idempotent by content: the same request while its job is queued or running answers that job, so the
+        # middleware runs it again after a lost connection (even one lost after the job committed) instead of
+        # answering 503. The job and its audit entry commit together.
         dataset = organizer_dataset(request.user, dataset_id)
         form = ExportRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
+        with transaction.atomic():
+            job, created = self._request(request, dataset, data)
+        job.refresh_from_db()
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(ExportJobSerializer(job, context={"request": request}).data, status=code)
+
+    @staticmethod
+    def _request(request, dataset, data) -> tuple[ExportJob, bool]:
         try:
             job, created = services.export_job_request(
                 dataset=dataset,
@@ -112,7 +126,6 @@ class DatasetExportsView(APIView):
             raise ValidationError({"detection_set": str(exc)}) from None
         except services.BenchmarkError as exc:
             raise ValidationError({"split": str(exc)}) from None
-        job.refresh_from_db()
         if created:
             audit_record(
                 dataset=dataset,
@@ -124,8 +137,7 @@ class DatasetExportsView(APIView):
                     "split_version": job.split_version.number if job.split_version else None,
                 },
             )
-        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(ExportJobSerializer(job, context={"request": request}).data, status=code)
+        return job, created
 
 
 class ExportJobView(APIView):

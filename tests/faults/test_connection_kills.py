@@ -352,3 +352,34 @@ def test_backends_killed_under_load_give_no_5xx_after_recovery_and_nothing_half_
         assert (task.state == TaskState.DONE) == (task.answers_count == task.answers_wanted), task.pk
     assert not Assignment.objects.filter(state=AssignmentState.SUBMITTED, answer__isnull=True).exists()
     assert Assignment.objects.filter(state=AssignmentState.SUBMITTED).count() > 50
+
+
+def test_an_export_request_whose_connection_was_lost_after_its_job_committed_answers_that_job(
+    organizer, monkeypatch
+):
+    """An export request is idempotent by content (the same request while its job is queued answers that job), so
+    a connection lost after the job committed runs the request again and answers the job (200), instead of the
+    503 the 10-minute soak's one 5xx was; one job, one audit entry."""
+    from annotation.models import AuditEntry
+    from benchmark.models import ExportJob
+
+    dataset = factories.DatasetFactory(organizers=[organizer])
+    factories.ImageFactory(dataset=dataset)
+    client = client_for(organizer)
+    assert client.get("/api/v1/datasets/").status_code == 200
+    refresh, calls = ExportJob.refresh_from_db, []
+
+    def lost_after_commit(self, *args, **kwargs):
+        calls.append(self.pk)
+        if len(calls) == 1:
+            own_backend_killed()
+        return refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(ExportJob, "refresh_from_db", lost_after_commit)
+    # The job stays queued, as it does in production while a worker has not taken it (here Celery is eager).
+    monkeypatch.setattr("benchmark.services.outbox.message_enqueue", lambda *args, **kwargs: None)
+    response = client.post(f"/api/v1/datasets/{dataset.pk}/exports/", {"format": "coco"}, format="json")
+    assert response.status_code == 200, response.content
+    assert ExportJob.objects.filter(dataset=dataset).count() == 1
+    assert response.json()["id"] == ExportJob.objects.get(dataset=dataset).pk
+    assert AuditEntry.objects.filter(dataset=dataset, action="export.start").count() == 1
