@@ -136,14 +136,16 @@ class Worker(threading.Thread):
 def backends_kill(
     admin_url: str, fraction: float = 0.5, db_name: str | None = None, app_name: str = APP_NAME
 ) -> int:
-    """pg_terminate_backend on a random share of the app's backends (those connected as `app_name`)."""
+    """pg_terminate_backend on a random share of the app's backends (those connected as `app_name` to this
+    database: another bench or test running beside it keeps its own)."""
     import psycopg
 
     with psycopg.connect(admin_url.rsplit("/", 1)[0] + f"/{db_name or DB_NAME}", autocommit=True) as admin:
         pids = [
             pid
             for (pid,) in admin.execute(
-                "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND pid <> pg_backend_pid()",
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = current_database() "
+                "AND pid <> pg_backend_pid()",
                 (app_name,),
             ).fetchall()
         ]
