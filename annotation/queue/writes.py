@@ -106,10 +106,9 @@ def _open_lease_end(task: Task, names: list[str]) -> None:
     Assignment.objects.filter(task_id=task.pk, state=AssignmentState.LEASED).update(
         state=AssignmentState.EXPIRED
     )
-    if task.lease_expires_at is not None or "lease_expires_at" in names:
-        task.lease_expires_at = None
-        if "lease_expires_at" not in names:
-            names.append("lease_expires_at")
+    task.lease_expires_at = None
+    if "lease_expires_at" not in names:
+        names.append("lease_expires_at")
 
 
 def tasks_update(task_ids: Iterable[int], **values: Any) -> int:
