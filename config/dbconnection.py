@@ -9,8 +9,8 @@ fresh connection, up to `LOST_RETRIES` times. So is any other write with a JSON 
 connection was lost (each write statement is watched: one outside a transaction commits at once, one inside
 counts once its transaction's commit went through), since all it did was rolled back with the connection and
 running it again is what the client's retry would do. So is a view marked `idempotent_by_content` (the image
-upload: a file whose bytes the dataset holds is answered as stored, so a second run stores nothing twice and
-answers what the first stored): its files are never read ahead, and a run again parses them from the stream or
+upload: a file whose bytes the dataset holds is answered as stored; the export request: the same request while
+its job is queued answers that job; so a second run stores nothing twice and answers what the first stored): its files are never read ahead, and a run again parses them from the stream or
 takes them rewound from the first run's parse. Any other request (a write that had committed part of its work)
 answers 503 with Retry-After.
 
@@ -191,10 +191,9 @@ class ConnectionLossMiddleware:
                 connection.execute_wrappers.remove(watch)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
+        # An upload (idempotent by content) is never read ahead: a run again parses it then, or rewinds it.
         if request.method in SAFE_METHODS or _by_content(request, view_func):
-            return (
-                None  # an upload is never read ahead: a run again parses it then, or rewinds what was parsed
-            )
+            return None
         if _runs_again(request, view_func):
             # Read the body now (a submit's small JSON, its size checked before this): a second run parses it
             # from the copy Django keeps.

@@ -71,8 +71,8 @@ REBUILD_WAIT_SECONDS = 120.0
 
 def rebuilds_awaited(dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS) -> int:
     """The calibration rebuilds the dataset's votes have handed to Celery (outbox messages sent or running, not
-    yet done) when the crowd ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker after its commit, and the
-    questions waiting for that table are served only then. A crowd that saw no task for those seconds is not
+    yet done) when the crowd ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker
+    after its commit, and the questions waiting for that table are served only then. A crowd that saw no task for those seconds is not
     done (people come back later), and the sweep leaves such questions alone since their table is coming.
     Returns how many of those rebuilds ran within `timeout` (the crowd then looks for work again); 0 when none
     was owed or none ran (what is still owed is left, as at the end of a real run)."""
