@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 
 
 class Columns:
@@ -312,6 +312,13 @@ class _Batch:
 _BATCHES: dict[int, _Batch] = {}  # by id(connection) while a deferred_writes block is open on it
 
 
+def _batch_key(connection) -> int:
+    """The key of `connection`'s batch: the id of this thread's wrapper, also when the caller passes Django's
+    `django.db.connection` proxy (a distinct object: keyed by its own id, a gold answer's writes missed the
+    submit's batch and cost two round trips a real answer does not, which told gold apart by latency)."""
+    return id(connections[connection.alias])
+
+
 @contextlib.contextmanager
 def deferred_writes(connection):
     """Within the block, writes made with `write` (and `update_later`, `insert_later`) on PostgreSQL are held
@@ -324,21 +331,22 @@ def deferred_writes(connection):
     one table are never sent in one statement, since the parts of one statement do not see each other's
     changes. Elsewhere (SQLite) writes run at once. Use inside the transaction they belong to; an error in the
     block drops what is held (the transaction is rolled back anyway)."""
-    if connection.vendor != "postgresql" or id(connection) in _BATCHES:
+    key = _batch_key(connection)
+    if connection.vendor != "postgresql" or key in _BATCHES:
         yield
         return
-    batch = _BATCHES[id(connection)] = _Batch(connection)
+    batch = _BATCHES[key] = _Batch(connection)
     try:
         with connection.execute_wrapper(batch.before_execute):
             yield
             batch.send_all()
     finally:
-        del _BATCHES[id(connection)]
+        del _BATCHES[key]
 
 
 def deferred_send(connection) -> None:
     """Send the writes `deferred_writes` holds on this connection now (nothing when none are held)."""
-    batch = _BATCHES.get(id(connection))
+    batch = _BATCHES.get(_batch_key(connection))
     if batch is not None:
         batch.send_all()
 
@@ -355,7 +363,7 @@ def write(
     """Run one INSERT/UPDATE (`sql` without a RETURNING clause) on `table`, now or, inside `deferred_writes`,
     with the batch; then `on_done(rows changed, the first row's `returning` column or None)`."""
     w = _Write(table, sql, list(params), returning, on_done)
-    batch = _BATCHES.get(id(connection))
+    batch = _BATCHES.get(_batch_key(connection))
     if batch is not None:
         batch.add(w)
         return

@@ -113,6 +113,26 @@ def test_held_writes_go_as_one_statement_at_the_end_of_the_block_with_their_row_
 
 
 @pytest.mark.postgres
+def test_a_write_through_djangos_connection_proxy_joins_the_batch_opened_on_the_wrapper(db):
+    # The queue opens the block on `connections[alias]`; gold recorded its answer through `django.db.connection`,
+    # a proxy object of its own: its writes missed the batch, and a gold submit cost two round trips a real one
+    # does not (tests/security/test_gold_probe_stats.py).
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    task = factories.TaskFactory(priority=1)
+    wrapper = connections[Task.objects.db]
+    assert wrapper is not connection
+    with transaction.atomic(), CaptureQueriesContext(wrapper) as captured:
+        with sqlrows.deferred_writes(wrapper):
+            sqlrows.update_later(connection, Task, task.pk, {"priority": 4})
+            assert captured.captured_queries == []  # held, not sent on its own
+            sqlrows.deferred_send(connection)
+            assert [q["sql"][:9] for q in captured.captured_queries] == ["WITH w0 A"]
+    assert _task_priority(task.pk) == 4
+
+
+@pytest.mark.postgres
 def test_a_statement_naming_their_table_sees_the_writes_held_before_it(db):
     task = factories.TaskFactory(priority=1)
     with transaction.atomic(), sqlrows.deferred_writes(connection):

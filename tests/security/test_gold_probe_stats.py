@@ -5,21 +5,24 @@ the gold carefully and spam the rest.
 - The id rule: "an id in the lease more than 20 below the newest id I leased" (gold tasks are made with the
   gold items and stay in the pool while real tasks are consumed) must flag gold no better than chance: leases
   carry no task id and their image is named by an opaque reference (annotation/imagerefs.py).
-- Latency: the area under the ROC curve of lease and of submit wall time, gold against real, must stay near
-  0.5 either way: a gold answer is scored after the response (gold.services, through the outbox), so the app
-  publishes to a real broker here as in production; the scoring messages are run afterwards, as a worker
-  would, and every gold answer must then be scored.
-
-Gold and real leases interleave, so the machine's load falls on both alike; only ranks are compared.
+- Latency, by its cause: a gold lease and a gold submit must run the same statements, in kind and number, as a
+  real one (the lease with gold in the dataset looks up both sides; a gold answer is recorded with the same
+  round trips as a vote and scored after the response, through the outbox, so the app publishes to a real broker
+  here as in production). The scoring messages are run afterwards, as a worker would, and every gold answer must
+  then be scored. Wall times are not asserted here (they are noise on a shared machine: this test's area under
+  the ROC curve once read 0.735 for a two-round-trip difference and 0.6 for none); `bench/gold_probe.py`
+  measures them through gunicorn and prints the AUC of lease and submit times, gold against real.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
+from collections import Counter
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Assignment
 from consensus import creation
@@ -39,23 +42,20 @@ pytestmark = [pytest.mark.postgres, pytest.mark.broker, pytest.mark.django_db(tr
 
 WORKERS, LEASES_PER_WORKER = 12, 25  # 300 leases
 ID_GAP = 20
-MAX_AUC = 0.7  # either way: gold faster than real tells it apart as well as slower
 MAX_RULE_EDGE = 0.15  # the id rule's true-positive rate minus its false-positive rate
 
 
-def auc(positive, negative) -> float:
-    """P(a positive sample exceeds a negative one), ties counting half: the Mann-Whitney U over n1 n2."""
-    x, y = np.asarray(positive, float), np.asarray(negative, float)
-    greater = (x[:, None] > y[None, :]).sum()
-    ties = (x[:, None] == y[None, :]).sum()
-    return float((greater + ties / 2) / (len(x) * len(y)))
+def shape(statements: list[str]) -> tuple[str, ...]:
+    """What a request ran, statement by statement, as its leading keyword (BEGIN, SELECT, INSERT, WITH, ...)."""
+    return tuple(sql.lstrip().split(None, 1)[0].upper() for sql in statements)
 
 
-def test_auc_reads_separation_either_way():
-    rng = np.random.default_rng(3)
-    same = auc(rng.normal(0, 1, 300), rng.normal(0, 1, 300))
-    assert abs(same - 0.5) < 0.1
-    assert auc([2, 3, 4], [0, 1]) == 1.0 and auc([0, 1], [2, 3]) == 0.0 and auc([1], [1]) == 0.5
+def test_shape_reads_the_leading_keyword_of_each_statement():
+    assert shape(["BEGIN", ' SELECT a."id" FROM x', "with w0 AS (UPDATE t SET a = 1) SELECT 1"]) == (
+        "BEGIN",
+        "SELECT",
+        "WITH",
+    )
 
 
 def visible_ids(body: dict) -> list[int]:
@@ -68,7 +68,7 @@ def visible_ids(body: dict) -> list[int]:
     return ids
 
 
-def test_the_id_rule_and_the_latency_tell_gold_no_better_than_chance_over_300_leases():
+def test_the_id_rule_tells_gold_no_better_than_chance_and_gold_runs_what_real_work_runs_over_300_leases():
     dataset = factories.DatasetFactory(name="probe")
     concept = factories.ConceptFactory(wnid="n02123045", name="tabby cat", gloss="a cat with a striped coat")
     ConsensusSettings.objects.update_or_create(
@@ -96,63 +96,64 @@ def test_the_id_rule_and_the_latency_tell_gold_no_better_than_chance_over_300_le
     prefix = f"crowdlabel-probe-{uuid.uuid4().hex[:12]}:"
     try:
         with celery_pointed_at(BROKER_URL, prefix):
-            lease_time, submit_time, flagged = probe(clients, gold_answer)
+            leases, submits, flagged = probe(clients, gold_answer)
     finally:
         forget_keys(prefix)
     # What a Celery worker does with the messages: every gold answer is scored, once.
     waiting = list(Message.objects.filter(task_name=SCORE_TASK).values_list("pk", flat=True))
     for message_id in waiting:
         assert message_run(message_id, delivery="probe") == "done"
-    n_gold, n_real = len(lease_time[True]), len(lease_time[False])
+    n_gold, n_real = len(leases[True]), len(leases[False])
     assert len(waiting) == n_gold
     assert GoldAnswer.objects.filter(dataset=dataset).count() == n_gold
 
     edge = flagged[True] / n_gold - flagged[False] / n_real
-    lease_auc = auc(lease_time[True], lease_time[False])
-    submit_auc = auc(submit_time[True], submit_time[False])
-    medians = {
-        name: [round(float(np.median(sample[g])) * 1000, 2) for g in (True, False)]
-        for name, sample in (("lease", lease_time), ("submit", submit_time))
+    seen = {
+        (name, gold): Counter(sample[gold])
+        for name, sample in (("lease", leases), ("submit", submits))
+        for gold in (True, False)
     }
-    print(
-        f"gold {n_gold}, real {n_real}; id rule flagged gold {flagged[True]}, real {flagged[False]} "
-        f"(edge {edge:.3f}); AUC lease {lease_auc:.3f}, submit {submit_auc:.3f}; medians gold/real ms {medians}"
-    )
+    print(f"gold {n_gold}, real {n_real}; id rule flagged gold {flagged[True]}, real {flagged[False]}")
+    for (name, gold), shapes in seen.items():
+        for statements, count in shapes.most_common():
+            print(f"{name} {'gold' if gold else 'real'} x{count}: {len(statements)} {' '.join(statements)}")
     assert n_gold + n_real == WORKERS * LEASES_PER_WORKER and n_gold >= 30, n_gold
     assert edge <= MAX_RULE_EDGE, flagged
-    assert max(lease_auc, 1 - lease_auc) < MAX_AUC, (lease_auc, medians)
-    assert max(submit_auc, 1 - submit_auc) < MAX_AUC, (submit_auc, medians)
+    # Every gold lease runs what some real lease runs, and every gold submit what a real answer that leaves its
+    # question open runs (the common case: a deciding vote writes one more row, the decision's labeling read).
+    assert set(seen["lease", True]) <= set(seen["lease", False]), seen
+    asking_more = seen["submit", False].most_common(1)[0][0]
+    assert set(seen["submit", True]) == {asking_more}, seen
 
 
 def probe(clients, gold_answer: dict[int, bool]):
-    """The audit's probe: each worker in turn leases and answers (gold rightly, real at random), timing both."""
+    """The audit's probe: each worker in turn leases and answers (gold rightly, real at random); the statements of
+    every lease and submit, as `shape`s, by whether the task was gold."""
     rng = np.random.default_rng(35)
-    lease_time = {True: [], False: []}
-    submit_time = {True: [], False: []}
+    leases: dict[bool, list[tuple[str, ...]]] = {True: [], False: []}
+    submits: dict[bool, list[tuple[str, ...]]] = {True: [], False: []}
     flagged = {True: 0, False: 0}
     newest = dict.fromkeys(range(len(clients)), 0)
     for _ in range(LEASES_PER_WORKER):
         for n, client in enumerate(clients):
-            started = time.perf_counter()
-            response = client.get("/api/v1/tasks/next")
-            spent = time.perf_counter() - started
+            with CaptureQueriesContext(connection) as leased:
+                response = client.get("/api/v1/tasks/next")
             assert response.status_code == 200, response.content
             body = response.json()
             task = Assignment.objects.select_related("task").get(pk=body["id"]).task
             is_gold = task.pool == GOLD_POOL
-            lease_time[is_gold].append(spent)
+            leases[is_gold].append(shape([q["sql"] for q in leased.captured_queries]))
             ids = visible_ids(body)
             flagged[is_gold] += any(i < newest[n] - ID_GAP for i in ids)
             newest[n] = max([newest[n], *ids])
             answer = gold_answer[task.pk] if is_gold else bool(rng.random() < 0.5)
-            started = time.perf_counter()
-            submitted = client.post(
-                f"/api/v1/assignments/{body['id']}/submit",
-                {"answer": {"answer": answer}},
-                format="json",
-                HTTP_IDEMPOTENCY_KEY=f"k{body['id']}",
-            )
-            spent = time.perf_counter() - started
-            assert submitted.status_code == 201, submitted.content
-            submit_time[is_gold].append(spent)
-    return lease_time, submit_time, flagged
+            with CaptureQueriesContext(connection) as submitted:
+                response = client.post(
+                    f"/api/v1/assignments/{body['id']}/submit",
+                    {"answer": {"answer": answer}},
+                    format="json",
+                    HTTP_IDEMPOTENCY_KEY=f"k{body['id']}",
+                )
+            assert response.status_code == 201, response.content
+            submits[is_gold].append(shape([q["sql"] for q in submitted.captured_queries]))
+    return leases, submits, flagged
