@@ -1,7 +1,7 @@
 """Cost of boxes: the three-step box pipeline (draw, quality, coverage; ILSVRC §3.2.1, Su et al. 2012) against
 the baseline "three workers each draw every box, merged by IoU clustering", on the same seeded scenes and crowd.
 
-Runs the pure pipeline state machine (`annotation.pipeline`) with the simulated workers (`crowd.simulated`) and
+Runs the pure pipeline state machine (`annotation.pipeline`) with the simulated workers (`simulator.simulated`) and
 the default fixed-majority questions, without the database or HTTP, and prints for each method: box coverage
 (images whose every instance is boxed at IoU >= 0.5), box accuracy (accepted boxes with IoU >= 0.7), duplicates,
 micro-tasks and simulated worker-seconds per accepted box and per fully covered image.
@@ -23,10 +23,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from annotation import pipeline  # noqa: E402
-from crowd.ground_truth import COVERAGE_IOU, box_scores, match_boxes  # noqa: E402
-from crowd.scenarios.boxes import grow_to_min_side, page_rules_hold  # noqa: E402
-from crowd.scenes import SceneSpec, generate_scenes  # noqa: E402
-from crowd.simulated import (  # noqa: E402
+from simulator.ground_truth import COVERAGE_IOU, box_scores, match_boxes  # noqa: E402
+from simulator.scenarios.boxes import grow_to_min_side, page_rules_hold  # noqa: E402
+from simulator.scenes import SceneSpec, generate_scenes  # noqa: E402
+from simulator.simulated import (  # noqa: E402
     Crowd,
     CrowdSpec,
     SimulatedWorker,

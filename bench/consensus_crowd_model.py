@@ -1,4 +1,4 @@
-"""The verify scenario's consensus, without the platform: the simulator's own crowd (`crowd/simulated.py`,
+"""The verify scenario's consensus, without the platform: the simulator's own crowd (`simulator/simulated.py`,
 default or hostile) answers the same candidates in the same order the queue serves them (rounds of workers in
 a seeded order, each taking the first open question it has not answered, calibration questions first), and
 the estimators of `consensus/` decide after every vote. Fast enough to compare estimators and caps on many
@@ -29,8 +29,8 @@ from consensus.stopping import (  # noqa: E402
     settle_at_cap,
     thresholds_for_precision,
 )
-from crowd.scenes import SceneClass, SceneSpec, generate_scenes  # noqa: E402
-from crowd.simulated import Crowd, answer_binary, confusable_pairs, crowd_spec  # noqa: E402
+from simulator.scenes import SceneClass, SceneSpec, generate_scenes  # noqa: E402
+from simulator.simulated import Crowd, answer_binary, confusable_pairs, crowd_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

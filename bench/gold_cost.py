@@ -1,7 +1,7 @@
 """Gold overhead versus spammer detection delay and final precision, for gold rates 5%, 10% and 20%, and how the
 drawer rule treats drawers by the share of their boxes the quality question accepts.
 
-Pure simulation (crowd.gold_simulation: the rules of gold.scoring, the fixed qualification set and vote voiding on the
+Pure simulation (simulator.gold_simulation: the rules of gold.scoring, the fixed qualification set and vote voiding on the
 simulator's crowd), with 20% spammers (half random, half always-yes), a colluding group of 2% and 10% weak
 workers near 0.6 accuracy (uniform 0.55-0.65). Overhead is the share of paid tasks that were gold (qualification
 included); delay is gold answers until a spammer is blocked. The drawer table is exact (the rule checked after
@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crowd.gold_simulation import HONEST_FLOOR, GoldSimSpec, run  # noqa: E402
-from crowd.simulated import CrowdSpec  # noqa: E402
 from gold import scoring  # noqa: E402
+from simulator.gold_simulation import HONEST_FLOOR, GoldSimSpec, run  # noqa: E402
+from simulator.simulated import CrowdSpec  # noqa: E402
 
 RATES = (0.05, 0.10, 0.20)
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # crowd.export_score (pure) reads exports
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # simulator.export_score (pure) reads exports
 import load  # noqa: E402  (backend and gunicorn-worker kills, the integrity check)
 import queue_throughput as qt  # noqa: E402  (database, free port and gunicorn set-up)
 
@@ -625,7 +625,7 @@ def exports_compare(platform: Platform, token: str, database_url: str) -> dict:
     equals what is inside): `equal` counts the datasets whose export holds exactly their final rows;
     `equal_but_left_out` those whose export holds exactly the final rows of the images it writes and names
     every other image with a reason; the images left out are counted by reason."""
-    from crowd.export_score import read_coco, read_ilsvrc
+    from simulator.export_score import read_coco, read_ilsvrc
 
     out: dict = {
         "datasets": 0,

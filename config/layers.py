@@ -21,6 +21,8 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("crowd",),
     ("organize",),
     ("frontend",),
+    # The crowd simulator drives the platform from outside, through its HTTP API, like bench/: nothing imports it.
+    ("simulator",),
 )
 
 

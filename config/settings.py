@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "crowd",
     "organize",
     "frontend",
+    "simulator",
 ]
 
 MIDDLEWARE = [

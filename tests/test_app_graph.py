@@ -96,6 +96,12 @@ def test_the_app_import_graph_has_no_cycle():
     assert cycles(import_edges(ROOT)) == []
 
 
+def test_the_simulator_is_the_top_floor_and_no_app_imports_it():
+    # It drives the platform from outside, like bench/: the providers in `crowd` never depend on it.
+    assert APP_LAYERS[-1] == ("simulator",)
+    assert [str(e) for e in import_edges(ROOT) if e.target == "simulator"] == []
+
+
 def test_the_checker_catches_a_lazy_upward_import_and_the_cycle_it_makes(tmp_path):
     for app in ("low", "high"):
         (tmp_path / app).mkdir()

@@ -66,7 +66,7 @@ class MturkError(Exception):
     """An MTurk step the organizer must act on; the message says what to do."""
 
 
-# A stand-in client for this process (the simulator's fake marketplace, crowd.providers.mturk_fake), set only
+# A stand-in client for this process (the simulator's fake marketplace, simulator.mturk_fake), set only
 # through `client_replaced`; never a setting, so no deployment can switch to it by configuration.
 _replacements: list[Any] = []
 

@@ -39,6 +39,7 @@ SCANNED_APPS = (
     "organize",
     "outbox",
     "review",
+    "simulator",
     "config",
     "bench",
 )

@@ -182,7 +182,7 @@ def test_the_simulators_transports_follow_an_export_download_to_the_bucket(
     """The export endpoint answers 302 to a signed bucket URL; both of the simulator's transports (in-process
     and by URL) follow it without the platform's token and hand back the archive's bytes."""
     from crowd.services import token_for
-    from crowd.transport import HttpTransport, InProcessTransport
+    from simulator.transport import HttpTransport, InProcessTransport
 
     dog = factories.ConceptFactory(wnid="n02084071", name="dog")
     for image in stored:

@@ -2,8 +2,8 @@
 0.6 accuracy: spammers are blocked quickly, weak workers mostly, honest workers almost never, and the final labels
 are as precise as without spammers.
 
-Simulated with crowd.gold_simulation (the rules of gold.scoring, the fixed qualification set and vote voiding on
-crowd.simulated workers) rather than over HTTP, which would take minutes for a crowd large enough to measure a 1%
+Simulated with simulator.gold_simulation (the rules of gold.scoring, the fixed qualification set and vote voiding on
+simulator.simulated workers) rather than over HTTP, which would take minutes for a crowd large enough to measure a 1%
 share.
 
 The rule must block a worker at 16 of 27 right (issue 13: a random worker who was never blocked) yet spare honest
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from crowd.gold_simulation import GoldSimSpec, run
-from crowd.simulated import CrowdSpec
+from simulator.gold_simulation import GoldSimSpec, run
+from simulator.simulated import CrowdSpec
 
 CROWD = dict(n_workers=600, seed=11, sloppy_fraction=0.1, lazy_fraction=0.05, low_quality_range=(0.55, 0.65))
 

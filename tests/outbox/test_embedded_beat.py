@@ -213,8 +213,8 @@ def test_a_simulated_crowd_against_a_server_waits_for_its_schedule_to_settle_wha
     operator waits (no command of its own) until the server's scheduled sweep has settled it."""
     from rest_framework.authtoken.models import Token
 
-    from crowd.server_setup import ApiOperator
-    from crowd.transport import InProcessTransport
+    from simulator.server_setup import ApiOperator
+    from simulator.transport import InProcessTransport
 
     settings.CROWDLABEL = {**settings.CROWDLABEL, "STARVED_AFTER_SECONDS": 0}
     token = Token.objects.create(user=organizer).key
