@@ -42,23 +42,20 @@ def auc(positive: list[float], negative: list[float]) -> float:
     return greater / (len(positive) * len(negative))
 
 
-def data_create(n_workers: int, n_gold: int, n_real: int) -> tuple[list[str], set[int]]:
-    """Migrate, then the audit's setting; the tokens, and the ids of the gold tasks (read by the script, as
-    the probe's ground truth; never by a client)."""
+def data_create(n_workers: int, n_gold: int, n_real: int) -> tuple[list[str], dict[int, bool]]:
+    """Migrate, then the audit's setting (with the gold tests' helpers); the tokens, and the gold tasks'
+    answers by task id (read by the script, as the probe's ground truth; never by a client)."""
     import django
-    import numpy as np
     from django.core.management import call_command
 
     django.setup()
-    from annotation.models import Dataset, Image
-    from config.roles import WORKERS
+    from annotation.models import Dataset
     from consensus import creation
-    from consensus.calibration import build_table
-    from consensus.models import CalibrationTable, ConsensusSettings, QuestionKind
-    from crowd.services import token_for, user_create
-    from gold.items import GoldSpec, gold_items_create
+    from consensus.models import ConsensusSettings, QuestionKind
+    from crowd.services import token_for
     from gold.models import GoldItem, GoldSettings
     from hierarchy.models import Concept
+    from tests.gold.conftest import gold_for, install_table, make_images, make_workers
 
     call_command("migrate", verbosity=0, interactive=False)
     dataset = Dataset.objects.create(name="gold-probe")
@@ -67,38 +64,10 @@ def data_create(n_workers: int, n_gold: int, n_real: int) -> tuple[list[str], se
         dataset=dataset,
         defaults={"vote_cap": 15, "calibration_votes": 5, "target_precision": 0.999, "estimator": "dynamic"},
     )
-    rng = np.random.default_rng(0)  # a table from simulated votes of workers 85% right
-    truths = [i % 2 == 0 for i in range(200)]
-    table = build_table([[t == (rng.random() < 0.85) for _ in range(10)] for t in truths], cap=15)
-    CalibrationTable.objects.create(
-        kind=QuestionKind.IMAGE_VERIFY,
-        concept=concept,
-        table=table.to_dict(),
-        n_images=table.n_images,
-        n_votes=table.n_votes,
-        method=table.method,
-        last_vote_id=0,
-    )
-    images = Image.objects.bulk_create(
-        Image(
-            dataset=dataset,
-            file=f"probe/{i}.jpg",
-            original_name=f"{i}.jpg",
-            width=500,
-            height=375,
-            sha256=f"{i:064x}",
-            phash="0" * 16,
-        )
-        for i in range(n_gold + n_real)
-    )
+    install_table(concept)  # a table from simulated votes of workers 85% right
+    images = make_images(dataset, n_gold + n_real)
     # Gold made before the real questions, as the audit found it: old gold among newer real tasks.
-    gold_items_create(
-        dataset=dataset,
-        specs=[
-            GoldSpec(kind=QuestionKind.IMAGE_VERIFY, concept=concept, image=image, answer=i % 2 == 0)
-            for i, image in enumerate(images[:n_gold])
-        ],
-    )
+    gold_for(dataset, concept, images[:n_gold])
     creation.questions_create(
         dataset=dataset,
         kind=QuestionKind.IMAGE_VERIFY,
@@ -107,11 +76,8 @@ def data_create(n_workers: int, n_gold: int, n_real: int) -> tuple[list[str], se
         calibration=[False] * n_real,
     )
     GoldSettings.objects.create(dataset=dataset, rate=GOLD_RATE, qualification_size=0, qualification_pass=0)
-    tokens = [
-        token_for(user_create(username=f"probe-{i:03d}", password=None, roles=(WORKERS,)))
-        for i in range(n_workers)
-    ]
-    return tokens, set(GoldItem.objects.values_list("task_id", flat=True))
+    tokens = [token_for(worker.user) for worker in make_workers(n_workers, prefix="probe-")]
+    return tokens, dict(GoldItem.objects.values_list("task_id", "answer"))
 
 
 def submit_statements(token: str) -> dict[bool, list[str]]:
@@ -142,7 +108,7 @@ def submit_statements(token: str) -> dict[bool, list[str]]:
     return found
 
 
-def probe(port: int, tokens: list[str], rounds: int, gold_tasks: set[int], task_of) -> dict:
+def probe(port: int, tokens: list[str], rounds: int, gold_answer: dict[int, bool], task_of) -> dict:
     """Each client in turn leases and answers; the times of each request (ms) by request and gold or not."""
     import random
 
@@ -161,8 +127,9 @@ def probe(port: int, tokens: list[str], rounds: int, gold_tasks: set[int], task_
             body = json.loads(response.read())
             if response.status != 200:
                 raise SystemExit(f"lease answered {response.status}: {body}")
-            gold = task_of(body["id"]) in gold_tasks
-            answer = (task_of(body["id"]) % 2 == 0) if gold else rng.random() < 0.5
+            task = task_of(body["id"])
+            gold = task in gold_answer
+            answer = gold_answer[task] if gold else rng.random() < 0.5
             payload = json.dumps({"answer": {"answer": answer}})
             started = time.perf_counter()
             conn.request(
@@ -222,7 +189,7 @@ def main() -> None:
     database_recreate(args.admin_url, db_name=DB_NAME)
     gunicorn = None
     try:
-        tokens, gold_tasks = data_create(args.workers, n_gold, n_real)
+        tokens, gold_answer = data_create(args.workers, n_gold, n_real)
         statements = submit_statements(tokens[-1])
         from annotation.models import Assignment
 
@@ -232,7 +199,7 @@ def main() -> None:
         port = free_port()
         with open(os.path.join(var_dir, "gunicorn.log"), "w") as log:
             gunicorn = gunicorn_start(port, env, args.gunicorn_workers, "sync", log)
-            times = probe(port, tokens[:-1], args.leases, gold_tasks, task_of)
+            times = probe(port, tokens[:-1], args.leases, gold_answer, task_of)
     finally:
         if gunicorn is not None:
             gunicorn_stop(gunicorn)
