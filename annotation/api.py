@@ -12,12 +12,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.dbconnection import KEY_HEADER, idempotent_by_content, idempotent_by_key
+from config.errors import Conflict
 from config.parsers import MultiPartParser
 from config.queryparams import parse_id, query_flag, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
@@ -60,12 +61,6 @@ def idempotency_key(request) -> queue.IdempotencyKey:
         raise ValidationError(
             {"Idempotency-Key": "send an Idempotency-Key header of 1 to 128 characters"}
         ) from None
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the task's current state."
-    default_code = "conflict"
 
 
 class DatasetViewSet(

@@ -1,5 +1,6 @@
-"""Challenges: the hidden test truth, submissions (validated, at most N per team per window, scored) and the
-leaderboard. ILSVRC's rule: at most 2 submissions per team per week, so the test set is not tuned against.
+"""Challenges: created by a dataset's organizers over a frozen split version, with their teams (both audited);
+the hidden test truth, submissions (validated, at most N per team per window, scored) and the leaderboard.
+ILSVRC's rule: at most 2 submissions per team per week, so the test set is not tuned against.
 """
 
 from __future__ import annotations
@@ -10,16 +11,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.files import File
 from django.core.files.base import ContentFile
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotation.audit import audit_record
+from annotation.models import Dataset
 from outbox import services as outbox
 
 from .metrics import PROTOCOLS
 from .metrics.files import Truth, evaluate_files, load_ground_truth, load_predictions
-from .models import Challenge, Submission, SubmissionState, Team
+from .models import Challenge, SplitVersion, Submission, SubmissionState, Team
 from .services import BenchmarkError
 
 SYNC_SCORE_BYTES = 2 * 1024 * 1024  # smaller files are scored in the request; larger ones by a worker
@@ -49,6 +53,21 @@ class SubmissionLimit(BenchmarkError):
         self.retry_at = retry_at
 
 
+class FieldRefused(BenchmarkError):
+    """Input refused for one field; the API answers 400 with the message under `field`."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+class NameTaken(FieldRefused):
+    """The name is taken (a challenge's among all challenges, a team's in its challenge); the API answers 409."""
+
+    def __init__(self, message: str):
+        super().__init__("name", message)
+
+
 def challenge_validate(challenge: Challenge) -> None:
     if challenge.protocol not in PROTOCOLS:
         raise BenchmarkError(
@@ -58,6 +77,72 @@ def challenge_validate(challenge: Challenge) -> None:
         raise BenchmarkError("a challenge needs a frozen split version: its test set must never move")
     if challenge.split_version.dataset_id != challenge.dataset_id:
         raise BenchmarkError("the split version belongs to another dataset")
+
+
+def challenge_create(
+    *,
+    dataset: Dataset,
+    name: str,
+    protocol: str,
+    split_version: int,
+    submissions_per_window: int,
+    window_days: int,
+    actor,
+) -> Challenge:
+    """A challenge over the test split of the dataset's frozen split version number `split_version`, recorded
+    with its audit entry. `FieldRefused` when the dataset has no such version, `BenchmarkError` when the
+    challenge breaks a rule of `challenge_validate`, `NameTaken` when another challenge has the name (the
+    unique constraint decides). A split version never thaws, so it is read without a lock."""
+    version = SplitVersion.objects.filter(dataset=dataset, number=split_version).first()
+    if version is None:
+        raise FieldRefused("split_version", f"no split version {split_version} in {dataset.name}")
+    challenge = Challenge(
+        name=name,
+        dataset=dataset,
+        split_version=version,
+        protocol=protocol,
+        submissions_per_window=submissions_per_window,
+        window_days=window_days,
+    )
+    challenge_validate(challenge)
+    parameters = {
+        "name": name,
+        "protocol": protocol,
+        "split_version": split_version,
+        "submissions_per_window": submissions_per_window,
+        "window_days": window_days,
+    }
+    try:
+        with transaction.atomic():
+            challenge.save()
+            audit_record(dataset=dataset, actor=actor, action="challenge.create", parameters=parameters)
+    except IntegrityError:
+        raise NameTaken(f"a challenge named {name!r} exists already") from None
+    return challenge
+
+
+def challenge_team_add(*, challenge: Challenge, name: str, members: list[str], actor) -> Team:
+    """Add the team `name` to the challenge with its members (usernames of existing accounts, who may then
+    submit), recorded with its audit entry. `FieldRefused` naming every unknown username, `NameTaken` when the
+    challenge has a team of that name (the unique constraint decides)."""
+    names = sorted(set(members))
+    users = list(get_user_model().objects.filter(username__in=names))
+    unknown = sorted(set(names) - {u.username for u in users})
+    if unknown:
+        raise FieldRefused("members", f"no account named {', '.join(unknown)}")
+    try:
+        with transaction.atomic():
+            team = Team.objects.create(challenge=challenge, name=name)
+            team.members.set(users)
+            audit_record(
+                dataset=challenge.dataset,
+                actor=actor,
+                action="challenge.team_add",
+                parameters={"challenge": challenge.name, "team": team.name, "members": names},
+            )
+    except IntegrityError:
+        raise NameTaken(f"{challenge.name} has a team named {name!r}") from None
+    return team
 
 
 def challenge_truth(challenge: Challenge) -> Truth:

@@ -17,12 +17,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import kinds, queue
-from annotation.api import Conflict, idempotency_key, image_file_response
+from annotation.api import idempotency_key, image_file_response
 from annotation.imagerefs import image_ref_id
 from annotation.instructions import task_instructions
 from annotation.models import Assignment, Image
 from annotation.serializers import AssignmentSerializer, SubmitSerializer
 from config.dbconnection import idempotent_by_key
+from config.errors import Conflict
 
 from .models import Bundle, BundleState
 from .providers import base

@@ -16,10 +16,10 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from annotation import kinds
-from annotation.api import Conflict
 from annotation.models import Dataset
 from annotation.scoping import organizer_datasets_named
 from config.bounds import id_integer
+from config.errors import Conflict
 from config.queryparams import query_id
 from config.roles import IsOrganizer
 

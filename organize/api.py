@@ -9,9 +9,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api import Conflict
 from annotation.audit import audit_record
 from annotation.models import AuditEntry
+from config.errors import Conflict
 from config.pagination import StrictPageNumberPagination
 from config.roles import IsOrganizer
 from consensus.starved import starved_settle

@@ -1,11 +1,9 @@
-"""Challenges of an organizer's dataset: create one over a frozen split version (the rules of
-`benchmark.challenges.challenge_validate`), add teams with their members, and see a challenge with its teams and
-leaderboard (`benchmark.challenges.leaderboard`). Creating a challenge or a team is audited."""
+"""Challenges of an organizer's dataset: create one over a frozen split version and add teams with their members
+(`benchmark.challenges.challenge_create` and `challenge_team_add`, which hold the rules and audit each), and see
+a challenge with its teams and leaderboard (`benchmark.challenges.leaderboard`)."""
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -15,16 +13,15 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.audit import audit_record
 from benchmark import challenges
 from benchmark.metrics import PROTOCOLS
 from benchmark.models import Challenge, SplitVersion, Team
 from benchmark.serializers import LeaderboardRowSerializer
 from benchmark.services import BenchmarkError
 from config.bounds import bounded_integer
+from config.errors import Conflict
 from config.roles import IsOrganizer
 
-from .classes_api import Conflict
 from .scoping import organizer_dataset
 
 
@@ -105,37 +102,23 @@ class DatasetChallengesView(APIView):
         dataset = organizer_dataset(request.user, dataset_id)
         form = ChallengeCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        data = form.validated_data
-        version = SplitVersion.objects.filter(dataset=dataset, number=data["split_version"]).first()
-        if version is None:
-            raise ValidationError(
-                {"split_version": f"no split version {data['split_version']} in {dataset.name}"}
-            )
-        challenge = Challenge(
-            name=data["name"],
-            dataset=dataset,
-            split_version=version,
-            protocol=data["protocol"],
-            submissions_per_window=data["submissions_per_window"],
-            window_days=data["window_days"],
-        )
         try:
-            challenges.challenge_validate(challenge)
+            challenge = challenges.challenge_create(
+                dataset=dataset, actor=request.user, **form.validated_data
+            )
+        except challenges.NameTaken as exc:
+            raise Conflict({exc.field: str(exc)}) from None
+        except challenges.FieldRefused as exc:
+            raise ValidationError({exc.field: str(exc)}) from None
         except BenchmarkError as exc:
             raise ValidationError({"detail": str(exc)}) from None
-        try:
-            with transaction.atomic():
-                challenge.save()
-                audit_record(dataset=dataset, actor=request.user, action="challenge.create", parameters=data)
-        except IntegrityError:
-            raise Conflict({"name": f"a challenge named {data['name']!r} exists already"}) from None
         challenge.team_count = 0
         return Response(ChallengeSerializer(challenge).data, status=status.HTTP_201_CREATED)
 
 
 def _challenge(request, dataset_id: int, challenge_id: int):
     dataset = organizer_dataset(request.user, dataset_id)
-    return dataset, get_object_or_404(dataset_challenges(dataset), pk=challenge_id)
+    return get_object_or_404(dataset_challenges(dataset).select_related("dataset"), pk=challenge_id)
 
 
 def _teams(challenge):
@@ -154,7 +137,7 @@ class ChallengeDetailView(APIView):
 
     @extend_schema(responses=ChallengeDetailSerializer)
     def get(self, request, dataset_id: int, challenge_id: int):
-        _, challenge = _challenge(request, dataset_id, challenge_id)
+        challenge = _challenge(request, dataset_id, challenge_id)
         body = {
             "challenge": challenge,
             "teams": _teams(challenge),
@@ -170,28 +153,17 @@ class ChallengeTeamsView(APIView):
 
     @extend_schema(request=TeamCreateSerializer, responses={201: TeamSerializer})
     def post(self, request, dataset_id: int, challenge_id: int):
-        dataset, challenge = _challenge(request, dataset_id, challenge_id)
+        challenge = _challenge(request, dataset_id, challenge_id)
         form = TeamCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        names = sorted(set(form.validated_data["members"]))
-        users = list(get_user_model().objects.filter(username__in=names))
-        unknown = sorted(set(names) - {u.username for u in users})
-        if unknown:
-            raise ValidationError({"members": f"no account named {', '.join(unknown)}"})
         try:
-            with transaction.atomic():
-                team = Team.objects.create(challenge=challenge, name=form.validated_data["name"])
-                team.members.set(users)
-                audit_record(
-                    dataset=dataset,
-                    actor=request.user,
-                    action="challenge.team_add",
-                    parameters={"challenge": challenge.name, "team": team.name, "members": names},
-                )
-        except IntegrityError:
-            raise Conflict(
-                {"name": f"{challenge.name} has a team named {form.validated_data['name']!r}"}
-            ) from None
+            team = challenges.challenge_team_add(
+                challenge=challenge, actor=request.user, **form.validated_data
+            )
+        except challenges.NameTaken as exc:
+            raise Conflict({exc.field: str(exc)}) from None
+        except challenges.FieldRefused as exc:
+            raise ValidationError({exc.field: str(exc)}) from None
         return Response(
             TeamSerializer(_teams(challenge).get(pk=team.pk)).data, status=status.HTTP_201_CREATED
         )

@@ -9,12 +9,13 @@ from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.audit import audit_record
+from config.errors import Conflict
 from config.roles import IsOrganizer
 from hierarchy.algorithm import DagError
 from hierarchy.fixture import FixtureError, parse_fixture
@@ -22,11 +23,6 @@ from hierarchy.models import Concept, Hierarchy, QuestionNode
 from hierarchy.services import ConceptConflict, HierarchyConflict, hierarchy_load
 
 from .scoping import organizer_dataset, organizer_datasets
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
 
 
 class UploadResultSerializer(serializers.Serializer):

@@ -1,25 +1,28 @@
 """Confusable pairs among a dataset's classes (seal / sea otter): listed, added and removed by the dataset's
-organizers. Each dataset keeps its own pairs and notes (its overlap scan reads only those), so one organizer's
-pairs never show in, or change, another's dataset. A pair joins two of the dataset's own classes. Both changes
-are audited."""
+organizers through `review.confusables`, which holds the rules and audits each change. Each dataset keeps its
+own pairs and notes (its overlap scan reads only those), so one organizer's pairs never show in, or change,
+another's dataset."""
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.audit import audit_record
-from annotation.models import Dataset
+from config.errors import Conflict
 from config.roles import IsOrganizer
+from review.confusables import (
+    PairInvalid,
+    PairListed,
+    confusable_pair_add,
+    confusable_pair_remove,
+    dataset_pairs,
+)
 from review.models import ConfusablePair
 
-from .classes_api import Conflict
 from .scoping import organizer_dataset
 
 
@@ -40,14 +43,6 @@ class ConfusablePairCreateSerializer(serializers.Serializer):
     note = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
 
-def dataset_pairs(dataset: Dataset):
-    return (
-        ConfusablePair.objects.filter(dataset=dataset)
-        .select_related("concept_a", "concept_b")
-        .order_by("concept_a__wnid", "concept_b__wnid")
-    )
-
-
 class ConfusablePairsView(APIView):
     """The confusable pairs among the dataset's classes, or add one (both wnids among its classes)."""
 
@@ -63,30 +58,12 @@ class ConfusablePairsView(APIView):
         dataset = organizer_dataset(request.user, dataset_id)
         form = ConfusablePairCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        data = form.validated_data
-        if data["a"] == data["b"]:
-            raise ValidationError({"b": "a class is not confusable with itself"})
-        found = {c.wnid: c for c in dataset.concepts.filter(wnid__in=[data["a"], data["b"]])}
-        missing = [w for w in (data["a"], data["b"]) if w not in found]
-        if missing:
-            raise ValidationError(
-                {"concepts": f"not among the classes of {dataset.name}: {', '.join(missing)}"}
-            )
         try:
-            with transaction.atomic():
-                pair = ConfusablePair(
-                    dataset=dataset, concept_a=found[data["a"]], concept_b=found[data["b"]], note=data["note"]
-                )
-                pair.save()
-                audit_record(
-                    dataset=dataset,
-                    actor=request.user,
-                    action="confusable_pair.add",
-                    parameters={"a": data["a"], "b": data["b"], "note": data["note"]},
-                )
-        except IntegrityError:
-            raise Conflict({"detail": f"{data['a']} / {data['b']} is listed already"}) from None
-        pair = ConfusablePair.objects.select_related("concept_a", "concept_b").get(pk=pair.pk)
+            pair = confusable_pair_add(dataset=dataset, actor=request.user, **form.validated_data)
+        except PairInvalid as exc:
+            raise ValidationError({exc.field: str(exc)}) from None
+        except PairListed as exc:
+            raise Conflict(str(exc)) from None
         return Response(ConfusablePairSerializer(pair).data, status=status.HTTP_201_CREATED)
 
 
@@ -98,13 +75,8 @@ class ConfusablePairDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request, dataset_id: int, pair_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
-        with transaction.atomic():
-            pair = get_object_or_404(dataset_pairs(dataset).select_for_update(of=("self",)), pk=pair_id)
-            audit_record(
-                dataset=dataset,
-                actor=request.user,
-                action="confusable_pair.remove",
-                parameters={"a": pair.concept_a.wnid, "b": pair.concept_b.wnid, "note": pair.note},
-            )
-            pair.delete()
+        try:
+            confusable_pair_remove(dataset=dataset, pair_id=pair_id, actor=request.user)
+        except ConfusablePair.DoesNotExist:
+            raise NotFound("No ConfusablePair matches the given query.") from None
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,25 +1,25 @@
 """Near-duplicate flags of a dataset's images (set at ingestion by perceptual hash): list the flags still to
 confirm, confirm one (the image stays with its original in every split) or dismiss it (the flag is cleared:
-the two are distinct images). Each verdict is a `NearDuplicateReview` row and an audit entry."""
+the two are distinct images) through `organize.near_duplicates`, which records the verdict and its audit
+entry."""
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.audit import audit_record
 from annotation.models import Image
+from config.errors import Conflict
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.roles import IsOrganizer
 
-from .classes_api import Conflict
 from .models import NearDuplicateDecision, NearDuplicateReview
+from .near_duplicates import FlagDecided, near_duplicate_decide
 from .scoping import organizer_dataset
 
 
@@ -95,26 +95,15 @@ class NearDuplicateVerdictView(APIView):
         dataset = organizer_dataset(request.user, dataset_id)
         form = NearDuplicateVerdictSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        decision = form.validated_data["decision"]
         try:
-            with transaction.atomic():
-                image = get_object_or_404(
-                    Image.objects.select_for_update(no_key=True, of=("self",)).filter(
-                        dataset=dataset, near_duplicate_of__isnull=False
-                    ),
-                    pk=image_id,
-                )
-                review = NearDuplicateReview.objects.create(
-                    image=image, original_id=image.near_duplicate_of_id, decision=decision, actor=request.user
-                )
-                if decision == NearDuplicateDecision.DISMISS:
-                    Image.objects.filter(pk=image.pk).update(near_duplicate_of=None)
-                audit_record(
-                    dataset=dataset,
-                    actor=request.user,
-                    action=f"near_duplicate.{decision}",
-                    parameters={"image": image.pk, "original": review.original_id},
-                )
-        except IntegrityError:
-            raise Conflict({"detail": f"image {image_id}'s flag was confirmed already"}) from None
+            review = near_duplicate_decide(
+                dataset=dataset,
+                image_id=image_id,
+                decision=form.validated_data["decision"],
+                actor=request.user,
+            )
+        except Image.DoesNotExist:
+            raise NotFound("No Image matches the given query.") from None
+        except FlagDecided as exc:
+            raise Conflict(str(exc)) from None
         return Response(NearDuplicateReviewSerializer(review).data, status=status.HTTP_201_CREATED)

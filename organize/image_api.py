@@ -12,8 +12,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api import Conflict
 from annotation.models import Box, FinalLabel, Image
+from config.errors import Conflict
 from config.roles import IsOrganizer
 from consensus.models import Question, QuestionDecision, Vote
 from multilabel.models import LabelingAnswer, LeafLabel

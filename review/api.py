@@ -11,7 +11,7 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from annotation.queue import IdempotencyKey, KeyInvalid
 from annotation.scoping import reviewer_datasets
 from config.dbconnection import KEY_HEADER, idempotent_by_key
+from config.errors import Conflict
 from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.queryparams import query_id, query_id_list
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsReviewer, has_role
@@ -37,12 +38,6 @@ from .serializers import (
 )
 
 ITEM_RELATED = ("image", "box_a__concept", "box_a__image", "box_b__concept")
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the item's current state."
-    default_code = "conflict"
 
 
 class NextItemView(APIView):

@@ -14,6 +14,7 @@ from django.db import connection, transaction
 
 from annotation.models import Dataset, Image
 from organize.dataset_archive import dataset_archive
+from organize.near_duplicates import near_duplicate_decide
 from review.scan import lock_images
 from tests import factories
 from tests.config.test_celery_worker import database_url_of_the_test_database
@@ -53,3 +54,18 @@ def test_archiving_a_dataset_does_not_wait_on_an_insert_naming_it():
     )
     dataset.refresh_from_db()
     assert dataset.archived_at is not None
+
+
+def test_a_near_duplicate_verdict_locks_its_image_without_waiting_on_an_insert_naming_it():
+    dataset = factories.DatasetFactory()
+    organizer = factories.user_with_roles("org-verdict-locks", ("organizer",))
+    image = factories.ImageFactory(dataset=dataset, near_duplicate_of=factories.ImageFactory(dataset=dataset))
+    _while_a_key_share_is_held(
+        Image._meta.db_table,
+        image.pk,
+        lambda: near_duplicate_decide(
+            dataset=dataset, image_id=image.pk, decision="dismiss", actor=organizer
+        ),
+    )
+    image.refresh_from_db()
+    assert image.near_duplicate_of_id is None
