@@ -150,7 +150,7 @@ def challenge_truth(challenge: Challenge) -> Truth:
     storage; read through the same readers as ``evaluate``."""
     if not challenge.ground_truth:
         with transaction.atomic():
-            challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+            challenge = Challenge.objects.select_for_update(no_key=True).get(pk=challenge.pk)
             if not challenge.ground_truth:
                 challenge_validate(challenge)
                 format_name = "ilsvrc" if challenge.protocol.startswith("ilsvrc") else "coco"
@@ -196,7 +196,7 @@ def submission_create(*, challenge: Challenge, user, name: str, data: bytes) -> 
     load_predictions(challenge.protocol, data, challenge_truth(challenge))
     with transaction.atomic():
         # The team's row lock makes "count, then insert" one step: two parallel uploads cannot both pass.
-        Team.objects.select_for_update().get(pk=team.pk)
+        Team.objects.select_for_update(no_key=True).get(pk=team.pk)
         since = timezone.now() - timedelta(days=challenge.window_days)
         recent = list(
             Submission.objects.filter(team=team, created_at__gte=since)

@@ -159,7 +159,7 @@ def detection_set_create(
         ],
     }
     with transaction.atomic():
-        existing = DetectionSet.objects.select_for_update().filter(dataset=dataset, name=name).first()
+        existing = DetectionSet.objects.select_for_update(no_key=True).filter(dataset=dataset, name=name).first()
         if existing is not None and existing.frozen:
             raise BenchmarkError(f"detection set {name!r} is frozen; choose another name")
         fields = {
@@ -237,7 +237,7 @@ def detection_set_freeze(
             f"dataset {dataset.name} has no frozen split version: make and freeze splits first"
         )
     with transaction.atomic():
-        locked = DetectionSet.objects.select_for_update().get(pk=detection_set.pk)
+        locked = DetectionSet.objects.select_for_update(no_key=True).get(pk=detection_set.pk)
         if locked.frozen:
             return locked
         negatives: dict[str, Any] = {}
@@ -313,7 +313,7 @@ def blacklist_lift(*, dataset: Dataset, image_id: int, wnid: str | None, user) -
     concept_id = concepts_by_wnid([wnid])[0] if wnid else None
     with transaction.atomic():
         entry = (
-            BlacklistEntry.objects.select_for_update()
+            BlacklistEntry.objects.select_for_update(no_key=True)
             .filter(dataset=dataset, image_id=image_id, concept_id=concept_id, lifted_at__isnull=True)
             .first()
         )
@@ -340,7 +340,7 @@ def box_attributes_set(*, dataset: Dataset, box_id: int, user, **attributes: Any
     if box.state != BoxState.ACCEPTED:
         raise BenchmarkError(f"box {box_id} is {box.state}: only accepted boxes carry attributes")
     with transaction.atomic():
-        current = BoxAttributes.objects.select_for_update().filter(box=box).order_by("-id").first()
+        current = BoxAttributes.objects.select_for_update(no_key=True).filter(box=box).order_by("-id").first()
         values = {
             "difficult": current.difficult if current else False,
             "truncated": current.truncated if current else None,

@@ -90,7 +90,7 @@ def split_version_create(
 
 def split_version_freeze(*, version: SplitVersion) -> SplitVersion:
     with transaction.atomic():
-        version = SplitVersion.objects.select_for_update().get(pk=version.pk)
+        version = SplitVersion.objects.select_for_update(no_key=True).get(pk=version.pk)
         if not version.frozen:
             version.frozen = True
             version.save(update_fields=["frozen"])
@@ -222,7 +222,7 @@ def export_job_run(job_id: int) -> ExportJob:
     is run again from scratch (the archive is only attached at the end)."""
     with transaction.atomic():
         job = (
-            ExportJob.objects.select_for_update(of=("self",))
+            ExportJob.objects.select_for_update(of=("self",), no_key=True)
             .select_related("dataset", "split_version")
             .get(pk=job_id)
         )
@@ -264,7 +264,7 @@ def export_job_run(job_id: int) -> ExportJob:
             job.refresh_from_db()
             return job
         with transaction.atomic():
-            job = ExportJob.objects.select_for_update().get(pk=job_id)
+            job = ExportJob.objects.select_for_update(no_key=True).get(pk=job_id)
             with archive.open("rb") as data:
                 job.file.save(archive.name, File(data), save=False)
             job.state = JobState.DONE

@@ -69,3 +69,17 @@ def test_a_near_duplicate_verdict_locks_its_image_without_waiting_on_an_insert_n
     )
     image.refresh_from_db()
     assert image.near_duplicate_of_id is None
+
+
+def test_freezing_a_split_version_does_not_wait_on_an_insert_naming_it():
+    from benchmark.models import SplitVersion
+    from benchmark.services import split_version_freeze
+
+    version = SplitVersion.objects.create(
+        dataset=factories.DatasetFactory(), number=1, seed=1, ratios={"train": 1.0}, manifest={}
+    )
+    _while_a_key_share_is_held(
+        SplitVersion._meta.db_table, version.pk, lambda: split_version_freeze(version=version)
+    )
+    version.refresh_from_db()
+    assert version.frozen
