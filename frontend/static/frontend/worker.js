@@ -7,10 +7,10 @@
 // across a network outage, a reload and a trip to sign in again. The last yes/no answer can be taken back for a
 // few seconds (Undo, U or Ctrl+Z): the task comes back on screen and the one shown waits its turn.
 
-import { api, stored, submitAnswer, tabStorage } from "./api.js";
+import { api, stored, submitAnswer, tabStorage } from "../shared/api.js";
 import { showExamples } from "./examples.js";
-import { helpInstructions, showInstructions } from "./instructions.js";
-import { forgetImage, preload } from "./images.js";
+import { helpInstructions, showInstructions } from "../shared/instructions.js";
+import { forgetImage, preload } from "../shared/images.js";
 import { leaseCountdown } from "./lease.js";
 
 // An answer sooner than this after the image appeared is a key bounce or a second press meant for the task
