@@ -57,7 +57,7 @@ class Stats:
     last_answer_at: float | None = None
 
 
-# A submit goes as the worker page sends it (frontend/static/frontend/api.js, submitAnswer): an attempt answered
+# A submit goes as the worker page sends it (config/static/shared/api.js, submitAnswer): an attempt answered
 # 5xx, or not answered at all, is sent again with the same Idempotency-Key, up to 3 attempts in all, after a
 # pause of 0.5 s times the attempt. A retry of an answer the platform did store is answered with it (200).
 SUBMIT_ATTEMPTS = 3

@@ -1,15 +1,20 @@
 """No app imports one above it (or beside it), and the apps' import graph has no cycle: the order of
 `config/layers.py`, checked on the source by AST. Every import counts, lazy ones inside functions included;
-tests, benchmarks and migrations are not part of the apps."""
+tests, benchmarks and migrations are not part of the apps. The browser's ES modules count too, by the app
+whose `static/` folder holds them: each of their imports must name a file that is there, and a page's modules
+import only their own namespace's and the shared one's (`config.layers.SHARED_STATIC`), which imports only its
+own."""
 
 from __future__ import annotations
 
 import ast
+import posixpath
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from config.layers import APP_LAYERS, layer_of
+from config.layers import APP_LAYERS, SHARED_STATIC, layer_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPPED_PARTS = {"tests", "bench", "migrations"}
@@ -52,6 +57,89 @@ def import_edges(root: Path) -> list[Edge]:
     return edges
 
 
+# `import ... from "x"` and `export ... from "x"` (over several lines too), `import "x"`, and `import("x")` or
+# `import(`x/${kind}.js`)`, whose part before the first `${` is taken as a folder. A statement must start its
+# line, so a line comment that mentions one is not an import.
+STATIC_IMPORT = re.compile(
+    r"""^[ \t]*(?:(?:import|export)\b[^;'"`]*?\bfrom|import)[ \t]*(["'])(?P<spec>[^"'\n]+)\1""", re.MULTILINE
+)
+DYNAMIC_IMPORT = re.compile(r"""\bimport\(\s*(["'`])(?P<spec>[^"'`$]*)(?P<template>\$\{)?""")
+
+
+@dataclass(frozen=True)
+class ModuleImport:
+    source: Path  # the importing module, relative to the root
+    namespace: str  # its static namespace (`frontend` for frontend/static/frontend/...)
+    target: str  # the URL path the import resolves to, below /static/ ("shared/api.js"; "frontend/kinds/" for a folder)
+    where: str  # path:line
+
+    @property
+    def target_namespace(self) -> str:
+        return self.target.split("/", 1)[0]
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.namespace} imports {self.target}"
+
+
+def static_modules(root: Path) -> dict[str, Path]:
+    """Every ES module of the apps, by its path below /static/ ("frontend/worker.js"), to its file."""
+    apps = apps_in(root)
+    modules = {}
+    for path in sorted(root.glob("*/static/**/*.js")):
+        parts = path.relative_to(root).parts
+        if parts[0] in apps and not SKIPPED_PARTS.intersection(parts):
+            modules["/".join(parts[2:])] = path
+    return modules
+
+
+def module_imports(root: Path) -> tuple[list[ModuleImport], list[str]]:
+    """The imports of every ES module of the apps, and the ones that name no module of theirs (a bare name, a
+    path outside /static/, a file or folder that is not there)."""
+    modules = static_modules(root)
+    folders = {posixpath.dirname(url) + "/" for url in modules}
+    found, unresolved = [], []
+    for url, path in modules.items():
+        text = path.read_text()
+        specs = [(m, False) for m in STATIC_IMPORT.finditer(text)]
+        specs += [(m, bool(m.group("template"))) for m in DYNAMIC_IMPORT.finditer(text)]
+        for match, folder in specs:
+            written = match.group("spec")
+            spec = written + ("*" if folder else "")  # a template's folder: the dirname of a name in it
+            where = f"{path.relative_to(root)}:{text.count(chr(10), 0, match.start('spec')) + 1}"
+            if spec.startswith("/static/"):
+                target = spec[len("/static/") :]
+            elif spec.startswith(("./", "../")):
+                target = posixpath.normpath(posixpath.join("/static", posixpath.dirname(url), spec))
+                target = target[len("/static/") :] if target.startswith("/static/") else ""
+            else:
+                target = ""
+            if folder and target:
+                target = posixpath.dirname(target) + "/"
+            if not target or (target not in folders if folder else target not in modules):
+                unresolved.append(f"{where}: {written!r} is not a module of the apps' static folders")
+                continue
+            found.append(ModuleImport(path.relative_to(root), url.split("/", 1)[0], target, where))
+    return found, unresolved
+
+
+def namespace_crossings(imports: list[ModuleImport], shared: str = SHARED_STATIC) -> list[ModuleImport]:
+    """Imports of another namespace's module than the shared one's (the shared modules import only their own)."""
+    return [i for i in imports if i.target_namespace not in (i.namespace, shared)]
+
+
+def module_edges(root: Path) -> list[Edge]:
+    """The ES modules' imports as edges between the apps whose static folders hold them."""
+    modules = static_modules(root)
+    owners = {url: path.relative_to(root).parts[0] for url, path in modules.items()}
+    owners.update({posixpath.dirname(url) + "/": owner for url, owner in owners.items()})
+    edges = []
+    for i in module_imports(root)[0]:
+        source, target = i.source.parts[0], owners[i.target]
+        if source != target:
+            edges.append(Edge(source, target, i.where))
+    return edges
+
+
 def upward_edges(edges: list[Edge], layer=layer_of) -> list[Edge]:
     """Imports of an app on the same floor or a higher one."""
     return [e for e in edges if layer(e.target) >= layer(e.source)]
@@ -89,11 +177,29 @@ def test_every_app_has_exactly_one_floor():
 
 
 def test_no_app_imports_an_app_above_or_beside_it():
-    assert [str(e) for e in upward_edges(import_edges(ROOT))] == []
+    assert [str(e) for e in upward_edges(import_edges(ROOT) + module_edges(ROOT))] == []
 
 
 def test_the_app_import_graph_has_no_cycle():
-    assert cycles(import_edges(ROOT)) == []
+    assert cycles(import_edges(ROOT) + module_edges(ROOT)) == []
+
+
+def test_every_es_module_import_names_a_module_that_is_there():
+    imports, unresolved = module_imports(ROOT)
+    assert unresolved == []
+    assert len(imports) > 40  # the scan reads the modules: the pages import a few dozen
+
+
+def test_pages_import_their_own_modules_and_the_shared_ones_only():
+    imports, _ = module_imports(ROOT)
+    assert [str(i) for i in namespace_crossings(imports)] == []
+    # The shared namespace stands below every page namespace: the ground floor.
+    shared_home = {
+        p.relative_to(ROOT).parts[0]
+        for url, p in static_modules(ROOT).items()
+        if url.startswith(f"{SHARED_STATIC}/")
+    }
+    assert shared_home == {"config"}
 
 
 def test_the_simulator_is_the_top_floor_and_no_app_imports_it():
@@ -133,3 +239,52 @@ def test_the_checker_refuses_imports_between_apps_on_one_floor(tmp_path):
     (tmp_path / "gold" / "x.py").write_text("from multilabel import asking\n")
     edges = import_edges(tmp_path)
     assert [str(e) for e in upward_edges(edges)] == ["gold/x.py:1: gold imports multilabel"]
+
+
+def test_the_checker_reads_es_module_imports_and_refuses_crossings(tmp_path):
+    files = {
+        "config/static/shared/api.js": 'import { clamp } from "./boxview.js";\nimport { x } from "../frontend/worker.js";\n',
+        "config/static/shared/boxview.js": "export const clamp = 1;\n",
+        "frontend/static/frontend/worker.js": (
+            "// import { gone } from './nowhere.js' is only a comment\n"
+            'import {\n  api,\n} from "../shared/api.js";\n'
+            'export { clamp } from "/static/shared/boxview.js";\n'
+            "const r = await import(`./kinds/${kind}.js`);\n"
+            'import "../organize/page.js";\n'
+            'import { y } from "lodash";\n'
+        ),
+        "frontend/static/frontend/kinds/yes.js": 'import { api } from "../../shared/api.js";\n',
+        "organize/static/organize/page.js": 'import { z } from "../frontend/kinds/yes.js";\nimport("./missing.js");\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    for app in ("frontend", "organize"):
+        (tmp_path / app / "apps.py").write_text("")
+
+    imports, unresolved = module_imports(tmp_path)
+
+    assert sorted(str(i) for i in imports) == [
+        "config/static/shared/api.js:1: shared imports shared/boxview.js",
+        "config/static/shared/api.js:2: shared imports frontend/worker.js",
+        "frontend/static/frontend/kinds/yes.js:1: frontend imports shared/api.js",
+        "frontend/static/frontend/worker.js:4: frontend imports shared/api.js",
+        "frontend/static/frontend/worker.js:5: frontend imports shared/boxview.js",
+        "frontend/static/frontend/worker.js:6: frontend imports frontend/kinds/",
+        "frontend/static/frontend/worker.js:7: frontend imports organize/page.js",
+        "organize/static/organize/page.js:1: organize imports frontend/kinds/yes.js",
+    ]
+    assert unresolved == [
+        "frontend/static/frontend/worker.js:8: 'lodash' is not a module of the apps' static folders",
+        "organize/static/organize/page.js:2: './missing.js' is not a module of the apps' static folders",
+    ]
+    assert sorted(str(i) for i in namespace_crossings(imports)) == [
+        "config/static/shared/api.js:2: shared imports frontend/worker.js",
+        "frontend/static/frontend/worker.js:7: frontend imports organize/page.js",
+        "organize/static/organize/page.js:1: organize imports frontend/kinds/yes.js",
+    ]
+    floors = {"config": 0, "organize": 1, "frontend": 2}
+    assert sorted(str(e) for e in upward_edges(module_edges(tmp_path), layer=floors.__getitem__)) == [
+        "config/static/shared/api.js:2: config imports frontend",
+        "organize/static/organize/page.js:1: organize imports frontend",
+    ]

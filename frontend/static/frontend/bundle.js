@@ -2,8 +2,8 @@
 // the worker page's own task modules, then hand back what the provider wants (a code, a redirect, or the
 // MTurk form posted to the allow-listed submit URL the server chose).
 
-import { api, submitAnswer } from "./api.js";
-import { showInstructions } from "./instructions.js";
+import { api, submitAnswer } from "../shared/api.js";
+import { showInstructions } from "../shared/instructions.js";
 
 const app = document.getElementById("bundle-app");
 const base = app.dataset.api;

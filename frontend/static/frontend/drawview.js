@@ -4,7 +4,7 @@
 // pixels and getBoundingClientRect() includes the transform: pointer positions still turn into original pixels
 // (boxview.imageStage's toImage), at any zoom. The filters apply to the image only, never to the boxes.
 
-import { clamp } from "./boxview.js";
+import { clamp } from "../shared/boxview.js";
 
 const MAX_ZOOM = 8;
 const STEP = 1.25;

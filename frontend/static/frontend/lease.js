@@ -2,7 +2,7 @@
 // the end, and a quiet extension while the worker is visibly busy with the task (drawing takes a while), so a
 // box being drawn is not lost to an expired lease.
 
-import { api } from "./api.js";
+import { api } from "../shared/api.js";
 
 const SECOND = 1000;
 

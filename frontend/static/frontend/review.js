@@ -2,7 +2,7 @@
 // take the next item at once; the queue overview on the side shows counts per kind. The last decision can be
 // taken back (U) for a few minutes; skipped items come back once nothing else is left.
 
-import { api, postOnce } from "./api.js";
+import { api, postOnce } from "../shared/api.js";
 
 const app = document.getElementById("review-app");
 const base = app.dataset.api;

@@ -2,7 +2,7 @@
 // same kind, question and class), select some or all in view, and take one decision on them through
 // POST review/decide, which decides each item on its own and says per item what happened.
 
-import { api } from "./api.js";
+import { api } from "../shared/api.js";
 
 const app = document.getElementById("review-app");
 const base = app.dataset.api;

@@ -1,7 +1,7 @@
 // Shared helpers of the organizer pages: the API client, element building and durations.
-import { api } from "../frontend/api.js";
+import { api } from "../shared/api.js";
 
-export { api, ApiError, cookie } from "../frontend/api.js";
+export { api, ApiError, cookie } from "../shared/api.js";
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);

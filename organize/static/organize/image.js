@@ -1,7 +1,7 @@
 // One image of a dataset: the picture with its boxes, the votes and decisions of every question about it,
 // Algorithm 1's answers, its final labels and its review items (GET datasets/{id}/images/{image}).
 import { api, el } from "./common.js";
-import { boxRect, imageStage } from "../frontend/boxview.js";
+import { boxRect, imageStage } from "../shared/boxview.js";
 
 const app = document.getElementById("image-app");
 const base = app.dataset.api;

@@ -2,7 +2,7 @@
 // (instructions), example images (examples), tasks per study-link or MTurk session (bundle-sizes) and the
 // priority of waiting tasks (task-priorities). Every form shows the API's refusal (a 400 names the field).
 import { api, cookie, el } from "./common.js";
-import { instructionsNodes } from "../frontend/instructions.js";
+import { instructionsNodes } from "../shared/instructions.js";
 
 const app = document.getElementById("work-settings");
 const base = app.dataset.api;

@@ -1,7 +1,7 @@
 // The yes/no question page: the image, the question, Yes/No buttons and the Y/N keys. `yesNo` is shared by
 // every yes/no page (box quality and coverage import it).
 
-import { taskImage } from "../images.js";
+import { taskImage } from "../../shared/images.js";
 
 export function render(container, assignment, answer) {
   const { task } = assignment;

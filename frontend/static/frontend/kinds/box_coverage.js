@@ -1,7 +1,7 @@
 // "Is every instance boxed?": every accepted box drawn over the image.
 
 import { yesNo } from "./binary_vote.js";
-import { boxRect, conceptHeader, imageStage } from "../boxview.js";
+import { boxRect, conceptHeader, imageStage } from "../../shared/boxview.js";
 
 export function render(container, assignment, answer) {
   const { task } = assignment;

@@ -6,9 +6,9 @@
 // (or a trip to sign in again) finds it where it was. Coordinates are kept in original-image pixels (the SVG
 // layer's viewBox), so the stored box is the same whatever size the image is shown at.
 
-import { stored, tabStorage } from "../api.js";
+import { stored, tabStorage } from "../../shared/api.js";
 import { button, onShortcut, touchScreen } from "./binary_vote.js";
-import { boxRect, clamp, conceptHeader, imageStage, svgElement } from "../boxview.js";
+import { boxRect, clamp, conceptHeader, imageStage, svgElement } from "../../shared/boxview.js";
 import { zoomable } from "../drawview.js";
 
 // Handles a finger can take (on touch screens), or a mouse without hiding the edge.

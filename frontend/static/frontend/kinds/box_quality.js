@@ -1,7 +1,7 @@
 // "Is this box tight around one whole visible instance?": the box highlighted, the accepted boxes faint.
 
 import { yesNo } from "./binary_vote.js";
-import { boxRect, conceptHeader, imageStage } from "../boxview.js";
+import { boxRect, conceptHeader, imageStage } from "../../shared/boxview.js";
 
 export function render(container, assignment, answer) {
   const { task } = assignment;

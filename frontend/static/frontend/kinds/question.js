@@ -6,7 +6,7 @@
 
 import { yesNo } from "./binary_vote.js";
 import { render as renderYesNo } from "./hierarchy_question.js"; // yes/no, with the examples when there are some
-import { boxRect, conceptHeader, imageStage } from "../boxview.js";
+import { boxRect, conceptHeader, imageStage } from "../../shared/boxview.js";
 
 const coords = (b) => [b.x1, b.y1, b.x2, b.y2];
 
