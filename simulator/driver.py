@@ -57,9 +57,11 @@ class Stats:
     last_answer_at: float | None = None
 
 
-# A submit goes as the worker page sends it (config/static/shared/api.js, submitAnswer): an attempt answered
-# 5xx, or not answered at all, is sent again with the same Idempotency-Key, up to 3 attempts in all, after a
-# pause of 0.5 s times the attempt. A retry of an answer the platform did store is answered with it (200).
+# A submit goes as the provider session page sends it (frontend/bundle.js through config/static/shared/api.js,
+# submitAnswer): an attempt answered 5xx, or not answered at all, is sent again with the same Idempotency-Key, up
+# to 3 attempts in all, after a pause of 0.5 s times the attempt. (The worker page keeps an unsaved answer and
+# sends it again with its key after 1, 2, 4, 8 s until it is stored: frontend/worker/delivery.js.) A retry of an
+# answer the platform did store is answered with it (200).
 SUBMIT_ATTEMPTS = 3
 SUBMIT_RETRY_PAUSE = 0.5
 
