@@ -29,7 +29,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from queue_throughput import HOST, database_recreate, free_port, gunicorn_start, gunicorn_stop  # noqa: E402
+from queue_throughput import (  # noqa: E402
+    HOST,
+    database_recreate,
+    free_port,
+    gunicorn_start,
+    gunicorn_stop,
+    server_env,
+)
 
 DB_NAME = os.environ.get("BENCH_DB_NAME", "cl_gold_probe")
 GOLD_RATE = 0.2
@@ -172,15 +179,9 @@ def main() -> None:
     n_real = answers + 100  # one vote each at most: no real question runs out of voters
     n_gold = max(40, int(n_real * GOLD_RATE))
     var_dir = tempfile.mkdtemp(prefix="crowdlabel-probe-")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{args.admin_url.rsplit('/', 1)[0]}/{DB_NAME}",
-        "DJANGO_ENV": "development",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "CROWDLABEL_VAR_DIR": var_dir,
-        "CELERY_BROKER_URL": args.broker_url,
-    }
+    env = server_env(
+        f"{args.admin_url.rsplit('/', 1)[0]}/{DB_NAME}", var_dir, CELERY_BROKER_URL=args.broker_url
+    )
     os.environ.update(env)
     print(
         f"setting up {DB_NAME}: {n_gold} gold, {n_real} real questions, {args.workers} workers ...",

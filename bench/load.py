@@ -335,16 +335,8 @@ def run(
     n_tasks = tasks or int(max(5_000, 500 * duration))
     var_dir = tempfile.mkdtemp(prefix="crowdlabel-load-")
     database_url = admin_url.rsplit("/", 1)[0] + f"/{DB_NAME}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "DJANGO_ENV": "development",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "CROWDLABEL_VAR_DIR": var_dir,
-        "DB_CONN_MAX_AGE": "600",  # persistent connections: the ones a kill leaves dead in each process
-        "PGAPPNAME": APP_NAME,
-    }
+    # Persistent connections (DB_CONN_MAX_AGE): the ones a kill leaves dead in each process.
+    env = qt.server_env(database_url, var_dir, DB_CONN_MAX_AGE="600", PGAPPNAME=APP_NAME)
     os.environ.update({k: v for k, v in env.items() if k != "PGAPPNAME"})
     result = Run(protocol=protocol)
     stage(f"creating the database {DB_NAME}")

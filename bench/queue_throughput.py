@@ -293,6 +293,20 @@ def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int
     return tokens, (statements(leased), statements(submitted))
 
 
+def server_env(database_url: str, var_dir: str, **extra: str) -> dict[str, str]:
+    """The environment a bench runs the platform in (its own processes and gunicorn's): this process's, with the
+    bench's database, production-like settings (no debug), its own var directory, and `extra` on top."""
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DJANGO_ENV": "development",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "CROWDLABEL_VAR_DIR": var_dir,
+        **extra,
+    }
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
@@ -469,14 +483,7 @@ def main() -> None:
 
     var_dir = tempfile.mkdtemp(prefix="crowdlabel-bench-")
     base_url = args.admin_url.rsplit("/", 1)[0]
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{base_url}/{DB_NAME}",
-        "DJANGO_ENV": "development",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "CROWDLABEL_VAR_DIR": var_dir,
-    }
+    env = server_env(f"{base_url}/{DB_NAME}", var_dir)
     os.environ.update(env)
 
     print(f"setting up database {DB_NAME}: migrate, {max(levels)} workers, {n_tasks} tasks ...", flush=True)

@@ -101,18 +101,14 @@ class Platform:
         self.redis_port = qt.free_port()
         self.port = qt.free_port()
         self.gunicorn_workers = gunicorn_workers
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "DJANGO_ENV": "development",
-            "DJANGO_DEBUG": "0",
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "CROWDLABEL_VAR_DIR": str(var_dir),
-            "DB_CONN_MAX_AGE": "600",
-            "PGAPPNAME": APP_NAME,
-            "CELERY_BROKER_URL": f"redis://{HOST}:{self.redis_port}/0",
+        self.env = qt.server_env(
+            database_url,
+            str(var_dir),
+            DB_CONN_MAX_AGE="600",
+            PGAPPNAME=APP_NAME,
+            CELERY_BROKER_URL=f"redis://{HOST}:{self.redis_port}/0",
             **SCHEDULE_ENV,
-        }
+        )
         self.env.pop("CELERY_BROKER_KEY_PREFIX", None)
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, io.TextIOBase] = {}

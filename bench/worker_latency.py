@@ -30,7 +30,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from queue_throughput import HOST, free_port, gunicorn_start, gunicorn_stop, percentile  # noqa: E402
+from queue_throughput import (  # noqa: E402
+    HOST,
+    free_port,
+    gunicorn_start,
+    gunicorn_stop,
+    percentile,
+    server_env,
+)
 
 DB_NAME = "cl_latency"
 PASSWORD = "bench-password-not-secret-1"
@@ -190,14 +197,7 @@ def main() -> None:
     # Every timed answer, the warm-up, and what each page holds (on screen, ahead) at the end, with room.
     n_tasks = len(MODES) * (per_block * args.blocks + WARM_UP + 2) + 4
     var_dir = tempfile.mkdtemp(prefix="crowdlabel-latency-")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{args.admin_url.rsplit('/', 1)[0]}/{DB_NAME}",
-        "DJANGO_ENV": "development",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "CROWDLABEL_VAR_DIR": var_dir,
-    }
+    env = server_env(f"{args.admin_url.rsplit('/', 1)[0]}/{DB_NAME}", var_dir)
     os.environ.update(env)
     print(f"setting up database {DB_NAME}: migrate, {n_tasks} tasks on their own images ...", flush=True)
     database_recreate(args.admin_url)
