@@ -6,7 +6,8 @@
 - `reach`: which waiting tasks some worker of their dataset's crowd may still lease (the starved sweep's
   question, answered by the lease's own condition);
 - `contract`: the data the apps above exchange with the queue (lease terms, draws, task changes, results);
-- `statements` and `sqlrows`: the hand-written SQL and the rows-to-instances helper it uses.
+- `statements` and `sqlrows`: the hand-written SQL and the rows-to-instances helper it uses; `sqlrows.Writes`
+  holds a submit's writes until it sends them.
 """
 
 from .contract import (

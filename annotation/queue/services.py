@@ -192,10 +192,11 @@ def assignment_submit(
     key = IdempotencyKey.parse(idempotency_key).value  # a no-op for a key the API already checked
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
     connection = connections[Assignment.objects.db]
-    # The writes the answer causes (its task, the question's vote count or verdict, counters...) go to
-    # PostgreSQL together, in one statement, before the next lease is read (sqlrows.deferred_writes); its
-    # counters are written last, in the platform's lock order (counters.held, docs/architecture.md).
-    with transaction.atomic(), sqlrows.deferred_writes(connection), counters.held() as counted:
+    # The writes the answer causes (its task, the question's vote count or verdict, counters...) are held in
+    # `writes`, passed to the handlers, and sent together (one statement on PostgreSQL) at `writes.send()`
+    # below, before the next lease is read; its counters go last, in the platform's lock order (counters.held,
+    # docs/architecture.md).
+    with transaction.atomic(), sqlrows.Writes(connection) as writes, counters.held() as counted:
         current = statements.assignment_read(
             connection, assignment_id, worker.pk if worker is not None else None, lock=True
         )
@@ -236,9 +237,9 @@ def assignment_submit(
         # handler sees the task as it was leased plus this answer counted; what it returns is written once.
         task.answers_count += 1
         task.state, task.lease_expires_at = TaskState.OPEN, None
-        change = _intercepted(current)
+        change = _intercepted(current, writes)
         if change is None:
-            change = kind.on_submit(current) or TaskChange()
+            change = kind.on_submit(current, writes) or TaskChange()
         written = {
             "answers_count": task.answers_count,
             "state": change.state if change.state is not None else TaskState.OPEN,
@@ -247,15 +248,16 @@ def assignment_submit(
         }
         if change.result is not KEEP:
             written["result"] = change.result
-        sqlrows.update_later(connection, Task, task.pk, written)
+        writes.update(Task, task.pk, written)
         for name, value in written.items():
             setattr(task, name, value)
         counters.answers_counted(
             task, answers=1, worker_time=now - current.leased_at, worker_id=current.worker_id
         )
-        # Sent here rather than before the lease's first read, so a failure is this submit's own.
-        counted.flush()
-        sqlrows.deferred_send(connection)
+        counted.flush(writes)
+        # Everything the answer changes reaches the database here, before the extras and the next lease read
+        # it (and so that a failure is this submit's own).
+        writes.send()
         return SubmitResult(
             current,
             replayed=False,
@@ -294,9 +296,9 @@ def _lease_after(
     return leased
 
 
-def _intercepted(assignment: Assignment) -> TaskChange | None:
+def _intercepted(assignment: Assignment, writes: sqlrows.Writes) -> TaskChange | None:
     for intercept in hooks.submit_interceptors:
-        change = intercept(assignment)
+        change = intercept(assignment, writes)
         if change is not None:
             return change
     return None
