@@ -16,6 +16,7 @@ from .contract import (
     Draw,
     IdempotencyKey,
     KeyInvalid,
+    Lease,
     LeaseRequest,
     LeaseTerms,
     SubmitResult,
@@ -33,6 +34,7 @@ from .services import (
     lease_duration,
     lease_terms,
     leases_expire,
+    task_lease,
     task_lease_next,
 )
 from .writes import (
@@ -55,6 +57,7 @@ __all__ = [
     "Draw",
     "IdempotencyKey",
     "KeyInvalid",
+    "Lease",
     "LeaseExpired",
     "LeaseRequest",
     "LeaseTerms",
@@ -76,6 +79,7 @@ __all__ = [
     "task_save",
     "task_waiting",
     "tasks_create",
+    "task_lease",
     "task_lease_next",
     "tasks_reachable",
     "tasks_update",

@@ -20,7 +20,7 @@ from annotation import counters, hooks, kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 
 from . import sqlrows, statements
-from .contract import KEEP, Draw, IdempotencyKey, LeaseRequest, LeaseTerms, SubmitResult, TaskChange
+from .contract import KEEP, Draw, IdempotencyKey, Lease, LeaseRequest, LeaseTerms, SubmitResult, TaskChange
 
 
 class QueueError(Exception):
@@ -79,7 +79,7 @@ def lease_terms(worker, request: LeaseRequest, now: datetime) -> LeaseTerms:
 
 def _lease(
     connection, *, worker, request, now, terms: LeaseTerms, draw: Draw | None, follows: int | None = None
-) -> Assignment | None:
+) -> Lease | None:
     where, params = statements.eligible_where(
         connection, worker_id=worker.pk, request=request, now=now, terms=terms, draw=draw
     )
@@ -116,9 +116,24 @@ def task_lease_next(
     kinds_wanted: Sequence[str] | None = None,
     dataset_id: int | None = None,
     now: datetime | None = None,
-    follows: int | None = None,
     datasets: Sequence[int] | None = None,
 ) -> Assignment | None:
+    """The assignment of `task_lease`, for callers that show the worker no page (scripts, simulations)."""
+    leased = task_lease(
+        worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now, datasets=datasets
+    )
+    return None if leased is None else leased.assignment
+
+
+def task_lease(
+    *,
+    worker,
+    kinds_wanted: Sequence[str] | None = None,
+    dataset_id: int | None = None,
+    now: datetime | None = None,
+    follows: int | None = None,
+    datasets: Sequence[int] | None = None,
+) -> Lease | None:
     """Lease the next eligible task to `worker` in one short transaction, or return None: datasets in turn,
     the highest priority first inside a dataset (see `statements._candidate_sql`).
 
@@ -129,7 +144,8 @@ def task_lease_next(
     the one-open-lease constraint catches the rare race. `follows` names the submitted assignment whose answer
     asked for this lease (`assignment_submit`'s `lease_next`): the lease statement records the lease on it.
     `datasets` narrows the lease to a session's scope (a study link's datasets); the worker's own grants
-    (`DatasetGrant`) apply to every lease."""
+    (`DatasetGrant`) apply to every lease. The lease carries what the worker's page shows with the task
+    (`Lease`: examples and instructions), read by the lease statement itself."""
     connection = connections[Task.objects.db]
     request = _request(kinds_wanted, dataset_id, datasets)
     for _attempt in range(3):
@@ -268,7 +284,7 @@ def assignment_submit(
 
 def _lease_after(
     connection, submitted: Assignment, worker, request: LeaseRequest | None, now: datetime, *, replay: bool
-) -> Assignment | None:
+) -> Lease | None:
     """The next lease a submit asked for (None when it asked for none, or no task is available), taken inside
     the submit's transaction so that the answer and the lease are stored together or not at all, and its id
     kept on the submitted assignment. A replay returns the kept lease while it is still this worker's open
@@ -282,8 +298,8 @@ def _lease_after(
             kept = None
         if kept is not None and kept.state == AssignmentState.LEASED and kept.expires_at > now:
             kept.worker = worker
-            return kept
-    leased = task_lease_next(
+            return Lease(kept)  # its page's examples and instructions are looked up
+    leased = task_lease(
         worker=worker,
         kinds_wanted=request.kinds_wanted,
         dataset_id=request.dataset_id,
@@ -292,7 +308,7 @@ def _lease_after(
         datasets=request.datasets,
     )
     if leased is not None:
-        submitted.next_lease_id = leased.pk  # written by the lease statement itself
+        submitted.next_lease_id = leased.assignment.pk  # written by the lease statement itself
     return leased
 
 
