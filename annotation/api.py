@@ -221,22 +221,24 @@ class NextTaskView(APIView):
     )
     def get(self, request):
         wanted = lease_request(request.query_params)
-        assignment = queue.task_lease_next(
+        lease = queue.task_lease(
             worker=request.user.worker, kinds_wanted=wanted.kinds_wanted, dataset_id=wanted.dataset_id
         )
-        if assignment is None:
+        if lease is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(worker_view(assignment))
+        return Response(worker_view(lease.assignment, lease))
 
 
-def worker_view(assignment: Assignment) -> dict:
+def worker_view(assignment: Assignment, lease: queue.Lease | None = None) -> dict:
     """An assignment as the worker's browser receives it when the task is handed out (leased, or resumed after
     a reload): the assignment and its task with the task's example images (`task.examples`) and the organizer's
-    instructions for its stage (`task.instructions`, "" when none), plus what registered lease extras add.
-    Submit, extend and release answers leave the examples and instructions out."""
+    instructions for its stage (`task.instructions`, "" when none), plus what registered lease extras add; the
+    `lease` that handed it out carries the examples and instructions, else they are looked up. Submit, extend
+    and release answers leave the examples and instructions out."""
     data = AssignmentSerializer(assignment).data
-    data["task"]["examples"] = examples.task_examples(assignment.task)
-    data["task"]["instructions"] = instructions.task_instructions(assignment.task)
+    leased = lease or queue.Lease(assignment)
+    data["task"]["examples"] = examples.task_examples(assignment.task, leased.examples)
+    data["task"]["instructions"] = instructions.task_instructions(assignment.task, leased.instructions)
     for extras in hooks.lease_extras:
         data.update(extras(assignment))
     return data
@@ -329,7 +331,8 @@ class AssignmentViewSet(viewsets.ReadOnlyModelViewSet):
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
         data = {**AssignmentSerializer(result.assignment).data, **result.extras}
         if wants_next:
-            data["next"] = worker_view(result.next_lease) if result.next_lease is not None else None
+            lease = result.next_lease
+            data["next"] = worker_view(lease.assignment, lease) if lease is not None else None
         return Response(data, status=code)
 
     @extend_schema(

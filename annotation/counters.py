@@ -64,21 +64,22 @@ class _Held:
             found = self.rows[row] = (model, dict(keys), Counter())
         found[2].update(deltas)
 
-    def flush(self) -> None:
-        """Write what is held, every row in (table, key) order, and forget it."""
+    def flush(self, writes: sqlrows.Writes | None = None) -> None:
+        """Write what is held, every row in (table, key) order, and forget it: now, or into `writes` (a
+        submit's, sent with its other writes)."""
         rows, self.rows = self.rows, {}
         workers, self.workers = self.workers, {}
-        writes: list[tuple[tuple, Callable[[], None]]] = []
+        ordered: list[tuple[tuple, Callable[[], None]]] = []
         for (table, key), (model, keys, deltas) in rows.items():
-            writes.append(((table, key), partial(_counter_add_now, model, keys, dict(deltas))))
+            ordered.append(((table, key), partial(_counter_add_now, model, keys, dict(deltas), writes)))
         for (dataset_id, worker_id), answers in workers.items():
-            writes.append(
+            ordered.append(
                 (
                     (WorkerTally._meta.db_table, _sort_key((dataset_id, worker_id))),
-                    partial(_worker_add_now, dataset_id, worker_id, answers),
+                    partial(_worker_add_now, dataset_id, worker_id, answers, writes),
                 )
             )
-        for _, write in sorted(writes, key=lambda kv: kv[0]):
+        for _, write in sorted(ordered, key=lambda kv: kv[0]):
             write()
 
 
@@ -93,7 +94,8 @@ _HELD: dict[int, _Held] = {}  # by id(connection) while a held() block is open o
 @contextlib.contextmanager
 def held(using: str = DEFAULT_DB_ALIAS) -> Iterator[_Held]:
     """Counter additions made inside the block are summed per row and written when it ends, sorted by (table,
-    key), or earlier by `.flush()` (a submit writes them before it leases the next task). Use it inside the
+    key), or earlier by `.flush(writes)` (a submit puts them last in its writes, which it sends before it leases
+    the next task). Use it inside the
     transaction the additions belong to; a block inside another adds to the outer one, and an error in the
     block drops what is held (the transaction is rolled back anyway). An addition made inside a savepoint that
     is rolled back while the block goes on stays held, so count outside such savepoints (every service does)."""
@@ -123,10 +125,10 @@ def counter_add(model, keys: dict, deltas: dict[str, int]) -> None:
     _counter_add_now(model, keys, deltas)
 
 
-def _counter_add_now(model, keys: dict, deltas: dict[str, int]) -> None:
+def _counter_add_now(model, keys: dict, deltas: dict[str, int], writes: sqlrows.Writes | None = None) -> None:
     """The UPDATE of `counter_add`: plain SQL kept per (model, keys, deltas, which keys are NULL) and prepared
     on PostgreSQL, since these counters change inside every submit and the ORM's F() update took longer to build
-    than the database to run it."""
+    than the database to run it. With `writes` (a submit's), it goes with them."""
     deltas = {name: d for name, d in deltas.items() if d}
     if not deltas:
         return
@@ -153,8 +155,8 @@ def _counter_add_now(model, keys: dict, deltas: dict[str, int]) -> None:
             with sqlrows.cursor(connection) as cursor:
                 cursor.execute(sql, params)
 
-    # Held with the other writes of a submit (sqlrows.deferred_writes); a missing row is created once sent.
-    sqlrows.write(connection, model._meta.db_table, sql, params, on_done=created)
+    # With a submit's writes it is held until they are sent; a missing row is created once it is.
+    sqlrows.write(connection, model._meta.db_table, sql, params, writes=writes, on_done=created)
 
 
 _ADD_SQL: dict[tuple, str] = {}  # by (vendor, model, keys, NULL keys, deltas): a few dozen shapes in all
@@ -202,8 +204,8 @@ def tasks_counted(tasks: Iterable[Task]) -> None:
 def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None, worker_id: int) -> None:
     """Submitted answers on the task (negative: taken back) and the time they took (submission minus lease
     time), counted for the task's stage and concept and for the worker who gave them (the worker's row created
-    if missing). Inside a submit both go with its other counters, in (table, key) order (`held`), and on
-    PostgreSQL with its other writes, in one round trip."""
+    if missing). Inside a submit both go with its other counters, in (table, key) order (`held`), which it
+    flushes into its writes (one round trip on PostgreSQL)."""
     usage_answers_counted(task, answers=answers, worker_time=worker_time)
     batch = _HELD.get(id(connections[WorkerTally.objects.db]))
     if batch is not None:
@@ -237,15 +239,18 @@ def _worker_upsert_sql(connection, n_rows: int) -> str:
     )
 
 
-def _worker_add_now(dataset_id: int, worker_id: int, answers: int) -> None:
-    """Upsert one worker's row (zero included: the row says the worker answered here); on PostgreSQL inside a
-    submit with its other writes (sqlrows.deferred_writes)."""
+def _worker_add_now(
+    dataset_id: int, worker_id: int, answers: int, writes: sqlrows.Writes | None = None
+) -> None:
+    """Upsert one worker's row (zero included: the row says the worker answered here): now, or with a
+    submit's `writes`."""
     connection = connections[WorkerTally.objects.db]
     sqlrows.write(
         connection,
         WorkerTally._meta.db_table,
         _worker_upsert_sql(connection, 1),
         [dataset_id, worker_id, answers],
+        writes=writes,
     )
 
 

@@ -5,6 +5,7 @@ ingested images; every task of that kind and concept carries their URLs, the sam
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -17,7 +18,6 @@ from . import kinds
 from .imagecheck import ImageRejected, check_image
 from .models import ConceptExample, Dataset, ExamplePolarity, ExampleState
 from .queue import sqlrows
-from .queue.statements import LEASED_EXAMPLES
 
 # Beside a question a handful helps; a gallery would push the task off the screen.
 MAX_SHOWN = 8
@@ -129,11 +129,11 @@ def _example_columns() -> sqlrows.Columns:
     return sqlrows.Columns(ConceptExample, "e")
 
 
-def task_examples(task) -> list[dict]:
-    """What a task's page shows of its examples: URLs, polarity, caption and size; nothing about the task. A task
-    the lease statement handed out carries them already (`queue.statements.LEASED_EXAMPLES`); any other is
-    looked up."""
-    rows = getattr(task, LEASED_EXAMPLES, None)
+def task_examples(task, leased: Sequence[tuple] | None = None) -> list[dict]:
+    """What a task's page shows of its examples: URLs, polarity, caption and size; nothing about the task.
+    `leased`: the rows the lease statement selected with the task (`queue.Lease.examples`); without them they
+    are looked up."""
+    rows = leased
     if rows is None:
         shown = shown_examples(task.dataset_id, task.concept_id, task.kind)
         rows = [(e.pk, e.polarity, e.caption, e.width, e.height) for e in shown]

@@ -52,9 +52,17 @@ class FinalBoxRow:
     y2: float
 
 
-def final_labels_record(*, dataset_id: int, source: str, verdicts: Iterable[LabelVerdict]) -> int:
+def final_labels_record(
+    *,
+    dataset_id: int,
+    source: str,
+    verdicts: Iterable[LabelVerdict],
+    writes: sqlrows.Writes | None = None,
+) -> int:
     """Record `source`'s verdicts (the last one per pair counts) and re-decide those pairs' final labels, in
-    the caller's transaction. Returns the number of pairs touched."""
+    the caller's transaction. Returns the number of pairs touched. With `writes` (a submit's), a new pair's
+    row on PostgreSQL goes with them, and is merged with an existing row once they are sent; the rest is
+    written now."""
     if source not in PRECEDENCE or source == BOX:
         raise ValueError(f"unknown label source {source!r}; boxes are set with final_boxes_set")
     entries: dict[Pair, dict[str, Any] | None] = {}
@@ -62,7 +70,7 @@ def final_labels_record(*, dataset_id: int, source: str, verdicts: Iterable[Labe
         entries[(v.image_id, v.concept_id)] = (
             None if v.present is None else evidence_entry(v.present, yes=v.yes, no=v.no, p=v.p, **v.ref)
         )
-    return _apply(dataset_id, source, entries)
+    return _apply(dataset_id, source, entries, writes)
 
 
 def final_boxes_set(
@@ -118,7 +126,12 @@ def final_boxes_set(
     return len(gone) + len(changed) + len(new)
 
 
-def _apply(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | None]) -> int:
+def _apply(
+    dataset_id: int,
+    source: str,
+    entries: dict[Pair, dict[str, Any] | None],
+    writes: sqlrows.Writes | None = None,
+) -> int:
     if not entries:
         return 0
     if connections[FinalLabel.objects.db].vendor == "postgresql":
@@ -129,13 +142,15 @@ def _apply(dataset_id: int, source: str, entries: dict[Pair, dict[str, Any] | No
             # One pair (a vote closing): it mostly has no row yet, so it is inserted first, one statement, and
             # locked and merged only when a row exists. (With several pairs, inserting first would lock new rows
             # before existing ones, the reverse of every other writer's order.)
-            # Inside a submit the insert goes with the submit's other writes (sqlrows.deferred_writes), and
-            # the merge, when needed, once it has been sent.
+            # With a submit's writes the insert goes with them, and the merge, when needed, once it is sent.
             [(pair, entry)] = entries.items()
             row = None if entry is None else _row_new(dataset_id, pair, {source: entry}, timezone.now())
             if row is not None:
-                _insert_one_later(
-                    connections[FinalLabel.objects.db], row, lambda: _merge(dataset_id, source, entries)
+                _insert_one(
+                    connections[FinalLabel.objects.db],
+                    row,
+                    lambda: _merge(dataset_id, source, entries),
+                    writes,
                 )
                 return 1
         _merge(dataset_id, source, entries)
@@ -232,12 +247,17 @@ def _insert_skipping_conflicts(connection, rows: list[FinalLabel]) -> set[Pair]:
         return {(image_id, concept_id) for image_id, concept_id in cursor.fetchall()}
 
 
-def _insert_one_later(connection, row: FinalLabel, exists) -> None:
-    """INSERT one row skipping a conflict, as `_insert_skipping_conflicts` does, through `sqlrows.write` (with
-    a submit's other writes, inside its deferred_writes); `exists()` runs when the pair had a row already."""
+def _insert_one(connection, row: FinalLabel, exists, writes: sqlrows.Writes | None) -> None:
+    """INSERT one row skipping a conflict, as `_insert_skipping_conflicts` does: now, or with `writes` (a
+    submit's); `exists()` runs, once it is sent, when the pair had a row already."""
     sql, params = _insert_statement(connection, [row])
     sqlrows.write(
-        connection, FinalLabel._meta.db_table, sql, params, on_done=lambda inserted, _: inserted or exists()
+        connection,
+        FinalLabel._meta.db_table,
+        sql,
+        params,
+        writes=writes,
+        on_done=lambda inserted, _: inserted or exists(),
     )
 
 

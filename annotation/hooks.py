@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .models import Assignment
     from .queue.contract import LeaseRequest, LeaseTerms, TaskChange
+    from .queue.sqlrows import Writes
 
 # (worker, request, now) -> the terms of this one lease (what is withheld, a draw from a reserved pool), or
 # None when the policy has nothing to say. Called once per lease: nothing carries over to the next one.
 LeasePolicy = Callable[[Any, "LeaseRequest", datetime], "LeaseTerms | None"]
-# (assignment being submitted, its task row locked) -> the change to write to the task when the interceptor
-# handled the answer (the kind's handler is then skipped), or None when the answer is not its business.
-SubmitInterceptor = Callable[["Assignment"], "TaskChange | None"]
+# (assignment being submitted, its task row locked; the submit's writes, which it sends once the handlers are
+# done) -> the change to write to the task when the interceptor handled the answer (the kind's handler is then
+# skipped), or None when the answer is not its business. What it holds in the writes is sent with the task's.
+SubmitInterceptor = Callable[["Assignment", "Writes"], "TaskChange | None"]
 # (assignment whose answer its worker takes back, task row locked) -> the change to write to the task when the
 # interceptor handled the undo (the kind's `on_withdraw` is then skipped), or None when it is not its business;
 # it may raise `kinds.AnswerStands` to refuse the undo.

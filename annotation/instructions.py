@@ -12,7 +12,6 @@ from config.textcheck import text_problem
 
 from .counters import task_stage
 from .models import INSTRUCTIONS_MAX_CHARS, Dataset, TaskInstructions
-from .queue.statements import LEASED_INSTRUCTIONS
 
 
 class InstructionsRefused(ValueError):
@@ -38,10 +37,10 @@ def instructions_set(*, dataset: Dataset, kind: str, text: str, user) -> TaskIns
     return row
 
 
-def task_instructions(task) -> str:
-    """The instructions a task's page shows ("" when none). A task the lease statement handed out carries them
-    already (`queue.statements.LEASED_INSTRUCTIONS`: no round trip of its own); any other is looked up."""
-    text = getattr(task, LEASED_INSTRUCTIONS, None)
+def task_instructions(task, leased: str | None = None) -> str:
+    """The instructions a task's page shows ("" when none). `leased`: what the lease statement selected with
+    the task (`queue.Lease.instructions`: no round trip of its own); without it they are looked up."""
+    text = leased
     if text is None:
         text = (
             TaskInstructions.objects.filter(dataset_id=task.dataset_id, kind=task_stage(task))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .models import Assignment, Task
     from .queue.contract import TaskChange
+    from .queue.sqlrows import Writes
 
 
 class AnswerInvalid(Exception):
@@ -42,9 +43,11 @@ class TaskKind:
     """A kind of micro-task.
 
     - `clean_answer(task, answer)` returns the answer to store, or raises AnswerInvalid.
-    - `on_submit(assignment)` runs inside the submit transaction with the task row locked and returns the
-      `TaskChange` to write (state, result), or None for none: the queue has already counted the answer and
-      reopened the task, and writes the change with its own fields in one UPDATE.
+    - `on_submit(assignment, writes)` runs inside the submit transaction with the task row locked and returns
+      the `TaskChange` to write (state, result), or None for none: the queue has already counted the answer and
+      reopened the task, and writes the change with its own fields in one UPDATE. `writes` is the submit's
+      `sqlrows.Writes`: what the handler holds there goes with the task's UPDATE and the counters, at the one
+      point where the submit sends them; what it writes otherwise is written at once.
     - `public_payload(task)` is everything the worker's browser gets about the task besides the image.
     - `on_withdraw(assignment)`, for kinds whose answers can be taken back within the undo window, runs in the
       undo's transaction with the task row locked: it reverts what `on_submit` did upstream and returns the
@@ -55,7 +58,7 @@ class TaskKind:
     name: str
     title: str
     clean_answer: Callable[[Task, Any], dict[str, Any]]
-    on_submit: Callable[[Assignment], TaskChange | None]
+    on_submit: Callable[[Assignment, Writes], TaskChange | None]
     public_payload: Callable[[Task], dict[str, Any]] = _no_public_payload
     on_withdraw: Callable[[Assignment], TaskChange] | None = None
 

@@ -13,6 +13,7 @@ from typing import Any
 from annotation import geometry, kinds
 from annotation.imagerefs import image_ref
 from annotation.models import Assignment, Task, TaskState
+from annotation.queue import sqlrows
 from annotation.queue.contract import TaskChange
 
 from . import services as boxes
@@ -53,7 +54,8 @@ def clean_answer(task: Task, answer: Any) -> dict[str, Any]:
     return {"box": list(box.as_tuple())}
 
 
-def on_submit(assignment: Assignment) -> TaskChange:
+def on_submit(assignment: Assignment, writes: sqlrows.Writes) -> TaskChange:
+    # The box and the job's next step are written now, by the box pipeline's services; nothing goes to `writes`.
     task = assignment.task
     answer = assignment.answer or {}
     if answer.get("none_left"):

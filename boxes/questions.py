@@ -124,6 +124,8 @@ def on_decided(event: events.QuestionDecided) -> None:
     asked = (event.question.subject or {}).get(SUBJECT_KEY)
     if asked is None:
         return  # a box question some other pipeline asked
+    # The job's next step reads the questions of the job (a coverage round's, the box's), this one included.
+    event.writes_send()
     if event.question.kind == QuestionKind.BOX_COVERAGE and round_superseded(event.question):
         # Voided votes revised a coverage round the job has moved past (a later round exists): its verdict is
         # about boxes since added to, and must not decide the job's current round.

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from annotation import counters, queue
 from annotation.models import Task, TaskState
-from annotation.queue import KEEP, QueueError, TaskChange
+from annotation.queue import KEEP, QueueError, TaskChange, sqlrows
 from outbox import services as outbox
 
 from . import events, statements, tally
@@ -110,10 +110,18 @@ def decided_so_far(question: Question) -> DecidedSoFar:
     )
 
 
-def question_finalize(question: Question, decision: Decision, estimate: Estimate, also=()) -> TaskChange:
+def question_finalize(
+    question: Question,
+    decision: Decision,
+    estimate: Estimate,
+    also=(),
+    writes: sqlrows.Writes | None = None,
+) -> TaskChange:
     """Close the question with a verdict, record the decision row, announce the event, and return what closes
     its task (done, with the verdict as its result) for the caller to write with the task. `also`: more of the
-    question's fields to write in the same UPDATE (a vote's counts)."""
+    question's fields to write in the same UPDATE (a vote's counts). With `writes` (a submit's) the question's
+    UPDATE and the decision row go with them, and the event carries them to its handlers; else they are
+    written now."""
     now = timezone.now()
     verdict = verdict_for(question, decision)
     previous_state = question.state
@@ -122,7 +130,7 @@ def question_finalize(question: Question, decision: Decision, estimate: Estimate
     question.p = estimate.p
     question.decided_at = now
     connection = connections[Question.objects.db]
-    statements.question_write(connection, question, ["state", "p", "decided_at", *also])
+    statements.question_write(connection, question, ["state", "p", "decided_at", *also], writes)
     tally.question_changed(question, before)
     row = statements.decision_insert(
         connection,
@@ -135,6 +143,7 @@ def question_finalize(question: Question, decision: Decision, estimate: Estimate
             estimator=estimate.estimator,
             table=estimate.table,
         ),
+        writes,
     )
     if question.rule:
         # The result the count-rule task kinds have always carried (read back by final_labels_rebuild).
@@ -152,7 +161,9 @@ def question_finalize(question: Question, decision: Decision, estimate: Estimate
             "yes": question.yes_count,
             "no": question.no_count,
         }
-    events.announce(events.QuestionDecided(question=question, decision=row, previous_state=previous_state))
+    events.announce(
+        events.QuestionDecided(question=question, decision=row, previous_state=previous_state, writes=writes)
+    )
     return TaskChange(state=TaskState.DONE, result=result)
 
 
@@ -184,13 +195,16 @@ class Voted:
     change: TaskChange
 
 
-def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Voted:
+def vote_apply(
+    *, task: Task, worker, answer: bool, assignment=None, writes: sqlrows.Writes | None = None
+) -> Voted:
     """Record `worker`'s vote on the question served by the locked `task` and run the stopping rule.
 
     Leaves the task's state and result to the caller (`Voted.change`); a task's other fields that a vote changes
     (a calibration question asking on, an extension: `answers_wanted`, `priority`) are written at once, as the
     queue's submit writes only its own fields of the task row. Must run inside a transaction that holds the
-    task row lock."""
+    task row lock. The vote itself is stored at once (its constraint says whether it counts); with `writes`
+    (the submit's) the question's changes and a verdict's rows go with them, else they are written now."""
     # The dataset's settings come with the locked question (a LEFT JOIN; only the question row is locked).
     connection = connections[Question.objects.db]
     question = statements.question_lock(connection, task.pk)
@@ -214,19 +228,20 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Voted:
         # A count rule needs no settings, table or calibration role; counts go with the verdict that decides.
         decision, estimate = decision_for(question, None)
         if decision == Decision.ASK_MORE:
-            statements.question_write(connection, question, counts)
+            statements.question_write(connection, question, counts, writes)
             # The running tally the vote-results API shows while a count-rule task is open.
             return Voted(question, TaskChange(result={"yes": question.yes_count, "no": question.no_count}))
-        return Voted(question, question_finalize(question, decision, estimate, also=counts))
-    if question.role == QuestionRole.CALIBRATION or question.n_votes < question.min_votes:
+        return Voted(question, question_finalize(question, decision, estimate, also=counts, writes=writes))
+    if question.n_votes < question.min_votes:
+        statements.question_write(connection, question, counts, writes)
+        return Voted(question, TaskChange())
+    if question.role == QuestionRole.CALIBRATION:
         # The kind's calibration reads (`kind_has_calibration_data`, `calibration_subjects`) take a calibration
-        # question's votes from its row, so they are written before deciding; a production question's go with
-        # its P or verdict, in one UPDATE.
+        # question's votes from its row, so they are written now, before deciding; a production question's go
+        # with its P or verdict, in one UPDATE.
         statements.question_write(connection, question, counts)
         counts = []
     settings = _settings_loaded(question)
-    if question.n_votes < question.min_votes:
-        return Voted(question, TaskChange())
     decision, estimate = decision_for(question, settings)
     if estimate.fit_votes is not None and evidence_refresh_due(estimate.table, estimate.fit_votes):
         # The kind's fit has outgrown the one its evidence table was built under: the table is built again.
@@ -244,9 +259,9 @@ def vote_apply(*, task: Task, worker, answer: bool, assignment=None) -> Voted:
     if decision == Decision.ASK_MORE:
         extension_open(question, task, settings)
         question.p = estimate.p
-        statements.question_write(connection, question, ["p", *counts])
+        statements.question_write(connection, question, ["p", *counts], writes)
         return Voted(question, TaskChange())
-    return Voted(question, question_finalize(question, decision, estimate, also=counts))
+    return Voted(question, question_finalize(question, decision, estimate, also=counts, writes=writes))
 
 
 def _settings_loaded(question: Question) -> ConsensusSettings:

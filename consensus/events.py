@@ -4,6 +4,7 @@ Pipelines that ask binary questions (verification, the box pipeline, hierarchy q
 so consensus never imports them: they call `subscribe(kind, handler)` in their `AppConfig.ready`. Handlers run
 inside the transaction that decided the question (with its rows locked), so what they create commits or rolls
 back with the decision; slow work belongs in a Celery task the handler enqueues with `transaction.on_commit`.
+A decision made by a submit may not be written yet when it is announced: see `QuestionDecided.writes`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from annotation.queue.sqlrows import Writes
+
     from .models import Question, QuestionDecision
 
 
@@ -23,6 +26,14 @@ class QuestionDecided:
     # The question's state before this decision: only a question that was in review can have a review item
     # to settle (review dismisses it at a verdict without a reviewer, and at a reopening).
     previous_state: str = ""
+    # A submit's writes, holding the question's verdict and the decision row (None: they are written already).
+    # A handler may add its own to them; one that reads rows they change sends them first (`writes_send`).
+    writes: Writes | None = None
+
+    def writes_send(self) -> None:
+        """Send the writes the event carries (the verdict, the decision row...) before reading what they change."""
+        if self.writes is not None:
+            self.writes.send()
 
 
 Handler = Callable[[QuestionDecided], None]

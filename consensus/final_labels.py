@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from annotation.final_evidence import BINARY_VOTE, CONSENSUS
 from annotation.final_labels import LabelVerdict, final_labels_record
+from annotation.queue.sqlrows import Writes
 
 from . import events
 from .models import Question, QuestionKind, QuestionState
@@ -15,8 +16,9 @@ from .models import Question, QuestionKind, QuestionState
 _PRESENT = {QuestionState.ACCEPTED: True, QuestionState.REJECTED: False}
 
 
-def question_final_label(question: Question) -> None:
-    """Record (or withdraw) the final label this question gives its image, as the question now stands."""
+def question_final_label(question: Question, writes: Writes | None = None) -> None:
+    """Record (or withdraw) the final label this question gives its image, as the question now stands: with
+    `writes` (the deciding submit's), a new label goes with them."""
     if question.image_id is None or question.box_id is not None:
         return
     if question.kind == QuestionKind.BINARY_VOTE:
@@ -39,11 +41,12 @@ def question_final_label(question: Question) -> None:
                 ref=ref,
             )
         ],
+        writes=writes,
     )
 
 
 def question_decided(event: events.QuestionDecided) -> None:
-    question_final_label(event.question)
+    question_final_label(event.question, event.writes)
 
 
 def connect() -> None:

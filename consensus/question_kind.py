@@ -12,7 +12,7 @@ from typing import Any
 from annotation import kinds
 from annotation.models import Assignment, Box, Task
 from annotation.questions import shown_box_ids
-from annotation.queue import TaskChange
+from annotation.queue import TaskChange, sqlrows
 from hierarchy.graph import graph_for
 from hierarchy.models import QuestionNode
 
@@ -25,13 +25,15 @@ BOX_KINDS = (QuestionKind.BOX_QUALITY, QuestionKind.BOX_COVERAGE)
 SHOWN_BOXES_KEY = "shown_box_ids"
 
 
-def on_submit(assignment: Assignment) -> TaskChange:
-    """The vote goes to consensus; what its stopping rule decided about the task comes back as the change."""
+def on_submit(assignment: Assignment, writes: sqlrows.Writes) -> TaskChange:
+    """The vote goes to consensus; what its stopping rule decided about the task comes back as the change, and
+    what it changes on the question (a verdict's rows with it) goes with the submit's writes."""
     voted = engine.vote_apply(
         task=assignment.task,
         worker=assignment.worker,
         answer=bool(assignment.answer["answer"]),
         assignment=assignment,
+        writes=writes,
     )
     return voted.change
 
@@ -45,20 +47,22 @@ def on_withdraw(assignment: Assignment) -> TaskChange:
     return TaskChange()
 
 
-def on_submit_adopting(adopt: Callable[[Assignment], Question]) -> Callable[[Assignment], TaskChange]:
+def on_submit_adopting(
+    adopt: Callable[[Assignment], Question],
+) -> Callable[[Assignment, sqlrows.Writes], TaskChange]:
     """The submit of a count-rule task kind (`binary_vote`, the fixed `box_quality`/`box_coverage`,
     `hierarchy_question`): the same vote path as `question` tasks. A task of such a kind queued before its
     kind's tasks were consensus questions has none: `adopt` creates it (the task's earlier answers become its
     votes),
     then the vote goes in. The one engine decides both."""
 
-    def submit(assignment: Assignment) -> TaskChange:
+    def submit(assignment: Assignment, writes: sqlrows.Writes) -> TaskChange:
         try:
-            return on_submit(assignment)
+            return on_submit(assignment, writes)
         except Question.DoesNotExist:
             # Raised by the question lookup, before anything was written.
             adopt(assignment)
-            return on_submit(assignment)
+            return on_submit(assignment, writes)
 
     submit.engine = on_submit  # type: ignore[attr-defined]  # what it routes to (tests/consensus/test_one_engine.py)
     return submit

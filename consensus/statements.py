@@ -4,7 +4,8 @@ a vote unless the worker already has one, write a question's changed fields and 
 Every answer to a yes/no task runs these, so they are written by hand and run as prepared statements through
 the queue's row helper (`annotation.queue.sqlrows`): compiled by the ORM on every submit they cost more Python
 than PostgreSQL spends running them (bench/load.py prints the CPU per cycle). Elsewhere (SQLite) the ORM runs
-the lock, and the writes go through the same helper.
+the lock, and the writes go through the same helper. A submit passes its `sqlrows.Writes`: the question's
+changes and the decision row then go with its other writes, when it sends them.
 """
 
 from __future__ import annotations
@@ -66,12 +67,18 @@ def question_lock(connection, task_id: int) -> Question:
     return question
 
 
-def question_write(connection, question: Question, fields: Iterable[str]) -> None:
-    """UPDATE these fields of the question from the instance (its row is locked by the caller); inside a
-    submit it goes with the submit's other writes (sqlrows.deferred_writes)."""
+def question_write(
+    connection, question: Question, fields: Iterable[str], writes: sqlrows.Writes | None = None
+) -> None:
+    """UPDATE these fields of the question from the instance (its row is locked by the caller): now, or with
+    `writes` (a submit's)."""
     values = {name: getattr(question, name) for name in fields}
-    if values:
-        sqlrows.update_later(connection, Question, question.pk, values)
+    if not values:
+        return
+    if writes is not None:
+        writes.update(Question, question.pk, values)
+    else:
+        sqlrows.update(connection, Question, question.pk, values)
 
 
 def vote_insert(connection, vote: Vote) -> bool:
@@ -80,10 +87,14 @@ def vote_insert(connection, vote: Vote) -> bool:
     return sqlrows.insert(connection, vote, skip_conflict=True)
 
 
-def decision_insert(connection, decision: QuestionDecision) -> QuestionDecision:
-    """Append the decision row (its creation time set on the instance, its id once it is written: inside a
-    submit it goes with the submit's other writes, sqlrows.deferred_writes)."""
-    sqlrows.insert_later(connection, decision)
+def decision_insert(
+    connection, decision: QuestionDecision, writes: sqlrows.Writes | None = None
+) -> QuestionDecision:
+    """Append the decision row: now, or with `writes` (a submit's; its id is set once they are sent)."""
+    if writes is not None:
+        writes.insert(decision)
+    else:
+        sqlrows.insert(connection, decision)
     return decision
 
 

@@ -120,7 +120,7 @@ def step_body(step: base.BundleStep, token: str) -> dict:
     if step.assignment is not None:
         assignment = AssignmentSerializer(step.assignment).data
         # The organizer's instructions for the task's stage, as the worker page shows them.
-        assignment["task"]["instructions"] = task_instructions(step.assignment.task)
+        assignment["task"]["instructions"] = task_instructions(step.assignment.task, step.instructions)
         if assignment["task"]["image"] is not None:
             assignment["task"]["image"]["url"] = image_url(assignment["task"]["image"]["ref"], token)
     return {

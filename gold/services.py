@@ -41,7 +41,7 @@ from .serving import GOLD_POOL, lease_purpose
 SCORE_TASK = "gold.tasks.gold_score_update"
 
 
-def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
+def gold_submit_intercept(assignment: Assignment, writes: sqlrows.Writes) -> queue.TaskChange | None:
     """Queue submit interceptor: the answer to a gold pool task is checked by gold and never becomes a consensus
     vote; the task stays in the pool for other workers (the queue never gives it to this one again). Runs inside
     the submit transaction with the task row locked. Any other task costs no query.
@@ -50,7 +50,8 @@ def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
     real answer costs). A qualification answer is scored here too (its feedback is in the response; those items
     are announced as training). An embedded item's score is updated after the response, by a background task
     the outbox's relay delivers (`gold_score_update`), so a submit takes no longer for gold than for a real
-    question (issue 35). Without a broker every background task runs in-process, and this one runs here."""
+    question (issue 35). Without a broker every background task runs in-process, and this one runs here. The
+    answer row and the outbox message go with the submit's `writes`."""
     task = assignment.task
     if task.pool != GOLD_POOL:
         return None
@@ -70,8 +71,7 @@ def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
         attempt=attempt,
     )
     sqlrows.insert(connection, serving)
-    sqlrows.insert_later(
-        connection,
+    writes.insert(
         GoldAnswer(
             serving=serving,
             assignment=assignment,
@@ -87,8 +87,9 @@ def gold_submit_intercept(assignment: Assignment) -> queue.TaskChange | None:
         ConfidenceTable.from_dict(table.table).p_positive(int(yes), int(not yes))
     if purpose == Purpose.EMBEDDED and not current_app.conf.task_always_eager:
         # Written with the submit's own writes and left to the relay: no round trip to the database or broker.
-        message_record_later(connection, SCORE_TASK, (serving.pk,), dataset_id=task.dataset_id)
+        message_record_later(writes, SCORE_TASK, (serving.pk,), dataset_id=task.dataset_id)
     else:
+        writes.send()  # the score is counted from the recorded answers, this one included
         score_update(worker=assignment.worker, dataset_id=task.dataset_id, kind=kind, serving=serving)
     return queue.TaskChange()
 

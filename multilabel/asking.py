@@ -250,14 +250,18 @@ def question_decided(event: consensus_events.QuestionDecided) -> None:
     from .labeling import labeling_rewind
 
     if question.rule:
-        _vote_question_decided(question)
+        _vote_question_decided(event)
         return
+    # The labelings are read while the decision's writes are held (another table); Algorithm 1's next step
+    # reads the image's questions, this one included, so they are sent before it.
     for labeling, node in _labelings_of(question):
         if labeling.status == LabelingStatus.RUNNING and labeling.pending_node == node.node_id:
+            event.writes_send()
             # Read before the labeling's lock: a concurrent answer may have moved it on (seen under a crowd on
             # PostgreSQL as a 500 on the deciding vote's submit); the verdict then waits to be reused.
             _answer_from(question, labeling.pk, node.node_id, node.leaf, only_if_pending=True)
         elif _used(labeling, node.node_id):
+            event.writes_send()
             labeling_rewind(
                 labeling_id=labeling.pk,
                 node_id=node.node_id,
@@ -295,15 +299,17 @@ def _own_labeling(question: Question) -> tuple[ImageLabeling, str] | None:
     return None if labeling is None else (labeling, subject["node"])
 
 
-def _vote_question_decided(question: Question) -> None:
+def _vote_question_decided(event: consensus_events.QuestionDecided) -> None:
     from .labeling import labeling_answer, labeling_rewind
 
+    question = event.question
     own = _own_labeling(question)
     if own is None:
         return
     labeling, node_id = own
     present = question.state == QuestionState.ACCEPTED
     if labeling.status == LabelingStatus.RUNNING and labeling.pending_node == node_id:
+        event.writes_send()  # the next question of the labeling is asked from what is written
         labeling_answer(
             labeling_id=labeling.pk,
             node_id=node_id,
@@ -314,6 +320,7 @@ def _vote_question_decided(question: Question) -> None:
         )
     elif _used(labeling, node_id):
         # Re-decided after voided votes: the labeling takes the new verdict from this node on.
+        event.writes_send()
         labeling_rewind(
             labeling_id=labeling.pk,
             node_id=node_id,

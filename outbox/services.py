@@ -113,16 +113,18 @@ def message_enqueue(
     return message
 
 
-def message_record_later(connection, task_name: str, args: Iterable = (), *, dataset_id: int | None = None):
-    """Record a call of the Celery task `task_name` with the caller's deferred writes (annotation.queue.sqlrows:
-    inside a submit, in the one statement that writes the answer's effects) and send nothing on commit: the relay
+def message_record_later(
+    writes: sqlrows.Writes, task_name: str, args: Iterable = (), *, dataset_id: int | None = None
+):
+    """Record a call of the Celery task `task_name` with the caller's `writes` (annotation.queue.sqlrows:
+    a submit's, sent in the one statement that writes the answer's effects) and send nothing on commit: the relay
     delivers it on its first run after RELAY_GRACE (within `CROWDLABEL_OUTBOX_RELAY_SECONDS`). For work that may
     wait that long, recorded on a path whose response time must not depend on it (a gold answer's score)."""
     celery_task(task_name)
     message = Message(
         task_name=task_name, args=list(args), kwargs={}, dataset_id=dataset_id, available_at=timezone.now()
     )
-    sqlrows.insert_later(connection, message)
+    writes.insert(message)
     return message
 
 

@@ -6,7 +6,8 @@
 - `reach`: which waiting tasks some worker of their dataset's crowd may still lease (the starved sweep's
   question, answered by the lease's own condition);
 - `contract`: the data the apps above exchange with the queue (lease terms, draws, task changes, results);
-- `statements` and `sqlrows`: the hand-written SQL and the rows-to-instances helper it uses.
+- `statements` and `sqlrows`: the hand-written SQL and the rows-to-instances helper it uses; `sqlrows.Writes`
+  holds a submit's writes until it sends them.
 """
 
 from .contract import (
@@ -15,6 +16,7 @@ from .contract import (
     Draw,
     IdempotencyKey,
     KeyInvalid,
+    Lease,
     LeaseRequest,
     LeaseTerms,
     SubmitResult,
@@ -32,6 +34,7 @@ from .services import (
     lease_duration,
     lease_terms,
     leases_expire,
+    task_lease,
     task_lease_next,
 )
 from .writes import (
@@ -54,6 +57,7 @@ __all__ = [
     "Draw",
     "IdempotencyKey",
     "KeyInvalid",
+    "Lease",
     "LeaseExpired",
     "LeaseRequest",
     "LeaseTerms",
@@ -75,6 +79,7 @@ __all__ = [
     "task_save",
     "task_waiting",
     "tasks_create",
+    "task_lease",
     "task_lease_next",
     "tasks_reachable",
     "tasks_update",

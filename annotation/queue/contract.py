@@ -110,6 +110,20 @@ class TaskChange:
 
 
 @dataclass(frozen=True)
+class Lease:
+    """A lease as the lease statement hands it out: the new assignment (its task and the task's subjects
+    loaded) and what the worker's page shows with it that the statement selected too, so the page costs no
+    round trip for them: the task's shown example images as (id, polarity, caption, width, height) rows, what
+    counts first, and the organizer's instructions for its stage ("" when none). None where they were not
+    selected (the portable lease selects no examples, a lease kept from an earlier request neither): the page
+    looks them up."""
+
+    assignment: Any
+    examples: tuple[tuple[Any, ...], ...] | None = None
+    instructions: str | None = None
+
+
+@dataclass(frozen=True)
 class SubmitResult:
     """A submit's outcome: the stored assignment, whether this was a replay of a stored answer, what the apps
     above the queue add to the response (qualification feedback), computed in the submit's transaction, and,
@@ -118,7 +132,7 @@ class SubmitResult:
     assignment: Any
     replayed: bool
     extras: Mapping[str, Any] = field(default_factory=dict)
-    next_lease: Any = None
+    next_lease: Lease | None = None
 
 
 class KeyInvalid(ValueError):

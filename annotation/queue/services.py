@@ -20,7 +20,7 @@ from annotation import counters, hooks, kinds
 from annotation.models import Assignment, AssignmentState, Task, TaskState
 
 from . import sqlrows, statements
-from .contract import KEEP, Draw, IdempotencyKey, LeaseRequest, LeaseTerms, SubmitResult, TaskChange
+from .contract import KEEP, Draw, IdempotencyKey, Lease, LeaseRequest, LeaseTerms, SubmitResult, TaskChange
 
 
 class QueueError(Exception):
@@ -79,7 +79,7 @@ def lease_terms(worker, request: LeaseRequest, now: datetime) -> LeaseTerms:
 
 def _lease(
     connection, *, worker, request, now, terms: LeaseTerms, draw: Draw | None, follows: int | None = None
-) -> Assignment | None:
+) -> Lease | None:
     where, params = statements.eligible_where(
         connection, worker_id=worker.pk, request=request, now=now, terms=terms, draw=draw
     )
@@ -116,9 +116,24 @@ def task_lease_next(
     kinds_wanted: Sequence[str] | None = None,
     dataset_id: int | None = None,
     now: datetime | None = None,
-    follows: int | None = None,
     datasets: Sequence[int] | None = None,
 ) -> Assignment | None:
+    """The assignment of `task_lease`, for callers that show the worker no page (scripts, simulations)."""
+    leased = task_lease(
+        worker=worker, kinds_wanted=kinds_wanted, dataset_id=dataset_id, now=now, datasets=datasets
+    )
+    return None if leased is None else leased.assignment
+
+
+def task_lease(
+    *,
+    worker,
+    kinds_wanted: Sequence[str] | None = None,
+    dataset_id: int | None = None,
+    now: datetime | None = None,
+    follows: int | None = None,
+    datasets: Sequence[int] | None = None,
+) -> Lease | None:
     """Lease the next eligible task to `worker` in one short transaction, or return None: datasets in turn,
     the highest priority first inside a dataset (see `statements._candidate_sql`).
 
@@ -129,7 +144,8 @@ def task_lease_next(
     the one-open-lease constraint catches the rare race. `follows` names the submitted assignment whose answer
     asked for this lease (`assignment_submit`'s `lease_next`): the lease statement records the lease on it.
     `datasets` narrows the lease to a session's scope (a study link's datasets); the worker's own grants
-    (`DatasetGrant`) apply to every lease."""
+    (`DatasetGrant`) apply to every lease. The lease carries what the worker's page shows with the task
+    (`Lease`: examples and instructions), read by the lease statement itself."""
     connection = connections[Task.objects.db]
     request = _request(kinds_wanted, dataset_id, datasets)
     for _attempt in range(3):
@@ -192,10 +208,11 @@ def assignment_submit(
     key = IdempotencyKey.parse(idempotency_key).value  # a no-op for a key the API already checked
     assignment_id = assignment if isinstance(assignment, int) else assignment.pk
     connection = connections[Assignment.objects.db]
-    # The writes the answer causes (its task, the question's vote count or verdict, counters...) go to
-    # PostgreSQL together, in one statement, before the next lease is read (sqlrows.deferred_writes); its
-    # counters are written last, in the platform's lock order (counters.held, docs/architecture.md).
-    with transaction.atomic(), sqlrows.deferred_writes(connection), counters.held() as counted:
+    # The writes the answer causes (its task, the question's vote count or verdict, counters...) are held in
+    # `writes`, passed to the handlers, and sent together (one statement on PostgreSQL) at `writes.send()`
+    # below, before the next lease is read; its counters go last, in the platform's lock order (counters.held,
+    # docs/architecture.md).
+    with transaction.atomic(), sqlrows.Writes(connection) as writes, counters.held() as counted:
         current = statements.assignment_read(
             connection, assignment_id, worker.pk if worker is not None else None, lock=True
         )
@@ -236,9 +253,9 @@ def assignment_submit(
         # handler sees the task as it was leased plus this answer counted; what it returns is written once.
         task.answers_count += 1
         task.state, task.lease_expires_at = TaskState.OPEN, None
-        change = _intercepted(current)
+        change = _intercepted(current, writes)
         if change is None:
-            change = kind.on_submit(current) or TaskChange()
+            change = kind.on_submit(current, writes) or TaskChange()
         written = {
             "answers_count": task.answers_count,
             "state": change.state if change.state is not None else TaskState.OPEN,
@@ -247,15 +264,16 @@ def assignment_submit(
         }
         if change.result is not KEEP:
             written["result"] = change.result
-        sqlrows.update_later(connection, Task, task.pk, written)
+        writes.update(Task, task.pk, written)
         for name, value in written.items():
             setattr(task, name, value)
         counters.answers_counted(
             task, answers=1, worker_time=now - current.leased_at, worker_id=current.worker_id
         )
-        # Sent here rather than before the lease's first read, so a failure is this submit's own.
-        counted.flush()
-        sqlrows.deferred_send(connection)
+        counted.flush(writes)
+        # Everything the answer changes reaches the database here, before the extras and the next lease read
+        # it (and so that a failure is this submit's own).
+        writes.send()
         return SubmitResult(
             current,
             replayed=False,
@@ -266,7 +284,7 @@ def assignment_submit(
 
 def _lease_after(
     connection, submitted: Assignment, worker, request: LeaseRequest | None, now: datetime, *, replay: bool
-) -> Assignment | None:
+) -> Lease | None:
     """The next lease a submit asked for (None when it asked for none, or no task is available), taken inside
     the submit's transaction so that the answer and the lease are stored together or not at all, and its id
     kept on the submitted assignment. A replay returns the kept lease while it is still this worker's open
@@ -280,8 +298,8 @@ def _lease_after(
             kept = None
         if kept is not None and kept.state == AssignmentState.LEASED and kept.expires_at > now:
             kept.worker = worker
-            return kept
-    leased = task_lease_next(
+            return Lease(kept)  # its page's examples and instructions are looked up
+    leased = task_lease(
         worker=worker,
         kinds_wanted=request.kinds_wanted,
         dataset_id=request.dataset_id,
@@ -290,13 +308,13 @@ def _lease_after(
         datasets=request.datasets,
     )
     if leased is not None:
-        submitted.next_lease_id = leased.pk  # written by the lease statement itself
+        submitted.next_lease_id = leased.assignment.pk  # written by the lease statement itself
     return leased
 
 
-def _intercepted(assignment: Assignment) -> TaskChange | None:
+def _intercepted(assignment: Assignment, writes: sqlrows.Writes) -> TaskChange | None:
     for intercept in hooks.submit_interceptors:
-        change = intercept(assignment)
+        change = intercept(assignment, writes)
         if change is not None:
             return change
     return None

@@ -6,18 +6,18 @@ model's concrete fields under a table alias and turns its slice of a result row 
 the backend's and the fields' converters as the ORM's compiler does, so the same SQL works on PostgreSQL and
 SQLite and the instances are indistinguishable from ORM-loaded ones. `cursor` runs such statements as
 prepared statements on PostgreSQL, so the planner's work is done once per connection, not per request.
+`Writes` holds a submit's writes and sends them together (one statement on PostgreSQL) where its caller says.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
+from django.db import IntegrityError, transaction
 
 
 class Columns:
@@ -87,13 +87,6 @@ def update(
         return c.rowcount
 
 
-def update_later(connection, model, pk: int, values: dict[str, Any]) -> None:
-    """`update` without a guard and without waiting for it: inside `deferred_writes` it goes with the batch
-    (see there), elsewhere it runs at once."""
-    sql, params = _update_sql(connection, model, pk, values, None)
-    write(connection, model._meta.db_table, sql, params)
-
-
 def _update_sql(connection, model, pk, values, where) -> tuple[str, list]:
     qn = connection.ops.quote_name
     meta = model._meta
@@ -142,27 +135,6 @@ def insert(connection, instance, *, skip_conflict: bool = False) -> bool:
     instance._state.adding = False
     instance._state.db = connection.alias
     return True
-
-
-def insert_later(connection, instance) -> None:
-    """`insert` (no conflict expected) without waiting for it: inside `deferred_writes` it goes with the batch
-    and the instance gets its primary key when the batch is sent (`deferred_send`, or a statement naming its
-    table); elsewhere it runs at once."""
-    if connection.vendor != "postgresql":
-        instance.save(force_insert=True, using=connection.alias)
-        return
-    meta = instance._meta
-    fields = _insert_fields(meta.model)
-    qn = connection.ops.quote_name
-    sql = _insert_sql(connection, meta.model, False, returning=False)
-    params = [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields]
-
-    def done(_rowcount: int, pk: Any) -> None:
-        setattr(instance, meta.pk.attname, pk)
-        instance._state.adding = False
-        instance._state.db = connection.alias
-
-    write(connection, meta.db_table, sql, params, returning=qn(meta.pk.column), on_done=done)
 
 
 @functools.cache
@@ -230,7 +202,7 @@ def _preparing_cursor_class():
     return PreparingCursor
 
 
-# --- writes sent together ---------------------------------------------------------------------------------
+# --- writes sent together at one point the caller names ------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -240,115 +212,126 @@ class _Write:
     params: list
     returning: str | None
     on_done: Callable[[int, Any], None] | None
+    instead: Callable[[], None] | None = None  # what runs in its place outside PostgreSQL
 
 
-# Statements that end or mark part of a transaction: the held writes must be in before them.
-_TRANSACTION_CONTROL = ("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN")
+class Writes:
+    """INSERTs and UPDATEs a caller collects and sends at one point of its own: `send()`. Nothing is sent
+    before that, whatever runs in between, so a read made meanwhile does not see them: a caller whose read
+    needs them sends first, where the reader can see it. The submit that closes a vote writes its question,
+    decision, final label, task and counters in one round trip instead of seven
+    (`annotation.queue.services.assignment_submit` makes one and sends it before the next lease).
 
-
-class _Batch:
-    """The writes deferred on one connection; sent as one statement before the connection runs a statement
-    that names one of their tables or controls the transaction, or when the caller says so."""
+    On PostgreSQL `send()` runs them as one statement of data-modifying WITH parts, in the order they were
+    made; the parts of one statement do not see each other's changes, so a write of a table already in that
+    statement starts the next one. Elsewhere (SQLite) they run one by one. Each write's
+    `on_done(rows changed, the first row's `returning` column or None)` runs once it is sent (a missing counter
+    row is created there; an insert's instance gets its primary key there). Use as a context manager inside
+    the transaction the writes belong to: leaving the block normally with writes unsent is an error (they
+    would be lost); an error in the block drops them (the transaction is rolled back anyway). A write is made
+    at the transaction level the object was made at: inside a savepoint opened since, it is refused, since
+    rolling that savepoint back could not undo it."""
 
     def __init__(self, connection):
         self.connection = connection
         self.pending: list[_Write] = []
-        self.sending = False
+        self._level = len(connection.savepoint_ids)
 
-    def add(self, w: _Write) -> None:
-        if any(p.table == w.table for p in self.pending):
-            # Two writes of one table in one statement could touch one row twice (PostgreSQL then applies only
-            # one of them) or miss each other's rows: the first goes on its own.
-            self.send()
+    def __enter__(self) -> Writes:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None and self.pending:
+            tables = ", ".join(w.table for w in self.pending)
+            self.pending = []
+            raise RuntimeError(f"writes of {tables} were made but never sent")
+        self.pending = []
+
+    def add(
+        self,
+        table: str,
+        sql: str,
+        params: Sequence[Any],
+        *,
+        returning: str | None = None,
+        on_done: Callable[[int, Any], None] | None = None,
+    ) -> None:
+        """Hold one INSERT/UPDATE (`sql` without a RETURNING clause) of `table` until `send()`."""
+        self._hold(_Write(table, sql, list(params), returning, on_done))
+
+    def _hold(self, w: _Write) -> None:
+        if any(sid is not None for sid in self.connection.savepoint_ids[self._level :]):
+            raise RuntimeError(f"a write of {w.table} held from inside a savepoint opened after its Writes")
         self.pending.append(w)
 
-    def before_execute(self, execute, sql, params, many, context):
-        if not self.sending and self.pending and self.seen_by(sql):
-            self.send_all()
-        return execute(sql, params, many, context)
+    def update(self, model, pk: int, values: dict[str, Any]) -> None:
+        """`update` without a guard, held until `send()`."""
+        sql, params = _update_sql(self.connection, model, pk, values, None)
+        self.add(model._meta.db_table, sql, params)
 
-    def seen_by(self, sql) -> bool:
-        """Whether `sql` could see or depend on the held writes: it names one of their tables, or it is
-        transaction control (a savepoint, whose rollback must undo them). A statement about other tables
-        leaves them held: sending them there would lock their rows at a point the caller cannot see."""
-        if not isinstance(sql, str):
-            return True
-        if sql.lstrip()[:9].upper().startswith(_TRANSACTION_CONTROL):
-            return True
-        return any(w.table in sql for w in self.pending)
+    def insert(self, instance) -> None:
+        """`insert` (no conflict expected), held until `send()`: the instance gets its primary key then
+        (`pre_save`, which fills `auto_now_add` and the like, runs now)."""
+        connection = self.connection
+        meta = instance._meta
+        if connection.vendor != "postgresql":
+            # As `insert` does there: the ORM saves it.
+            save = lambda: instance.save(force_insert=True, using=connection.alias)  # noqa: E731
+            self._hold(_Write(meta.db_table, "", [], None, None, instead=save))
+            return
+        fields = _insert_fields(meta.model)
 
-    def send_all(self) -> None:
-        while self.pending:  # an on_done may hold another write (a fallback)
-            self.send()
+        def done(_rowcount: int, pk: Any) -> None:
+            setattr(instance, meta.pk.attname, pk)
+            instance._state.adding = False
+            instance._state.db = connection.alias
+
+        self.add(
+            meta.db_table,
+            _insert_sql(connection, meta.model, False, returning=False),
+            [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields],
+            returning=connection.ops.quote_name(meta.pk.column),
+            on_done=done,
+        )
 
     def send(self) -> None:
-        writes, self.pending = self.pending, []
-        if not writes:
-            return
-        parts, params, reads = [], [], []
-        for i, w in enumerate(writes):
-            parts.append(f"w{i} AS ({w.sql} RETURNING {w.returning or 1})")
-            params.extend(w.params)
-            reads.append(f"(SELECT count(*) FROM w{i})")
-            if w.returning:
-                reads.append(f"(SELECT {w.returning} FROM w{i} LIMIT 1)")
-        # Each WITH part runs to completion when the select list first reads it, left to right: the writes
-        # happen (and take their row locks) in the order they were made, as they would one by one.
-        sql = f"WITH {', '.join(parts)} SELECT {', '.join(reads)}"
-        self.sending = True
-        try:
-            with cursor(self.connection) as c:
-                c.execute(sql, params)
-                row = list(c.fetchone())
-        finally:
-            self.sending = False
-        for w in writes:
-            rowcount = row.pop(0)
-            returned = row.pop(0) if w.returning else None
-            if w.on_done is not None:
-                w.on_done(rowcount, returned)
+        """Send what is held (nothing when nothing is), then run the writes' `on_done`."""
+        while self.pending:  # an on_done may hold another write (none does today; it would go next)
+            writes, self.pending = self.pending, []
+            if self.connection.vendor != "postgresql":
+                for w in writes:
+                    if w.instead is not None:
+                        w.instead()
+                    else:
+                        _write_now(self.connection, w)
+                continue
+            statement: list[_Write] = []
+            for w in writes:
+                if any(p.table == w.table for p in statement):
+                    _send_one_statement(self.connection, statement)
+                    statement = []
+                statement.append(w)
+            _send_one_statement(self.connection, statement)
 
 
-_BATCHES: dict[int, _Batch] = {}  # by id(connection) while a deferred_writes block is open on it
-
-
-def _batch_key(connection) -> int:
-    """The key of `connection`'s batch: the id of this thread's wrapper, also when the caller passes Django's
-    `django.db.connection` proxy (a distinct object: keyed by its own id, a gold answer's writes missed the
-    submit's batch and cost two round trips a real answer does not, which told gold apart by latency)."""
-    return id(connections[connection.alias])
-
-
-@contextlib.contextmanager
-def deferred_writes(connection):
-    """Within the block, writes made with `write` (and `update_later`, `insert_later`) on PostgreSQL are held
-    and sent together, as one statement of data-modifying WITH parts, at points the caller can see: at
-    `deferred_send`, at the end of the block, and just before the connection runs a statement that names one of
-    their tables (a read that might see them) or a savepoint; a read of other tables leaves them held. The
-    submit that closes a vote writes its question, tally, decision, final label, task and counters in one round
-    trip instead of seven. Each write's `on_done(rowcount, returned)` runs once it is sent (a missing counter row
-    is created there; a held insert gets its primary key there, so read it after `deferred_send`). Writes of
-    one table are never sent in one statement, since the parts of one statement do not see each other's
-    changes. Elsewhere (SQLite) writes run at once. Use inside the transaction they belong to; an error in the
-    block drops what is held (the transaction is rolled back anyway)."""
-    key = _batch_key(connection)
-    if connection.vendor != "postgresql" or key in _BATCHES:
-        yield
-        return
-    batch = _BATCHES[key] = _Batch(connection)
-    try:
-        with connection.execute_wrapper(batch.before_execute):
-            yield
-            batch.send_all()
-    finally:
-        del _BATCHES[key]
-
-
-def deferred_send(connection) -> None:
-    """Send the writes `deferred_writes` holds on this connection now (nothing when none are held)."""
-    batch = _BATCHES.get(_batch_key(connection))
-    if batch is not None:
-        batch.send_all()
+def _send_one_statement(connection, writes: list[_Write]) -> None:
+    parts, params, reads = [], [], []
+    for i, w in enumerate(writes):
+        parts.append(f"w{i} AS ({w.sql} RETURNING {w.returning or 1})")
+        params.extend(w.params)
+        reads.append(f"(SELECT count(*) FROM w{i})")
+        if w.returning:
+            reads.append(f"(SELECT {w.returning} FROM w{i} LIMIT 1)")
+    # Each WITH part runs to completion when the select list first reads it, left to right: the writes happen
+    # (and take their row locks) in the order they were made, as they would one by one.
+    with cursor(connection) as c:
+        c.execute(f"WITH {', '.join(parts)} SELECT {', '.join(reads)}", params)
+        row = list(c.fetchone())
+    for w in writes:
+        rowcount = row.pop(0)
+        returned = row.pop(0) if w.returning else None
+        if w.on_done is not None:
+            w.on_done(rowcount, returned)
 
 
 def write(
@@ -357,23 +340,26 @@ def write(
     sql: str,
     params: Sequence[Any],
     *,
+    writes: Writes | None,
     returning: str | None = None,
     on_done: Callable[[int, Any], None] | None = None,
 ) -> None:
-    """Run one INSERT/UPDATE (`sql` without a RETURNING clause) on `table`, now or, inside `deferred_writes`,
-    with the batch; then `on_done(rows changed, the first row's `returning` column or None)`."""
-    w = _Write(table, sql, list(params), returning, on_done)
-    batch = _BATCHES.get(_batch_key(connection))
-    if batch is not None:
-        batch.add(w)
+    """One INSERT/UPDATE (`sql` without a RETURNING clause) of `table`: held in `writes` until its `send()`,
+    or run now when there is none; then `on_done(rows changed, the first row's `returning` column or None)`."""
+    if writes is not None:
+        writes.add(table, sql, params, returning=returning, on_done=on_done)
         return
+    _write_now(connection, _Write(table, sql, list(params), returning, on_done))
+
+
+def _write_now(connection, w: _Write) -> None:
     with cursor(connection) as c:
-        if returning:
-            c.execute(f"{sql} RETURNING {returning}", w.params)
+        if w.returning:
+            c.execute(f"{w.sql} RETURNING {w.returning}", w.params)
             found = c.fetchone()
             rowcount, returned = c.rowcount, (found[0] if found else None)
         else:
-            c.execute(sql, w.params)
+            c.execute(w.sql, w.params)
             rowcount, returned = c.rowcount, None
-    if on_done is not None:
-        on_done(rowcount, returned)
+    if w.on_done is not None:
+        w.on_done(rowcount, returned)

@@ -9,6 +9,7 @@ The SQL is written by hand because building it through the ORM cost more than Po
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,7 +30,7 @@ from annotation.models import (
 )
 
 from . import sqlrows
-from .contract import OPEN_POOL, Draw, LeaseRequest, LeaseTerms
+from .contract import OPEN_POOL, Draw, Lease, LeaseRequest, LeaseTerms
 
 
 def eligible_where(
@@ -131,11 +132,6 @@ def _select_list(connection) -> str:
     return ", ".join(columns.sql(connection) for columns in _columns())
 
 
-# Where a leased task carries its shown examples (annotation.examples.task_examples reads it): tuples of (id,
-# polarity, caption, width, height), what counts first, selected by the lease statement itself.
-LEASED_EXAMPLES = "_leased_examples"
-
-
 def _examples_column(connection) -> str:
     """The leased task's shown examples as one JSON column (null when there are none), in the order
     `annotation.examples.shown_examples` gives them: every lease hands them out, and a subquery in the lease
@@ -146,11 +142,6 @@ def _examples_column(connection) -> str:
         f"ORDER BY e.polarity DESC, e.id) FROM {table} e WHERE e.dataset_id = t.dataset_id "
         f"AND e.concept_id = t.concept_id AND e.kind = t.kind AND e.state = '{ExampleState.SHOWN}')"
     )
-
-
-# Where a leased task carries its worker instructions (annotation.instructions.task_instructions reads it): the
-# text, "" when the dataset has none for the task's stage, selected by the lease statement itself.
-LEASED_INSTRUCTIONS = "_leased_instructions"
 
 
 def _instructions_column(connection) -> str:
@@ -229,10 +220,10 @@ def lease_postgresql(
     note: str,
     drawn: bool,
     follows: int | None = None,
-) -> Assignment | None:
-    """Lock the first eligible task (skipping rows other transactions hold), lease it, and return the new
-    assignment with its task, its subjects and its shown examples: one statement, one round trip, whichever
-    pool the task is in.
+) -> Lease | None:
+    """Lock the first eligible task (skipping rows other transactions hold), lease it, and return the lease:
+    the new assignment with its task and its subjects, and the task's shown examples and instructions: one
+    statement, one round trip, whichever pool the task is in.
 
     A task whose lease ran out is reclaimed on the way: its old assignment is marked expired before the new one
     is inserted (the `reclaimed` CTE runs first because `leased` waits for its row count), which keeps the
@@ -278,10 +269,8 @@ def lease_postgresql(
     if row is None:
         return None
     assignment = _assignment_from_row(connection, row)
-    setattr(assignment.task, LEASED_EXAMPLES, [tuple(e) for e in row[-2] or ()])
-    setattr(assignment.task, LEASED_INSTRUCTIONS, row[-1] or "")
     assignment.worker = worker
-    return assignment
+    return Lease(assignment, examples=tuple(tuple(e) for e in row[-2] or ()), instructions=row[-1] or "")
 
 
 def candidate_look(connection, *, worker, where: str, params: list, drawn: bool) -> None:
@@ -305,7 +294,7 @@ def lease_portable(
     note: str,
     drawn: bool,
     follows: int | None = None,
-) -> Assignment | None:
+) -> Lease | None:
     """The same lease for databases without SKIP LOCKED (SQLite, which serializes writers anyway); the caller
     holds a transaction."""
     with sqlrows.cursor(connection) as cursor:
@@ -334,19 +323,27 @@ def lease_portable(
     )
     if follows is not None:
         Assignment.objects.filter(pk=follows).update(next_lease_id=assignment.pk)
-    return assignment_read(connection, assignment.pk, instructions=True)
+    assignment, row = _assignment_row(connection, assignment.pk, instructions=True)
+    return Lease(assignment, instructions=row[-1] or "")
 
 
 def assignment_read(
+    connection, assignment_id: int, worker_id: int | None = None, lock: bool = False
+) -> Assignment:
+    """The assignment with its task and the task's subjects, in one statement; with `lock`, the task row is
+    locked (task rows are always locked first)."""
+    return _assignment_row(connection, assignment_id, worker_id, lock)[0]
+
+
+def _assignment_row(
     connection,
     assignment_id: int,
     worker_id: int | None = None,
     lock: bool = False,
     instructions: bool = False,
-) -> Assignment:
-    """The assignment with its task and the task's subjects, in one statement; with `lock`, the task row is
-    locked (task rows are always locked first); with `instructions`, the task carries its worker instructions
-    (LEASED_INSTRUCTIONS), as a lease hands them out."""
+) -> tuple[Assignment, Sequence[Any]]:
+    """`assignment_read` and the row it was read from; with `instructions`, the row ends with the task's
+    worker instructions, as a lease hands them out."""
     qn = connection.ops.quote_name
     extra = f", {_instructions_column(connection)}" if instructions else ""
     sql = (
@@ -365,10 +362,7 @@ def assignment_read(
         row = cursor.fetchone()
     if row is None:
         raise Assignment.DoesNotExist(f"no assignment {assignment_id}")
-    assignment = _assignment_from_row(connection, row)
-    if instructions:
-        setattr(assignment.task, LEASED_INSTRUCTIONS, row[-1] or "")
-    return assignment
+    return _assignment_from_row(connection, row), row
 
 
 @functools.cache

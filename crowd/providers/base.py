@@ -164,6 +164,8 @@ class BundleStep:
     completion: Completion | None
     replayed: bool = False
     extras: dict = field(default_factory=dict)  # the submit's extras (annotation.queue.SubmitResult.extras)
+    # The worker instructions the lease statement selected with a freshly leased item (None: looked up).
+    instructions: str | None = None
 
 
 def _locked(bundle: Bundle) -> Bundle:
@@ -175,10 +177,12 @@ def _complete(bundle: Bundle, *, short: bool) -> None:
     bundle.save(update_fields=["state", "short", "completed_at"])
 
 
-def _step(bundle: Bundle, assignment: Assignment | None, replayed: bool = False) -> BundleStep:
+def _step(
+    bundle: Bundle, assignment: Assignment | None, replayed: bool = False, instructions: str | None = None
+) -> BundleStep:
     done = bundle.state == BundleState.COMPLETE
     completion = get(bundle.provider).completion(bundle) if done else None
-    return BundleStep(bundle, assignment, completion, replayed)
+    return BundleStep(bundle, assignment, completion, replayed, instructions=instructions)
 
 
 def study_lease_policy(worker, request: queue.LeaseRequest, now) -> queue.LeaseTerms | None:
@@ -223,19 +227,19 @@ def bundle_next(bundle: Bundle, *, now=None) -> BundleStep:
         if current is not None:
             return _step(bundle, current)
         scope = get(bundle.provider).scope(bundle)
-        assignment = queue.task_lease_next(
+        lease = queue.task_lease(
             worker=bundle.worker,
             kinds_wanted=[bundle.kind],
             dataset_id=scope[0] if len(scope) == 1 else None,
             datasets=scope if len(scope) > 1 else None,
             now=now,
         )
-        if assignment is None:
+        if lease is None:
             if bundle.answered:
                 _complete(bundle, short=True)
             return _step(bundle, None)
-        BundleItem.objects.create(bundle=bundle, assignment_id=assignment.pk)
-        return _step(bundle, assignment)
+        BundleItem.objects.create(bundle=bundle, assignment_id=lease.assignment.pk)
+        return _step(bundle, lease.assignment, instructions=lease.instructions)
 
 
 def bundle_submit(

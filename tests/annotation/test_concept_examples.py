@@ -167,3 +167,26 @@ def test_gold_and_ordinary_tasks_carry_the_same_examples(organizer, dataset, con
     assert len(gold_body["task"]["examples"]) == 1
     assert gold_body["task"]["examples"] == plain_body["task"]["examples"]
     assert gold_body["task"].keys() == plain_body["task"].keys()
+
+
+def test_the_lease_carries_its_examples_and_instructions_as_data_and_leaves_the_task_as_loaded(
+    organizer, dataset, concept, worker
+):
+    from django.db import connection
+
+    from annotation import queue
+
+    shown = upload(client_for(organizer), dataset, concept, caption="a dog").json()
+    task = factories.TaskFactory(
+        dataset=dataset, image=factories.ImageFactory(dataset=dataset), concept=concept
+    )
+    lease = queue.task_lease(worker=worker.worker)
+    assert lease is not None and lease.assignment.task_id == task.pk
+    assert lease.instructions == ""  # the dataset has none for the stage
+    if (
+        connection.vendor == "postgresql"
+    ):  # the lease statement selects them; elsewhere the page looks them up
+        assert [e[0] for e in lease.examples] == [shown["id"]]
+    else:
+        assert lease.examples is None
+    assert not [name for name in vars(lease.assignment.task) if name.startswith("_leased")]

@@ -37,16 +37,16 @@ QUESTION_NEXT_WITH_GOLD = 10
 # Submit: token, BEGIN, lock the task and read the assignment, store the answer; a plain vote is a consensus
 # question with a fixed-majority rule, so it locks its question and inserts the vote (no savepoint); then every
 # write the answer causes (the verdict with the counts, the decision row, its final label as a new pair, the
-# question tally, the task, the usage and worker counters) goes in one statement
-# (annotation.queue.sqlrows.deferred_writes); COMMIT. A question that was never in review has no review item to
-# clear, so none is looked for.
+# question tally, the task, the usage and worker counters) goes in one statement (the submit's
+# annotation.queue.sqlrows.Writes, sent once); COMMIT. A question that was never in review has no review item
+# to clear, so none is looked for.
 VOTE_SUBMIT_CLOSING = 8
 # A vote on a question: lock the question (its dataset's settings joined), insert the vote (no savepoint), the
 # calibration table in use; then P with the counts (asking more) or the verdict, its decision row, the final
 # label and the question tally of the organizer's progress page, sent with the task and the counters in one
-# statement (the hierarchy subscriber of the decision reads its image's labeling in between: another table, so
-# the writes stay held; issue 32 made that one statement instead of two); review's subscriber needs nothing for
-# a question that was never in review.
+# statement (the hierarchy subscriber of the decision reads its image's labeling in between, and sends the
+# writes only when it moves a labeling on; issue 32 made that one statement instead of two); review's
+# subscriber needs nothing for a question that was never in review.
 QUESTION_SUBMIT_ASKING_MORE = 9
 QUESTION_SUBMIT_DECIDING = 10
 # Submit with next=true (the worker page's): the closing vote's submit and the next task's lease in one request

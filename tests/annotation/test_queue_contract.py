@@ -36,7 +36,7 @@ def kind():
             name="contract_test",
             title="Contract test",
             clean_answer=lambda task, answer: dict(answer),
-            on_submit=lambda assignment: current["handler"](assignment),
+            on_submit=lambda assignment, writes: current["handler"](assignment),
         )
     )
     yield current

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.django_db
 # CONFLICT DO NOTHING; elsewhere lock the (image, class) row, insert it) and moves the question tally; a question
 # that was never in review has no review item to clear. On PostgreSQL every write the answer causes after the
 # vote (the question's counts or verdict, tally, decision, final label, task, both counters) goes in one
-# statement (annotation.queue.sqlrows.deferred_writes), so closing a vote costs no extra round trip there.
+# statement (the submit's annotation.queue.sqlrows.Writes), so closing a vote costs no extra round trip there.
 NEXT_TASK_QUERIES = {"postgresql": 3, "sqlite": 7}
 SUBMIT_QUERIES = {
     "postgresql": 3 + 2 + 1,  # token, read, answer; question lock, vote; the writes together

@@ -68,7 +68,7 @@ def test_prepared_statements_can_be_turned_off_for_poolers(worker, settings):
     assert _prepared_count() == before
 
 
-# --- deferred_writes: the writes a submit causes, sent together --------------------------------------------
+# --- Writes: the writes a submit causes, sent together where the caller says --------------------------------
 
 
 def _task_priority(task_id: int) -> int:
@@ -78,7 +78,7 @@ def _task_priority(task_id: int) -> int:
 
 
 @pytest.mark.postgres
-def test_held_writes_go_as_one_statement_at_the_end_of_the_block_with_their_row_counts(db):
+def test_held_writes_go_as_one_statement_at_send_with_their_row_counts(db):
     from django.test.utils import CaptureQueriesContext
 
     from annotation.models import DatasetTally
@@ -87,10 +87,9 @@ def test_held_writes_go_as_one_statement_at_the_end_of_the_block_with_their_row_
     DatasetTally.objects.update_or_create(dataset=task.dataset, defaults={"images": 0})
     done = []
     with CaptureQueriesContext(connection) as captured, transaction.atomic():
-        with sqlrows.deferred_writes(connection):
-            sqlrows.update_later(connection, Task, task.pk, {"priority": 7})
-            sqlrows.write(
-                connection,
+        with sqlrows.Writes(connection) as writes:
+            writes.update(Task, task.pk, {"priority": 7})
+            writes.add(
                 "annotation_datasettally",
                 "UPDATE annotation_datasettally SET images = images + %s WHERE dataset_id = %s",
                 [3, task.dataset_id],
@@ -101,84 +100,54 @@ def test_held_writes_go_as_one_statement_at_the_end_of_the_block_with_their_row_
                 "annotation_datasettally_none",
                 "UPDATE annotation_datasettally SET images = images + 1 WHERE dataset_id = %s",
                 [-1],  # no such row
+                writes=writes,
                 on_done=lambda n, _: done.append(("missing", n)),
             )
             assert done == []  # nothing sent yet
+            assert not [q for q in captured.captured_queries if q["sql"].startswith(("WITH", "UPDATE"))]
             held = len(captured.captured_queries)
-        sent = captured.captured_queries[held:]
+            writes.send()
+        sent = [q for q in captured.captured_queries[held:] if not q["sql"].startswith(("RELEASE", "COMMIT"))]
     assert len(sent) == 1 and sent[0]["sql"].startswith("WITH w0 AS (UPDATE")
     assert done == [("tally", 1), ("missing", 0)]
     assert _task_priority(task.pk) == 7
     assert DatasetTally.objects.get(dataset=task.dataset).images == 3
 
 
-@pytest.mark.postgres
-def test_a_write_through_djangos_connection_proxy_joins_the_batch_opened_on_the_wrapper(db):
-    # The queue opens the block on `connections[alias]`; gold recorded its answer through `django.db.connection`,
-    # a proxy object of its own: its writes missed the batch, and a gold submit cost two round trips a real one
-    # does not (tests/security/test_gold_probe_stats.py).
-    from django.db import connections
-    from django.test.utils import CaptureQueriesContext
-
+def test_a_read_before_send_does_not_see_the_held_writes_and_one_after_it_does(db):
+    # No read sends them behind the caller's back: a caller whose read needs them sends first (issue 32: held
+    # writes sent by an unrelated read locked a tally row in the middle of another pipeline's work).
     task = factories.TaskFactory(priority=1)
-    wrapper = connections[Task.objects.db]
-    assert wrapper is not connection
-    with transaction.atomic(), CaptureQueriesContext(wrapper) as captured:
-        with sqlrows.deferred_writes(wrapper):
-            sqlrows.update_later(connection, Task, task.pk, {"priority": 4})
-            assert captured.captured_queries == []  # held, not sent on its own
-            sqlrows.deferred_send(connection)
-            assert [q["sql"][:9] for q in captured.captured_queries] == ["WITH w0 A"]
-    assert _task_priority(task.pk) == 4
+    with transaction.atomic(), sqlrows.Writes(connection) as writes:
+        writes.update(Task, task.pk, {"priority": 5})
+        assert Task.objects.get(pk=task.pk).priority == 1  # an ORM read
+        assert _task_priority(task.pk) == 1  # a raw one
+        writes.send()
+        assert _task_priority(task.pk) == 5
+        writes.update(Task, task.pk, {"priority": 6})
+        writes.send()
+        assert Task.objects.get(pk=task.pk).priority == 6
 
 
-@pytest.mark.postgres
-def test_a_statement_naming_their_table_sees_the_writes_held_before_it(db):
-    task = factories.TaskFactory(priority=1)
-    with transaction.atomic(), sqlrows.deferred_writes(connection):
-        sqlrows.update_later(connection, Task, task.pk, {"priority": 5})
-        assert Task.objects.get(pk=task.pk).priority == 5  # an ORM read
-        sqlrows.update_later(connection, Task, task.pk, {"priority": 6})
-        assert _task_priority(task.pk) == 6  # a raw one
-
-
-@pytest.mark.postgres
-def test_a_read_of_other_tables_leaves_the_writes_held_until_the_caller_sends_them(db):
-    # Sent by an unrelated read, held writes would lock their rows at a point the caller cannot see, in the
-    # middle of another pipeline's work (issue 32: a tally row locked by a labeling's read deadlocked).
-    from django.test.utils import CaptureQueriesContext
-
-    from annotation.models import DatasetTally
-
-    task = factories.TaskFactory(priority=1)
-    with transaction.atomic(), sqlrows.deferred_writes(connection):
-        sqlrows.update_later(connection, Task, task.pk, {"priority": 5})
-        with CaptureQueriesContext(connection) as captured:
-            DatasetTally.objects.filter(dataset_id=task.dataset_id).exists()
-        assert [q["sql"] for q in captured.captured_queries if q["sql"].startswith("WITH")] == []
-        with CaptureQueriesContext(connection) as captured:
-            sqlrows.deferred_send(connection)
-        assert len(captured.captured_queries) == 1
-        assert captured.captured_queries[0]["sql"].startswith("WITH w0 AS (UPDATE")
-    assert _task_priority(task.pk) == 5
-
-
-@pytest.mark.postgres
 def test_two_writes_of_one_table_are_never_sent_in_one_statement(db):
     # Parts of one statement do not see each other's changes (and PostgreSQL would apply only one of two
     # updates of one row), so both additions must count.
+    from django.test.utils import CaptureQueriesContext
+
     from annotation.models import DatasetTally
 
     dataset = factories.DatasetFactory()
     DatasetTally.objects.update_or_create(dataset=dataset, defaults={"images": 0})
     sql = "UPDATE annotation_datasettally SET images = images + %s WHERE dataset_id = %s"
-    with transaction.atomic(), sqlrows.deferred_writes(connection):
-        sqlrows.write(connection, "annotation_datasettally", sql, [1, dataset.pk])
-        sqlrows.write(connection, "annotation_datasettally", sql, [2, dataset.pk])
+    with transaction.atomic(), sqlrows.Writes(connection) as writes:
+        writes.add("annotation_datasettally", sql, [1, dataset.pk])
+        writes.add("annotation_datasettally", sql, [2, dataset.pk])
+        with CaptureQueriesContext(connection) as captured:
+            writes.send()
+    assert len(captured.captured_queries) == 2
     assert DatasetTally.objects.get(dataset=dataset).images == 3
 
 
-@pytest.mark.postgres
 def test_a_held_insert_gets_its_primary_key_once_sent_and_a_fallback_runs_after_the_send(worker):
     from annotation import counters
     from annotation.models import UsageCounter
@@ -189,32 +158,54 @@ def test_a_held_insert_gets_its_primary_key_once_sent_and_a_fallback_runs_after_
     assignment = Assignment(
         task=other, worker=worker.worker, state=AssignmentState.LEASED, expires_at=timezone.now()
     )
-    with transaction.atomic(), sqlrows.deferred_writes(connection):
-        sqlrows.insert_later(connection, assignment)
+    with transaction.atomic(), sqlrows.Writes(connection) as writes, counters.held() as counted:
+        writes.insert(assignment)
         assert assignment.pk is None
         # No usage row: the counter's UPDATE changes nothing, and the row is created once that is known.
         counters.usage_answers_counted(task, answers=2, worker_time=None)
-        sqlrows.deferred_send(connection)
+        counted.flush(writes)
+        assert not UsageCounter.objects.filter(
+            dataset_id=task.dataset_id, concept_id=task.concept_id
+        ).exists()
+        writes.send()
         assert assignment.pk is not None
     assert Assignment.objects.get(pk=assignment.pk).task_id == other.pk
     assert UsageCounter.objects.get(dataset_id=task.dataset_id, concept_id=task.concept_id).answers == 2
 
 
-@pytest.mark.postgres
 def test_an_error_in_the_block_drops_the_held_writes(db):
     task = factories.TaskFactory(priority=1)
     with transaction.atomic():
-        with pytest.raises(RuntimeError), sqlrows.deferred_writes(connection):
-            sqlrows.update_later(connection, Task, task.pk, {"priority": 9})
+        with pytest.raises(RuntimeError, match="the submit failed"), sqlrows.Writes(connection) as writes:
+            writes.update(Task, task.pk, {"priority": 9})
             raise RuntimeError("the submit failed")
         assert _task_priority(task.pk) == 1
 
 
-def test_outside_postgresql_or_outside_a_block_writes_run_at_once(db):
+def test_writes_left_unsent_at_the_end_of_the_block_are_an_error_not_lost_silently(db):
     task = factories.TaskFactory(priority=1)
-    with transaction.atomic(), sqlrows.deferred_writes(connection):
-        sqlrows.update_later(connection, Task, task.pk, {"priority": 4})
-        if connection.vendor != "postgresql":
-            assert Task.objects.filter(pk=task.pk).values_list("priority", flat=True).get() == 4
-    sqlrows.update_later(connection, Task, task.pk, {"priority": 8})
+    with pytest.raises(RuntimeError, match="never sent"), transaction.atomic():
+        with sqlrows.Writes(connection) as writes:
+            writes.update(Task, task.pk, {"priority": 9})
+    assert _task_priority(task.pk) == 1
+
+
+def test_a_write_held_from_inside_a_later_savepoint_is_refused(db):
+    # Rolling that savepoint back could not undo a write sent after it; such a write is made at once instead.
+    task = factories.TaskFactory(priority=1)
+    with transaction.atomic(), sqlrows.Writes(connection) as writes:
+        with pytest.raises(RuntimeError, match="savepoint"), transaction.atomic():
+            writes.update(Task, task.pk, {"priority": 9})
+    assert _task_priority(task.pk) == 1
+
+
+def test_without_writes_a_write_runs_at_once(db):
+    task = factories.TaskFactory(priority=1)
+    sqlrows.write(
+        connection,
+        "annotation_task",
+        "UPDATE annotation_task SET priority = %s WHERE id = %s",
+        [8, task.pk],
+        writes=None,
+    )
     assert Task.objects.get(pk=task.pk).priority == 8

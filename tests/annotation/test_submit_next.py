@@ -159,7 +159,7 @@ def test_the_answer_and_the_next_lease_are_stored_together_or_not_at_all(worker)
     factories.TaskFactory()
     assignment = queue.task_lease_next(worker=worker.worker)
     request = queue.LeaseRequest(None, None)
-    with mock.patch("annotation.queue.services.task_lease_next", side_effect=RuntimeError("lease failed")):
+    with mock.patch("annotation.queue.services.task_lease", side_effect=RuntimeError("lease failed")):
         with pytest.raises(RuntimeError):
             queue.assignment_submit(
                 assignment=assignment.pk,
@@ -178,7 +178,7 @@ def test_the_answer_and_the_next_lease_are_stored_together_or_not_at_all(worker)
         lease_next=request,
     )
     assert not result.replayed and result.next_lease is not None
-    assert Assignment.objects.get(pk=assignment.pk).next_lease_id == result.next_lease.pk
+    assert Assignment.objects.get(pk=assignment.pk).next_lease_id == result.next_lease.assignment.pk
 
 
 def test_leasing_the_next_task_on_submit_needs_the_worker(worker):
