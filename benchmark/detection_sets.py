@@ -159,7 +159,9 @@ def detection_set_create(
         ],
     }
     with transaction.atomic():
-        existing = DetectionSet.objects.select_for_update(no_key=True).filter(dataset=dataset, name=name).first()
+        existing = (
+            DetectionSet.objects.select_for_update(no_key=True).filter(dataset=dataset, name=name).first()
+        )
         if existing is not None and existing.frozen:
             raise BenchmarkError(f"detection set {name!r} is frozen; choose another name")
         fields = {

@@ -225,7 +225,11 @@ def report_run(report_id: int) -> Report:
     """Compute a queued report. Idempotent: a finished report is left alone; one whose worker died while
     running is computed again."""
     with transaction.atomic():
-        report = Report.objects.select_for_update(of=("self",), no_key=True).select_related("dataset").get(pk=report_id)
+        report = (
+            Report.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("dataset")
+            .get(pk=report_id)
+        )
         if report.state in (JobState.DONE, JobState.FAILED):
             return report
         report.state = JobState.RUNNING
