@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_ROWS = 500_000  # boxes and class scores together, per file or push
+MAX_ROWS = (
+    200_000  # boxes and class scores together, per file or push: stored within one request (~6 s per 100,000)
+)
 MAX_LISTED = 50  # problems quoted in the message; all of them stay on the exception
 MAX_ID = 2**63 - 1  # a larger id names no row (and no PostgreSQL bigint could hold it)
 TOP_KEYS = frozenset({"name", "model", "detections", "classifications"})

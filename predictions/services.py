@@ -18,6 +18,8 @@ from . import rows
 from .models import BoxPrediction, ClassScore, PredictionSet, PredictionSource
 
 BATCH = 5000
+# Names per lookup query: SQLite refuses statements with more than 250,000 (older builds: 999) parameters.
+LOOKUP_CHUNK = 900
 
 
 def content_digest(data: str | bytes) -> str:
@@ -29,26 +31,34 @@ def push_digest(document: Any) -> str:
     return content_digest(json.dumps(document, sort_keys=True, separators=(",", ":"), allow_nan=True))
 
 
+def _chunks(values: set, size: int = LOOKUP_CHUNK):
+    ordered = sorted(values)
+    for start in range(0, len(ordered), size):
+        yield ordered[start : start + size]
+
+
 def catalog_for(dataset: Dataset, refs: rows.References) -> rows.Catalog:
-    """The dataset's images and classes the rows name, in four queries whatever the number of rows. A class must
-    be one of the dataset's classes; a dataset that has picked none accepts every concept of the hierarchy."""
+    """The dataset's images and classes the rows name, a few queries per LOOKUP_CHUNK names whatever the number
+    of rows. A class must be one of the dataset's classes; a dataset that has picked none accepts every concept
+    of the hierarchy."""
     images = Image.objects.filter(dataset=dataset)
     sizes: dict[int, tuple[int, int]] = {}
     by_name: dict[str, list[int]] = defaultdict(list)
-    for pk, width, height in images.filter(pk__in=refs.image_ids).values_list("pk", "width", "height"):
-        sizes[pk] = (width, height)
-    for pk, name, width, height in (
-        images.filter(original_name__in=refs.file_names)
-        .order_by("pk")
-        .values_list("pk", "original_name", "width", "height")
-    ):
-        sizes[pk] = (width, height)
-        by_name[name].append(pk)
-    concepts = Concept.objects.all()
-    if dataset.concepts.exists():
-        concepts = dataset.concepts.all()
-    by_id = dict(concepts.filter(pk__in=refs.category_ids).values_list("pk", "pk"))
-    by_wnid = dict(concepts.filter(wnid__in=refs.wnids).values_list("wnid", "pk"))
+    for ids in _chunks(refs.image_ids):
+        for pk, width, height in images.filter(pk__in=ids).values_list("pk", "width", "height"):
+            sizes[pk] = (width, height)
+    for names in _chunks(refs.file_names):
+        named = images.filter(original_name__in=names).order_by("pk")
+        for pk, name, width, height in named.values_list("pk", "original_name", "width", "height"):
+            sizes[pk] = (width, height)
+            by_name[name].append(pk)
+    concepts = dataset.concepts.all() if dataset.concepts.exists() else Concept.objects.all()
+    by_id: dict[int, int] = {}
+    by_wnid: dict[str, int] = {}
+    for ids in _chunks(refs.category_ids):
+        by_id.update(concepts.filter(pk__in=ids).values_list("pk", "pk"))
+    for wnids in _chunks(refs.wnids):
+        by_wnid.update(concepts.filter(wnid__in=wnids).values_list("wnid", "pk"))
     return rows.Catalog(sizes, dict(by_name), by_id, by_wnid)
 
 

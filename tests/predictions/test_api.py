@@ -140,3 +140,24 @@ def test_a_set_of_another_dataset_is_a_404_under_this_one(scene, organizer):
         f"/api/v1/datasets/{scene['dataset'].pk}/prediction-sets/{prediction_set.pk}"
     )
     assert response.status_code == 404
+
+
+def test_the_set_list_costs_the_same_queries_for_one_set_or_ten(scene, organizer):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_for(organizer)
+    url = f"/api/v1/datasets/{scene['dataset'].pk}/prediction-sets/"
+    PredictionSet.objects.create(
+        dataset=scene["dataset"], name="0", source="upload", sha256="0", created_by=organizer
+    )
+    client.get(url)  # the first request of a client also reads its user's roles once
+    with CaptureQueriesContext(connection) as one:
+        assert len(client.get(url).json()) == 1
+    for n in range(1, 10):
+        PredictionSet.objects.create(
+            dataset=scene["dataset"], name=str(n), source="upload", sha256=str(n), created_by=organizer
+        )
+    with CaptureQueriesContext(connection) as ten:
+        assert len(client.get(url).json()) == 10
+    assert len(ten) == len(one) == 2  # the dataset (scoped to its organizer), then the sets with their users

@@ -146,3 +146,16 @@ def test_the_command_names_a_missing_dataset_file_or_user(scene, tmp_path):
         call_command("import_predictions", str(tmp_path / "missing.json"), "--dataset", scene["dataset"].name)
     with pytest.raises(CommandError, match="no user named 'ghost'"):
         call_command("import_predictions", "x.json", "--dataset", scene["dataset"].name, "--user", "ghost")
+
+
+def test_lookups_in_chunks_find_every_image_and_class(scene, monkeypatch):
+    monkeypatch.setattr(services, "LOOKUP_CHUNK", 1)
+    document = {
+        "detections": [
+            coco(scene),
+            coco(scene, image_id=None, file_name="second.jpg", category_id=None, wnid="n02121808"),
+        ],
+        "classifications": [{"file_name": "first.jpg", "category_id": scene["cat"].pk, "score": 0.1}],
+    }
+    prediction_set, _ = imported(scene, document)
+    assert (prediction_set.box_count, prediction_set.score_count) == (2, 1)
