@@ -13,6 +13,8 @@ APP_LAYERS: tuple[tuple[str, ...], ...] = (
     ("config",),
     ("hierarchy",),
     ("annotation",),
+    # Model predictions: proposals the box pipeline and Algorithm 1 read; they need images and classes only.
+    ("predictions",),
     ("outbox",),
     ("candidates",),
     ("consensus",),

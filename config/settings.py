@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "config.apps.PlatformConfig",
     "hierarchy",
     "annotation",
+    "predictions",
     "candidates",
     "consensus",
     "boxes",

@@ -27,6 +27,7 @@ urlpatterns = [
     path("api/v1/", include("gold.urls")),
     path("api/v1/", include("outbox.urls")),
     path("api/v1/", include("candidates.urls")),
+    path("api/v1/", include("predictions.urls")),
     path("api/v1/", include("organize.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),

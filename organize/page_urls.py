@@ -17,6 +17,11 @@ urlpatterns = [
         views.dataset_candidates,
         name="organize-candidates",
     ),
+    path(
+        "organize/datasets/<int:dataset_id>/predictions/",
+        views.dataset_predictions,
+        name="organize-predictions",
+    ),
     path("organize/datasets/<int:dataset_id>/benchmark/", views.dataset_benchmark, name="organize-benchmark"),
     path("organize/datasets/<int:dataset_id>/quality/", views.dataset_quality, name="organize-quality"),
     path(

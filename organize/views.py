@@ -69,6 +69,7 @@ dataset_home = dataset_page("dataset")
 dataset_images = dataset_page("images")
 dataset_classes = dataset_page("classes")
 dataset_candidates = dataset_page("candidates")
+dataset_predictions = dataset_page("predictions")
 
 
 def _task_kinds() -> list[dict[str, str]]:

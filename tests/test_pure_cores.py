@@ -45,6 +45,7 @@ PURE_CORES = [
     "hierarchy/queries.py",
     "candidates/addresses.py",
     "organize/crowd_fit.py",
+    "predictions/rows.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 

@@ -58,6 +58,7 @@ def test_every_request_body_is_offered_in_one_media_type():
     assert multipart == {
         "POST /api/v1/challenges/{id}/submissions/",
         "POST /api/v1/datasets/{dataset_id}/candidate-imports/",
+        "POST /api/v1/datasets/{dataset_id}/prediction-sets/",
         "POST /api/v1/datasets/{id}/examples/",
         "POST /api/v1/datasets/{id}/images/",
     }

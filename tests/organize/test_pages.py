@@ -18,6 +18,7 @@ PAGES = [
     "/organize/datasets/{id}/images/",
     "/organize/datasets/{id}/classes/",
     "/organize/datasets/{id}/candidates/",
+    "/organize/datasets/{id}/predictions/",
     "/organize/datasets/{id}/crowds/",
     "/organize/datasets/{id}/benchmark/",
     "/organize/datasets/{id}/people/",

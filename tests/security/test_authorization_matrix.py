@@ -30,6 +30,7 @@ from consensus.models import Question, QuestionKind
 from crowd.models import StudyLink
 from hierarchy.models import Concept, Hierarchy
 from outbox.models import Message, MessageState
+from predictions.models import PredictionSet
 from review.models import Decision, ReviewDecision, ReviewItem, ReviewKind
 from tests import factories
 
@@ -201,6 +202,10 @@ for _operation in (
     "v1_datasets_source_buckets_create",
     "v1_datasets_source_buckets_retrieve",
     "v1_datasets_source_buckets_destroy",
+    "v1_datasets_prediction_sets_list",
+    "v1_datasets_prediction_sets_create",
+    "v1_datasets_prediction_sets_retrieve",
+    "v1_datasets_prediction_sets_push_create",
 ):
     POLICY[_operation] = (ORGS, "tenant")
 # Blacklist flags and box attributes: reviewers (on any dataset, like the review queue) and the organizers.
@@ -291,6 +296,9 @@ def tenant(organizer, worker, reviewer, tag: str) -> dict:
         "source_bucket": SourceBucket.objects.create(
             dataset=dataset, bucket=f"photos-{tag.lower()}", access_key_id="AKIA", secret_sealed=""
         ).pk,
+        "prediction_set": PredictionSet.objects.create(
+            dataset=dataset, name=f"model {tag}", source="upload", sha256=tag
+        ).pk,
     }
 
 
@@ -317,7 +325,15 @@ MISSING = {
     "image_ref": "A" * 22,
     **{
         name: 999999
-        for name in (*set(ID_OF.values()), "dataset", "worker", "split", "candidate_import", "source_bucket")
+        for name in (
+            *set(ID_OF.values()),
+            "dataset",
+            "worker",
+            "split",
+            "candidate_import",
+            "source_bucket",
+            "prediction_set",
+        )
     },
 }
 
@@ -335,7 +351,14 @@ def concrete(path: str, rows: dict) -> str:
             return str(rows["worker"])
         if name == "number":
             return str(rows["split"])
-        if name in ("challenge_id", "image_id", "hierarchy_id", "candidate_import_id", "source_bucket_id"):
+        if name in (
+            "challenge_id",
+            "image_id",
+            "hierarchy_id",
+            "candidate_import_id",
+            "source_bucket_id",
+            "prediction_set_id",
+        ):
             return str(rows[name.removesuffix("_id")])
         if path in UNBUILT and (name != "id" or not path.startswith("/api/v1/datasets/")):
             return "999999"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PredictionsConfig(AppConfig):
+    name = "predictions"
+    verbose_name = "Model predictions"
