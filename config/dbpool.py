@@ -61,9 +61,9 @@ def pool_options(environ: Mapping[str, str], engine: str) -> dict | None:
     """psycopg_pool's options for `DATABASES["default"]["OPTIONS"]["pool"]`, or None without `DB_POOL=1`.
 
     Only PostgreSQL has the pool: asked for on SQLite (most likely a forgotten `DATABASE_URL`) it is refused,
-    not ignored, so a deployment never runs on a database it did not mean to. Sizes are per process: a sync
-    gunicorn worker serves one request at a time, so 1 connection is all it uses; a threaded one wants as many
-    as its threads."""
+    not ignored, so a deployment never runs on a database it did not mean to. Sizes are per process, and the
+    pool grows towards the maximum while a request waits for a connection (after a killed backend, say): a sync
+    gunicorn worker, one request at a time, wants a maximum of 1; a threaded one as many as its threads."""
     if not pool_on(environ):
         return None
     if not engine.endswith("postgresql"):
