@@ -335,8 +335,10 @@ def run(
     n_tasks = tasks or int(max(5_000, 500 * duration))
     var_dir = tempfile.mkdtemp(prefix="crowdlabel-load-")
     database_url = admin_url.rsplit("/", 1)[0] + f"/{DB_NAME}"
-    # Persistent connections (DB_CONN_MAX_AGE): the ones a kill leaves dead in each process.
-    env = qt.server_env(database_url, var_dir, DB_CONN_MAX_AGE="600", PGAPPNAME=APP_NAME)
+    # Persistent connections (DB_CONN_MAX_AGE), or the pool's with DB_POOL=1 in the environment (which needs
+    # DB_CONN_MAX_AGE 0): the ones a kill leaves dead in each process.
+    pool = os.environ.get("DB_POOL", "").strip().lower() in {"1", "true", "yes", "on"}
+    env = qt.server_env(database_url, var_dir, DB_CONN_MAX_AGE="0" if pool else "600", PGAPPNAME=APP_NAME)
     os.environ.update({k: v for k, v in env.items() if k != "PGAPPNAME"})
     result = Run(protocol=protocol)
     stage(f"creating the database {DB_NAME}")

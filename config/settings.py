@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
+from config import dbpool
 from config.csp import media_origins
 from config.secret_key import DEVELOPMENT_KEY, non_local_hosts, secret_key_problem
 from config.storage import s3_storage
@@ -173,18 +174,26 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     # Health checks: a persistent connection that died between requests (a killed backend, a restarted
     # server) is replaced before the request uses it; one lost during a request is config.dbconnection's.
+    # With DB_POOL=1 the pool holds the connections, and the backend checks each one it hands out the same way
+    # instead of psycopg_pool, whose check (on with CONN_HEALTH_CHECKS) would cost a round trip each time.
     DATABASES = {
         "default": dj_database_url.parse(
-            DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+            DATABASE_URL,
+            conn_max_age=dbpool.conn_max_age(os.environ),
+            conn_health_checks=not dbpool.pool_on(os.environ),
         )
     }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # The same backend with a health check that needs no round trip (config/postgresql/base.py).
         DATABASES["default"]["ENGINE"] = "config.postgresql"
+    _pool = dbpool.pool_options(os.environ, DATABASES["default"]["ENGINE"])
+    if _pool:
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = _pool
     if env_bool("DB_ASYNC_COMMIT") and DATABASES["default"]["ENGINE"].endswith("postgresql"):
         # For throwaway test databases only: commits stop waiting for the disk flush.
         DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
 else:
+    dbpool.pool_options(os.environ, "sqlite3")  # DB_POOL=1 without DATABASE_URL is refused
     VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded setup keeps its SQLite file and media here
     DATABASES = {
         "default": {

@@ -167,7 +167,9 @@ def cursor(connection):
 
     Django keeps psycopg's automatic preparation off so that transaction-mode poolers work; these statements
     are prepared explicitly instead, and `CROWDLABEL_DB_PREPARED_STATEMENTS=0` turns that off for a pooler
-    that cannot keep prepared statements. Everything else Django runs stays unprepared."""
+    that cannot keep prepared statements. Django's own pool (`DB_POOL=1`) can: it hands out whole sessions, so
+    a statement prepared on a pooled connection serves every later checkout of it. Everything else Django runs
+    stays unprepared."""
     if (
         connection.vendor != "postgresql"
         or not settings.CROWDLABEL["DB_PREPARED_STATEMENTS"]

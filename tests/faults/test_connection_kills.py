@@ -199,12 +199,20 @@ def queue_tasks(n: int) -> None:
     binary_vote.vote_tasks_create(dataset=dataset, concept=concept, images=images, answers_wanted=2)
 
 
-def gunicorn(port: int, application_name: str, log) -> subprocess.Popen:
+# Persistent connections (the default), or Django's pool (DB_POOL=1): either way, the connections a kill leaves
+# dead in each process.
+HELD_CONNECTIONS = {
+    "persistent": {"DB_CONN_MAX_AGE": "600", "DB_POOL": "0"},
+    "pool": {"DB_CONN_MAX_AGE": "0", "DB_POOL": "1", "DB_POOL_MIN_SIZE": "1", "DB_POOL_MAX_SIZE": "2"},
+}
+
+
+def gunicorn(port: int, application_name: str, log, held: str = "persistent") -> subprocess.Popen:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": database_url_of_the_test_database(),
-        "DB_CONN_MAX_AGE": "600",  # persistent connections: the ones a kill leaves dead in each process
+        **HELD_CONNECTIONS[held],
         "PGAPPNAME": application_name,
         "CELERY_BROKER_URL": f"redis://{HOST}:{closed_port()}/0",  # no broker either: nothing may need it
     }
@@ -281,20 +289,23 @@ class Load:
             thread.join(timeout=60)
 
 
-def test_backends_killed_under_load_give_no_5xx_after_recovery_and_nothing_half_written(tmp_path, capsys):
+@pytest.mark.parametrize("held", list(HELD_CONNECTIONS))
+def test_backends_killed_under_load_give_no_5xx_after_recovery_and_nothing_half_written(
+    tmp_path, capsys, held
+):
     queue_tasks(300)
     tokens = [token_for(user_create(username=f"k{i}", password=None, roles=(WORKERS,))) for i in range(4)]
     application = f"crowdlabel-kills-{uuid.uuid4().hex[:8]}"
     port = closed_port()
     with (tmp_path / "gunicorn.log").open("wb") as log:  # read on failure
-        server = gunicorn(port, application, log)
+        server = gunicorn(port, application, log, held)
 
     def server_log() -> str:
         return (tmp_path / "gunicorn.log").read_text()[-4000:]
 
     try:
         with Load(port, tokens) as load:
-            # Warm: the processes hold persistent connections (counted, not slept on).
+            # Warm: the processes hold their connections (counted, not slept on).
             wait_until(lambda: backends(application), "gunicorn's processes to connect", detail=server_log)
             kills, killed = 0, set()
             for _ in range(30):
@@ -316,7 +327,7 @@ def test_backends_killed_under_load_give_no_5xx_after_recovery_and_nothing_half_
                 "the load to go on after the kills",
                 detail=server_log,
             )
-        # Idle persistent connections killed between requests: the next request of each process.
+        # Idle connections (persistent or in the pool) killed between requests: the next request of each process.
         kills += len(terminate(application))
         probes = []
         for token in tokens * 3:
@@ -332,7 +343,7 @@ def test_backends_killed_under_load_give_no_5xx_after_recovery_and_nothing_half_
     after = [(what, status) for started, what, status in load.results if started > last_kill]
     with capsys.disabled():
         print(
-            f"\n{kills} backends killed; {len(during)} requests during the kills, "
+            f"\n{held} connections: {kills} backends killed; {len(during)} requests during the kills, "
             f"{sum(s >= 500 for s in during)} answered 5xx ({sum(s == 503 for s in during)} of them 503); "
             f"{len(after)} requests after, {sum(s >= 500 for _, s in after)} 5xx"
         )
