@@ -220,7 +220,7 @@ def _image(row: dict, catalog: Catalog) -> tuple[int | None, Problem | None]:
         if not _is_int(image_id):
             return None, Problem("", Code.BAD_ROW, f"image_id must be an integer, got {image_id!r}")
         if image_id not in catalog.image_sizes:
-            return None, Problem("", Code.UNKNOWN_IMAGE, f"no image {image_id} in this dataset")
+            return None, Problem("", Code.UNKNOWN_IMAGE, f"no image with image_id {image_id} in this dataset")
         by_id = image_id
     if file_name is not None:
         if not isinstance(file_name, str):

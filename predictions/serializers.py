@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from config.bounds import id_integer
+
 from .models import PredictionSet
 
 
@@ -43,9 +45,9 @@ class ModelSerializer(serializers.Serializer):
 
 
 class DetectionSerializer(serializers.Serializer):
-    image_id = serializers.IntegerField(required=False, help_text="The image's id (or give `file_name`).")
+    image_id = id_integer(required=False, help_text="The image's id (or give `file_name`).")
     file_name = serializers.CharField(required=False, help_text="The name the image was uploaded with.")
-    category_id = serializers.IntegerField(required=False, help_text="The class's id (or give `wnid`).")
+    category_id = id_integer(required=False, help_text="The class's id (or give `wnid`).")
     wnid = serializers.CharField(required=False)
     bbox = serializers.ListField(
         child=serializers.FloatField(), min_length=4, max_length=4, help_text="[x, y, w, h]"
@@ -54,9 +56,9 @@ class DetectionSerializer(serializers.Serializer):
 
 
 class ClassificationSerializer(serializers.Serializer):
-    image_id = serializers.IntegerField(required=False)
+    image_id = id_integer(required=False)
     file_name = serializers.CharField(required=False)
-    category_id = serializers.IntegerField(required=False)
+    category_id = id_integer(required=False)
     wnid = serializers.CharField(required=False)
     score = serializers.FloatField(min_value=0, max_value=1)
 
