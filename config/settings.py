@@ -16,6 +16,7 @@ from kombu import Queue
 
 from config import dbpool
 from config.csp import media_origins
+from config.envvars import env_bool, env_float, env_int
 from config.secret_key import DEVELOPMENT_KEY, non_local_hosts, secret_key_problem
 from config.storage import s3_storage
 from config.tasklimits import soft_time_limit
@@ -23,35 +24,8 @@ from config.tasklimits import soft_time_limit
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
-def env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
 def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
-
-def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
-
-
-def env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
 
 
 def env_rate(name: str, default: str | None) -> str | None:
