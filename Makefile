@@ -7,7 +7,7 @@ PORT ?= 8000
 # The pure cores (tests/test_pure_cores.py lists the same): no framework imports, and mypy-clean.
 MYPY_PATHS := annotation/geometry.py annotation/pipeline.py annotation/pipeline_events.py annotation/imagecheck.py annotation/final_evidence.py annotation/queue/contract.py consensus/calibration.py consensus/stopping.py consensus/reliability.py consensus/standing.py consensus/evidence_table.py hierarchy/algorithm.py hierarchy/fixture.py multilabel/cooccurrence.py review/overlaps.py benchmark/splits.py benchmark/class_selection.py benchmark/dataset_stats.py benchmark/completeness.py benchmark/metrics benchmark/exporters simulator/scenes.py simulator/simulated.py simulator/ground_truth.py simulator/export_score.py simulator/reviewer.py gold/scoring.py simulator/gold_simulation.py organize/eta.py organize/ledger.py config/layers.py organize/quality_stats.py hierarchy/queries.py candidates/addresses.py organize/crowd_fit.py predictions/rows.py
 
-.PHONY: run setup demo test flakes soak journey lint format bench schema clean
+.PHONY: run setup demo test flakes soak journey deploy-check lint format bench schema clean
 
 # Two stamps: serving needs only the runtime requirements; tests, lint and benchmarks the development ones too
 # (pytest, Chromium's driver, the interop readers: several hundred MB more).
@@ -62,6 +62,17 @@ soak: $(DEV)
 ## not part of `make test`, which it would lengthen by a third
 journey: $(DEV)
 	$(PY) -m pytest -m journey tests/e2e/test_newcomer_journey.py
+
+## deploy-check: deploy/check.py on the compose file, .env.example and Dockerfile, then the compose services' own
+## commands (s3-bucket, migrate, collectstatic, gunicorn, Celery worker and beat) as local processes against
+## PostgreSQL (DATABASE_URL), Redis (CROWDLABEL_TEST_BROKER_URL) and moto's S3 server: an upload and an export land
+## in the bucket (tests/config/test_deploy_processes.py, about a minute); not part of `make test`
+deploy-check: $(DEV)
+	$(PY) deploy/check.py
+	if docker compose version >/dev/null 2>&1; then \
+		docker compose -f deploy/compose.yaml --env-file deploy/.env.example config --quiet; \
+	else echo "docker compose is not installed: its own reading of deploy/compose.yaml is skipped"; fi
+	$(PY) -m pytest -m deploy tests/config/test_deploy_processes.py
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .
