@@ -402,7 +402,10 @@ def review_decided(
     _require(job, event, JobStatus.REVIEW)
     pending = job.pending
     dropped: list[Effect] = [DiscardBox(b) for b in job.proposals]
-    unasked = {"proposals": (), "proposals_rejected": job.proposals_rejected + len(job.proposals)}
+    unasked: dict[str, Any] = {
+        "proposals": (),
+        "proposals_rejected": job.proposals_rejected + len(job.proposals),
+    }
     if outcome == ReviewOutcome.ACCEPT:
         accepted = job.accepted if pending is None else (*job.accepted, pending)
         effects: list[Effect] = [] if pending is None else [AcceptBox(pending.box_id)]

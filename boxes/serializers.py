@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from config.bounds import id_integer
+from predictions.serializers import ThresholdSuggestionSerializer
 
 
 class BoxJobsStartSerializer(serializers.Serializer):
@@ -94,20 +95,6 @@ class BoxJobsFromPredictionsSerializer(serializers.Serializer):
         if repeated:
             raise serializers.ValidationError({"classes": f"each class once: {', '.join(repeated)} repeated"})
         return attrs
-
-
-class ThresholdSuggestionSerializer(serializers.Serializer):
-    threshold = serializers.FloatField(
-        allow_null=True, help_text="The suggested threshold; null when the calibration data cannot say."
-    )
-    accept_rate = serializers.FloatField(
-        allow_null=True,
-        help_text="Of the checked proposals at or above the suggestion, the share that was right.",
-    )
-    checked = serializers.IntegerField(
-        help_text="The set's proposals of the class on images whose box job is done (the calibration data)."
-    )
-    note = serializers.CharField(help_text="How the suggestion was made, or why there is none.")
 
 
 class ProposalClassStartedSerializer(serializers.Serializer):

@@ -160,10 +160,9 @@ def test_the_suggestion_says_when_there_is_no_calibration_data(dataset, dog):
 def test_the_suggestion_reads_proposals_on_images_whose_boxes_are_verified(dataset, dog):
     from predictions.calibration import calibration_data, threshold_suggestion
 
-    rows, images = [], []
-    for i in range(24):
+    rows = []
+    for _ in range(24):
         img = image(dataset)
-        images.append(img)
         job, _ = boxes.box_job_start(image=img, concept=dog)
         Box.objects.create(image=img, concept=dog, x1=10, y1=10, x2=110, y2=90, state=BoxState.ACCEPTED)
         BoxJob.objects.filter(pk=job.pk).update(status="done")
