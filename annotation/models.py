@@ -7,6 +7,9 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+# Re-exported: callers keep importing them from here.
+from .box_choices import BoxProvenance, BoxState  # noqa: F401
+
 
 class Dataset(models.Model):
     name = models.SlugField(max_length=100, unique=True)
@@ -92,13 +95,6 @@ class BucketCursor(models.Model):
         return f"{self.url} in {self.dataset_id}: after {self.last_key}"
 
 
-class BoxState(models.TextChoices):
-    PENDING = "pending", "Awaiting quality check"
-    ACCEPTED = "accepted", "Accepted"
-    REJECTED = "rejected", "Rejected"
-    REMOVED = "removed", "Removed by a reviewer"
-
-
 class Box(models.Model):
     """A bounding box in original-image pixels (continuous coordinates, x2 > x1, y2 > y1)."""
 
@@ -112,6 +108,8 @@ class Box(models.Model):
     drawn_by = models.ForeignKey(
         "crowd.Worker", null=True, blank=True, on_delete=models.PROTECT, related_name="boxes"
     )
+    provenance = models.CharField(max_length=16, choices=BoxProvenance.choices, default=BoxProvenance.WORKER)
+    score = models.FloatField(null=True, blank=True, help_text="A proposal's score in [0, 1]; drawn: None.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -22,6 +22,7 @@ from .pipeline_events import (  # noqa: F401
     Event,
     Finish,
     JobStatus,
+    ProposalsQueued,
     QualityDecided,
     QualityUndecidable,
     QueueCoverage,
@@ -52,6 +53,12 @@ from .pipeline_events import (  # noqa: F401
 # COVERAGE question arrives as that question's decision (`quality_decided` / `coverage_decided` accept a job in
 # review for that very question), and a job sent to review for another reason is resolved by
 # `review_decided`: accept (the boxes are complete), redraw (more drawing, with room under the caps) or close.
+#
+# A job may start from a model's box proposals instead of a DRAW (`proposals_queued`): each proposal is asked
+# QUALITY in turn (one pending box at a time, as for drawn boxes; the rest wait in `proposals`), accepted ones
+# join the accepted boxes, rejected ones are discarded, and after the last one the ordinary loop takes over:
+# COVERAGE if any was accepted, else a DRAW. Proposals use no draw round. A proposal has no drawer (None), so
+# it excludes nobody from its questions. Proposals are verified, never trusted.
 
 SCHEMA_VERSION = 1
 
@@ -65,7 +72,11 @@ DEFAULT_MAX_ROUNDS = 30
 @dataclass(frozen=True, slots=True)
 class DrawnBox:
     box_id: int
-    drawer: int
+    drawer: int | None  # None: a model's proposal (`proposals_queued`)
+
+    @property
+    def is_proposal(self) -> bool:
+        return self.drawer is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +97,9 @@ class BoxJob:
     rounds: int = 0  # draw attempts answered: boxes drawn plus skips
     boxes_drawn: int = 0
     boxes_rejected: int = 0
+    proposals: tuple[int, ...] = ()  # proposals waiting for QUALITY after the pending one, in asking order
+    proposed: int = 0  # proposals the job started with
+    proposals_rejected: int = 0  # rejected by QUALITY, or dropped unasked when a reviewer ended the job
     max_boxes: int = DEFAULT_MAX_BOXES
     max_rounds: int = DEFAULT_MAX_ROUNDS
     history: tuple[Transition, ...] = field(default=())
@@ -129,17 +143,25 @@ def _invariant_problems(job: BoxJob) -> list[str]:
         problems.append(f"{job.status} cannot have a pending box")
     if job.status != JobStatus.AWAITING_COVERAGE and job.coverage_exclude:
         problems.append("coverage exclusions only exist while awaiting coverage")
-    ids = [b.box_id for b in job.accepted] + ([job.pending.box_id] if job.pending else [])
+    if job.proposals and (job.pending is None or not job.pending.is_proposal):
+        problems.append("waiting proposals need a pending proposal")
+    ids = (
+        [b.box_id for b in job.accepted] + ([job.pending.box_id] if job.pending else []) + list(job.proposals)
+    )
     if len(ids) != len(set(ids)):
         problems.append("box ids must be unique")
     if len(job.accepted) > job.max_boxes:
         problems.append("more accepted boxes than max_boxes")
     if not 0 <= job.rounds <= job.max_rounds:
         problems.append("rounds must lie between 0 and max_rounds")
+    if job.proposed > job.max_boxes:
+        problems.append("more proposals than max_boxes")
     if not 0 <= job.boxes_rejected <= job.boxes_drawn <= job.rounds:
         problems.append("counters must satisfy 0 <= boxes_rejected <= boxes_drawn <= rounds")
-    elif len(job.accepted) > job.boxes_drawn - job.boxes_rejected:
-        problems.append("more accepted boxes than drawn and not rejected")
+    elif not 0 <= job.proposals_rejected <= job.proposed:
+        problems.append("counters must satisfy 0 <= proposals_rejected <= proposed")
+    elif len(job.accepted) > job.boxes_drawn - job.boxes_rejected + job.proposed - job.proposals_rejected:
+        problems.append("more accepted boxes than drawn or proposed and not rejected")
     return problems
 
 
@@ -188,7 +210,7 @@ def _queue_coverage(
     # The coverage verifier must not be anyone who drew one of the boxes being judged (nor the drawer who has
     # just claimed nothing is left): "a different worker answers" (issue #5, after ILSVRC §3.2.1).
     accepted: tuple[DrawnBox, ...] = changes.get("accepted", job.accepted)
-    exclude = {b.drawer for b in accepted}
+    exclude = {b.drawer for b in accepted if b.drawer is not None}
     if extra_exclude is not None:
         exclude.add(extra_exclude)
     excluded = tuple(sorted(exclude))
@@ -221,6 +243,54 @@ def box_drawn(job: BoxJob, box_id: int, worker: int) -> Result:
     return new, [QueueQuality(box_id=box_id, exclude_worker=worker)]
 
 
+def proposals_queued(job: BoxJob, box_ids: tuple[int, ...] | list[int]) -> Result:
+    """A new job starts from a model's proposals (boxes of provenance "model", at most `max_boxes`, in the
+    order to ask them) instead of a DRAW: the first is asked QUALITY, the others wait their turn."""
+    event = ProposalsQueued(tuple(box_ids))
+    _require(job, event, JobStatus.NEEDS_DRAW)
+    if job.history or job.rounds:
+        raise TransitionError("proposals can only start a new job")
+    if not event.box_ids:
+        raise TransitionError("no proposals to queue")
+    if len(event.box_ids) > job.max_boxes:
+        raise TransitionError(f"{len(event.box_ids)} proposals, the cap is {job.max_boxes} boxes")
+    first, *rest = event.box_ids
+    new = _move(
+        job,
+        event,
+        status=JobStatus.AWAITING_QUALITY,
+        pending=DrawnBox(first, None),
+        proposals=tuple(rest),
+        proposed=len(event.box_ids),
+    )
+    return new, [QueueQuality(box_id=first, exclude_worker=None)]
+
+
+def _proposal_decided(job: BoxJob, event: Event, accepted: bool) -> Result:
+    """QUALITY decided a proposal: keep or discard it, then ask the next proposal, or (after the last) go on
+    as the loop does: COVERAGE over the accepted boxes, or a DRAW when none was accepted."""
+    assert job.pending is not None and job.pending.is_proposal
+    pending = job.pending
+    effects: list[Effect] = [AcceptBox(pending.box_id)] if accepted else [DiscardBox(pending.box_id)]
+    changes: dict[str, Any] = {
+        "pending": None,
+        "accepted": (*job.accepted, pending) if accepted else job.accepted,
+        "proposals_rejected": job.proposals_rejected + (not accepted),
+    }
+    if job.proposals:
+        following, *rest = job.proposals
+        new = _move(
+            job,
+            event,
+            **{**changes, "pending": DrawnBox(following, None), "proposals": tuple(rest)},
+            status=JobStatus.AWAITING_QUALITY,
+        )
+        return new, [*effects, QueueQuality(box_id=following, exclude_worker=None)]
+    if changes["accepted"]:
+        return _queue_coverage(job, event, effects, **changes)
+    return _next_draw_or_review(job, event, effects, **changes)
+
+
 def draw_skipped(job: BoxJob, worker: int, reason: str = "no more instances") -> Result:
     """The drawer claims every instance is already boxed. That claim is not trusted on its own: it uses up a
     round and queues a COVERAGE question (the skipper excluded), whose "yes" finishes the job and whose "no"
@@ -242,6 +312,8 @@ def quality_decided(job: BoxJob, box_id: int, accepted: bool) -> Result:
         raise TransitionError(
             f"quality decision for box {box_id}, but the pending box is {job.pending.box_id}"
         )
+    if job.pending.is_proposal:
+        return _proposal_decided(job, event, accepted)
     if accepted:
         return _queue_coverage(
             job, event, [AcceptBox(box_id)], pending=None, accepted=(*job.accepted, job.pending)
@@ -319,22 +391,34 @@ def review_decided(
     - ACCEPT: the pending box, if any, is accepted and the job is done with every accepted box.
     - REDRAW: the pending box, if any, is discarded and another DRAW is queued; both caps are raised so that
       `extra_rounds` more rounds (and boxes) fit.
-    - CLOSE: the pending box, if any, is discarded and the job is done with the boxes accepted so far."""
+    - CLOSE: the pending box, if any, is discarded and the job is done with the boxes accepted so far.
+
+    Proposals still waiting for QUALITY are dropped unasked whatever the verdict: a proposal is never kept
+    without a verdict."""
     outcome = ReviewOutcome(outcome)
     if extra_rounds < 1:
         raise ValueError("extra_rounds must be at least 1")
     event = ReviewDecided(outcome.value, extra_rounds)
     _require(job, event, JobStatus.REVIEW)
     pending = job.pending
+    dropped: list[Effect] = [DiscardBox(b) for b in job.proposals]
+    unasked: dict[str, Any] = {
+        "proposals": (),
+        "proposals_rejected": job.proposals_rejected + len(job.proposals),
+    }
     if outcome == ReviewOutcome.ACCEPT:
         accepted = job.accepted if pending is None else (*job.accepted, pending)
         effects: list[Effect] = [] if pending is None else [AcceptBox(pending.box_id)]
-        new = _move(job, event, status=JobStatus.DONE, pending=None, accepted=accepted)
-        return new, [*effects, Finish(new.accepted_ids)]
+        new = _move(job, event, status=JobStatus.DONE, pending=None, accepted=accepted, **unasked)
+        return new, [*effects, *dropped, Finish(new.accepted_ids)]
     effects = [] if pending is None else [DiscardBox(pending.box_id)]
-    rejected = job.boxes_rejected + (pending is not None)
+    effects += dropped
+    drawn_rejected = pending is not None and not pending.is_proposal
+    rejected = job.boxes_rejected + drawn_rejected
+    if pending is not None and pending.is_proposal:
+        unasked["proposals_rejected"] += 1
     if outcome == ReviewOutcome.CLOSE:
-        new = _move(job, event, status=JobStatus.DONE, pending=None, boxes_rejected=rejected)
+        new = _move(job, event, status=JobStatus.DONE, pending=None, boxes_rejected=rejected, **unasked)
         return new, [*effects, Finish(new.accepted_ids)]
     new = _move(
         job,
@@ -342,6 +426,7 @@ def review_decided(
         status=JobStatus.NEEDS_DRAW,
         pending=None,
         boxes_rejected=rejected,
+        **unasked,
         max_rounds=max(job.max_rounds, job.rounds + extra_rounds),
         max_boxes=max(job.max_boxes, len(job.accepted) + extra_rounds),
     )
@@ -355,6 +440,8 @@ def apply(job: BoxJob, event: Event) -> Result:
             return box_drawn(job, box_id, worker)
         case DrawSkipped(worker=worker, reason=reason):
             return draw_skipped(job, worker, reason)
+        case ProposalsQueued(box_ids=box_ids):
+            return proposals_queued(job, box_ids)
         case QualityDecided(box_id=box_id, accepted=accepted):
             return quality_decided(job, box_id, accepted)
         case QualityUndecidable(box_id=box_id):
@@ -384,7 +471,7 @@ def replay(
 def excluded_workers(job: BoxJob) -> frozenset[int]:
     """Workers who may not answer the job's open verification question (empty when none is open)."""
     if job.status == JobStatus.AWAITING_QUALITY and job.pending is not None:
-        return frozenset({job.pending.drawer})
+        return frozenset() if job.pending.drawer is None else frozenset({job.pending.drawer})
     if job.status == JobStatus.AWAITING_COVERAGE:
         return frozenset(job.coverage_exclude)
     return frozenset()
@@ -428,6 +515,9 @@ def job_to_dict(job: BoxJob) -> dict[str, Any]:
         "version": SCHEMA_VERSION,
         "status": job.status.value,
         "accepted": [[b.box_id, b.drawer] for b in job.accepted],
+        "proposals": list(job.proposals),
+        "proposed": job.proposed,
+        "proposals_rejected": job.proposals_rejected,
         "pending": [job.pending.box_id, job.pending.drawer] if job.pending else None,
         "coverage_exclude": list(job.coverage_exclude),
         "rounds": job.rounds,
@@ -450,8 +540,12 @@ def job_from_dict(data: Mapping[str, Any]) -> BoxJob:
         pending = data["pending"]
         return BoxJob(
             status=JobStatus(data["status"]),
-            accepted=tuple(DrawnBox(int(b), int(w)) for b, w in data["accepted"]),
-            pending=DrawnBox(int(pending[0]), int(pending[1])) if pending is not None else None,
+            accepted=tuple(DrawnBox(int(b), _drawer(w)) for b, w in data["accepted"]),
+            pending=DrawnBox(int(pending[0]), _drawer(pending[1])) if pending is not None else None,
+            # Jobs stored before proposals existed have none of these keys.
+            proposals=tuple(int(b) for b in data.get("proposals", ())),
+            proposed=int(data.get("proposed", 0)),
+            proposals_rejected=int(data.get("proposals_rejected", 0)),
             coverage_exclude=tuple(int(w) for w in data["coverage_exclude"]),
             rounds=int(data["rounds"]),
             boxes_drawn=int(data["boxes_drawn"]),
@@ -465,3 +559,7 @@ def job_from_dict(data: Mapping[str, Any]) -> BoxJob:
         )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"malformed box job: {exc!r}") from exc
+
+
+def _drawer(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -67,6 +67,19 @@ class DrawSkipped:
 
 
 @dataclass(frozen=True, slots=True)
+class ProposalsQueued:
+    """A new job starts from a model's box proposals (stored as boxes of provenance "model"): each is asked
+    QUALITY in turn, before any DRAW. The boxes are in the order they will be asked."""
+
+    box_ids: tuple[int, ...]
+    kind: ClassVar[str] = "proposals_queued"
+
+    def __post_init__(self) -> None:
+        # Read back from JSON the ids come as a list; the event stays hashable and comparable either way.
+        object.__setattr__(self, "box_ids", tuple(int(b) for b in self.box_ids))
+
+
+@dataclass(frozen=True, slots=True)
 class QualityDecided:
     box_id: int
     accepted: bool
@@ -102,6 +115,7 @@ class ReviewDecided:
 Event = (
     BoxDrawn
     | DrawSkipped
+    | ProposalsQueued
     | QualityDecided
     | QualityUndecidable
     | CoverageDecided
@@ -114,6 +128,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         BoxDrawn,
         DrawSkipped,
+        ProposalsQueued,
         QualityDecided,
         QualityUndecidable,
         CoverageDecided,
@@ -137,10 +152,11 @@ class QueueDraw:
 
 @dataclass(frozen=True, slots=True)
 class QueueQuality:
-    """Ask "is this box tight around one whole visible instance?"; the drawer must not answer it."""
+    """Ask "is this box tight around one whole visible instance?"; the drawer must not answer it (None: a
+    model's proposal, which has no drawer)."""
 
     box_id: int
-    exclude_worker: int
+    exclude_worker: int | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ micro-tasks and simulated worker-seconds per accepted box and per fully covered 
 
     python bench/box_cost.py             # 200 images, 2 crowds, 1 seed (--seeds N for more)
     python bench/box_cost.py --quick     # 80 images, 1 seed
+    python bench/box_cost.py --proposals # today's pipeline against jobs seeded by a simulated detector
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from annotation import pipeline  # noqa: E402
+from simulator.detector import HIT_IOU, DetectorSpec, detect_all, recall_at  # noqa: E402
 from simulator.ground_truth import COVERAGE_IOU, box_scores, match_boxes  # noqa: E402
 from simulator.scenarios.boxes import grow_to_min_side, page_rules_hold  # noqa: E402
 from simulator.scenes import SceneSpec, generate_scenes  # noqa: E402
@@ -80,28 +82,41 @@ def crowd_for(name: str, seed: int, n_workers: int = 40) -> Crowd:
     return crowd
 
 
-def _vote(crowd, rng, exclude, rule: tuple[int, int], judge, tally: Tally, kind: TaskKind) -> bool | None:
-    """Votes from distinct eligible workers until `rule` = (yes needed, no needed) is met by one side."""
-    yes_needed, no_needed = rule
+# The calibrated consensus rule on its prior table (boxes.questions.PRIOR_ACCURACY 0.9, docs/boxes.md
+# "Calibration"): accept at 3 more yes than no, reject at 2 more no than yes, at most 12 votes (the vote cap).
+PRIOR_TABLE = ("margin", 3, 2, 12)
+
+
+def _vote(crowd, rng, exclude, rule, judge, tally: Tally, kind: TaskKind) -> bool | None:
+    """Votes from distinct eligible workers until `rule` is met: (yes needed, no needed), first to reach it,
+    or ("margin", yes margin, no margin, vote cap), the sequential rule of the prior table."""
+    if rule[0] == "margin":
+        _, yes_needed, no_needed, cap = rule
+    else:
+        (yes_needed, no_needed), cap = rule, rule[0] + rule[1] - 1
+    margin = rule[0] == "margin"
     eligible = [w for w in crowd.workers if w.worker_id not in exclude]
     yes = no = 0
-    for i in rng.permutation(len(eligible))[: yes_needed + no_needed - 1]:
+    for i in rng.permutation(len(eligible))[:cap]:
         worker = eligible[int(i)]
         tally.charge(worker, kind)
         if judge(worker):
             yes += 1
         else:
             no += 1
-        if yes >= yes_needed:
+        if (yes - no if margin else yes) >= yes_needed:
             return True
-        if no >= no_needed:
+        if (no - yes if margin else no) >= no_needed:
             return False
     return None
 
 
 def run_pipeline(
-    scenes, crowd: Crowd, seed: int, quality: tuple[int, int], coverage: tuple[int, int]
+    scenes, crowd: Crowd, seed: int, quality, coverage, proposals=None, threshold: float = 0.0
 ) -> Tally:
+    """The box pipeline on every (scene, class). With `proposals` (`simulator.detector.detect_all`), a job
+    starts from the proposals of its (scene, class) scoring at least `threshold`, each asked QUALITY first
+    (`pipeline.proposals_queued`), as `boxes.proposals` starts it."""
     rng = np.random.default_rng([seed, 0xB0C5])
     tally = Tally()
     index = {w.worker_id: i for i, w in enumerate(crowd.workers)}
@@ -110,7 +125,13 @@ def run_pipeline(
             tally.jobs += 1
             job, effects = pipeline.new_job()
             drawn: dict[int, np.ndarray] = {}
-            drawer_of: dict[int, str] = {}
+            drawer_of: dict[int, str | None] = {}
+            seeds = [p for p in (proposals or {}).get((scene.index, key), []) if p.score >= threshold]
+            if seeds:
+                for p in seeds[: job.max_boxes]:
+                    drawn[len(drawn) + 1] = np.asarray(p.box, dtype=float)
+                    drawer_of[len(drawn)] = None
+                job, effects = pipeline.proposals_queued(job, list(drawn))
             while effects:
                 effect, *effects = effects
                 accepted = np.array([drawn[b] for b in job.accepted_ids]).reshape(-1, 4)
@@ -128,7 +149,7 @@ def run_pipeline(
                             box = grow_to_min_side(box, scene.width, scene.height)
                             if page_rules_hold(box, accepted, MIN_DIFFERENCE):
                                 tally.charge(worker, TaskKind.DRAW)
-                                box_id = len(drawn) + 1
+                                box_id = len(drawn) + 1  # proposals took the first ids
                                 drawn[box_id] = np.asarray(box)
                                 drawer_of[box_id] = worker.worker_id
                                 job, new = pipeline.box_drawn(job, box_id, index[worker.worker_id])
@@ -139,7 +160,7 @@ def run_pipeline(
                         outcome = _vote(
                             crowd,
                             rng,
-                            {drawer_of[box_id]},
+                            {drawer_of[box_id]} - {None},
                             quality,
                             lambda w, b=box, a=accepted, t=truth: judge_box_quality(w, b, t, a),
                             tally,
@@ -262,13 +283,96 @@ def report(name: str, tally: Tally, truth: dict) -> dict:
     return row
 
 
+def covered_instances(truth: dict, accepted: dict) -> int:
+    """True instances an accepted box of their (image, class) overlaps at IoU >= 0.5 (one to one)."""
+    found = 0
+    for key, boxes in truth.items():
+        mine = accepted.get(key)
+        if mine is not None and len(mine):
+            found += int((match_boxes(boxes, mine, COVERAGE_IOU) >= 0).sum())
+    return found
+
+
+def proposal_row(name: str, tally: Tally, truth: dict) -> dict:
+    score = box_scores(truth, tally.accepted)
+    covered = covered_instances(truth, tally.accepted)
+    row = {
+        "coverage": score.coverage,
+        "accuracy": score.accuracy,
+        "covered boxes": covered,
+        "sec/covered box": tally.seconds / max(covered, 1),
+        "draw": tally.by_kind.get("draw", 0),
+        "quality": tally.by_kind.get("quality", 0),
+        "coverage votes": tally.by_kind.get("coverage", 0),
+        "review": tally.review,
+    }
+    print(
+        f"  {name:<44} s/covered box {row['sec/covered box']:6.1f}  coverage {row['coverage']:.4f}"
+        f"  accuracy {row['accuracy']:.4f}  covered boxes {covered:>4}  draws {row['draw']:>4}"
+        f"  quality votes {row['quality']:>5}  coverage votes {row['coverage votes']:>5}  review {row['review']}"
+    )
+    return row
+
+
+def proposals_main(images: int, seeds: int, thresholds: list[float], recall: float) -> None:
+    """Today's draw/quality/coverage against jobs started from a simulated detector's proposals, on the same
+    seeded scenes and crowd, under the same rules (the default fixed rule and the prior-table consensus rule)."""
+    spec = DetectorSpec(recall=recall)
+    print(
+        f"\ndetector: recall {spec.recall} at IoU {HIT_IOU}, {spec.false_positives_per_image} background "
+        f"proposals per image, {spec.mislocalised_rate} of misses mislocalised, localisation noise "
+        f"{spec.localisation_noise}, score separation {spec.score_separation}; screened crowd, {images} images"
+    )
+    rules = {"fixed q2:2 c3:1": ((2, 2), (3, 1)), "consensus prior table": (PRIOR_TABLE, PRIOR_TABLE)}
+    rows: dict[str, list[dict]] = {}
+    for seed in range(seeds):
+        scenes = generate_scenes(CLASSES, SceneSpec(n_images=images, seed=seed))
+        truth = {(s.index, k): b for s in scenes for k, b in s.boxes_by_class().items()}
+        detections = detect_all(scenes, replace(spec, seed=seed))
+        print(f" seed {seed}: detector recall at IoU {HIT_IOU} measured {recall_at(truth, detections):.3f}")
+        for rule_name, (q, c) in rules.items():
+            # A fresh crowd per method: every method meets the same workers with the same random streams.
+            name = f"{rule_name}: today (draw first)"
+            tally = run_pipeline(scenes, crowd_for("screened", seed), seed, q, c)
+            rows.setdefault(name, []).append(proposal_row(name, tally, truth))
+            for t in thresholds:
+                name = f"{rule_name}: proposals >= {t:g}"
+                tally = run_pipeline(scenes, crowd_for("screened", seed), seed, q, c, detections, t)
+                rows.setdefault(name, []).append(proposal_row(name, tally, truth))
+    print(" mean over seeds (ratio: today's worker-seconds per covered box / this method's):")
+    for rule_name in rules:
+        today = np.mean([r["sec/covered box"] for r in rows[f"{rule_name}: today (draw first)"]])
+        for name, rs in rows.items():
+            if not name.startswith(rule_name):
+                continue
+            sec = np.mean([r["sec/covered box"] for r in rs])
+            print(
+                f"  {name:<44} s/covered box {sec:6.1f}  coverage {np.mean([r['coverage'] for r in rs]):.4f}"
+                f"  accuracy {np.mean([r['accuracy'] for r in rs]):.4f}  {today / sec:4.2f}x fewer worker-seconds"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="80 images, 1 seed, screened crowd only")
+    parser.add_argument(
+        "--proposals",
+        action="store_true",
+        help="today's pipeline against jobs started from detector proposals",
+    )
+    parser.add_argument(
+        "--recall", type=float, default=0.6, help="the simulated detector's recall at IoU 0.7"
+    )
+    parser.add_argument(
+        "--thresholds", default="0.3,0.5,0.7", help="score thresholds to compare (--proposals)"
+    )
     args = parser.parse_args()
     images, seeds = (80, 1) if args.quick else (args.images, args.seeds)
+    if args.proposals:
+        proposals_main(images, seeds, [float(t) for t in args.thresholds.split(",")], args.recall)
+        return
     crowds = ("screened",) if args.quick else ("screened", "open")
     for crowd_name in crowds:
         rows: dict[str, list[dict]] = {}

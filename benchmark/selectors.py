@@ -408,6 +408,9 @@ class DatasetSource:
             return Box.objects.filter(image__dataset=self.dataset, state=BoxState.ACCEPTED), "id"
         return FinalBox.objects.filter(dataset=self.dataset), "box_id"
 
+    def _provenance_column(self) -> str:
+        return "provenance" if self.include_provisional else "box__provenance"
+
     def boxes(self, split: str) -> Iterator[ExportBox]:
         qs, box_id_column = self._boxes()
         if self.version is not None:
@@ -417,16 +420,34 @@ class DatasetSource:
             qs = qs.filter(concept_id__in=list(mapping))
         attributes = self._box_attributes()
         rows = qs.order_by("image_id", box_id_column).values_list(
-            box_id_column, "image_id", "concept_id", "concept__name", "x1", "y1", "x2", "y2"
+            box_id_column,
+            "image_id",
+            "concept_id",
+            "concept__name",
+            self._provenance_column(),
+            "x1",
+            "y1",
+            "x2",
+            "y2",
         )
         left_out = self.assessment().left_out
-        for box_id, image_id, concept_id, concept_name, *corners in rows.iterator(chunk_size=CHUNK):
+        for box_id, image_id, concept_id, concept_name, provenance, *corners in rows.iterator(
+            chunk_size=CHUNK
+        ):
             if image_id in left_out:
                 continue
             fine = ""
             if mapping is not None and mapping[concept_id] != concept_id:
                 fine, concept_id = concept_name, mapping[concept_id]
-            yield ExportBox(box_id, image_id, concept_id, *corners, **attributes.get(box_id, {}), fine=fine)
+            yield ExportBox(
+                box_id,
+                image_id,
+                concept_id,
+                *corners,
+                **attributes.get(box_id, {}),
+                fine=fine,
+                provenance=provenance,
+            )
 
     def labels(self, split: str) -> Iterator[ExportLabel]:
         images = None if self.version is None else self._image_ids(split)

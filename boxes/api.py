@@ -18,10 +18,14 @@ from annotation.scoping import organizer_datasets_counted
 from annotation.serializers import DatasetSerializer, concept_by_wnid, dataset_images
 from config.queryparams import query_id
 from config.roles import IsOrganizer
+from predictions.models import PredictionSet
 
+from . import proposals
 from . import services as boxes
 from .serializers import (
     BoxJobProgressSerializer,
+    BoxJobsFromPredictionsSerializer,
+    BoxJobsFromPredictionsStartedSerializer,
     BoxJobsStartedSerializer,
     BoxJobsStartSerializer,
     BoxSerializer,
@@ -99,6 +103,56 @@ class DatasetBoxesViewSet(viewsets.GenericViewSet):
             {"created": report.created, "existing": report.existing, "where": where}
         ).data
         return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=BoxJobsFromPredictionsSerializer, responses={201: BoxJobsFromPredictionsStartedSerializer}
+    )
+    @action(detail=True, methods=["post"], url_path="box-jobs/from-predictions")
+    def box_jobs_from_predictions(self, request, pk=None):
+        """Start the box pipeline from a prediction set: per class, the proposals scoring at or above the
+        organizer's threshold are asked QUALITY like drawn boxes (accepted ones become boxes of provenance
+        `model+verified`, rejected ones are dropped), then COVERAGE and DRAW box what the model missed. Each
+        class's answer carries a threshold suggested from calibration data (the set's proposals on images whose
+        box job is done), or says why there is none. Images with a job for the class already are left alone."""
+        dataset = self.get_object()
+        form = BoxJobsFromPredictionsSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        prediction_set = PredictionSet.objects.filter(pk=data["prediction_set"], dataset=dataset).first()
+        if prediction_set is None:
+            raise ValidationError({"prediction_set": "no prediction set with this id in this dataset"})
+        classes = [
+            proposals.ClassRequest(concept_by_wnid(c["concept"], field="classes"), c["threshold"])
+            for c in data["classes"]
+        ]
+        allowed = dataset.concepts.all()
+        if allowed.exists():
+            outside = sorted(c.concept.wnid for c in classes if not allowed.filter(pk=c.concept.pk).exists())
+            if outside:
+                raise ValidationError({"classes": f"not classes of this dataset: {', '.join(outside)}"})
+        images = dataset_images(dataset, data)
+        where = "images" if images is not None else data["where"]
+        try:
+            started = proposals.box_jobs_start_from_predictions(
+                prediction_set=prediction_set,
+                classes=classes,
+                where=data["where"],
+                images=images,
+                max_boxes=data["max_boxes"],
+                max_rounds=data["max_rounds"],
+                actor=request.user,
+                parameters=request_parameters(data),
+            )
+        except proposals.NoImages as exc:
+            raise ValidationError({"where": str(exc)}) from None
+        body = {
+            "prediction_set": prediction_set.pk,
+            "where": where,
+            "created": sum(s.created for s in started),
+            "existing": sum(s.existing for s in started),
+            "classes": started,
+        }
+        return Response(BoxJobsFromPredictionsStartedSerializer(body).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         parameters=[

@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from config.bounds import id_integer
+from predictions.serializers import ThresholdSuggestionSerializer
 
 
 class BoxJobsStartSerializer(serializers.Serializer):
@@ -50,3 +51,72 @@ class BoxSerializer(serializers.Serializer):
     y2 = serializers.FloatField()
     state = serializers.CharField()
     drawn_by = serializers.IntegerField(source="drawn_by_id", allow_null=True)
+    provenance = serializers.CharField(
+        help_text="`worker`, `model` (a proposal not accepted) or `model+verified`."
+    )
+    score = serializers.FloatField(
+        allow_null=True, help_text="A model proposal's score; null for a drawn box."
+    )
+
+
+class ProposalClassSerializer(serializers.Serializer):
+    concept = serializers.CharField(help_text="wnid of the class to box.")
+    threshold = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        help_text="The organizer's score threshold in [0, 1]: proposals of the class scoring at or above it are "
+        "asked QUALITY; the others are never shown.",
+    )
+
+
+class BoxJobsFromPredictionsSerializer(serializers.Serializer):
+    prediction_set = id_integer(help_text="A prediction set of this dataset (its id).")
+    classes = ProposalClassSerializer(many=True, allow_empty=False, max_length=1000)
+    images = serializers.ListField(
+        child=id_integer(),
+        required=False,
+        help_text="Images to box, chosen by the organizer (overrides `where`).",
+    )
+    where = serializers.ChoiceField(
+        choices=[("verified", "verified"), ("proposed", "proposed"), ("all", "all")],
+        default="verified",
+        help_text="Without `images`: `verified` (default) boxes the images whose final label says the class is "
+        "present; `proposed` the images with a proposal of the class at or above its threshold; `all` every "
+        "image of the dataset. An image without proposals starts with a DRAW.",
+    )
+    max_boxes = serializers.IntegerField(min_value=1, max_value=200, default=25)
+    max_rounds = serializers.IntegerField(min_value=1, max_value=500, default=30)
+
+    def validate(self, attrs):
+        if "images" in attrs and "where" in self.initial_data:
+            raise serializers.ValidationError({"where": "give either `images` or `where`, not both"})
+        wnids = [c["concept"] for c in attrs["classes"]]
+        repeated = sorted({w for w in wnids if wnids.count(w) > 1})
+        if repeated:
+            raise serializers.ValidationError({"classes": f"each class once: {', '.join(repeated)} repeated"})
+        return attrs
+
+
+class ProposalClassStartedSerializer(serializers.Serializer):
+    concept = serializers.CharField(source="concept.wnid")
+    threshold = serializers.FloatField()
+    images = serializers.IntegerField()
+    created = serializers.IntegerField()
+    existing = serializers.IntegerField(help_text="Images that had a job for the class: left alone.")
+    proposals_queued = serializers.IntegerField(help_text="Proposals asked QUALITY in the jobs started now.")
+    proposals_below_threshold = serializers.IntegerField()
+    proposals_over_cap = serializers.IntegerField(
+        help_text="Above the threshold but beyond a job's max_boxes."
+    )
+    jobs_without_proposals = serializers.IntegerField(help_text="Jobs started now with a DRAW.")
+    suggestion = ThresholdSuggestionSerializer()
+
+
+class BoxJobsFromPredictionsStartedSerializer(serializers.Serializer):
+    prediction_set = serializers.IntegerField()
+    where = serializers.CharField(
+        help_text="How the images were chosen: `images`, `verified`, `proposed` or `all`."
+    )
+    created = serializers.IntegerField()
+    existing = serializers.IntegerField()
+    classes = ProposalClassStartedSerializer(many=True)

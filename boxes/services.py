@@ -9,10 +9,11 @@ Lock order: task row (the queue's submit) first, then the job row, then boxes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.db.models import Case, F, Value, When
 
 from annotation import counters, geometry, pipeline, queue
 from annotation.models import (
@@ -20,6 +21,7 @@ from annotation.models import (
     BoxJob,
     BoxJobEvent,
     BoxJobStatus,
+    BoxProvenance,
     BoxState,
     Dataset,
     Image,
@@ -72,9 +74,13 @@ def box_job_start(
     concept,
     max_boxes: int = pipeline.DEFAULT_MAX_BOXES,
     max_rounds: int = pipeline.DEFAULT_MAX_ROUNDS,
+    proposals: Sequence[Proposal] = (),
 ) -> tuple[BoxJob, bool]:
-    """Start the box job for an (image, concept) pair verified to show the concept; the first DRAW is queued.
-    Idempotent: a second call returns the existing job and `created` False (the unique constraint decides)."""
+    """Start the box job for an (image, concept) pair verified to show the concept; the first DRAW is queued,
+    or, given a model's `proposals` (at most `max_boxes`, in the order to ask them), they are stored as boxes
+    of provenance "model" and the first is asked QUALITY (`pipeline.proposals_queued`).
+    Idempotent: a second call returns the existing job and `created` False (the unique constraint decides),
+    and stores no proposal."""
     state, effects = pipeline.new_job(max_boxes=max_boxes, max_rounds=max_rounds)
     with transaction.atomic(), counters.held():
         try:
@@ -90,8 +96,39 @@ def box_job_start(
                 )
         except IntegrityError:
             return BoxJob.objects.get(image=image, concept=concept), False
-        _execute(job, state, effects)
+        if not proposals:
+            _execute(job, state, effects)
+            return job, True
+        stored = Box.objects.bulk_create(
+            Box(
+                image_id=image.pk,
+                concept_id=job.concept_id,
+                x1=p.x1,
+                y1=p.y1,
+                x2=p.x2,
+                y2=p.y2,
+                state=BoxState.PENDING,
+                provenance=BoxProvenance.MODEL,
+                score=p.score,
+            )
+            for p in proposals
+        )
+        ids = [box.pk for box in stored]
+        if any(pk is None for pk in ids):  # bulk_create returns ids on PostgreSQL and SQLite 3.35+
+            raise RuntimeError("the database did not return the new boxes' ids")
+        _advance(job, lambda s: pipeline.proposals_queued(s, ids))
         return job, True
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A model's proposed box for a job to verify (original-image pixels) and its score in [0, 1]."""
+
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    score: float
 
 
 def on_leaves_present(*, image_id: int, concept_ids: Iterable[int]) -> int:
@@ -326,11 +363,17 @@ def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]
                     answers_wanted=1,
                 )
             case pipeline.QueueQuality(box_id=box_id, exclude_worker=drawer):
-                _ask(job, QUALITY, box_id, state.accepted_ids, (drawer,))
+                _ask(job, QUALITY, box_id, state.accepted_ids, () if drawer is None else (drawer,))
             case pipeline.QueueCoverage(box_ids=box_ids, exclude_workers=excluded):
                 _ask(job, COVERAGE, None, box_ids, excluded)
             case pipeline.AcceptBox(box_id=box_id):
-                if Box.objects.filter(pk=box_id, state=BoxState.PENDING).update(state=BoxState.ACCEPTED):
+                # A model's proposal becomes `model+verified` with its acceptance; a drawn box keeps its own.
+                verified = Case(
+                    When(provenance=BoxProvenance.MODEL, then=Value(BoxProvenance.MODEL_VERIFIED)),
+                    default=F("provenance"),
+                )
+                pending = Box.objects.filter(pk=box_id, state=BoxState.PENDING)
+                if pending.update(state=BoxState.ACCEPTED, provenance=verified):
                     counters.boxes_counted(job.dataset_id, accepted=1)
                     accepted.append(box_id)
             case pipeline.DiscardBox(box_id=box_id):

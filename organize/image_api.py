@@ -31,6 +31,9 @@ class ImageBoxSerializer(serializers.ModelSerializer):
     final = serializers.SerializerMethodField()
     # Plain strings here: the models' choice sets are named enums where their own endpoints define them.
     state = serializers.CharField(help_text="annotation.BoxState: pending, accepted, rejected, removed.")
+    provenance = serializers.CharField(
+        help_text="annotation.BoxProvenance: worker, model (a proposal not accepted) or model+verified."
+    )
 
     class Meta:
         model = Box
@@ -44,6 +47,8 @@ class ImageBoxSerializer(serializers.ModelSerializer):
             "y2",
             "state",
             "drawn_by",
+            "provenance",
+            "score",
             "final",
             "created_at",
         ]

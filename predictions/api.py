@@ -3,6 +3,7 @@ the same JSON. Organizers of the dataset only (another organizer's dataset is a 
 
 from __future__ import annotations
 
+from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
@@ -17,8 +18,10 @@ from config.parsers import MultiPartParser
 from config.roles import IsOrganizer
 
 from . import rows, services
-from .models import PredictionSet, PredictionSource
+from .calibration import threshold_suggestion
+from .models import BoxPrediction, PredictionSet, PredictionSource
 from .serializers import (
+    ClassThresholdSerializer,
     PredictionProblemsSerializer,
     PredictionPushSerializer,
     PredictionSetSerializer,
@@ -145,3 +148,37 @@ class PredictionSetView(APIView):
         dataset = organizer_dataset(request.user, dataset_id)
         prediction_set = get_object_or_404(PredictionSet, pk=prediction_set_id, dataset=dataset)
         return Response(PredictionSetSerializer(prediction_set).data)
+
+
+class PredictionSetThresholdsView(APIView):
+    """Per class of a prediction set's box proposals, the score threshold suggested from calibration data."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(
+        responses=ClassThresholdSerializer(many=True),
+        description="For each class with box proposals in the set: how many there are, and the threshold "
+        "suggested for starting box jobs from them (docs/boxes.md, 'Starting from a model's proposals'): the "
+        "lowest score band edge above which every band of the set's proposals on images whose box job is done "
+        "was correct (IoU >= 0.7 with a verified box) at a rate of at least 0.5. `threshold` is null, and `note` "
+        "says why, when there is no such data yet.",
+    )
+    def get(self, request, dataset_id: int, prediction_set_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        prediction_set = get_object_or_404(PredictionSet, pk=prediction_set_id, dataset=dataset)
+        counts = (
+            BoxPrediction.objects.filter(prediction_set=prediction_set)
+            .values_list("concept_id", "concept__wnid", "concept__name")
+            .annotate(n=Count("id"))
+            .order_by("concept__wnid")
+        )
+        body = [
+            {
+                "concept": wnid,
+                "name": name,
+                "proposals": n,
+                "suggestion": threshold_suggestion(prediction_set, concept_id),
+            }
+            for concept_id, wnid, name, n in counts
+        ]
+        return Response(ClassThresholdSerializer(body, many=True).data)

@@ -84,3 +84,24 @@ class PredictionProblemsSerializer(serializers.Serializer):
     detail = serializers.CharField()
     problem_count = serializers.IntegerField()
     problems = ProblemSerializer(many=True, help_text="The first 500 problems, in file order.")
+
+
+class ThresholdSuggestionSerializer(serializers.Serializer):
+    threshold = serializers.FloatField(
+        allow_null=True, help_text="The suggested threshold; null when the calibration data cannot say."
+    )
+    accept_rate = serializers.FloatField(
+        allow_null=True,
+        help_text="Of the checked proposals at or above the suggestion, the share that was right.",
+    )
+    checked = serializers.IntegerField(
+        help_text="The set's proposals of the class on images whose box job is done (the calibration data)."
+    )
+    note = serializers.CharField(help_text="How the suggestion was made, or why there is none.")
+
+
+class ClassThresholdSerializer(serializers.Serializer):
+    concept = serializers.CharField(help_text="The class's wnid.")
+    name = serializers.CharField()
+    proposals = serializers.IntegerField(help_text="The set's box proposals of the class.")
+    suggestion = ThresholdSuggestionSerializer()

@@ -18,4 +18,9 @@ urlpatterns = [
         api.PredictionSetView.as_view(),
         name="prediction-set",
     ),
+    re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/prediction-sets/(?P<prediction_set_id>[0-9]+)/thresholds/?$",
+        api.PredictionSetThresholdsView.as_view(),
+        name="prediction-set-thresholds",
+    ),
 ]

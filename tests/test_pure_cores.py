@@ -46,6 +46,8 @@ PURE_CORES = [
     "candidates/addresses.py",
     "organize/crowd_fit.py",
     "predictions/rows.py",
+    "predictions/thresholds.py",
+    "simulator/detector.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 

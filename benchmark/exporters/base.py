@@ -63,6 +63,9 @@ class ExportBox:
     occluded: bool = False
     viewpoint: str = "unspecified"
     fine: str = ""
+    # Where the box came from (`annotation.BoxProvenance`): "worker", or "model+verified" for a model's
+    # proposal the crowd accepted. Only accepted boxes are exported, so never an unverified "model".
+    provenance: str = "worker"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +203,7 @@ class ExportCounts:
     images: Counter[str] = field(default_factory=Counter)
     boxes: Counter[tuple[int, str]] = field(default_factory=Counter)
     positives: Counter[tuple[int, str]] = field(default_factory=Counter)
+    provenance: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self, categories: Sequence[ExportCategory]) -> dict[str, Any]:
         splits = sorted(self.images)
@@ -358,6 +362,7 @@ class ExportContext:
         for record in records:
             for box in record.boxes:
                 self.counts.boxes[(box.category_id, split)] += 1
+                self.counts.provenance[box.provenance] += 1
             yield record
 
     def copy_image(self, relpath: str, image: ExportImage) -> None:
@@ -414,6 +419,8 @@ def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -
         "labels_withheld": sorted(set(ctx.splits()) & set(ctx.options.withheld)),
         "images_included": ctx.options.include_images,
         "counts": ctx.counts.as_dict(ctx.categories),
+        # Boxes written, by where they came from: drawn by workers, or a model's proposals the crowd accepted.
+        "boxes_by_provenance": dict(sorted(ctx.counts.provenance.items())),
         "blacklisted": {s: len(set(pairs)) for s, pairs in sorted(ctx.blacklisted.items())},
         "files": {k: {"sha256": v.sha256, "bytes": v.bytes} for k, v in sorted(ctx.tree.files.items())},
         "file_names": ctx.options.file_names,

@@ -152,6 +152,7 @@ for _operation in (
     "v1_datasets_workers_list",
     "v1_datasets_box_jobs_retrieve",
     "v1_datasets_box_jobs_create",
+    "v1_datasets_box_jobs_from_predictions_create",
     "v1_datasets_boxes_list",
     "v1_datasets_images_list",
     "v1_datasets_images_create",
@@ -206,6 +207,7 @@ for _operation in (
     "v1_datasets_prediction_sets_create",
     "v1_datasets_prediction_sets_retrieve",
     "v1_datasets_prediction_sets_push_create",
+    "v1_datasets_prediction_sets_thresholds_list",
 ):
     POLICY[_operation] = (ORGS, "tenant")
 # Blacklist flags and box attributes: reviewers (on any dataset, like the review queue) and the organizers.
