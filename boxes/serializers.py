@@ -1,8 +1,12 @@
-"""Serializers of the box pipeline's organizer API: starting box jobs, their progress, the boxes."""
+"""Serializers of the box pipeline's organizer API: starting box jobs, their progress, the boxes, the dataset's
+box settings."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.bounds import id_integer
+
+from .models import BoxExtremePoints, BoxSettings
 
 
 class BoxJobsStartSerializer(serializers.Serializer):
@@ -50,3 +54,30 @@ class BoxSerializer(serializers.Serializer):
     y2 = serializers.FloatField()
     state = serializers.CharField()
     drawn_by = serializers.IntegerField(source="drawn_by_id", allow_null=True)
+    points = serializers.SerializerMethodField(
+        help_text="The four extreme points the box was clicked from ({top, bottom, left, right}: [x, y] each), "
+        "or null for a box dragged by its corners."
+    )
+
+    @extend_schema_field(
+        serializers.DictField(child=serializers.ListField(child=serializers.FloatField()), allow_null=True)
+    )
+    def get_points(self, box) -> dict | None:
+        try:
+            return box.extreme_points.as_dict()
+        except BoxExtremePoints.DoesNotExist:
+            return None
+
+
+class BoxSettingsSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = BoxSettings
+        fields = ["draw_mode"]
+        extra_kwargs = {
+            "draw_mode": {
+                "help_text": "How workers draw a box: `corners` (drag a box, adjust it by its handles) or "
+                "`extreme` (click the top, bottom, left and right-most points of the object; the box is their "
+                "bounds, stored with them: Papadopoulos et al., ICCV 2017). Applies to DRAW tasks queued from "
+                "now on."
+            }
+        }
