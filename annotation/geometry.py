@@ -172,15 +172,16 @@ def validate_extreme_points(points: object, width: float, height: float) -> Extr
                 f"points.{role} ({x:g}, {y:g}) lies outside the image (0, 0, {width:g}, {height:g})"
             )
         parsed[role] = (x, y)
-    checks = (("top", 1, min), ("bottom", 1, max), ("left", 0, min), ("right", 0, max))
-    for role, axis, extreme in checks:
-        value = parsed[role][axis]
+    # (role, coordinate index, -1 when the extreme is the least value, +1 the greatest)
+    checks = (("top", 1, -1), ("bottom", 1, 1), ("left", 0, -1), ("right", 0, 1))
+    for role, index, sign in checks:
+        value = parsed[role][index]
         for other in EXTREME_ROLES:
-            if extreme(parsed[other][axis], value) != value:
-                coordinate = "xy"[axis]
+            beyond = parsed[other][index]
+            if sign * (beyond - value) > 0:
                 raise BoxError(
                     f"points.{role} is not the {_EXTREME_WORDS[role]} point: points.{other} lies beyond it "
-                    f"({coordinate} {parsed[other][axis]:g} against {value:g}); click the {_EXTREME_WORDS[role]} "
+                    f"({'xy'[index]} {beyond:g} against {value:g}); click the {_EXTREME_WORDS[role]} "
                     "point of the object"
                 )
     return ExtremePoints(**parsed)

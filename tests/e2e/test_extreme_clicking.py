@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 from annotation.models import Box
 from tests import factories
 from tests.e2e.conftest import HEIGHT, WIDTH
+from tests.e2e.test_accessibility import violations
 from tests.e2e.test_worker_page import sign_in, wait_for_image_loaded
 
 pytestmark = pytest.mark.browser
@@ -53,6 +54,7 @@ def test_four_points_clicked_by_mouse_in_any_order_give_the_box_through_them(pag
     expect(page.locator("circle.extreme-point")).to_have_count(4)
     expect(page.locator(".draw-message")).to_have_text(re.compile(r"^Box \d+ by \d+ pixels"))
     expect(page.locator("circle.extreme-point[data-role=top]")).to_have_count(1)
+    assert violations(page) == []  # WCAG 2.1 A and AA, as the drag page (tests/e2e/test_accessibility.py)
     page.keyboard.press("Enter")
     expect(page.locator("#answered")).to_have_text("1")
 
