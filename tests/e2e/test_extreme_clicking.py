@@ -150,6 +150,13 @@ def test_four_points_tapped_on_a_touch_screen_give_the_box_and_a_point_can_be_sl
             touch.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": [{"x": x, "y": y}]})
         touch.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
         expect(page.locator(".point-count")).to_have_text("Points: 4 of 4")
+        # The slide has been drawn (the box reaches the new right-most point) before the worker taps Submit.
+        expect(page.locator(".draw-message")).to_have_text(
+            re.compile(r"to (99\d|100\d), 64\d\. Tap Submit box")
+        )
+        # A tap right after a touch ends, near enough, is one double tap to Chromium's gesture detector (no
+        # click); a person's taps are further apart than its double-tap window (300 ms).
+        page.wait_for_timeout(400)
         page.get_by_role("button", name=re.compile("Submit box")).tap()
         expect(page.locator("#answered")).to_have_text("1", timeout=15_000)
         box, points = stored()
