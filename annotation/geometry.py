@@ -121,6 +121,72 @@ def validate_box(
     return Box(fx1, fy1, fx2, fy2)
 
 
+#: The four extreme points of extreme clicking (Papadopoulos et al., ICCV 2017, "Extreme clicking for efficient
+#: object annotation"), in the order they are stored and named.
+EXTREME_ROLES = ("top", "bottom", "left", "right")
+_EXTREME_WORDS = {"top": "top-most", "bottom": "bottom-most", "left": "left-most", "right": "right-most"}
+
+
+@dataclass(frozen=True, slots=True)
+class ExtremePoints:
+    """The top-, bottom-, left- and right-most points of one object, (x, y) in original-image pixels."""
+
+    top: tuple[float, float]
+    bottom: tuple[float, float]
+    left: tuple[float, float]
+    right: tuple[float, float]
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """The box the points define: exactly their bounds (x1, y1, x2, y2)."""
+        return (self.left[0], self.top[1], self.right[0], self.bottom[1])
+
+    def as_dict(self) -> dict[str, list[float]]:
+        return {role: list(getattr(self, role)) for role in EXTREME_ROLES}
+
+
+def validate_extreme_points(points: object, width: float, height: float) -> ExtremePoints:
+    """Check four clicked extreme points against an image of `width` x `height` pixels (ICCV 2017 extreme
+    clicking): `points` is {"top": [x, y], "bottom": ..., "left": ..., "right": ...}; each point lies inside the
+    image and is the extreme one in its direction (the top point has no other point above it, and so on), so
+    the box is exactly their bounds. Raises `BoxError` naming the point (`points.left`) and what is wrong."""
+    if not isinstance(points, dict) or set(points) != set(EXTREME_ROLES):
+        raise BoxError(
+            '"points" must be an object with exactly "top", "bottom", "left" and "right", each [x, y] in image '
+            "pixels"
+        )
+    parsed: dict[str, tuple[float, float]] = {}
+    for role in EXTREME_ROLES:
+        value = points[role]
+        if not isinstance(value, list | tuple) or len(value) != 2:
+            raise BoxError(f"points.{role} must be a list of 2 numbers [x, y], got {value!r}")
+        xy = []
+        for axis, number in zip("xy", value, strict=True):
+            if isinstance(number, bool) or not isinstance(number, int | float):
+                raise BoxError(f"points.{role} {axis} must be a number, got {number!r}")
+            if not math.isfinite(number):
+                raise BoxError(f"points.{role} {axis} must be a finite number, got {number!r}")
+            xy.append(float(number))
+        x, y = xy
+        if not (0 <= x <= width and 0 <= y <= height):
+            raise BoxError(
+                f"points.{role} ({x:g}, {y:g}) lies outside the image (0, 0, {width:g}, {height:g})"
+            )
+        parsed[role] = (x, y)
+    # (role, coordinate index, -1 when the extreme is the least value, +1 the greatest)
+    checks = (("top", 1, -1), ("bottom", 1, 1), ("left", 0, -1), ("right", 0, 1))
+    for role, index, sign in checks:
+        value = parsed[role][index]
+        for other in EXTREME_ROLES:
+            beyond = parsed[other][index]
+            if sign * (beyond - value) > 0:
+                raise BoxError(
+                    f"points.{role} is not the {_EXTREME_WORDS[role]} point: points.{other} lies beyond it "
+                    f"({'xy'[index]} {beyond:g} against {value:g}); click the {_EXTREME_WORDS[role]} "
+                    "point of the object"
+                )
+    return ExtremePoints(**parsed)
+
+
 def iou(a: BoxLike, b: BoxLike) -> float:
     """Intersection over union of two boxes; 0.0 for disjoint or merely touching boxes (and degenerate pairs)."""
     ax1, ay1, ax2, ay2 = _as_tuple(a)

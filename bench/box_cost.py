@@ -1,5 +1,7 @@
 """Cost of boxes: the three-step box pipeline (draw, quality, coverage; ILSVRC §3.2.1, Su et al. 2012) against
-the baseline "three workers each draw every box, merged by IoU clustering", on the same seeded scenes and crowd.
+the baseline "three workers each draw every box, merged by IoU clustering", on the same seeded scenes and crowd;
+and the pipeline's draws by dragging a box's corners against extreme clicking (Papadopoulos et al., ICCV 2017),
+in the same seeded run: draw-seconds per accepted box at the accuracy each reaches.
 
 Runs the pure pipeline state machine (`annotation.pipeline`) with the simulated workers (`simulator.simulated`) and
 the default fixed-majority questions, without the database or HTTP, and prints for each method: box coverage
@@ -9,6 +11,7 @@ micro-tasks and simulated worker-seconds per accepted box and per fully covered 
     python bench/box_cost.py             # 200 images, 2 crowds, 1 seed (--seeds N for more)
     python bench/box_cost.py --quick     # 80 images, 1 seed
     python bench/box_cost.py --proposals # today's pipeline against jobs seeded by a simulated detector
+    python bench/box_cost.py --draw-modes  # only dragging against extreme clicking
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from simulator.ground_truth import COVERAGE_IOU, box_scores, match_boxes  # noqa
 from simulator.scenarios.boxes import grow_to_min_side, page_rules_hold  # noqa: E402
 from simulator.scenes import SceneSpec, generate_scenes  # noqa: E402
 from simulator.simulated import (  # noqa: E402
+    EXTREME_CLICK_MEAN_SECONDS,
     Crowd,
     CrowdSpec,
     SimulatedWorker,
@@ -53,11 +57,15 @@ class Tally:
     accepted: dict = field(default_factory=dict)
     review: int = 0
     jobs: int = 0
+    draw_seconds: float = 0.0
 
     def charge(self, worker: SimulatedWorker, kind: TaskKind) -> None:
+        seconds = answer_seconds(worker, kind)
         self.tasks += 1
-        self.seconds += answer_seconds(worker, kind)
+        self.seconds += seconds
         self.by_kind[kind.value] = self.by_kind.get(kind.value, 0) + 1
+        if kind in (TaskKind.DRAW, TaskKind.EXTREME_CLICK):
+            self.draw_seconds += seconds
 
 
 def crowd_for(name: str, seed: int, n_workers: int = 40) -> Crowd:
@@ -112,11 +120,19 @@ def _vote(crowd, rng, exclude, rule, judge, tally: Tally, kind: TaskKind) -> boo
 
 
 def run_pipeline(
-    scenes, crowd: Crowd, seed: int, quality, coverage, proposals=None, threshold: float = 0.0
+    scenes,
+    crowd: Crowd,
+    seed: int,
+    quality,
+    coverage,
+    proposals=None,
+    threshold: float = 0.0,
+    draw: TaskKind = TaskKind.DRAW,
 ) -> Tally:
     """The box pipeline on every (scene, class). With `proposals` (`simulator.detector.detect_all`), a job
     starts from the proposals of its (scene, class) scoring at least `threshold`, each asked QUALITY first
-    (`pipeline.proposals_queued`), as `boxes.proposals` starts it."""
+    (`pipeline.proposals_queued`), as `boxes.proposals` starts it. Each draw is timed as `draw` (dragging, or
+    extreme clicking, which draws the same boxes: `simulator.simulated` models its accuracy as dragging's)."""
     rng = np.random.default_rng([seed, 0xB0C5])
     tally = Tally()
     index = {w.worker_id: i for i, w in enumerate(crowd.workers)}
@@ -143,12 +159,12 @@ def run_pipeline(
                             unboxed = np.delete(truth, matched[matched >= 0], axis=0)
                             box = draw_box(worker, unboxed, accepted, (scene.width, scene.height))
                             if box is None:
-                                tally.charge(worker, TaskKind.DRAW)
+                                tally.charge(worker, draw)
                                 job, new = pipeline.draw_skipped(job, index[worker.worker_id])
                                 break
                             box = grow_to_min_side(box, scene.width, scene.height)
                             if page_rules_hold(box, accepted, MIN_DIFFERENCE):
-                                tally.charge(worker, TaskKind.DRAW)
+                                tally.charge(worker, draw)
                                 box_id = len(drawn) + 1  # proposals took the first ids
                                 drawn[box_id] = np.asarray(box)
                                 drawer_of[box_id] = worker.worker_id
@@ -352,6 +368,33 @@ def proposals_main(images: int, seeds: int, thresholds: list[float], recall: flo
             )
 
 
+def compare_draw_modes(scenes, truth: dict, crowd_name: str, seed: int) -> float:
+    """The default rules (quality 2:2, coverage 3:1) with draws by dragging and by extreme clicking, each on a
+    crowd rebuilt from the same seed (so both draw the same boxes); prints draw-seconds per accepted box beside
+    each other and returns how many times fewer extreme clicking needs."""
+    (quality, coverage) = RULES[3]
+    rows = {}
+    for name, kind in (("corners (drag)", TaskKind.DRAW), ("extreme clicking", TaskKind.EXTREME_CLICK)):
+        tally = run_pipeline(scenes, crowd_for(crowd_name, seed), seed, quality, coverage, draw=kind)
+        score = box_scores(truth, tally.accepted)
+        boxes = max(score.accepted_boxes, 1)
+        rows[name] = (score, tally.draw_seconds / boxes)
+        print(
+            f"  {name:<28} coverage {score.coverage:.4f}  accuracy {score.accuracy:.4f}  boxes {boxes:>4}"
+            f"  draws/box {tally.by_kind.get(kind.value, 0) / boxes:4.2f}  draw-s/box {tally.draw_seconds / boxes:6.2f}"
+            f"  s/covered img {tally.seconds / max(score.covered_images, 1):6.1f}"
+        )
+    (drag, drag_s), (click, click_s) = rows.values()
+    ratio = drag_s / click_s
+    same = (drag.coverage, drag.accuracy) == (click.coverage, click.accuracy)
+    print(
+        f"  extreme clicking: {ratio:.2f}x fewer draw-seconds per box "
+        f"({'equal' if same else 'NOT equal'} coverage and accuracy; target >= 2.5x; the 2017 paper: about "
+        f"34.5 s against about {EXTREME_CLICK_MEAN_SECONDS} s per box)"
+    )
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=200)
@@ -368,12 +411,24 @@ def main() -> None:
     parser.add_argument(
         "--thresholds", default="0.3,0.5,0.7", help="score thresholds to compare (--proposals)"
     )
+    parser.add_argument(
+        "--draw-modes", action="store_true", help="only dragging against extreme clicking (every crowd, seed)"
+    )
     args = parser.parse_args()
     images, seeds = (80, 1) if args.quick else (args.images, args.seeds)
     if args.proposals:
         proposals_main(images, seeds, [float(t) for t in args.thresholds.split(",")], args.recall)
         return
     crowds = ("screened",) if args.quick else ("screened", "open")
+    for crowd_name in crowds:
+        print(f"\ndraw modes, crowd: {crowd_name}, {images} images")
+        for seed in range(seeds):
+            print(f" seed {seed}:")
+            scenes = generate_scenes(CLASSES, SceneSpec(n_images=images, seed=seed))
+            truth = {(s.index, k): b for s in scenes for k, b in s.boxes_by_class().items()}
+            compare_draw_modes(scenes, truth, crowd_name, seed)
+    if args.draw_modes:
+        return
     for crowd_name in crowds:
         rows: dict[str, list[dict]] = {}
         print(f"\ncrowd: {crowd_name}, {images} images x {seeds} seed(s)")

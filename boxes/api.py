@@ -11,10 +11,11 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from annotation.audit import audit_record, request_parameters
 from annotation.models import Box, BoxJob, BoxState
-from annotation.scoping import organizer_datasets_counted
+from annotation.scoping import organizer_dataset, organizer_datasets_counted
 from annotation.serializers import DatasetSerializer, concept_by_wnid, dataset_images
 from config.queryparams import query_id
 from config.roles import IsOrganizer
@@ -22,6 +23,7 @@ from predictions.models import PredictionSet
 
 from . import proposals
 from . import services as boxes
+from .models import BoxSettings
 from .serializers import (
     BoxJobProgressSerializer,
     BoxJobsFromPredictionsSerializer,
@@ -29,6 +31,7 @@ from .serializers import (
     BoxJobsStartedSerializer,
     BoxJobsStartSerializer,
     BoxSerializer,
+    BoxSettingsSerializer,
 )
 
 
@@ -172,7 +175,9 @@ class DatasetBoxesViewSet(viewsets.GenericViewSet):
         state = params.get("state", BoxState.ACCEPTED)
         if state not in BoxState.values:
             raise ValidationError({"state": f"must be one of {', '.join(BoxState.values)}"})
-        qs = Box.objects.filter(image__dataset=dataset, state=state).select_related("concept")
+        qs = Box.objects.filter(image__dataset=dataset, state=state).select_related(
+            "concept", "extreme_points"
+        )
         if params.get("concept"):
             qs = qs.filter(concept=concept_by_wnid(params["concept"]))
         image_id = query_id(params, "image")
@@ -180,3 +185,30 @@ class DatasetBoxesViewSet(viewsets.GenericViewSet):
             qs = qs.filter(image_id=image_id)
         page = self.paginate_queryset(qs.order_by("id"))
         return self.get_paginated_response(BoxSerializer(page, many=True).data)
+
+
+class BoxSettingsView(APIView):
+    """How the dataset's workers draw boxes: `corners` (drag) or `extreme` (extreme clicking). A change applies to
+    DRAW tasks queued from then on; a task already queued is answered the way its page shows it."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=BoxSettingsSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        return Response(BoxSettingsSerializer(BoxSettings.for_dataset(dataset.pk)).data)
+
+    @extend_schema(request=BoxSettingsSerializer, responses=BoxSettingsSerializer)
+    def patch(self, request, dataset_id: int):
+        dataset = organizer_dataset(request.user, dataset_id)
+        form = BoxSettingsSerializer(BoxSettings.for_dataset(dataset.pk), data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        with transaction.atomic():
+            form.save(dataset=dataset)
+            audit_record(
+                dataset=dataset,
+                actor=request.user,
+                action="box_settings.change",
+                parameters=form.validated_data,
+            )
+        return Response(form.data)

@@ -1,9 +1,13 @@
-"""Serializers of the box pipeline's organizer API: starting box jobs, their progress, the boxes."""
+"""Serializers of the box pipeline's organizer API: starting box jobs, their progress, the boxes, the dataset's
+box settings."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.bounds import id_integer
 from predictions.serializers import ThresholdSuggestionSerializer
+
+from .models import BoxExtremePoints, BoxSettings
 
 
 class BoxJobsStartSerializer(serializers.Serializer):
@@ -57,6 +61,20 @@ class BoxSerializer(serializers.Serializer):
     score = serializers.FloatField(
         allow_null=True, help_text="A model proposal's score; null for a drawn box."
     )
+
+    points = serializers.SerializerMethodField(
+        help_text="The four extreme points the box was clicked from ({top, bottom, left, right}: [x, y] each), "
+        "or null for a box dragged by its corners."
+    )
+
+    @extend_schema_field(
+        serializers.DictField(child=serializers.ListField(child=serializers.FloatField()), allow_null=True)
+    )
+    def get_points(self, box) -> dict | None:
+        try:
+            return box.extreme_points.as_dict()
+        except BoxExtremePoints.DoesNotExist:
+            return None
 
 
 class ProposalClassSerializer(serializers.Serializer):
@@ -120,3 +138,17 @@ class BoxJobsFromPredictionsStartedSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     existing = serializers.IntegerField()
     classes = ProposalClassStartedSerializer(many=True)
+
+
+class BoxSettingsSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = BoxSettings
+        fields = ["draw_mode"]
+        extra_kwargs = {
+            "draw_mode": {
+                "help_text": "How workers draw a box: `corners` (drag a box, adjust it by its handles) or "
+                "`extreme` (click the top, bottom, left and right-most points of the object; the box is their "
+                "bounds, stored with them: Papadopoulos et al., ICCV 2017). Applies to DRAW tasks queued from "
+                "now on."
+            }
+        }

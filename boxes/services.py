@@ -32,6 +32,7 @@ from annotation.questions import COVERAGE, QUALITY, BinaryQuestion, text_for
 from hierarchy.models import Concept
 
 from . import fixed_questions, questions
+from .models import BoxExtremePoints, BoxSettings
 
 logger = logging.getLogger(__name__)
 
@@ -209,8 +210,20 @@ def _job_for_task(task: Task) -> BoxJob:
     return BoxJob.objects.select_for_update(no_key=True).get(pk=task.payload["job"])
 
 
-def box_submit(*, task: Task, worker, box: geometry.Box) -> Box:
-    """Store a box the worker drew on a DRAW task (already checked by `box_check`) and ask QUALITY."""
+def extreme_points_check(*, image: Image, concept_id: int, points) -> geometry.ExtremePoints:
+    """Validate four extreme points (ICCV 2017 extreme clicking): inside the image, each the extreme one in its
+    direction, and their bounds a box `box_check` accepts. Raises `geometry.BoxError` naming the problem."""
+    checked = geometry.validate_extreme_points(points, image.width, image.height)
+    box_check(image=image, concept_id=concept_id, coords=list(checked.bounds()))
+    return checked
+
+
+def box_submit(*, task: Task, worker, box: geometry.Box, points: geometry.ExtremePoints | None = None) -> Box:
+    """Store a box the worker drew on a DRAW task (already checked by `box_check`), with the extreme points it
+    was clicked from if any (already checked by `extreme_points_check`: the box is their bounds), and ask
+    QUALITY."""
+    if points is not None and geometry.Box(*points.bounds()) != box:
+        raise geometry.BoxError("the box is not the bounds of its extreme points")
     job = _job_for_task(task)
     created = Box.objects.create(
         image_id=job.image_id,
@@ -222,6 +235,15 @@ def box_submit(*, task: Task, worker, box: geometry.Box) -> Box:
         state=BoxState.PENDING,
         drawn_by=worker,
     )
+    if points is not None:
+        BoxExtremePoints.objects.create(
+            box=created,
+            **{
+                f"{role}_{axis}": value
+                for role in geometry.EXTREME_ROLES
+                for axis, value in zip("xy", getattr(points, role), strict=True)
+            },
+        )
     counters.boxes_counted(job.dataset_id, drawn=1)
     _advance(job, lambda s: pipeline.box_drawn(s, created.pk, worker.pk))
     return created
@@ -359,7 +381,13 @@ def _execute(job: BoxJob, state: pipeline.BoxJob, effects: list[pipeline.Effect]
                     dataset_id=job.dataset_id,
                     image_id=job.image_id,
                     concept_id=job.concept_id,
-                    payload={"job": job.pk, "round": round_no, "shown_box_ids": list(shown)},
+                    payload={
+                        "job": job.pk,
+                        "round": round_no,
+                        "shown_box_ids": list(shown),
+                        # How this task's page draws (the dataset's setting now): it is answered that way.
+                        "draw_mode": BoxSettings.for_dataset(job.dataset_id).draw_mode,
+                    },
                     answers_wanted=1,
                 )
             case pipeline.QueueQuality(box_id=box_id, exclude_worker=drawer):

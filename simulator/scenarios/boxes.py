@@ -19,6 +19,7 @@ from simulator.simulated import (
     TaskKind,
     answer_seconds,
     draw_box,
+    extreme_points,
     judge_box_quality,
     judge_coverage,
 )
@@ -85,10 +86,15 @@ def answer_box_task(
         payload = {**payload, "boxes": [_coords(b) for b in payload.get("boxes", ())]}
         if payload.get("box"):
             payload["box"] = _coords(payload["box"])
-    seconds = answer_seconds(worker, KIND_TIMING[kind])
+    # A dataset that draws by extreme clicking (the task's draw_mode) times and answers its draws as such.
+    clicks = kind == "box_draw" and payload.get("draw_mode") == "extreme"
+    seconds = answer_seconds(worker, TaskKind.EXTREME_CLICK if clicks else KIND_TIMING[kind])
     if kind == "box_draw":
         shown = np.asarray([b["box"] for b in payload["boxes"]], dtype=np.float64).reshape(-1, 4)
-        return _draw(worker, truth, shown, scene, float(payload["min_difference"])), seconds
+        drawn = _draw(worker, truth, shown, scene, float(payload["min_difference"]))
+        if clicks and drawn is not None and "box" in drawn:
+            return {"points": extreme_points(tuple(drawn["box"]))}, seconds
+        return drawn, seconds
     shown = np.asarray(payload["boxes"], dtype=np.float64).reshape(-1, 4)
     # What the worker sees names the question, so colluders can agree on it.
     key = (image_id, payload["concept"]["wnid"], kind, payload.get("box"), len(shown))
@@ -121,6 +127,7 @@ class BoxesScenario:
     seed: int
     max_boxes: int = 25
     max_rounds: int = 30
+    draw_mode: str = "corners"
     name: str = "boxes"
     kinds: tuple[str, ...] = KINDS
 
@@ -132,13 +139,14 @@ class BoxesScenario:
         seed: int,
         max_boxes: int = 25,
         max_rounds: int = 30,
+        draw_mode: str = "corners",
         operator: Operator | None = None,
         reviewer_token: str | None = None,
         log: Callable[[str], None] | None = None,
         **_ignored: Any,  # options of other scenarios (--positive-rate, --votes)
     ) -> None:
         self.classes, self.crowd, self.n_images, self.seed = classes, crowd, n_images, seed
-        self.max_boxes, self.max_rounds = max_boxes, max_rounds
+        self.max_boxes, self.max_rounds, self.draw_mode = max_boxes, max_rounds, draw_mode
         self.name = "boxes"
         self.kinds = KINDS
         self.scenes: list[Scene] = generate_scenes(classes, SceneSpec(n_images=n_images, seed=seed))
@@ -166,6 +174,12 @@ class BoxesScenario:
             f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
             json_body={"vote_cap": cap, "calibration_votes": min(10, cap)},
         ).expect(200)
+        if self.draw_mode != "corners":  # before any job is started: their DRAW tasks take the mode
+            api.call(
+                "PATCH",
+                f"/api/v1/datasets/{api.dataset_id}/box-settings/",
+                json_body={"draw_mode": self.draw_mode},
+            ).expect(200)
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
         ids = api.upload(files)
         by_name = {name: scene for (name, _), scene in zip(files, self.scenes, strict=True)}

@@ -9,7 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import queue
-from annotation.models import Task, TaskInstructions
+from annotation.models import AuditEntry, Task, TaskInstructions
+from boxes.models import BoxSettings
 from consensus.models import ConsensusSettings
 from crowd.models import BundleSize
 from gold.models import GoldSettings
@@ -195,3 +196,19 @@ def test_a_study_link_participant_sees_the_instructions_above_the_task(page, liv
     # session page links no icon), which the page's responses do not include.
     assert failed == []
     assert [e for e in page.console_errors if "404 (Not Found)" not in e] == []
+
+
+def test_the_draw_mode_is_chosen_on_the_settings_page_and_audited(page, live_server, two_vote_tasks):
+    dataset = two_vote_tasks[0].dataset
+    settings_page(page, live_server.url, dataset)
+    mode = page.get_by_label("Draw mode")
+    expect(mode).to_have_value("corners")
+    mode.select_option("extreme")
+    page.get_by_role("button", name="Save box settings").click()
+    expect(page.locator("#box-form .status")).to_contain_text("Saved at")
+    assert BoxSettings.objects.get(dataset=dataset).draw_mode == "extreme"
+    assert AuditEntry.objects.filter(dataset=dataset, action="box_settings.change").count() == 1
+    page.reload()
+    expect(page.get_by_label("Draw mode")).to_have_value("extreme")
+    assert violations(page) == []
+    assert unexpected(page.console_errors) == []

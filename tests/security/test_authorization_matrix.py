@@ -105,6 +105,8 @@ for _operation in (
     "v1_datasets_audit_list",
     "v1_datasets_concepts_retrieve",
     "v1_datasets_concepts_update",
+    "v1_datasets_box_settings_retrieve",
+    "v1_datasets_box_settings_partial_update",
     "v1_datasets_consensus_settings_retrieve",
     "v1_datasets_consensus_settings_partial_update",
     "v1_datasets_cost_retrieve",

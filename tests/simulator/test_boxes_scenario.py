@@ -12,6 +12,8 @@ from dataclasses import replace
 
 import pytest
 
+from annotation.models import Box
+from boxes.models import BoxExtremePoints
 from simulator.driver import simulate
 from simulator.management.commands.simulate import Command
 from simulator.scenarios.boxes import BoxesScenario
@@ -45,12 +47,12 @@ def screened_crowd(n_workers: int, seed: int) -> Crowd:
 
 # 16 workers: a consensus question takes up to 12 votes from distinct workers, and a coverage question excludes
 # every drawer of the image's boxes; with 12 workers an ambiguous coverage question could run out of voters.
-def run(n_images: int, n_workers: int = 16, seed: int = 5) -> dict:
+def run(n_images: int, n_workers: int = 16, seed: int = 5, draw_mode: str = "corners") -> dict:
     run_id = uuid.uuid4().hex[:8]
     nodes = [{"wnid": c.key, "name": c.name, "gloss": "", "parents": []} for c in CLASSES]
     accounts = Command().make_accounts(run_id, n_workers, nodes)
     crowd = screened_crowd(n_workers, seed)
-    scenario = BoxesScenario(classes=CLASSES, crowd=crowd, n_images=n_images, seed=seed)
+    scenario = BoxesScenario(classes=CLASSES, crowd=crowd, n_images=n_images, seed=seed, draw_mode=draw_mode)
     return simulate(
         InProcessTransport(), scenario, crowd, accounts, dataset_name=f"boxes-{run_id}", seed=seed
     )
@@ -70,6 +72,19 @@ def test_a_simulated_crowd_boxes_synthetic_scenes_to_the_ilsvrc_coverage_and_acc
     assert summary["worker_seconds_per_image"] > 0 and summary["votes_per_image"] > 0
     # quality and coverage are consensus questions (the default backend)
     assert set(summary["tasks_by_kind"]) == {"box_draw", "question"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_simulated_crowd_boxes_by_extreme_clicking_and_every_box_keeps_its_four_points():
+    summary = run(n_images=10, draw_mode="extreme")
+    assert summary["submit_errors"] == 0
+    drawn = Box.objects.count()
+    assert drawn > 0 and BoxExtremePoints.objects.count() == drawn
+    assert all(
+        [p.left_x, p.top_y, p.right_x, p.bottom_y] == [p.box.x1, p.box.y1, p.box.x2, p.box.y2]
+        for p in BoxExtremePoints.objects.select_related("box")
+    )
+    assert summary["box_coverage"] >= 0.9, summary
 
 
 @pytest.mark.django_db

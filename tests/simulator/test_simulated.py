@@ -3,9 +3,11 @@ import math
 import numpy as np
 import pytest
 
-from annotation.geometry import iou_matrix
+from annotation.geometry import iou_matrix, validate_extreme_points
 from simulator.simulated import (
+    EXTREME_CLICK_MEAN_SECONDS,
     SU_2012_TIMINGS,
+    TIMINGS,
     Crowd,
     CrowdSpec,
     SimulatedWorker,
@@ -17,6 +19,7 @@ from simulator.simulated import (
     answer_seconds,
     box_is_good,
     draw_box,
+    extreme_points,
     judge_box_quality,
     judge_coverage,
 )
@@ -183,6 +186,25 @@ def test_crowd_wide_answer_times_match_su_2012_median_and_mean():
     times = np.array([answer_seconds(w, TaskKind.DRAW) for w in crowd for _ in range(100)])
     assert np.median(times) == pytest.approx(25.5, rel=0.06)
     assert times.mean() == pytest.approx(50.8, rel=0.1)
+
+
+def test_crowd_wide_extreme_click_times_keep_the_2017_papers_mean_per_box():
+    crowd = Crowd.build(CrowdSpec(n_workers=400, seed=1, spammer_fraction=0, lazy_fraction=0))
+    times = np.array([answer_seconds(w, TaskKind.EXTREME_CLICK) for w in crowd for _ in range(100)])
+    assert times.mean() == pytest.approx(EXTREME_CLICK_MEAN_SECONDS, rel=0.1)
+    assert TIMINGS[TaskKind.EXTREME_CLICK].mean == 7.2
+
+
+def test_extreme_points_lie_on_the_boxs_sides_so_the_box_is_their_bounds_and_take_no_worker_draws():
+    w = worker(seed=3)
+    before = w.rng.bit_generator.state
+    box = (12.5, 40.0, 300.25, 222.0)
+    points = extreme_points(box)
+    assert w.rng.bit_generator.state == before  # a clicking run draws the boxes a dragging run draws
+    assert points == extreme_points(box)
+    assert points["top"][1] == 40.0 and points["bottom"][1] == 222.0
+    assert points["left"][0] == 12.5 and points["right"][0] == 300.25
+    assert validate_extreme_points(points, width=320, height=240).bounds() == box
 
 
 def test_crowd_has_the_requested_spammer_split_shuffled_among_workers():

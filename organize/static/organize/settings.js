@@ -1,4 +1,5 @@
-// Consensus and gold settings of a dataset (GET/PATCH datasets/{id}/consensus-settings and gold-settings), the
+// Consensus, gold and box settings of a dataset (GET/PATCH datasets/{id}/consensus-settings, gold-settings and
+// box-settings: every form.settings of the page), the
 // warning when they need more distinct workers than the crowd has (GET crowd-check, on the form's values as they
 // are typed) with the presets that fill both forms (GET settings-presets), and the gold CSV import (POST
 // datasets/{id}/gold/import), with every refused line listed.

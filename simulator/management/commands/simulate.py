@@ -65,6 +65,7 @@ FORWARDED = (
     "order",
     "engine",
     "max_tasks",
+    "draw_mode",
 )
 
 
@@ -251,6 +252,12 @@ class Command(BaseCommand):
             "The simulated accounts are scoped to the dataset. Answers come from a seeded made-up truth "
             "(docs/simulator.md), so the summary reports what the platform did, not precision or recall.",
         )
+        parser.add_argument(
+            "--draw-mode",
+            choices=("corners", "extreme"),
+            default="corners",
+            help="boxes: how the dataset's workers draw (extreme: extreme clicking, docs/boxes.md).",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
@@ -345,7 +352,7 @@ class Command(BaseCommand):
             if hostile
             else (),
         )
-        extra = {}
+        extra = {"draw_mode": opts["draw_mode"]} if scenario_name == "boxes" else {}
         if scenario_name == "verify":
             extra = {
                 "consensus": opts["consensus"],

@@ -4,12 +4,14 @@
 // draws a box in the middle, arrows move it, Tab goes through its eight handles (arrows then move that handle)
 // and on out of the area; Shift makes steps ten times larger. Zoom, pan and image filters: drawview.js. The box being drawn is kept in sessionStorage, so a reload
 // (or a trip to sign in again) finds it where it was. Coordinates are kept in original-image pixels (the SVG
-// layer's viewBox), so the stored box is the same whatever size the image is shown at.
+// layer's viewBox), so the stored box is the same whatever size the image is shown at. A dataset that draws by
+// extreme clicking gets its own page instead (../extreme.js): the task's `draw_mode` says which.
 
 import { stored, tabStorage } from "../../shared/api.js";
 import { button, onShortcut, touchScreen } from "./binary_vote.js";
 import { boxRect, clamp, conceptHeader, imageStage, svgElement } from "../../shared/boxview.js";
 import { zoomable } from "../drawview.js";
+import { renderExtreme } from "../extreme.js";
 
 // Handles a finger can take (on touch screens), or a mouse without hiding the edge.
 const HANDLE_SCREEN_PX = touchScreen ? 28 : 12;
@@ -21,6 +23,7 @@ const HANDLES = {
 };
 
 export function render(container, assignment, answer) {
+  if (assignment.task.payload.draw_mode === "extreme") return renderExtreme(container, assignment, answer);
   const { task } = assignment;
   const { payload, image } = task;
   const minSide = payload.min_side || 4;
