@@ -9,7 +9,7 @@ from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from config.dbconnection import KEY_HEADER, idempotent_by_content, idempotent_by_key
 from config.errors import Conflict
 from config.parsers import MultiPartParser
-from config.queryparams import parse_id, query_flag, query_id
+from config.queryparams import parse_id, query_bounded, query_flag, query_id
 from config.roles import ORGANIZERS, REVIEWERS, IsOrganizer, IsWorker, has_role
 
 from . import examples, hooks, instructions, kinds, queue, vote_tasks
@@ -44,6 +44,7 @@ from .serializers import (
     ImageSerializer,
     ImageUploadSerializer,
     IngestReportSerializer,
+    LeasesSerializer,
     SubmitResponseSerializer,
     SubmitSerializer,
     VoteResultSerializer,
@@ -210,17 +211,42 @@ def lease_request(params) -> queue.LeaseRequest:
     return queue.LeaseRequest(tuple(wanted) or None, query_id(params, "dataset"))
 
 
+COUNT_PARAMETER = OpenApiParameter(
+    "count",
+    {"type": "integer", "minimum": 1, "maximum": queue.MANY_MAX},
+    description=f"Lease up to this many tasks (1 to {queue.MANY_MAX}) at once: the answer is then "
+    '`{"tasks": [...]}`, each as a single lease hands it out, in the order they were leased (an empty list '
+    "when none is available). Without it, one task or 204, as always.",
+)
+
+
 class NextTaskView(APIView):
-    """Lease the next task for the calling worker."""
+    """Lease the next task for the calling worker, or (with `count`) up to that many at once."""
 
     permission_classes = [IsAuthenticated, IsWorker]
 
     @extend_schema(
-        parameters=LEASE_PARAMETERS,
-        responses={200: AssignmentSerializer, 204: OpenApiResponse(description="No task is available now.")},
+        parameters=[*LEASE_PARAMETERS, COUNT_PARAMETER],
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="TaskLease",
+                serializers=[AssignmentSerializer, LeasesSerializer],
+                resource_type_field_name=None,
+            ),
+            204: OpenApiResponse(description="Without `count`: no task is available now."),
+        },
     )
     def get(self, request):
         wanted = lease_request(request.query_params)
+        count = query_bounded(request.query_params, "count", 1, queue.MANY_MAX)
+        if count is not None:
+            leases = queue.task_lease_many(
+                worker=request.user.worker,
+                count=count,
+                kinds_wanted=wanted.kinds_wanted,
+                dataset_id=wanted.dataset_id,
+            )
+            return Response({"tasks": [worker_view(lease.assignment, lease) for lease in leases]})
         lease = queue.task_lease(
             worker=request.user.worker, kinds_wanted=wanted.kinds_wanted, dataset_id=wanted.dataset_id
         )

@@ -12,6 +12,7 @@ from . import kinds
 from .imagecheck import ACCEPTED_FORMATS
 from .imagerefs import image_ref
 from .models import PRIORITY_LIMIT, Assignment, ConceptExample, Dataset, ExamplePolarity, Image
+from .queue import IDEMPOTENCY_KEY_MAX, MANY_MAX
 
 
 class DatasetSerializer(serializers.ModelSerializer):
@@ -179,6 +180,56 @@ class SubmitResponseSerializer(AssignmentSerializer):
 
 class SubmitSerializer(serializers.Serializer):
     answer = serializers.JSONField(help_text='The answer, shaped by the task kind, e.g. {"answer": true}.')
+
+
+class LeasesSerializer(serializers.Serializer):
+    """`tasks/next?count=N`'s answer: up to N leases, each as `tasks/next` hands one out, in the order they
+    were leased (an empty list when no task is available)."""
+
+    tasks = AssignmentSerializer(many=True, read_only=True)
+
+
+class AnswerItemSerializer(serializers.Serializer):
+    assignment = id_integer(help_text="The id of the assignment this answers (one of the worker's leases).")
+    idempotency_key = serializers.CharField(
+        min_length=1,
+        max_length=IDEMPOTENCY_KEY_MAX,
+        help_text="A key chosen by the client for this answer, as the single submit's Idempotency-Key header.",
+    )
+    answer = serializers.JSONField(help_text='The answer, shaped by the task kind, e.g. {"answer": true}.')
+
+
+class SubmitManySerializer(serializers.Serializer):
+    answers = serializers.ListField(
+        child=AnswerItemSerializer(), min_length=1, max_length=MANY_MAX, help_text=f"1 to {MANY_MAX} answers."
+    )
+
+
+class AnswerResultSerializer(serializers.Serializer):
+    """What became of one answer of a batch."""
+
+    assignment = serializers.IntegerField()
+    idempotency_key = serializers.CharField()
+    status = serializers.IntegerField(
+        help_text="200: stored (now or by an earlier run with this key); 400: the answer is not valid for its "
+        "task; 404: no such assignment of yours; 409: the lease expired, or the assignment was submitted with "
+        "another key."
+    )
+    code = serializers.CharField(
+        help_text="stored, answer_invalid, not_found, lease_expired or already_submitted."
+    )
+    detail = serializers.CharField(help_text="Why it was refused (empty when stored).")
+    replayed = serializers.BooleanField(help_text="Stored by an earlier run with the same key.")
+    result = AssignmentSerializer(
+        read_only=True,
+        allow_null=True,
+        help_text="The stored assignment as the single submit answers it (with `feedback` after a wrong answer "
+        "to a qualification task); null when refused.",
+    )
+
+
+class SubmitManyResponseSerializer(serializers.Serializer):
+    results = AnswerResultSerializer(many=True, help_text="One per answer sent, in the same order.")
 
 
 class VoteTasksSerializer(serializers.Serializer):

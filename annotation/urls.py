@@ -1,7 +1,7 @@
 from django.urls import re_path
 from rest_framework.routers import SimpleRouter
 
-from . import api
+from . import api, many_api
 from .imagerefs import REF_PATTERN
 
 router = SimpleRouter()
@@ -11,6 +11,8 @@ router.register("assignments", api.AssignmentViewSet, basename="assignment")
 
 urlpatterns = [
     re_path(r"^tasks/next/?$", api.NextTaskView.as_view(), name="task-next"),
+    # Before the router's `assignments/{id}`, which would take "submit" for an id.
+    re_path(r"^assignments/submit/?$", many_api.SubmitManyView.as_view(), name="assignments-submit-many"),
     re_path(r"^images/(?P<pk>[0-9]+)/file/?$", api.ImageFileView.as_view(), name="image-file"),
     re_path(
         rf"^task-images/(?P<ref>{REF_PATTERN})/?$", api.TaskImageFileView.as_view(), name="task-image-file"

@@ -2,7 +2,11 @@
 trivial Django JSON view (GET /healthz) served by the same gunicorn in the same run as the ceiling, and against
 the smallest authenticated API request (GET /api/v1/me: token lookup and one read) as a second reference.
 
-Usage: python bench/queue_throughput.py [--quick] [--levels 1,8,32] [--procs 2] [--worker-class sync]
+Usage: python bench/queue_throughput.py [--quick] [--levels 1,8,32] [--procs 2] [--worker-class sync] [--bundle 10]
+
+With `--bundle N` each level also runs bundle cycles: GET /api/v1/tasks/next?count=N leases N tasks and one
+POST /api/v1/assignments/submit stores their N answers; a task cycle is one task leased and answered, so the
+bundle's cycles/s count tasks, and its p50/p99 are per request, beside the single-task path's.
 
 The script creates (and at the end drops) its own PostgreSQL database, migrates it, creates one worker with an
 API token per client and enough binary vote tasks (rows only: the clients never fetch image bytes), starts
@@ -17,9 +21,6 @@ import http.client
 import json
 import multiprocessing
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,17 +33,32 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))  # project modules are imported inside the setup functions
+sys.path.insert(0, str(REPO_ROOT / "bench"))
+
+from gunicorn_server import free_port, gunicorn_start, gunicorn_stop, server_env  # noqa: E402
+
+__all__ = [
+    "free_port",
+    "gunicorn_start",
+    "gunicorn_stop",
+    "server_env",
+]  # other benches import them from here
 
 # BENCH_DB_NAME lets two benches share one server without dropping each other's database.
 DB_NAME = os.environ.get("BENCH_DB_NAME", "crowdlabel_bench")
 HOST = "127.0.0.1"  # loopback only: the bench never listens on another interface
 NEXT, SUBMIT, HEALTH, ME = "next", "submit", "healthz", "me"
+NEXT_MANY, SUBMIT_MANY, BUNDLE = "next_n", "submit_n", "bundle"
+CYCLE_MODES = ("cycle", BUNDLE)
 REFERENCE_PATHS = {HEALTH: "/healthz", ME: "/api/v1/me"}  # the references: one GET each, timed like a cycle
 
 # Targets from the foundation issue, checked (not asserted) at the end.
 TARGET_RATIO = 0.30
 TARGET_P99_MS = 50.0
 TARGET_LEVEL = 8
+# Bundle targets (issue 38): task cycles/s with bundles of 10 at the target level, and p99 per request.
+TARGET_BUNDLE_CYCLES = 1000.0
+TARGET_BUNDLE_P99_MS = 100.0
 
 
 # ---------------------------------------------------------------- load generator (runs in child processes)
@@ -53,7 +69,7 @@ class ClientResult:
     """What one generator process measured: latencies in ms per endpoint, errors by reason."""
 
     latencies: dict[str, list[float]] = field(
-        default_factory=lambda: {NEXT: [], SUBMIT: [], HEALTH: [], ME: []}
+        default_factory=lambda: {NEXT: [], SUBMIT: [], HEALTH: [], ME: [], NEXT_MANY: [], SUBMIT_MANY: []}
     )
     errors: Counter = field(default_factory=Counter)
     cycles: int = 0
@@ -90,9 +106,46 @@ class _Client:
             self.local.server_closed += 1  # http.client reconnects on the next request by itself
         return response.status, data
 
-    def run(self, mode: str, start_at: float, stop_at: float, max_cycles: int) -> None:
+    def bundle_cycle(self, size: int) -> bool:
+        """Lease `size` tasks in one request and answer them in one: False when the queue ran dry."""
+        status, data = self.request(NEXT_MANY, "GET", f"/api/v1/tasks/next?count={size}")
+        if status != 200:
+            if status is not None:
+                self.local.errors[f"{NEXT_MANY}: HTTP {status}"] += 1
+            return True
+        leases = json.loads(data)["tasks"]
+        if not leases:
+            self.local.queue_empty += 1
+            return False
+        answers = [
+            {"assignment": lease["id"], "idempotency_key": uuid.uuid4().hex, "answer": {"answer": i % 2 == 0}}
+            for i, lease in enumerate(leases)
+        ]
+        status, data = self.request(
+            SUBMIT_MANY,
+            "POST",
+            "/api/v1/assignments/submit",
+            body=json.dumps({"answers": answers}).encode(),
+            **{"Content-Type": "application/json"},
+        )
+        if status != 200:
+            if status is not None:
+                self.local.errors[f"{SUBMIT_MANY}: HTTP {status}"] += 1
+            return True
+        for result in json.loads(data)["results"]:
+            if result["status"] == 200:
+                self.local.cycles += 1
+            else:
+                self.local.errors[f"{SUBMIT_MANY}: item {result['code']}"] += 1
+        return True
+
+    def run(self, mode: str, start_at: float, stop_at: float, max_cycles: int, size: int = 1) -> None:
         time.sleep(max(0.0, start_at - time.time()))
         while time.time() < stop_at and self.local.cycles < max_cycles:
+            if mode == BUNDLE:
+                if not self.bundle_cycle(size):
+                    break  # the pool is sized so this does not happen; stop rather than spin
+                continue
             if mode in REFERENCE_PATHS:
                 status, _ = self.request(mode, "GET", REFERENCE_PATHS[mode])
                 if status is not None and status != 200:
@@ -132,7 +185,7 @@ class _Client:
 
 
 def generate_load(
-    port: int, tokens: list[str], mode: str, start_at: float, duration: float, max_cycles: int
+    port: int, tokens: list[str], mode: str, start_at: float, duration: float, max_cycles: int, size: int = 1
 ) -> ClientResult:
     """One generator process: a thread per client, all starting at `start_at` (wall clock) and stopping
     after `duration` seconds or `max_cycles` cycles each, whichever comes first."""
@@ -142,7 +195,7 @@ def generate_load(
     stop_at = start_at + duration
     clients = [_Client(port, token if mode != HEALTH else None, result, lock) for token in tokens]
     threads = [
-        threading.Thread(target=c.run, args=(mode, start_at, stop_at, max_cycles), daemon=True)
+        threading.Thread(target=c.run, args=(mode, start_at, stop_at, max_cycles, size), daemon=True)
         for c in clients
     ]
     for thread in threads:
@@ -191,14 +244,22 @@ class LevelRun:
 
 
 def run_level(
-    pool, processes: int, port: int, tokens: list[str], mode: str, duration: float, max_cycles: int
+    pool,
+    processes: int,
+    port: int,
+    tokens: list[str],
+    mode: str,
+    duration: float,
+    max_cycles: int,
+    size: int = 1,
 ):
     """Split the clients over the generator processes and merge what they measured."""
     procs = max(1, min(processes, len(tokens)))
     shares = [tokens[i::procs] for i in range(procs)]
     start_at = time.time() + 0.5  # all processes and threads start together
     futures = [
-        pool.submit(generate_load, port, share, mode, start_at, duration, max_cycles) for share in shares
+        pool.submit(generate_load, port, share, mode, start_at, duration, max_cycles, size)
+        for share in shares
     ]
     merged = ClientResult()
     for future in futures:
@@ -293,80 +354,6 @@ def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int
     return tokens, (statements(leased), statements(submitted))
 
 
-def server_env(database_url: str, var_dir: str, **extra: str) -> dict[str, str]:
-    """The environment a bench runs the platform in (its own processes and gunicorn's): this process's, with the
-    bench's database, production-like settings (no debug), its own var directory, and `extra` on top."""
-    return {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "DJANGO_ENV": "development",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "CROWDLABEL_VAR_DIR": var_dir,
-        **extra,
-    }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
-def gunicorn_start(
-    port: int,
-    env: dict[str, str],
-    workers: int,
-    worker_class: str,
-    log,
-    threads: int = 1,
-    extra_args: tuple[str, ...] = (),
-):
-    command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "config.wsgi",
-        "--bind",
-        f"{HOST}:{port}",
-        "--workers",
-        str(workers),
-        "--worker-class",
-        worker_class,
-        "--threads",
-        str(threads),
-        "--log-level",
-        "warning",
-        *extra_args,
-    ]
-    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited with code {process.returncode} before serving")
-        try:
-            conn = http.client.HTTPConnection(HOST, port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                conn.close()
-                return process
-        except OSError:
-            pass
-        time.sleep(0.2)
-    gunicorn_stop(process)
-    raise RuntimeError("gunicorn did not answer /healthz within 90 s")
-
-
-def gunicorn_stop(process) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)  # graceful: workers finish their request and exit
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 # ---------------------------------------------------------------- main
 
 
@@ -389,7 +376,13 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
         by_level.setdefault(run.clients, {})[run.mode] = run
     for clients, modes in by_level.items():
         for mode, run in modes.items():
-            endpoints = [mode] if mode in REFERENCE_PATHS else [NEXT, SUBMIT]
+            endpoints = (
+                [mode]
+                if mode in REFERENCE_PATHS
+                else [NEXT_MANY, SUBMIT_MANY]
+                if mode == BUNDLE
+                else [NEXT, SUBMIT]
+            )
             for endpoint in endpoints:
                 values = run.result.latencies[endpoint]
                 errors = sum(n for k, n in run.result.errors.items() if k.startswith(endpoint))
@@ -397,7 +390,14 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
                     f"{clients:>7}  {endpoint:<8} {len(values):>8} {len(values) / run.result.elapsed:>8.1f} "
                     f"{percentile(values, 50):>8.2f} {percentile(values, 99):>8.2f} {errors:>6}"
                 )
-        health, cycle, me = modes.get(HEALTH), modes.get("cycle"), modes.get(ME)
+        health, cycle, me, bundle = modes.get(HEALTH), modes.get("cycle"), modes.get(ME), modes.get(BUNDLE)
+        for name, run in (("single-task cycles", cycle), (f"bundle cycles (x{args.bundle})", bundle)):
+            if run is not None:
+                print(
+                    f"{clients:>7}  {name}: {run.result.cycles / run.result.elapsed:.1f} task cycles/s "
+                    f"({run.requests_per_s:.1f} req/s)"
+                    + (f"; trivial view {health.requests_per_s:.1f} req/s" if health else "")
+                )
         if health and cycle:
             ratio = cycle.requests_per_s / health.requests_per_s if health.requests_per_s else float("nan")
             print(
@@ -448,6 +448,18 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
         )
     else:
         print(f"  (level {TARGET_LEVEL} not run: ratio and p99 targets not checked)")
+    if args.bundle and BUNDLE in at:
+        run = at[BUNDLE]
+        rate = run.result.cycles / run.result.elapsed
+        print(
+            f"  bundles of {args.bundle}: >= {TARGET_BUNDLE_CYCLES:g} task cycles/s at {TARGET_LEVEL} clients: "
+            f"{rate:.1f} -> {'holds' if rate >= TARGET_BUNDLE_CYCLES else 'MISSED'}"
+        )
+        p99 = max(percentile(run.result.latencies[e], 99) for e in (NEXT_MANY, SUBMIT_MANY))
+        print(
+            f"  bundles: p99 per request < {TARGET_BUNDLE_P99_MS:g} ms at {TARGET_LEVEL} clients (worse "
+            f"endpoint): {p99:.2f} ms -> {'holds' if p99 < TARGET_BUNDLE_P99_MS else 'MISSED'}"
+        )
     total = sum(errors.values())
     print(f"  zero errors: {total} -> {'holds' if total == 0 else 'MISSED'}")
     for reason, count in errors.most_common():
@@ -473,13 +485,24 @@ def main() -> None:
         help="PostgreSQL URL of a database to connect to when creating and dropping the bench database",
     )
     parser.add_argument("--keep-db", action="store_true", help="leave the bench database for inspection")
+    parser.add_argument(
+        "--bundle",
+        type=int,
+        default=0,
+        help="also run bundle cycles: lease this many tasks per request and answer them in one (1 to 50)",
+    )
     args = parser.parse_args()
     args.duration = args.duration or (3.0 if args.quick else 10.0)
     levels = [int(x) for x in args.levels.split(",") if x.strip()]
     # Enough tasks that no level drains the queue even at a few thousand cycles/s; each level is also
     # capped at its share, so a very fast machine stops early instead of running dry.
-    n_tasks = args.tasks or int(2_000 * args.duration * (len(levels) + 1) // 2)
-    per_client_cap = {c: max(1, n_tasks // (len(levels) + 1) // c) for c in levels}
+    if args.bundle and not 1 <= args.bundle <= 50:
+        parser.error("--bundle takes 1 to 50 tasks")
+    modes = (HEALTH, ME, "cycle", BUNDLE) if args.bundle else (HEALTH, ME, "cycle")
+    cycle_runs = len(levels) * (2 if args.bundle else 1)
+    # Bundles answer several tasks per request: size the pool for a few thousand task cycles/s per run.
+    n_tasks = args.tasks or int((2_000 if not args.bundle else 4_000) * args.duration * (cycle_runs + 1) // 2)
+    per_client_cap = {c: max(1, n_tasks // (cycle_runs + 1) // c) for c in levels}
 
     var_dir = tempfile.mkdtemp(prefix="crowdlabel-bench-")
     base_url = args.admin_url.rsplit("/", 1)[0]
@@ -506,8 +529,10 @@ def main() -> None:
                 run_level(
                     pool, args.procs, port, warm, "cycle", 1.0, max(1, n_tasks // (len(levels) + 1) // 8)
                 )
+                if args.bundle:
+                    run_level(pool, args.procs, port, warm, BUNDLE, 1.0, 10, args.bundle)
                 for clients in levels:
-                    for mode in (HEALTH, ME, "cycle"):
+                    for mode in modes:
                         run = run_level(
                             pool,
                             args.procs,
@@ -515,7 +540,8 @@ def main() -> None:
                             tokens[:clients],
                             mode,
                             args.duration,
-                            per_client_cap[clients] if mode == "cycle" else 10**9,
+                            per_client_cap[clients] if mode in CYCLE_MODES else 10**9,
+                            args.bundle,
                         )
                         runs.append(run)
                         print(

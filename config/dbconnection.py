@@ -4,7 +4,8 @@ Django checks a persistent connection before reusing it (`CONN_HEALTH_CHECKS`), 
 died between requests. A connection lost during a request is handled here: a safe request (GET, HEAD,
 OPTIONS: reads, and the lease, which is one self-contained statement) and a write whose view is marked
 `idempotent_by_key` and that carries its Idempotency-Key (the submits: running one again is what the client's
-retry with the same key would do, whether or not the first attempt's COMMIT got through) are run again on a
+retry with the same key would do, whether or not the first attempt's COMMIT got through), or marked
+`idempotent_by_item_keys` (a batch of answers, each with its key in the body), are run again on a
 fresh connection, up to `LOST_RETRIES` times. So is any other write with a JSON (or empty) body that had committed nothing when its
 connection was lost (each write statement is watched: one outside a transaction commits at once, one inside
 counts once its transaction's commit went through), since all it did was rolled back with the connection and
@@ -41,6 +42,14 @@ def idempotent_by_key(view_method):
     return view_method
 
 
+def idempotent_by_item_keys(view_method):
+    """Mark a view method whose body is a list of writes each carrying its own Idempotency-Key (a batch of
+    answers): sent again, each is answered with what its key stored and nothing changes twice, so the
+    middleware may run it once more, as it runs a keyed submit, without a key in the header."""
+    view_method.idempotent_by_item_keys = True
+    return view_method
+
+
 def idempotent_by_content(view_method):
     """Mark a view method whose request, sent again as it is, stores nothing twice and answers what the first
     run stored (an upload that keeps one image per distinct file): the middleware may run it again after a
@@ -68,8 +77,11 @@ def _by_content(request, view_func) -> bool:
 
 def _runs_again(request, view_func) -> bool:
     """Whether the request may run once more after a lost connection: a safe method, a write to a view method
-    marked `idempotent_by_content`, or a write that carries its key to one marked `idempotent_by_key`."""
+    marked `idempotent_by_content` or `idempotent_by_item_keys`, or a write that carries its key to one marked
+    `idempotent_by_key`."""
     if request.method in SAFE_METHODS or _by_content(request, view_func):
+        return True
+    if getattr(_handler(view_func, request.method), "idempotent_by_item_keys", False):
         return True
     if not request.headers.get(KEY_HEADER):
         return False

@@ -32,6 +32,18 @@ def query_id(params, name: str) -> int | None:
     return number
 
 
+def query_bounded(params, name: str, lo: int, hi: int) -> int | None:
+    """The integer in query parameter `name` (None when absent), from `lo` to `hi`; 400 naming the parameter
+    for anything else (an empty value included)."""
+    value = params.get(name)
+    if value is None:
+        return None
+    number = parse_id(value)
+    if number is None or not lo <= number <= hi:
+        raise ValidationError({name: f"must be an integer from {lo} to {hi}"})
+    return number
+
+
 def query_id_list(params, name: str) -> list[int]:
     """Comma-separated ids in query parameter `name`; 400 when any is not an id."""
     parts = [p for p in params.get(name, "").split(",") if p]

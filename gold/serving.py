@@ -115,7 +115,11 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
     (none while they rest after a failed one); a qualified pair gets gold with probability `rate`, drawn from
     a generator seeded by (dataset seed, worker, number of the worker's leases in the dataset) so runs are
     reproducible. The candidates are looked up, and handed to the queue as a draw it only looks up when the
-    lease is not gold, whether or not this lease is gold, so a gold lease costs what an ordinary one costs."""
+    lease is not gold, whether or not this lease is gold, so a gold lease costs what an ordinary one costs.
+
+    A lease of several tasks (`request.count`) draws each of its places as that many single leases in a row
+    would (the draw's `slots`); while the worker qualifies it holds one task (`most`), as an attempt is
+    balanced item by item."""
     ctx = gold_context(worker, now)
     terms = queue.LeaseTerms(withheld_datasets=ctx.blocked, withheld_topics=ctx.withheld)
     if not ctx.has_gold or (request.kinds_wanted and TASK_KIND not in request.kinds_wanted):
@@ -146,17 +150,26 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
         attempt, wanted = _qualification_slot(worker, pair, settings)
         ids = _candidates(worker, pair, settings, n, wanted=wanted, fallback=True)
         note = f"{Purpose.QUALIFICATION}:{attempt}"
-        due = True
+        due, slots = True, (0,)
+        # An attempt is balanced item by item as it is answered, so it is served one task at a time.
+        terms = replace(terms, most=1)
     else:
         if settings.rate <= 0:
             return terms
         ids = _candidates(worker, pair, settings, n, wanted=None, fallback=False)
-        due = gold_due(settings.seed, worker.pk, n, settings.rate)
+        # Lease number n + i of the worker in the dataset is place i of a lease of several tasks: each place
+        # is drawn as a single lease with that number would be, so the share is the rate whatever the count.
+        slots = tuple(
+            i
+            for i in range(max(1, request.count))
+            if gold_due(settings.seed, worker.pk, n + i, settings.rate)
+        )
+        due = bool(slots)
         note = str(Purpose.EMBEDDED) if due else ""
     if not ids:
         return terms
     # Not due: the draw is only looked up, so this lease runs the statements a gold lease runs.
-    return replace(terms, draw=queue.Draw(pool=GOLD_POOL, task_ids=ids, note=note, lease=due))
+    return replace(terms, draw=queue.Draw(pool=GOLD_POOL, task_ids=ids, note=note, lease=due, slots=slots))
 
 
 def lease_purpose(note: str) -> tuple[str, int | None] | None:

@@ -3,6 +3,7 @@
 - `services`: lease the next task, submit once, release, extend, expire;
 - `writes`: create tasks and change a task's own fields for the pipelines above (one code path for all), and
   take an answer back within the undo window;
+- `many`: lease several tasks at once, and submit several answers in one transaction with a result each;
 - `reach`: which waiting tasks some worker of their dataset's crowd may still lease (the starved sweep's
   question, answered by the lease's own condition);
 - `contract`: the data the apps above exchange with the queue (lease terms, draws, task changes, results);
@@ -11,6 +12,7 @@
 """
 
 from .contract import (
+    IDEMPOTENCY_KEY_MAX,
     KEEP,
     OPEN_POOL,
     Draw,
@@ -22,6 +24,7 @@ from .contract import (
     SubmitResult,
     TaskChange,
 )
+from .many import MANY_MAX, Answer, AnswerResult, assignments_submit_many, task_lease_many
 from .reach import crowd, task_waiting, tasks_reachable, waiting
 from .services import (
     AlreadySubmitted,
@@ -50,7 +53,13 @@ from .writes import (
 )
 
 __all__ = [
+    "IDEMPOTENCY_KEY_MAX",
     "KEEP",
+    "MANY_MAX",
+    "Answer",
+    "AnswerResult",
+    "assignments_submit_many",
+    "task_lease_many",
     "OPEN_POOL",
     "AlreadySubmitted",
     "assignments_import",

@@ -45,10 +45,15 @@ class Draw:
     # False: only looked up, never leased (a policy that looked candidates up but is not drawing this time says so,
     # and the queue runs the same statements either way: see `services.task_lease_next`).
     lease: bool = True
+    # For a lease of several tasks (`LeaseRequest.count`): the 0-based places in it that take a drawn task,
+    # ascending; the others are ordinary tasks. A single lease ignores it (`lease` says whether it draws).
+    slots: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.pool:
             raise ValueError("a draw names a reserved pool (the open pool is leased without one)")
+        if list(self.slots) != sorted(set(self.slots)) or any(s < 0 for s in self.slots):
+            raise ValueError("a draw's slots are distinct places in ascending order")
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,9 @@ class LeaseTerms:
     withheld_topics: frozenset[tuple[int, str]] = frozenset()
     draw: Draw | None = None
     only_kinds: frozenset[str] | None = None
+    # The most tasks one lease may hand out (None: as many as asked): a policy serving something that must go
+    # one task at a time (a qualification attempt, balanced as it is answered) says 1.
+    most: int | None = None
 
     def merge(self, other: LeaseTerms) -> LeaseTerms:
         """Both policies' conditions hold; the first draw wins."""
@@ -74,6 +82,7 @@ class LeaseTerms:
             withheld_topics=self.withheld_topics | other.withheld_topics,
             draw=self.draw if self.draw is not None else other.draw,
             only_kinds=kinds,
+            most=min((m for m in (self.most, other.most) if m is not None), default=None),
         )
 
     @classmethod
@@ -88,11 +97,13 @@ class LeaseTerms:
 @dataclass(frozen=True)
 class LeaseRequest:
     """What the worker asked for: task kinds (None: any) and a dataset (None: any); `datasets` (None: any)
-    narrows it to a session's scope (a study link's datasets), on top of the worker's own grants."""
+    narrows it to a session's scope (a study link's datasets), on top of the worker's own grants; `count`,
+    how many tasks this one lease hands out at most (`task_lease_many`)."""
 
     kinds_wanted: tuple[str, ...] | None
     dataset_id: int | None
     datasets: tuple[int, ...] | None = None
+    count: int = 1
 
 
 @dataclass(frozen=True)

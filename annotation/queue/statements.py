@@ -273,6 +273,112 @@ def lease_postgresql(
     return Lease(assignment, examples=tuple(tuple(e) for e in row[-2] or ()), instructions=row[-1] or "")
 
 
+def lease_many_postgresql(
+    connection,
+    *,
+    worker,
+    where: str,
+    params: list,
+    drawn_where: str,
+    drawn_params: list,
+    slots: Sequence[int],
+    count: int,
+    now: datetime,
+    duration: timedelta,
+    note: str,
+) -> list[Lease]:
+    """Lease up to `count` tasks in one statement: `lease_postgresql` for several rows, with the same
+    eligibility (`where`), the same stamps and SKIP LOCKED, and its leases in the order that many single
+    leases in a row would take them.
+
+    Ordinary tasks go round the datasets as single leases do: each dataset's best tasks are locked on its
+    own (dataset, priority, id) index walk (at most `count` of each), then taken first of every dataset in
+    turn (the datasets after the one the worker's last lease came from first), then second of every dataset,
+    and so on. Rows locked but not taken are let go when the statement ends. Drawn tasks (`drawn_where`: a
+    draw's candidates, see `eligible_where`) take the places `slots` names, the first free candidates by id,
+    with the draw's `note`; the assignments are inserted in the lease's order, so their ids say nothing of
+    which were drawn. Fewer free tasks than asked: fewer leases; none: an empty list."""
+    qn = connection.ops.quote_name
+    task_table, assignment_table = qn(Task._meta.db_table), qn(Assignment._meta.db_table)
+    dataset_table = qn(Dataset._meta.db_table)
+    expires_at = now + duration
+    lock = "FOR NO KEY UPDATE OF t SKIP LOCKED"
+    last_dataset = (
+        f"(SELECT t2.dataset_id FROM {assignment_table} a2 JOIN {task_table} t2 ON t2.id = a2.task_id "
+        "WHERE a2.worker_id = %s ORDER BY a2.id DESC LIMIT 1)"
+    )
+    # A drawn task in place p, the g-th drawn (from 1), follows p - g + 1 ordinary tasks.
+    after = [p - g + 1 for g, p in enumerate(slots, 1)]
+    sql = f"""
+        WITH drawn AS MATERIALIZED (
+            SELECT t.id, t.state FROM {task_table} t WHERE {drawn_where} ORDER BY t.id LIMIT %s {lock}
+        ), locked AS MATERIALIZED (
+            SELECT x.id, x.state, x.dataset_id, x.priority FROM {dataset_table} d CROSS JOIN LATERAL (
+                SELECT t.id, t.state, t.dataset_id, t.priority FROM {task_table} t
+                WHERE t.dataset_id = d.id AND {where} ORDER BY t.priority DESC, t.id LIMIT %s {lock}
+            ) x WHERE d.archived_at IS NULL
+        ), ordinary AS (
+            SELECT id, state, row_number() OVER (ORDER BY turn, wrapped, dataset_id) AS o FROM (
+                SELECT id, state, dataset_id,
+                    row_number() OVER (PARTITION BY dataset_id ORDER BY priority DESC, id) AS turn,
+                    dataset_id <= COALESCE({last_dataset}, 0) AS wrapped
+                FROM locked
+            ) ranked
+        ), candidate AS MATERIALIZED (
+            SELECT id, state, o::float8 AS lease_place, ''::text AS lease_note FROM ordinary
+            WHERE o <= %s - (SELECT count(*) FROM drawn)
+            UNION ALL
+            SELECT id, state, (%s::int[])[g::int] + 0.5, %s::text
+            FROM (SELECT id, state, row_number() OVER (ORDER BY id) AS g FROM drawn) numbered
+        ), reclaimed AS (
+            UPDATE {assignment_table} old SET state = '{AssignmentState.EXPIRED}'
+            FROM candidate WHERE candidate.state = '{TaskState.LEASED}'
+                AND old.task_id = candidate.id AND old.state = '{AssignmentState.LEASED}'
+            RETURNING old.id
+        ), t AS (
+            UPDATE {task_table} task
+            SET state = '{TaskState.LEASED}', lease_expires_at = %s, updated_at = %s
+            FROM candidate WHERE task.id = candidate.id AND (SELECT count(*) FROM reclaimed) >= 0
+            RETURNING task.*, candidate.lease_place, candidate.lease_note
+        ), a AS (
+            INSERT INTO {assignment_table}
+                (task_id, worker_id, state, leased_at, expires_at, idempotency_key, lease_note)
+            SELECT t.id, %s, '{AssignmentState.LEASED}', %s, %s, '', t.lease_note FROM t ORDER BY t.lease_place
+            RETURNING *
+        )
+        SELECT {_select_list(connection)}, {_examples_column(connection)}, {_instructions_column(connection)}
+        FROM a JOIN t ON t.id = a.task_id {_subject_joins(connection)} ORDER BY a.id
+    """
+    with sqlrows.cursor(connection) as cursor:
+        cursor.execute(
+            sql,
+            [
+                *drawn_params,
+                len(slots),
+                *params,
+                count,
+                worker.pk,
+                count,
+                after,
+                note,
+                expires_at,
+                now,
+                worker.pk,
+                now,
+                expires_at,
+            ],
+        )
+        rows = cursor.fetchall()
+    leases = []
+    for row in rows:
+        assignment = _assignment_from_row(connection, row)
+        assignment.worker = worker
+        leases.append(
+            Lease(assignment, examples=tuple(tuple(e) for e in row[-2] or ()), instructions=row[-1] or "")
+        )
+    return leases
+
+
 def candidate_look(connection, *, worker, where: str, params: list, drawn: bool) -> None:
     """Run a lease's candidate SELECT without locking or leasing anything: the other side of a lease that may or
     may not take a draw, so both kinds of lease run the same statements."""

@@ -78,3 +78,39 @@ def test_a_submit_still_conflicting_after_its_retries_answers_503_with_retry_aft
     again = client.post(path, {"answer": {"answer": True}}, format="json", HTTP_IDEMPOTENCY_KEY="k-2")
     assert again.status_code == 201, "the client's retry with the same key goes through"
     assert Task.objects.get().answers_count == 1
+
+
+def test_a_batch_of_answers_that_meets_a_deadlock_is_run_again_whole_and_each_answer_stored_once(monkeypatch):
+    """The batch submit carries a key per answer in its body, not in a header: the server runs it again all the
+    same (`idempotent_by_item_keys`), and the answers a failed run had stored before the conflict count once."""
+    monkeypatch.setattr(dbconnection, "CONFLICT_PAUSE", 0.0, raising=False)
+    queue_tasks(3)
+    client = client_for(user_create(username="batched", password=None, roles=(WORKERS,)))
+    leases = client.get("/api/v1/tasks/next", {"count": 3}).json()["tasks"]
+    assert len(leases) == 3
+    runs = conflicting(monkeypatch, failures=2)
+    answers = [
+        {"assignment": lease["id"], "idempotency_key": f"b-{i}", "answer": {"answer": True}}
+        for i, lease in enumerate(leases)
+    ]
+    response = client.post("/api/v1/assignments/submit", {"answers": answers}, format="json")
+    assert response.status_code == 200, response.content
+    assert [r["code"] for r in response.json()["results"]] == ["stored"] * 3
+    assert not any(r["replayed"] for r in response.json()["results"]), "the failed runs kept nothing"
+    assert len(runs) == 2 + 3
+    assert Assignment.objects.filter(state=AssignmentState.SUBMITTED).count() == 3
+    assert list(Task.objects.values_list("answers_count", flat=True)) == [1, 1, 1]
+    assert sum(UsageCounter.objects.values_list("answers", flat=True)) == 3
+
+
+def test_a_batch_of_answers_may_run_again_even_after_a_connection_lost_around_its_commit():
+    """Running a batch again replays what its keys stored, so the server may run it once more even when the
+    first run's COMMIT may have gone through (which the rule for JSON writes that committed nothing does not
+    cover); an ordinary write (creating a dataset) may not."""
+    from django.test import RequestFactory
+    from django.urls import resolve
+
+    request = RequestFactory().post("/api/v1/assignments/submit", {}, content_type="application/json")
+    assert dbconnection._runs_again(request, resolve("/api/v1/assignments/submit").func)
+    organizer_write = RequestFactory().post("/api/v1/datasets/", {}, content_type="application/json")
+    assert not dbconnection._runs_again(organizer_write, resolve("/api/v1/datasets/").func)

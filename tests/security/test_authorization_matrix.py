@@ -60,6 +60,7 @@ POLICY: dict[str, tuple[frozenset[str], str | dict[str, str]]] = {
     "v1_assignments_release_create": (W, "own"),
     "v1_assignments_submit_create": (W, "own"),
     "v1_assignments_undo_create": (W, "own"),
+    "v1_assignments_submit_many": (W, "shared"),  # names its assignments in the body, each checked as its own
     "v1_me_standing_retrieve": (W, "shared"),  # the caller's own standing, no row named
     # provider sessions: a signed bundle session, never an account's token
     "bundle_next": (frozenset(), "shared"),
