@@ -121,13 +121,24 @@ def order_cache_clear() -> None:
 
 
 def _next_step(
-    labeling: ImageLabeling, graph: HierarchyGraph, state: LabelingState
+    labeling: ImageLabeling,
+    graph: HierarchyGraph,
+    state: LabelingState,
+    guide: scores.Guide | None = None,
+    leaf_scores: dict[str, float] | None = None,
 ) -> tuple[LabelingState, str | None]:
     """The next question of a labeling (None when done). With a prediction set, first skip what the calibrated
-    rule allows and record each skip; without one, exactly the run's order."""
+    rule allows and record each skip; without one, exactly the run's order. A start passes the run's guide and
+    the image's scores, read once for all its images."""
     if labeling.prediction_set_id is None:
         return state, next_question(state, order_for(labeling.dataset_id, graph, labeling.order))
-    order, rule = scores.guide_for(labeling.dataset_id, labeling.image_id, graph, labeling.prediction_set_id)
+    if guide is None:
+        guide = scores.guide_for(labeling.dataset_id, graph, labeling.prediction_set_id)
+    if leaf_scores is None:
+        leaf_scores = scores.leaf_scores(labeling.prediction_set_id, [labeling.image_id], graph)[
+            labeling.image_id
+        ]
+    order, rule = guide.for_image(leaf_scores)
     state, following, skips = advance(state, order, rule)
     _skips_record(labeling, graph, skips)
     return state, following
@@ -177,15 +188,7 @@ def labeling_start(
     if prediction_set is not None:
         return _start_scored(dataset, hierarchy, graph, images, order, engine, priority, prediction_set)
     with transaction.atomic(), counters.held():
-        pool = (
-            dataset.images.all() if images is None else dataset.images.filter(pk__in=[i.pk for i in images])
-        )
-        already = set(
-            ImageLabeling.objects.filter(hierarchy=hierarchy, image__in=pool).values_list(
-                "image_id", flat=True
-            )
-        )
-        fresh = [pk for pk in pool.order_by("id").values_list("id", flat=True) if pk not in already]
+        fresh, already = _fresh_images(dataset, hierarchy, images)
         state = start(graph.dag)
         # Before any answer every image is in the same state: one pick serves them all.
         first = next_question(state, order_for(dataset.pk, graph, order))
@@ -209,18 +212,22 @@ def labeling_start(
     return StartResult(created=len(labelings), already=len(already), order=order, engine=engine)
 
 
+def _fresh_images(
+    dataset: Dataset, hierarchy: Hierarchy, images: Sequence[Image] | None
+) -> tuple[list[int], set[int]]:
+    """The ids of the images to start (all the dataset's by default) not yet labelled with this hierarchy, and the
+    ids of those already are."""
+    pool = dataset.images.all() if images is None else dataset.images.filter(pk__in=[i.pk for i in images])
+    already = set(
+        ImageLabeling.objects.filter(hierarchy=hierarchy, image__in=pool).values_list("image_id", flat=True)
+    )
+    return [pk for pk in pool.order_by("id").values_list("id", flat=True) if pk not in already], already
+
+
 def _start_scored(dataset, hierarchy, graph, images, order, engine, priority, prediction_set) -> StartResult:
     """`labeling_start` with a prediction set: every image has its own first question (and perhaps skips)."""
     with transaction.atomic(), counters.held():
-        pool = (
-            dataset.images.all() if images is None else dataset.images.filter(pk__in=[i.pk for i in images])
-        )
-        already = set(
-            ImageLabeling.objects.filter(hierarchy=hierarchy, image__in=pool).values_list(
-                "image_id", flat=True
-            )
-        )
-        fresh = [pk for pk in pool.order_by("id").values_list("id", flat=True) if pk not in already]
+        fresh, already = _fresh_images(dataset, hierarchy, images)
         labelings = ImageLabeling.objects.bulk_create(
             [
                 ImageLabeling(
@@ -236,9 +243,11 @@ def _start_scored(dataset, hierarchy, graph, images, order, engine, priority, pr
             ],
             batch_size=500,
         )
+        guide = scores.guide_for(dataset.pk, graph, prediction_set.pk)
+        by_image = scores.leaf_scores(prediction_set.pk, fresh, graph)
         asks = []
         for labeling in labelings:
-            state, first = _next_step(labeling, graph, start(graph.dag))
+            state, first = _next_step(labeling, graph, start(graph.dag), guide, by_image[labeling.image_id])
             labeling.state = state.to_dict()
             if first is None:  # every question skipped
                 _done(labeling, graph, state)

@@ -4,6 +4,8 @@ service the order and the rule of one image. The rule itself is the pure multila
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from consensus.models import ConsensusSettings
 from consensus.stopping import DEFAULT_REJECT_ERROR
 from hierarchy.graph import HierarchyGraph
@@ -21,15 +23,17 @@ REFIT_MIN_NEW = 5
 _calibrations: dict[tuple[int, int, int], tuple[int, ScoreCalibration]] = {}
 
 
-def leaf_scores(prediction_set_id: int, image_id: int, graph: HierarchyGraph) -> dict[str, float]:
-    """The set's score of every leaf of the hierarchy it scored on this image (leaf node id -> score)."""
-    return {
-        graph.leaf_of_concept[concept_id]: score
-        for concept_id, score in ClassScore.objects.filter(
-            prediction_set_id=prediction_set_id, image_id=image_id
-        ).values_list("concept_id", "score")
-        if concept_id in graph.leaf_of_concept
-    }
+def leaf_scores(
+    prediction_set_id: int, image_ids: list[int], graph: HierarchyGraph
+) -> dict[int, dict[str, float]]:
+    """The set's score of every leaf of the hierarchy it scored, per image (image id -> leaf node id -> score)."""
+    found: dict[int, dict[str, float]] = {image_id: {} for image_id in image_ids}
+    for image_id, concept_id, score in ClassScore.objects.filter(
+        prediction_set_id=prediction_set_id, image_id__in=image_ids
+    ).values_list("image_id", "concept_id", "score"):
+        if concept_id in graph.leaf_of_concept:
+            found[image_id][graph.leaf_of_concept[concept_id]] = score
+    return found
 
 
 def decided_images(
@@ -86,14 +90,23 @@ def skip_target(dataset_id: int) -> float:
     return min(row if row is not None else DEFAULT_REJECT_ERROR, LEAF_REJECT_ERROR)
 
 
-def guide_for(
-    dataset_id: int, image_id: int, graph: HierarchyGraph, prediction_set_id: int
-) -> tuple[ScoreOrder, SkipRule | None]:
-    """The score order of one image and its skip rule (None until the dataset has a decided image)."""
-    by_node = node_scores(graph.dag, leaf_scores(prediction_set_id, image_id, graph))
-    calibration = calibration_for(dataset_id, graph, prediction_set_id)
-    rule = None if calibration is None else SkipRule(by_node, calibration, skip_target(dataset_id))
-    return ScoreOrder(by_node, calibration), rule
+@dataclass(frozen=True)
+class Guide:
+    """What guides a run's images: the calibration (None before any image is decided) and the skip target."""
+
+    graph: HierarchyGraph
+    calibration: ScoreCalibration | None
+    target: float
+
+    def for_image(self, leaf_scores: dict[str, float]) -> tuple[ScoreOrder, SkipRule | None]:
+        """The score order of one image and its skip rule (None until the dataset has a decided image)."""
+        by_node = node_scores(self.graph.dag, leaf_scores)
+        rule = None if self.calibration is None else SkipRule(by_node, self.calibration, self.target)
+        return ScoreOrder(by_node, self.calibration), rule
+
+
+def guide_for(dataset_id: int, graph: HierarchyGraph, prediction_set_id: int) -> Guide:
+    return Guide(graph, calibration_for(dataset_id, graph, prediction_set_id), skip_target(dataset_id))
 
 
 def calibration_cache_clear() -> None:
