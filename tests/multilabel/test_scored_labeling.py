@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import FinalLabel
+from benchmark.final_labels import final_labels_rebuild
 from consensus.models import ConsensusSettings
 from hierarchy.models import Concept
 from multilabel import scores
@@ -87,8 +88,16 @@ def test_once_calibrated_a_scored_run_skips_unlikely_questions_and_records_each_
     assert labels[PERSON].source == "skipped" and not labels[PERSON].present
     assert labels[DOG].source == "no_from_skipped" and labels[DOG].via.node_id == "q:animal"
     assert labels[CAR].present and labels[CAR].source in ("asked", "yes_from_descendant")
+    # The final label is the model-inferred absence, its probability the skip's bound; a rebuild agrees.
     final = FinalLabel.objects.get(image=images[9], concept__wnid=DOG)
-    assert final.present is False
+    assert final.present is False and final.probability == skips["q:animal"].bound
+    assert final.evidence["multilabel"]["how"] == "no_from_skipped"
+    person = FinalLabel.objects.get(image=images[9], concept__wnid=PERSON)
+    assert person.probability == skips[PERSON].bound and person.evidence["multilabel"]["how"] == "skipped"
+    final_labels_rebuild(dataset)
+    rebuilt = FinalLabel.objects.get(image=images[9], concept__wnid=DOG)
+    assert (rebuilt.present, rebuilt.probability) == (False, skips["q:animal"].bound)
+    assert FinalLabel.objects.get(image=images[9], concept__wnid=PERSON).probability == skips[PERSON].bound
 
 
 @pytest.mark.django_db
