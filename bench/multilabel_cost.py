@@ -350,7 +350,7 @@ def compare(
     )
     print(
         f"scorer: top-5 accuracy {reached:.1%} on the test images (asked {top5:.0%}); skips calibrated on "
-        f"{n_calibration} {'truly' if truth_calibration else 'crowd-'}labelled images, target miss rate {SKIP_TARGET}"
+        f"{n_calibration} {'truly ' if truth_calibration else 'crowd-'}labelled images, target miss rate {SKIP_TARGET}"
     )
     print(
         f"{'method':32s} {'q/image':>8s} {'vs flat':>8s} {'vs BFS':>8s} {'votes/img':>9s} {'acc':>7s} {'prec':>6s} "
