@@ -1,10 +1,16 @@
-"""Cost of full multi-label annotation: flat questions vs ILSVRC Algorithm 1 (§3.3.3) vs a correlation-aware order.
+"""Cost of full multi-label annotation: flat questions vs ILSVRC Algorithm 1 (§3.3.3) vs a correlation-aware order
+vs Algorithm 1 guided by a model's image-level class scores (multilabel/model_scores.py).
 
 Pure simulation (numpy): synthetic images whose present classes co-occur by scene, and a crowd whose every
 question is decided by a sequential vote (stop when one answer leads by a margin). Prints questions and votes per
 image, leaf accuracy, precision and recall, on ILSVRC DET 200 and PASCAL VOC 20, and the cost as K grows.
 
-Run: python bench/multilabel_cost.py [--quick] [--images N] [--seed S]
+The simulated scorer gives every (image, class) a logit: N(0, 1) for an absent class, N(mu, 1) for a present one,
+mu set so that a present class ranks among its image's top 5 with probability --top5 (0.8 by default); the score is
+the logit's sigmoid, shifted so that an absent class scores about 0.002. Skips are calibrated on --calibration
+images labelled by the same simulated crowd (breadth-first, no skips), as decided images of the dataset would be.
+
+Run: python bench/multilabel_cost.py [--quick] [--images N] [--seed S] [--top5 0.8] [--calibration N]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from hierarchy.algorithm import (  # noqa: E402
     LabelingState,
     Order,
     QuestionDag,
+    answer,
     breadth_first,
     candidates,
     present_leaves,
@@ -32,6 +39,14 @@ from hierarchy.algorithm import (  # noqa: E402
 )
 from hierarchy.fixture import load_fixture  # noqa: E402
 from multilabel.cooccurrence import CooccurrenceModel, CorrelationOrder  # noqa: E402
+from multilabel.model_scores import (  # noqa: E402
+    ScoreCalibration,
+    ScoreOrder,
+    SkipRule,
+    advance,
+    calibration_fit,
+    node_scores,
+)
 
 FIXTURES = ROOT / "fixtures" / "hierarchies"
 
@@ -177,6 +192,49 @@ def oracle_order(image: SimulatedImage) -> Order:
     return order
 
 
+# The dataset's target miss rate for a skip: the reject error a crowd "no" on a leaf must meet
+# (multilabel/asking.py LEAF_REJECT_ERROR, below the dataset's default 0.02).
+SKIP_TARGET = 0.005
+SCORE_SHIFT = 6.2  # sigmoid(0 - 6.2) ~ 0.002: an absent class's median score
+
+
+def top5_rate(labels: np.ndarray, logits: np.ndarray) -> float:
+    """The fraction of present (image, class) pairs whose class is among the image's 5 highest logits."""
+    rank = (-logits).argsort(axis=1).argsort(axis=1)
+    return float((rank[labels] < 5).mean()) if labels.any() else 1.0
+
+
+def simulated_scores(rng: np.random.Generator, labels: np.ndarray, top5: float) -> tuple[np.ndarray, float]:
+    """Scores in [0, 1] for every (image, class), and the top-5 accuracy they reach. mu (the present classes'
+    mean logit) is bisected on a draw of the same noise so the top-5 accuracy is `top5`."""
+    noise = rng.standard_normal(labels.shape)
+    low, high = 0.0, 12.0
+    for _ in range(40):
+        mu = (low + high) / 2
+        if top5_rate(labels, noise + mu * labels) < top5:
+            low = mu
+        else:
+            high = mu
+    logits = noise + high * labels
+    return 1.0 / (1.0 + np.exp(-(logits - SCORE_SHIFT))), top5_rate(labels, logits)
+
+
+def scored_run(
+    dag: QuestionDag, image, scores: dict[str, float], calibration: ScoreCalibration | None
+) -> tuple[LabelingState, int]:
+    """Algorithm 1 in the score order, skipping what the calibrated rule allows; returns the state and skips."""
+    by_node = node_scores(dag, scores)
+    order = ScoreOrder(by_node, calibration)
+    rule = None if calibration is None else SkipRule(by_node, calibration, SKIP_TARGET)
+    state, skipped = start(dag), 0
+    while True:
+        state, node, skips = advance(state, order, rule)
+        skipped += len(skips)
+        if node is None:
+            return state, skipped
+        state = answer(state, node, image(node))
+
+
 @dataclass
 class Row:
     method: str
@@ -185,18 +243,31 @@ class Row:
     accuracy: float
     precision: float
     recall: float
+    skips: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Algorithm 1 guided by scores (images x leaves, DAG order), with skips when `calibration` is given."""
+
+    scores: np.ndarray
+    calibration: ScoreCalibration | None
 
 
 def evaluate(method: str, dag: QuestionDag, labels: np.ndarray, order, crowd, seed: int) -> Row:
-    """`order`: None for flat questions, an Order, or a function image -> Order (the oracle)."""
+    """`order`: None for flat questions, an Order, a function image -> Order (the oracle), or Scored."""
     rng = np.random.default_rng(seed)
     leaves = dag.leaves
-    questions = votes = 0
+    questions = votes = skipped = 0
     predicted = np.zeros_like(labels)
     for i in range(labels.shape[0]):
         image = SimulatedImage(dag, {leaves[j] for j in np.flatnonzero(labels[i])}, crowd, rng)
         if order is None:  # flat: one question per leaf
             found = {leaf for leaf in leaves if image(leaf)}
+        elif isinstance(order, Scored):
+            scores = dict(zip(leaves, order.scores[i].tolist(), strict=True))
+            state, skips = scored_run(dag, image, scores, order.calibration)
+            found, skipped = set(present_leaves(state)), skipped + skips
         else:
             chosen = order(image) if order is oracle_order else order
             state: LabelingState = run(start(dag), image, chosen)
@@ -213,21 +284,63 @@ def evaluate(method: str, dag: QuestionDag, labels: np.ndarray, order, crowd, se
         float((predicted == labels).mean()),
         true_pos / max(1.0, float(predicted.sum())),
         true_pos / max(1.0, float(labels.sum())),
+        skipped / n,
     )
 
 
-def compare(title: str, dag: QuestionDag, names, scenes, n_images: int, n_train: int, seed: int) -> list[Row]:
+def calibrated(
+    dag: QuestionDag,
+    labels: np.ndarray,
+    scores: np.ndarray,
+    crowd: CrowdModel,
+    seed: int,
+    truth: bool = False,
+) -> ScoreCalibration:
+    """The calibration a dataset would have after the crowd labelled these images (breadth-first, no skips); with
+    `truth`, on their true labels (a crowd that never errs: what the rule could do with clean labels)."""
+    rng = np.random.default_rng(seed)
+    leaves = dag.leaves
+    decided = []
+    for i in range(labels.shape[0]):
+        image = SimulatedImage(dag, {leaves[j] for j in np.flatnonzero(labels[i])}, crowd, rng)
+        found = image.truth if truth else set(present_leaves(run(start(dag), image, breadth_first)))
+        decided.append(
+            (dict(zip(leaves, scores[i].tolist(), strict=True)), {leaf: leaf in found for leaf in leaves})
+        )
+    return calibration_fit(dag, decided)
+
+
+def compare(
+    title: str,
+    dag: QuestionDag,
+    names,
+    scenes,
+    n_images: int,
+    n_train: int,
+    seed: int,
+    top5: float = 0.8,
+    n_calibration: int = 400,
+    truth_calibration: bool = False,
+) -> list[Row]:
     rng = np.random.default_rng(seed)
     train = generate(rng, dag.leaves, names, scenes, n_train)
     test = generate(rng, dag.leaves, names, scenes, n_images)
     model = CooccurrenceModel.fit(dag, dag.leaves, train)
     crowd = CrowdModel()
+    # The scorer and its calibration images draw from their own generators: the rows above stay as they were.
+    score_rng = np.random.default_rng(seed + 1000)
+    decided = generate(score_rng, dag.leaves, names, scenes, n_calibration)
+    decided_scores, _ = simulated_scores(score_rng, decided, top5)
+    test_scores, reached = simulated_scores(score_rng, test, top5)
+    calibration = calibrated(dag, decided, decided_scores, crowd, seed + 2000, truth_calibration)
     orders: list[tuple[str, object]] = [
         ("flat K questions", None),
         ("Algorithm 1, breadth-first", breadth_first),
         ("correlation: likely-no first", CorrelationOrder(model, shortcuts=False)),
         ("correlation + shortcuts", CorrelationOrder(model)),
         ("oracle order (lower bound)", oracle_order),
+        ("scores: order only", Scored(test_scores, None)),
+        ("scores: order + calibrated skips", Scored(test_scores, calibration)),
     ]
     rows = [evaluate(name, dag, test, order, crowd, seed + 1) for name, order in orders]
     per_image = test.sum(axis=1)
@@ -236,13 +349,18 @@ def compare(title: str, dag: QuestionDag, names, scenes, n_images: int, n_train:
         f"({per_image.mean():.2f} classes/image, {np.mean(per_image == 0):.0%} empty), {n_train} training images"
     )
     print(
-        f"{'method':32s} {'q/image':>8s} {'vs flat':>8s} {'vs BFS':>8s} {'votes/img':>9s} {'acc':>7s} {'prec':>6s} {'recall':>6s}"
+        f"scorer: top-5 accuracy {reached:.1%} on the test images (asked {top5:.0%}); skips calibrated on "
+        f"{n_calibration} {'truly ' if truth_calibration else 'crowd-'}labelled images, target miss rate {SKIP_TARGET}"
+    )
+    print(
+        f"{'method':32s} {'q/image':>8s} {'vs flat':>8s} {'vs BFS':>8s} {'votes/img':>9s} {'acc':>7s} {'prec':>6s} "
+        f"{'recall':>6s} {'skips/img':>9s}"
     )
     flat, bfs = rows[0], rows[1]
     for r in rows:
         print(
             f"{r.method:32s} {r.questions:8.1f} {r.questions / flat.questions:8.1%} {r.questions / bfs.questions:8.1%} "
-            f"{r.votes:9.1f} {r.accuracy:7.3%} {r.precision:6.1%} {r.recall:6.1%}"
+            f"{r.votes:9.1f} {r.accuracy:7.3%} {r.precision:6.1%} {r.recall:6.1%} {r.skips:9.1f}"
         )
     return rows
 
@@ -255,6 +373,14 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=400)
     parser.add_argument("--train", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--top5", type=float, default=0.8, help="the simulated scorer's top-5 accuracy")
+    parser.add_argument(
+        "--calibration", type=int, default=400, help="crowd-labelled images calibrating skips"
+    )
+    parser.add_argument(
+        "--truth-calibration", action="store_true", help="calibrate skips on true labels, not the crowd's"
+    )
+    parser.add_argument("--no-k-sweep", action="store_true", help="skip the cost-vs-K table")
     args = parser.parse_args()
     n_images = 100 if args.quick else args.images
     n_train = 1000 if args.quick else args.train
@@ -267,15 +393,31 @@ def main() -> None:
     voc_dag = voc.to_dag()
     voc_names = {node.id: node.name for node in voc.nodes}
 
-    rows = compare("ILSVRC DET 200", det_dag, det_names, DET_SCENES, n_images, n_train, args.seed)
-    compare("PASCAL VOC 20", voc_dag, voc_names, VOC_SCENES, n_images, n_train, args.seed)
+    scorer = {
+        "top5": args.top5,
+        "n_calibration": args.calibration,
+        "truth_calibration": args.truth_calibration,
+    }
+    rows = compare("ILSVRC DET 200", det_dag, det_names, DET_SCENES, n_images, n_train, args.seed, **scorer)
+    voc_rows = compare(
+        "PASCAL VOC 20", voc_dag, voc_names, VOC_SCENES, n_images, n_train, args.seed, **scorer
+    )
 
-    flat, bfs, _no_first, corr, _oracle = rows
+    flat, bfs, _no_first, corr, _oracle, _ordered, skipping = rows
     print(
         f"\nDET 200 targets: Algorithm 1 asks {bfs.questions / flat.questions:.1%} of flat (target <= 15%); "
         f"correlation order asks {1 - corr.questions / bfs.questions:.1%} fewer than breadth-first "
         f"(target >= 15%), accuracy {corr.accuracy:.3%} vs {bfs.accuracy:.3%}"
     )
+    for title, (_f, b, *_rest, s) in (("DET 200", rows), ("VOC 20", voc_rows)):
+        print(
+            f"{title} scores: {s.questions:.1f} questions/image vs {b.questions:.1f} breadth-first "
+            f"({s.questions / b.questions:.1%}; target <= 50% on DET 200), precision {s.precision:.1%} vs "
+            f"{b.precision:.1%}, recall {s.recall:.1%} vs {b.recall:.1%} (target >= 99%)"
+        )
+    if args.no_k_sweep:
+        print(f"\n({time.perf_counter() - began:.0f} s)")
+        return
 
     print("\nCost vs K (random class subsets of DET 200, sub-DAG keeps only questions above them):")
     print(

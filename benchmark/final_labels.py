@@ -15,7 +15,7 @@ from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import BoxJob, Dataset, FinalBox, FinalLabel, Task, TaskState
 from annotation.vote_tasks import KIND as BINARY_VOTE_KIND
 from consensus.models import Question, QuestionKind, QuestionState
-from multilabel.models import LabelingAnswer, LeafLabel
+from multilabel.models import LabelingAnswer, LabelingSkip, LabelSource, LeafLabel
 from review import box_jobs
 from review.final_boxes import final_boxes_sync
 from review.models import Decision, ReviewDecision
@@ -64,6 +64,13 @@ def _multilabel(dataset: Dataset) -> Iterator[LabelVerdict]:
             labeling__dataset=dataset
         ).values_list("labeling_id", "node__node_id", "yes_votes", "no_votes")
     }
+    # A model-inferred "no" (a skip, or below one) carries the skip's bound on P(present), as when it was decided.
+    skip_bounds: dict[tuple[int, str | int], float] = {}
+    for labeling_id, node_id, concept_id, bound in LabelingSkip.objects.filter(
+        labeling__dataset=dataset
+    ).values_list("labeling_id", "node__node_id", "node__concept_id", "bound"):
+        skip_bounds[(labeling_id, node_id)] = bound
+        skip_bounds[(labeling_id, concept_id)] = bound
     rows = (
         LeafLabel.objects.filter(labeling__dataset=dataset)
         .order_by("id")
@@ -72,7 +79,12 @@ def _multilabel(dataset: Dataset) -> Iterator[LabelVerdict]:
     for labeling_id, image_id, concept_id, present, source, via in rows.iterator(chunk_size=BATCH):
         yes, no = votes.get((labeling_id, via), (0, 0)) if via else (0, 0)
         ref = {"labeling": labeling_id, "how": source, "via": via}
-        yield LabelVerdict(image_id, concept_id, present, yes, no, None, ref)
+        p = None
+        if source == LabelSource.SKIPPED:
+            p = skip_bounds.get((labeling_id, concept_id))
+        elif source == LabelSource.NO_FROM_SKIPPED:
+            p = skip_bounds.get((labeling_id, via))
+        yield LabelVerdict(image_id, concept_id, present, yes, no, p, ref)
 
 
 def _binary_votes(dataset: Dataset) -> Iterator[LabelVerdict]:

@@ -194,6 +194,10 @@ class Source(StrEnum):
     ASKED = "asked"
     NO_FROM_ANCESTOR = "no_from_ancestor"  # an ancestor was answered "no"
     YES_FROM_DESCENDANT = "yes_from_descendant"  # a descendant was answered "yes"
+    # Model-inferred, not the crowd's: a calibrated rule on a model's scores answered "no" without asking
+    # (multilabel/model_scores.py), and the nodes below such a node.
+    SKIPPED = "skipped"
+    NO_FROM_SKIPPED = "no_from_skipped"
 
 
 @dataclass(frozen=True)
@@ -213,14 +217,20 @@ class LabelingState:
     dag: QuestionDag
     decisions: Mapping[str, Decision] = field(default_factory=dict)
     answers: tuple[tuple[str, bool], ...] = ()  # asked nodes in order, with the decided answer
+    # Nodes answered "no" without asking (`skip`), each with the number of asked answers before it.
+    skipped: tuple[tuple[str, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form. Only the asked answers are stored: replaying them rebuilds every decision."""
-        return {
+        """JSON-ready form. Only the asked answers and the skips are stored: replaying them rebuilds every
+        decision. A state without skips has no "skipped" key, as before skips existed."""
+        data: dict[str, Any] = {
             "format": STATE_FORMAT,
             "dag": self.dag.fingerprint,
             "answers": [{"node": node, "present": present} for node, present in self.answers],
         }
+        if self.skipped:
+            data["skipped"] = [{"node": node, "after": after} for node, after in self.skipped]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], dag: QuestionDag) -> LabelingState:
@@ -231,10 +241,28 @@ class LabelingState:
             raise ValueError(
                 f"labeling state was recorded on hierarchy {data.get('dag')!r}, not {dag.fingerprint!r}"
             )
+        skips: dict[int, list[str]] = {}
+        for item in data.get("skipped", []):
+            skips.setdefault(int(item["after"]), []).append(str(item["node"]))
         state = start(dag)
-        for item in data.get("answers", []):
+        for index, item in enumerate(data.get("answers", [])):
+            for node in skips.pop(index, []):
+                state = skip(state, node)
             state = answer(state, str(item["node"]), bool(item["present"]))
+        for after in sorted(skips):
+            if after != len(state.answers):
+                raise ValueError(f"skip recorded after answer {after}, but only {len(state.answers)} answers")
+            for node in skips[after]:
+                state = skip(state, node)
         return state
+
+    def truncated(self, asked: int) -> LabelingState:
+        """The state before asked answer number `asked` was applied: earlier answers and the skips before it."""
+        data = self.to_dict()
+        data["answers"] = data["answers"][:asked]
+        if self.skipped:
+            data["skipped"] = [item for item in data["skipped"] if item["after"] <= asked]
+        return LabelingState.from_dict(data, self.dag)
 
 
 def start(dag: QuestionDag) -> LabelingState:
@@ -277,7 +305,31 @@ def answer(state: LabelingState, node: str, present: bool) -> LabelingState:
         # Already-decided nodes agree by construction (see the module docstring).
         if other not in decisions:
             decisions[other] = Decision(other, present, source, via=node)
-    return LabelingState(dag=dag, decisions=decisions, answers=state.answers + ((node, present),))
+    return LabelingState(
+        dag=dag, decisions=decisions, answers=state.answers + ((node, present),), skipped=state.skipped
+    )
+
+
+def skip(state: LabelingState, node: str) -> LabelingState:
+    """Decide `node` "no" without asking it (a calibrated rule on a model's scores allowed it) and propagate the
+    "no" down, marked model-inferred: `Source.SKIPPED` on the node, `Source.NO_FROM_SKIPPED` below it."""
+    dag = state.dag
+    if node not in dag:
+        raise KeyError(f"unknown question node {node!r}")
+    if node in state.decisions:
+        previous = state.decisions[node]
+        raise ValueError(f"node {node!r} is already decided ({previous.source}, via {previous.via!r})")
+    decisions = dict(state.decisions)
+    decisions[node] = Decision(node, False, Source.SKIPPED)
+    for other in dag.descendants(node):
+        if other not in decisions:
+            decisions[other] = Decision(other, False, Source.NO_FROM_SKIPPED, via=node)
+    return LabelingState(
+        dag=dag,
+        decisions=decisions,
+        answers=state.answers,
+        skipped=state.skipped + ((node, len(state.answers)),),
+    )
 
 
 class Order(Protocol):

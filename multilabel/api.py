@@ -16,6 +16,7 @@ from config.pagination import StrictPageNumberPagination
 from config.queryparams import query_id
 from config.roles import IsOrganizer
 from hierarchy.models import Hierarchy
+from predictions.models import PredictionSet
 
 from . import selectors
 from .labeling import LabelingError, labeling_start
@@ -40,7 +41,8 @@ class MultilabelView(APIView):
 
     @extend_schema(request=MultilabelStartSerializer, responses={201: MultilabelStartedSerializer})
     def post(self, request, pk: int):
-        """Start labeling the dataset's images (all, or `images`) with a hierarchy, in the chosen order."""
+        """Start labeling the dataset's images (all, or `images`) with a hierarchy, in the chosen order, or guided
+        by a prediction set's class scores."""
         dataset = self.dataset(request, pk)
         form = MultilabelStartSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -49,6 +51,17 @@ class MultilabelView(APIView):
         if hierarchy is None:
             raise ValidationError({"hierarchy": f"no hierarchy with id {data['hierarchy']}"})
         images = dataset_images(dataset, data)
+        prediction_set = None
+        if data.get("prediction_set") is not None:
+            prediction_set = PredictionSet.objects.filter(pk=data["prediction_set"], dataset=dataset).first()
+            if prediction_set is None:
+                raise ValidationError(
+                    {"prediction_set": f"no prediction set with id {data['prediction_set']} in this dataset"}
+                )
+            if prediction_set.score_count == 0:
+                raise ValidationError(
+                    {"prediction_set": f"prediction set {prediction_set.pk} has no image-level class scores"}
+                )
         try:
             with transaction.atomic():
                 result = labeling_start(
@@ -58,12 +71,14 @@ class MultilabelView(APIView):
                     order=data["order"],
                     engine=data["engine"],
                     priority=data["priority"],
+                    prediction_set=prediction_set,
                 )
                 body = {
                     "created": result.created,
                     "already": result.already,
                     "order": result.order,
                     "engine": result.engine,
+                    "prediction_set": result.prediction_set,
                 }
                 audit_record(
                     dataset=dataset,

@@ -4,7 +4,9 @@ start the box jobs of the present classes (`boxes.services.on_leaves_present`).
 
 The algorithm itself is the pure core hierarchy/algorithm.py; this module keeps its state in the database (one
 ImageLabeling row per image, locked while an answer is applied) and chooses the order per run: breadth-first,
-or the correlation-aware order fitted from the dataset's finished images (multilabel/cooccurrence.py).
+or the correlation-aware order fitted from the dataset's finished images (multilabel/cooccurrence.py). A run
+started with a prediction set instead asks each image's likeliest classes first and skips the questions its
+calibrated rule allows (multilabel/scores.py), recording each skip.
 """
 
 from __future__ import annotations
@@ -21,17 +23,28 @@ from annotation.final_evidence import MULTILABEL
 from annotation.final_labels import LabelVerdict, final_labels_record
 from annotation.models import Dataset, Image
 from boxes import services as box_services
-from hierarchy.algorithm import LabelingState, Order, breadth_first, leaf_labels, next_question, start
+from hierarchy.algorithm import (
+    LabelingState,
+    Order,
+    Source,
+    breadth_first,
+    leaf_labels,
+    next_question,
+    start,
+)
 from hierarchy.algorithm import answer as algorithm_answer
 from hierarchy.graph import HierarchyGraph, graph_for
 from hierarchy.models import Hierarchy
+from predictions.models import PredictionSet
 
-from . import asking
+from . import asking, scores
 from .cooccurrence import CooccurrenceModel, CorrelationOrder
+from .model_scores import SkipDecision, advance
 from .models import (
     ImageLabeling,
     LabelingAnswer,
     LabelingOrder,
+    LabelingSkip,
     LabelingStatus,
     LabelSource,
     LeafLabel,
@@ -54,6 +67,7 @@ class StartResult:
     already: int
     order: str
     engine: str
+    prediction_set: int | None = None
 
 
 # --- the order ---------------------------------------------------------------------------------------------
@@ -103,6 +117,48 @@ def order_for(dataset_id: int, graph: HierarchyGraph, order: str) -> Order:
 
 def order_cache_clear() -> None:
     _models.clear()
+    scores.calibration_cache_clear()
+
+
+def _next_step(
+    labeling: ImageLabeling,
+    graph: HierarchyGraph,
+    state: LabelingState,
+    guide: scores.Guide | None = None,
+    leaf_scores: dict[str, float] | None = None,
+) -> tuple[LabelingState, str | None]:
+    """The next question of a labeling (None when done). With a prediction set, first skip what the calibrated
+    rule allows and record each skip; without one, exactly the run's order. A start passes the run's guide and
+    the image's scores, read once for all its images."""
+    if labeling.prediction_set_id is None:
+        return state, next_question(state, order_for(labeling.dataset_id, graph, labeling.order))
+    if guide is None:
+        guide = scores.guide_for(labeling.dataset_id, graph, labeling.prediction_set_id)
+    if leaf_scores is None:
+        leaf_scores = scores.leaf_scores(labeling.prediction_set_id, [labeling.image_id], graph)[
+            labeling.image_id
+        ]
+    order, rule = guide.for_image(leaf_scores)
+    state, following, skips = advance(state, order, rule)
+    _skips_record(labeling, graph, skips)
+    return state, following
+
+
+def _skips_record(labeling: ImageLabeling, graph: HierarchyGraph, skips: Sequence[SkipDecision]) -> None:
+    LabelingSkip.objects.bulk_create(
+        LabelingSkip(
+            labeling=labeling,
+            node=graph.nodes[skip.node],
+            rule=skip.rule,
+            score=skip.score,
+            bound=skip.bound,
+            target=skip.target,
+            positives=skip.positives,
+            observations=skip.observations,
+            calibration_images=skip.images,
+        )
+        for skip in skips
+    )
 
 
 # --- services ----------------------------------------------------------------------------------------------
@@ -116,25 +172,23 @@ def labeling_start(
     order: str = LabelingOrder.BREADTH_FIRST,
     engine: str = QuestionEngine.CONSENSUS,
     priority: int = 0,
+    prediction_set: PredictionSet | None = None,
 ) -> StartResult:
     """Start Algorithm 1 on the dataset's images (all by default) and put each image's first question to the
     crowd. Images already being labelled with this hierarchy are left as they are, so starting twice asks
-    nothing twice."""
+    nothing twice. With a prediction set of this dataset, its class scores order each image's questions and,
+    once the dataset has decided images to calibrate on, skip the unlikely ones (`order` is then unused)."""
     if order not in LabelingOrder.values:
         raise LabelingError(f"unknown order {order!r}; known: {', '.join(LabelingOrder.values)}")
     if engine not in QuestionEngine.values:
         raise LabelingError(f"unknown engine {engine!r}; known: {', '.join(QuestionEngine.values)}")
+    if prediction_set is not None and prediction_set.dataset_id != dataset.pk:
+        raise LabelingError(f"prediction set {prediction_set.pk} belongs to another dataset")
     graph = graph_for(hierarchy)
+    if prediction_set is not None:
+        return _start_scored(dataset, hierarchy, graph, images, order, engine, priority, prediction_set)
     with transaction.atomic(), counters.held():
-        pool = (
-            dataset.images.all() if images is None else dataset.images.filter(pk__in=[i.pk for i in images])
-        )
-        already = set(
-            ImageLabeling.objects.filter(hierarchy=hierarchy, image__in=pool).values_list(
-                "image_id", flat=True
-            )
-        )
-        fresh = [pk for pk in pool.order_by("id").values_list("id", flat=True) if pk not in already]
+        fresh, already = _fresh_images(dataset, hierarchy, images)
         state = start(graph.dag)
         # Before any answer every image is in the same state: one pick serves them all.
         first = next_question(state, order_for(dataset.pk, graph, order))
@@ -156,6 +210,59 @@ def labeling_start(
         )
         asking.questions_open(graph, [(labeling, first) for labeling in labelings], priority=priority)
     return StartResult(created=len(labelings), already=len(already), order=order, engine=engine)
+
+
+def _fresh_images(
+    dataset: Dataset, hierarchy: Hierarchy, images: Sequence[Image] | None
+) -> tuple[list[int], set[int]]:
+    """The ids of the images to start (all the dataset's by default) not yet labelled with this hierarchy, and the
+    ids of those already are."""
+    pool = dataset.images.all() if images is None else dataset.images.filter(pk__in=[i.pk for i in images])
+    already = set(
+        ImageLabeling.objects.filter(hierarchy=hierarchy, image__in=pool).values_list("image_id", flat=True)
+    )
+    return [pk for pk in pool.order_by("id").values_list("id", flat=True) if pk not in already], already
+
+
+def _start_scored(dataset, hierarchy, graph, images, order, engine, priority, prediction_set) -> StartResult:
+    """`labeling_start` with a prediction set: every image has its own first question (and perhaps skips)."""
+    with transaction.atomic(), counters.held():
+        fresh, already = _fresh_images(dataset, hierarchy, images)
+        labelings = ImageLabeling.objects.bulk_create(
+            [
+                ImageLabeling(
+                    image_id=pk,
+                    hierarchy=hierarchy,
+                    dataset=dataset,
+                    order=order,
+                    engine=engine,
+                    prediction_set=prediction_set,
+                    state=start(graph.dag).to_dict(),
+                )
+                for pk in fresh
+            ],
+            batch_size=500,
+        )
+        guide = scores.guide_for(dataset.pk, graph, prediction_set.pk)
+        by_image = scores.leaf_scores(prediction_set.pk, fresh, graph)
+        asks = []
+        for labeling in labelings:
+            state, first = _next_step(labeling, graph, start(graph.dag), guide, by_image[labeling.image_id])
+            labeling.state = state.to_dict()
+            if first is None:  # every question skipped
+                _done(labeling, graph, state)
+                continue
+            labeling.pending_node = first
+            labeling.save(update_fields=["state", "pending_node"])
+            asks.append((labeling, first))
+        asking.questions_open(graph, asks, priority=priority)
+    return StartResult(
+        created=len(labelings),
+        already=len(already),
+        order=order,
+        engine=engine,
+        prediction_set=prediction_set.pk,
+    )
 
 
 def labeling_answer(
@@ -197,20 +304,24 @@ def labeling_answer(
             no_votes=no_votes,
             task=task,
         )
-        labeling.state = state.to_dict()
         labeling.questions_asked += 1
-        following = next_question(state, order_for(labeling.dataset_id, graph, labeling.order))
+        state, following = _next_step(labeling, graph, state)
+        labeling.state = state.to_dict()
         if following is None:
-            labeling.pending_node = ""
-            labeling.status = LabelingStatus.DONE
-            labeling.finished_at = timezone.now()
-            labeling.save(update_fields=["state", "questions_asked", "pending_node", "status", "finished_at"])
-            _finish(labeling, graph, state)
+            _done(labeling, graph, state)
         else:
             labeling.pending_node = following
             labeling.save(update_fields=["state", "questions_asked", "pending_node"])
             asking.questions_open(graph, [(labeling, following)])
         return labeling
+
+
+def _done(labeling: ImageLabeling, graph: HierarchyGraph, state: LabelingState) -> None:
+    labeling.pending_node = ""
+    labeling.status = LabelingStatus.DONE
+    labeling.finished_at = timezone.now()
+    labeling.save(update_fields=["state", "questions_asked", "pending_node", "status", "finished_at"])
+    _finish(labeling, graph, state)
 
 
 def labeling_rewind(
@@ -237,11 +348,13 @@ def labeling_rewind(
         if index is None or asked[index][1] == present:
             return labeling
         graph = graph_for(labeling.hierarchy_id, labeling.state.get("dag"))
-        state = start(graph.dag)
-        for node, answered in asked[:index]:
-            state = algorithm_answer(state, node, answered)
+        state = LabelingState.from_dict(labeling.state, graph.dag).truncated(index)
         LabelingAnswer.objects.filter(
             labeling=labeling, node__node_id__in=[node for node, _ in asked[index:]]
+        ).delete()
+        # Skips after the rewound question go with it: the labeling decides them again from there on.
+        LabelingSkip.objects.filter(labeling=labeling).exclude(
+            node__node_id__in=[node for node, _ in state.skipped]
         ).delete()
         if labeling.status == LabelingStatus.DONE:
             _withdraw(labeling, graph)
@@ -308,6 +421,9 @@ def _record_final_labels(labeling: ImageLabeling, graph: HierarchyGraph, labels)
             "node__node_id", "yes_votes", "no_votes"
         )
     }
+    # A skipped "no" carries no votes; its probability is the skip's bound on P(present).
+    bounds = dict(LabelingSkip.objects.filter(labeling=labeling).values_list("node__node_id", "bound"))
+    model_inferred = (Source.SKIPPED, Source.NO_FROM_SKIPPED)
     final_labels_record(
         dataset_id=labeling.dataset_id,
         source=MULTILABEL,
@@ -318,6 +434,7 @@ def _record_final_labels(labeling: ImageLabeling, graph: HierarchyGraph, labels)
                 present=label.present,
                 yes=votes.get(label.via or leaf, (0, 0))[0],
                 no=votes.get(label.via or leaf, (0, 0))[1],
+                p=bounds.get(label.via or leaf) if label.source in model_inferred else None,
                 ref={"labeling": labeling.pk, "how": label.source.value, "via": label.via or leaf},
             )
             for leaf, label in labels.items()

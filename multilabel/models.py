@@ -34,6 +34,14 @@ class ImageLabeling(models.Model):
         max_length=16, choices=LabelingOrder.choices, default=LabelingOrder.BREADTH_FIRST
     )
     engine = models.CharField(max_length=16, choices=QuestionEngine.choices, default=QuestionEngine.CONSENSUS)
+    prediction_set = models.ForeignKey(
+        "predictions.PredictionSet",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Its image-level class scores order the questions and, once calibrated, skip unlikely ones.",
+    )
     status = models.CharField(max_length=16, choices=LabelingStatus.choices, default=LabelingStatus.RUNNING)
     state = models.JSONField(default=dict)
     pending_node = models.CharField(max_length=32, blank=True)
@@ -79,10 +87,42 @@ class LabelingAnswer(models.Model):
         return f"{self.node_id}: {'yes' if self.present else 'no'}"
 
 
+class LabelingSkip(models.Model):
+    """A question answered "no" without asking: the calibrated rule on the prediction set's scores allowed it
+    (multilabel/model_scores.py). Kept for the organizer's audit: the node's score, its score bucket's crowd
+    counts and upper bound on P(present), the target it is below, and how many decided images calibrated it."""
+
+    labeling = models.ForeignKey(ImageLabeling, on_delete=models.PROTECT, related_name="skips")
+    node = models.ForeignKey("hierarchy.QuestionNode", on_delete=models.PROTECT, related_name="+")
+    rule = models.CharField(max_length=40)
+    score = models.FloatField()
+    bound = models.FloatField(help_text="Upper confidence bound on P(present) in the score's bucket.")
+    target = models.FloatField(help_text="The miss rate the bound is below.")
+    positives = models.PositiveIntegerField()
+    observations = models.PositiveIntegerField()
+    calibration_images = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["labeling", "node"], name="labeling_skip_once_per_node")
+        ]
+
+    def __str__(self) -> str:
+        return f"skipped {self.node_id}: score {self.score:.4f}, bound {self.bound:.4f} < {self.target}"
+
+
 class LabelSource(models.TextChoices):
     ASKED = "asked", "Asked"
     NO_FROM_ANCESTOR = "no_from_ancestor", "No, propagated from an ancestor"
     YES_FROM_DESCENDANT = "yes_from_descendant", "Yes, implied by a descendant"
+    SKIPPED = "skipped", "No, inferred from the model's score (skipped, not asked)"
+    NO_FROM_SKIPPED = "no_from_skipped", "No, below a skipped question (model-inferred)"
+
+
+# The labels the crowd decided (asked, or implied by an asked answer): only these calibrate a model's scores.
+CROWD_SOURCES = (LabelSource.ASKED, LabelSource.NO_FROM_ANCESTOR, LabelSource.YES_FROM_DESCENDANT)
 
 
 class LeafLabel(models.Model):

@@ -9,7 +9,7 @@ from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
 
 from hierarchy.models import QuestionNode
 
-from .models import ImageLabeling, LabelingAnswer, LabelingStatus, LeafLabel
+from .models import ImageLabeling, LabelingAnswer, LabelingSkip, LabelingStatus, LeafLabel
 
 
 def dataset_wording(dataset_id: int, concept_id: int) -> str | None:
@@ -26,7 +26,7 @@ def dataset_wording(dataset_id: int, concept_id: int) -> str | None:
 
 
 def labelings_of(dataset_id: int, hierarchy_id: int | None = None) -> QuerySet[ImageLabeling]:
-    """The dataset's image labelings with their vote totals and present leaf labels prefetched."""
+    """The dataset's image labelings with their vote totals, present leaf labels and skips prefetched."""
     qs = ImageLabeling.objects.filter(dataset_id=dataset_id)
     if hierarchy_id is not None:
         qs = qs.filter(hierarchy_id=hierarchy_id)
@@ -39,7 +39,8 @@ def labelings_of(dataset_id: int, hierarchy_id: int | None = None) -> QuerySet[I
                 .select_related("concept")
                 .order_by("concept__wnid"),
                 to_attr="present_labels",
-            )
+            ),
+            Prefetch("skips", queryset=LabelingSkip.objects.select_related("node").order_by("id")),
         )
         .order_by("id")
     )

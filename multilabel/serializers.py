@@ -24,6 +24,13 @@ class MultilabelStartSerializer(serializers.Serializer):
         max_value=PRIORITY_LIMIT,
         help_text="Higher first, among this dataset's tasks.",
     )
+    prediction_set = id_integer(
+        required=False,
+        allow_null=True,
+        help_text="Id of a prediction set of this dataset with class scores (GET /api/v1/datasets/{id}/predictions/): "
+        "each image's likeliest classes are asked first, and once the dataset has decided images the questions a "
+        "calibrated rule bounds below the target miss rate are answered no without asking (docs/hierarchy.md).",
+    )
 
 
 class MultilabelStartedSerializer(serializers.Serializer):
@@ -31,6 +38,20 @@ class MultilabelStartedSerializer(serializers.Serializer):
     already = serializers.IntegerField(help_text="Images already being labelled with this hierarchy.")
     order = serializers.CharField()
     engine = serializers.CharField()
+    prediction_set = serializers.IntegerField(allow_null=True)
+
+
+class SkipSerializer(serializers.Serializer):
+    """A question answered no without asking, with the calibrated rule's evidence."""
+
+    node = serializers.CharField(source="node.node_id")
+    rule = serializers.CharField()
+    score = serializers.FloatField(help_text="The node's score: the highest class score at or below it.")
+    bound = serializers.FloatField(help_text="Upper confidence bound on P(present) in the score's bucket.")
+    target = serializers.FloatField(help_text="The miss rate the bound is below.")
+    positives = serializers.IntegerField(help_text="Present among the bucket's crowd-decided observations.")
+    observations = serializers.IntegerField()
+    calibration_images = serializers.IntegerField()
 
 
 class PresentClassSerializer(serializers.Serializer):
@@ -46,6 +67,8 @@ class ImageLabelingSerializer(serializers.ModelSerializer):
     votes = serializers.SerializerMethodField()
     pending = serializers.CharField(source="pending_node")
     present = PresentClassSerializer(source="present_labels", many=True, read_only=True)
+    prediction_set = serializers.IntegerField(source="prediction_set_id", allow_null=True)
+    skipped = SkipSerializer(source="skips", many=True, read_only=True)
 
     class Meta:
         model = ImageLabeling
@@ -59,6 +82,8 @@ class ImageLabelingSerializer(serializers.ModelSerializer):
             "votes",
             "pending",
             "present",
+            "prediction_set",
+            "skipped",
         ]
 
     def get_votes(self, labeling) -> int:

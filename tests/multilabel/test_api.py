@@ -40,7 +40,13 @@ def test_organizer_starts_labeling_and_reads_progress_and_present_classes(
         format="json",
     )
     assert reply.status_code == 201, reply.json()
-    assert reply.json() == {"created": 2, "already": 0, "order": "breadth_first", "engine": "consensus"}
+    assert reply.json() == {
+        "created": 2,
+        "already": 0,
+        "order": "breadth_first",
+        "engine": "consensus",
+        "prediction_set": None,
+    }
     labeling = ImageLabeling.objects.get(image=images[0])
     for node, present in [
         ("q:animal", False),
