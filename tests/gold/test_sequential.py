@@ -17,6 +17,7 @@ from gold import quality, services, sprt
 from gold.models import Block, GoldSettings, ScoreKind, WorkerScore
 from outbox.models import Message
 from outbox.services import relay
+from tests.conftest import client_for
 
 from .conftest import make_images, make_workers, production_questions
 
@@ -102,3 +103,13 @@ def test_a_colluding_pair_is_blocked_though_its_members_agree(dataset, concept):
     blocked = sum(services.worker_quality_check(worker=w, dataset_id=dataset.pk) for w in (a, b, *honest))
     assert blocked == 2
     assert set(Block.objects.filter(dataset=dataset).values_list("worker_id", flat=True)) == {a.pk, b.pk}
+
+
+def test_organizers_choose_the_block_rule_and_a_wrong_one_is_refused(organizer, dataset):
+    client = client_for(organizer)
+    url = f"/api/v1/datasets/{dataset.pk}/gold-settings/"
+    assert client.get(url).json()["block_rule"] == "sequential"
+    r = client.patch(url, {"block_rule": "posterior"}, format="json")
+    assert r.status_code == 200 and GoldSettings.objects.get(dataset=dataset).block_rule == "posterior"
+    r = client.patch(url, {"block_rule": "gut feeling"}, format="json")
+    assert r.status_code == 400 and "block_rule" in r.json()
