@@ -12,24 +12,26 @@ never a block, so an excellent honest pair that is flagged loses only some agree
 Evidence is kept apart by the reference's class (yes / no): sensitivity and specificity. An always-yes worker is
 right on every positive; only the negatives tell, and this test reads both.
 
-The test. H0 ("good"): sensitivity >= p_good and specificity >= p_good. H1 ("spam"): the answer is independent of
-the truth, yes with some rate r whatever the reference (class-balanced accuracy 0.5 = p_spam; r = 1 is an
-always-yes worker, r = 1/2 a coin), r unknown, mixed over a uniform prior (Robbins' method of mixtures). The
-statistic is
+The test. H0 ("good"): sensitivity and specificity both >= p_gold on gold answers and both >= p_agreement on
+agreement (harder questions, a reference that can err). H1 ("spam"): the answer is independent of the truth, yes
+with some rate r whatever the reference (class-balanced accuracy 0.5 = p_spam; r = 1 is an always-yes worker,
+r = 1/2 a coin), r unknown, mixed over a uniform prior (Robbins' method of mixtures). The statistic is
 
-    Lambda_n = integral_0^1 r^yes (1 - r)^no dr  /  sup_{s, t >= p_good} s^TP (1 - s)^FN t^TN (1 - t)^FP
+    Lambda_n = integral_0^1 r^yes (1 - r)^no dr  /  prod_(source, class) max_{s >= p_source} s^right (1 - s)^wrong
 
-and the worker is blocked as soon as Lambda_n >= A = (1 - beta) / alpha (Wald's upper boundary). There is no lower
-boundary: the test runs for as long as the worker answers. For any worker in H0 whose answers are independent
-given the truth, the denominator is at least the worker's true likelihood, so Lambda_n is bounded by a
-nonnegative martingale of mean 1 and Ville's inequality gives P(ever blocked) <= 1 / A = alpha / (1 - beta),
-over an unlimited number of answers. Under H1 Lambda_n grows without bound, so every spammer is blocked in the
-end (power one); how soon is in `answers_to_block` and docs/gold.md (exact figures).
+over the four groups (gold, agreement) x (reference yes, reference no), and the worker is blocked as soon as
+Lambda_n >= A = (1 - beta) / alpha (Wald's upper boundary). There is no lower boundary: the test runs for as long
+as the worker answers. For any worker in H0 whose answers are independent given the truth, the denominator is at
+least the worker's true likelihood, so Lambda_n is bounded by a nonnegative martingale of mean 1 and Ville's
+inequality gives P(ever blocked) <= 1 / A = alpha / (1 - beta), over an unlimited number of answers. Under H1
+Lambda_n grows without bound, so every spammer is blocked in the end (power one).
 
-Error rates (defaults): alpha = 0.005, beta = 0.05, so an honest worker right at least 85% of the time on each
-class is blocked with probability at most 0.0053, however long they work; a worker whose answers carry no
-information is blocked with probability 1 (95% of random spammers within 30 answers and of always-yes spammers
-within 16, on class-balanced evidence; docs/gold.md).
+Error rates (defaults): alpha = 0.002, beta = 0.05, so a worker in H0 (right at least 85% of the time on each
+class of gold, 80% on each class of agreement) is blocked with probability at most 0.0021, however long they
+work. A worker whose answers carry no information is blocked with probability 1; how soon, exactly, on
+class-balanced evidence (`block_probability`): on gold a coin-flipper by 30 answers with probability 0.795
+(median 19), an always-yes worker with probability 1 (median 9, 95% by 16); on agreement 0.533 (median 29) and
+1 (median 11). docs/gold.md has the table and the simulated crowd's figures.
 """
 
 from __future__ import annotations
