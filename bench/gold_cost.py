@@ -1,28 +1,35 @@
-"""Gold overhead versus spammer detection delay and final precision, for gold rates 5%, 10% and 20%, and how the
-drawer rule treats drawers by the share of their boxes the quality question accepts.
+"""Today's blocking rule (the Beta posterior on gold answers) side by side with the sequential test on every
+answer (gold.sprt: gold and agreement with decided questions), in the same seeded runs: how many answers a
+spammer gives before the block, by kind (random, always-yes, colluding), how many honest workers are blocked, and
+what the spammers do to precision; then how the drawer rule treats drawers by the share of their boxes the
+quality question accepts.
 
-Pure simulation (simulator.gold_simulation: the rules of gold.scoring, the fixed qualification set and vote voiding on the
-simulator's crowd), with 20% spammers (half random, half always-yes), a colluding group of 2% and 10% weak
-workers near 0.6 accuracy (uniform 0.55-0.65). Overhead is the share of paid tasks that were gold (qualification
-included); delay is gold answers until a spammer is blocked. The drawer table is exact (the rule checked after
-every verdict, summed over every path of verdicts), not sampled.
+Pure simulation (simulator.gold_simulation: the rules of gold.scoring and gold.sprt, the fixed qualification set
+and vote voiding on the simulator's crowd), gold at rate 0.1, with 20% spammers (half random, half always-yes), a
+colluding group of 2% and 10% weak workers near 0.6 accuracy (uniform 0.55-0.65); each run once with the
+qualification set (the platform's default) and once without (every worker goes straight to production, where
+most of their answers are ordinary votes). Answers to block count every answer, gold and votes. The drawer table
+is exact (the rule checked after every verdict, summed over every path of verdicts), not sampled.
 Run: python bench/gold_cost.py [--quick] [--seeds N]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gold import scoring  # noqa: E402
+from gold import scoring, sprt  # noqa: E402
 from simulator.gold_simulation import HONEST_FLOOR, GoldSimSpec, run  # noqa: E402
 from simulator.simulated import CrowdSpec  # noqa: E402
 
-RATES = (0.05, 0.10, 0.20)
+RATE = 0.10
+RULES = {"today": None, "sequential": sprt.SprtRule()}
+KINDS = (("random_spammer", "random"), ("yes_spammer", "always-yes"), ("colluder", "colluders"))
 
 
 def main() -> None:
@@ -42,62 +49,79 @@ def main() -> None:
             low_quality_range=(0.55, 0.65),
         )
 
+    rule = RULES["sequential"]
     print(
-        f"{workers} workers, {questions} questions, seeds {list(seeds)}; 20% spammers + 2% colluders, "
-        f"10% weak workers (0.55-0.65); rule P(acc < {scoring.DEFAULT_BLOCK_THRESHOLD}) > "
-        f"{scoring.DEFAULT_BLOCK_CONFIDENCE}, qualification {scoring.DEFAULT_QUALIFICATION_PASS} of "
-        f"{scoring.DEFAULT_QUALIFICATION_SIZE}"
+        f"{workers} workers, {questions} questions, seeds {list(seeds)}, gold rate {RATE}; 20% spammers + 2% "
+        f"colluders, 10% weak workers (0.55-0.65). today: P(acc < {scoring.DEFAULT_BLOCK_THRESHOLD}) > "
+        f"{scoring.DEFAULT_BLOCK_CONFIDENCE} on gold answers; sequential: p_gold {rule.p_gold}, p_agreement "
+        f"{rule.p_agreement}, alpha {rule.alpha}, beta {rule.beta}, reference lead {rule.reference_lead}"
     )
+    kind_head = " ".join(f"{label + ' med/p95/<=10/<=30':>30}" for _, label in KINDS)
     header = (
-        f"{'rate':>5} {'gold share':>10} {'median':>7} {'p90':>6} {'<=20':>6} {'blocked':>8} {'qual':>5} "
-        f"{'honest blk':>10} {'clean blk':>9} {'weak blk':>8} {'precision':>9} {'clean prec':>10} "
-        f"{'delta pp':>8} {'tasks/q':>7} {'s':>5}"
+        f"{'qualification':>13} {'rule':>10} {kind_head} {'all blk':>7} {'honest blk':>10} {'clean blk':>9} "
+        f"{'weak blk':>8} {'precision':>9} {'clean prec':>10} {'delta pp':>8} {'gold share':>10} {'s':>5}"
     )
     print(header)
     print("-" * len(header))
-    for rate in (0.0, *RATES):
-        started = time.perf_counter()
-        rows = []
-        for seed in seeds:
-            spec = dict(n_questions=questions, gold_rate=rate, seed=seed)
-            if not rate:
-                spec["qualification_size"] = 0  # no gold at all: no qualification either
-            rows.append(
-                (
-                    run(GoldSimSpec(crowd=crowd(seed, True), **spec)),
-                    run(GoldSimSpec(crowd=crowd(seed, False), **spec)),
+    for qualification in (True, False):
+        for name, sequential in RULES.items():
+            started = time.perf_counter()
+            rows = []
+            for seed in seeds:
+                spec = dict(n_questions=questions, gold_rate=RATE, seed=seed, sprt_rule=sequential)
+                if not qualification:
+                    spec["qualification_size"] = 0
+                rows.append(
+                    (
+                        run(GoldSimSpec(crowd=crowd(seed, True), **spec)),
+                        run(GoldSimSpec(crowd=crowd(seed, False), **spec)),
+                    )
                 )
+            cells = []
+            for kind, _ in KINDS:
+                n = sum(r.answers_to_block[kind][0] for r, _ in rows)
+                at = sorted(a for r, _ in rows for a in r.answers_to_block[kind][1])
+                # Workers never blocked count as never: the median and 95th percentile are over all of them.
+                med, p95 = _rank(at, n, 0.5), _rank(at, n, 0.95)
+                w10, w30 = (sum(1 for a in at if a <= k) / n for k in (10, 30))
+                cells.append(f"{_shown(med) + '/' + _shown(p95) + f'/{w10:.2f}/{w30:.2f}':>30}")
+            spammers = sum(r.spammers for r, _ in rows)
+            blocked_all = sum(r.spammers_blocked for r, _ in rows)
+            honest_fit = sum(r.honest_fit for r, _ in rows)
+            honest_blocked = sum(r.honest_fit_blocked for r, _ in rows)
+            clean_fit = sum(c.honest_fit for _, c in rows)
+            clean_blocked = sum(c.honest_fit_blocked for _, c in rows)
+            weak = [r.blocked_share(0.0, HONEST_FLOOR) for r, _ in rows]
+            weak_share = sum(b for b, _ in weak) / max(1, sum(n for _, n in weak))
+            prec = sum(r.precision for r, _ in rows) / len(rows)
+            clean = sum(c.precision for _, c in rows) / len(rows)
+            paid = sum(r.paid_tasks for r, _ in rows)
+            gold = sum(r.gold_tasks for r, _ in rows)
+            print(
+                f"{'yes' if qualification else 'no':>13} {name:>10} {' '.join(cells)} "
+                f"{blocked_all / spammers:>7.2f} {honest_blocked / honest_fit:>10.4f} "
+                f"{clean_blocked / clean_fit:>9.4f} {weak_share:>8.2f} {prec:>9.4f} {clean:>10.4f} "
+                f"{100 * (prec - clean):>8.3f} {gold / paid:>10.3f} {time.perf_counter() - started:>5.1f}"
             )
-        to_block = sorted(g for r, _ in rows for g in r.spammer_gold_to_block)
-        spammers = sum(r.spammers for r, _ in rows)
-        paid = sum(r.paid_tasks for r, _ in rows)
-        gold = sum(r.gold_tasks for r, _ in rows)
-        honest_fit = sum(r.honest_fit for r, _ in rows)
-        honest_blocked = sum(r.honest_fit_blocked for r, _ in rows)
-        clean_fit = sum(c.honest_fit for _, c in rows)
-        clean_blocked = sum(c.honest_fit_blocked for _, c in rows)
-        weak = [r.blocked_share(0.0, HONEST_FLOOR) for r, _ in rows]
-        weak_share = sum(b for b, _ in weak) / max(1, sum(n for _, n in weak))
-        qualified = sum(r.spammers_qualified for r, _ in rows)
-        prec = sum(r.precision for r, _ in rows) / len(rows)
-        clean = sum(c.precision for _, c in rows) / len(rows)
-        median = f"{to_block[len(to_block) // 2]:>7}" if to_block else f"{'-':>7}"
-        p90 = f"{to_block[int(0.9 * (len(to_block) - 1))]:>6}" if to_block else f"{'-':>6}"
-        within = sum(1 for g in to_block if g <= 20) / spammers
-        print(
-            f"{rate:>5.2f} {gold / paid:>10.3f} {median} {p90} {within:>6.2f} "
-            f"{len(to_block) / spammers:>8.2f} {qualified:>5} {honest_blocked / honest_fit:>10.4f} "
-            f"{clean_blocked / clean_fit:>9.4f} {weak_share:>8.2f} {prec:>9.4f} {clean:>10.4f} "
-            f"{100 * (prec - clean):>8.3f} {paid / (questions * len(rows)):>7.2f} {time.perf_counter() - started:>5.1f}"
-        )
     print(
-        "gold share: gold tasks / paid tasks (qualification included); median, p90: gold answers when a spammer "
-        "was blocked; <=20: share of spammers blocked within 20 gold answers; qual: spammers (all seeds) who "
-        "passed a qualification attempt; honest blk / clean blk: share of non-spammers with accuracy >= 0.7 ever "
-        "blocked, with and without spammers; weak blk: share of non-spammers below 0.7 blocked; precision vs the "
-        "same crowd without spammers at the same gold rate; tasks/q: paid tasks per question."
+        "med/p95/<=10/<=30: every answer (gold and votes) a spammer of that kind had given when blocked, median "
+        "and 95th percentile (never: not blocked by the end), and the share blocked within 10 and 30 answers; all "
+        "blk: share of all spammers blocked; honest blk / clean blk: share of non-spammers with accuracy >= "
+        f"{HONEST_FLOOR} ever blocked, with and without spammers; weak blk: share of non-spammers below it "
+        "blocked; precision vs the same crowd without spammers under the same rule (delta in points); gold "
+        "share: gold tasks / paid tasks (qualification included)."
     )
     draw_table()
+
+
+def _rank(blocked_at: list[int], workers: int, q: float) -> int | None:
+    """The q-quantile (nearest rank) of answers at block over `workers`, those never blocked last (None)."""
+    k = max(1, math.ceil(q * workers))
+    return blocked_at[k - 1] if k <= len(blocked_at) else None
+
+
+def _shown(answers: int | None) -> str:
+    return "never" if answers is None else str(answers)
 
 
 def draw_table() -> None:

@@ -18,6 +18,13 @@ class GoldConfig(AppConfig):
         hooks.register_lease_extras(services.training_progress)
         boxes.verdict_hook_register(services.drawer_verdict_record)
 
+        # A decided question is agreement evidence on its voters (the sequential test, gold.quality).
+        from consensus import events as consensus_events
+
+        from . import quality
+
+        consensus_events.subscribe(consensus_events.ANY_KIND, quality.question_decided)
+
         # `counters_recount` rebuilds the gold tally with the queue's counters.
         from annotation.counters import register_recount
 

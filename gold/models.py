@@ -11,6 +11,14 @@ from consensus.models import QuestionKind
 from gold import scoring
 
 
+class BlockRule(models.TextChoices):
+    """Which evidence blocks a worker: one sequential test over gold answers and agreement with decided
+    questions (gold.sprt), or the Beta posterior of gold answers alone (gold.scoring, the rule before it)."""
+
+    SEQUENTIAL = "sequential", "Gold and agreement with decided questions (sequential test)"
+    POSTERIOR = "posterior", "Gold answers only (Beta posterior)"
+
+
 class GoldSettings(models.Model):
     """A dataset's gold policy. A dataset without a row uses the defaults."""
 
@@ -38,6 +46,13 @@ class GoldSettings(models.Model):
     block_threshold = models.FloatField(default=scoring.DEFAULT_BLOCK_THRESHOLD)
     block_confidence = models.FloatField(default=scoring.DEFAULT_BLOCK_CONFIDENCE)
     block_min_answers = models.PositiveSmallIntegerField(default=scoring.DEFAULT_MIN_ANSWERS)
+    block_rule = models.CharField(
+        max_length=16,
+        choices=BlockRule.choices,
+        default=BlockRule.SEQUENTIAL,
+        help_text="What blocks a worker: the sequential test on every answer, or the posterior on gold alone "
+        "(block_threshold, block_confidence, block_min_answers).",
+    )
     draw_block_threshold = models.FloatField(
         default=scoring.DEFAULT_DRAW_BLOCK_THRESHOLD,
         help_text="A drawer is blocked when sure the quality question accepts fewer of their boxes than this.",
@@ -88,6 +103,7 @@ class ScoreKind(models.TextChoices):
     BOX_COVERAGE = QuestionKind.BOX_COVERAGE.value, QuestionKind.BOX_COVERAGE.label
     HIERARCHY = QuestionKind.HIERARCHY.value, QuestionKind.HIERARCHY.label
     ALL = "all", "Every gold answer in the dataset"
+    SEQUENTIAL = "sequential", "Gold and agreement with decided questions (sequential test)"
     BOX_DRAW = "box_draw", "Quality verdicts on the boxes drawn"
 
 
@@ -220,7 +236,13 @@ class WorkerScore(models.Model):
     correct = models.PositiveIntegerField(default=0)
     mean = models.FloatField()
     lower = models.FloatField()
-    p_below = models.FloatField(help_text="P(accuracy < the block threshold).")
+    p_below = models.FloatField(
+        help_text="P(accuracy < the block threshold); on a sequential row, Lambda / (1 + Lambda): P(the answers "
+        "carry no information) at even prior odds."
+    )
+    llr = models.FloatField(
+        null=True, blank=True, help_text="Sequential rows: log Lambda of the test (blocked at log A)."
+    )
     qualified = models.BooleanField(default=False)
     qualification_answered = models.PositiveIntegerField(default=0)
     qualification_failed = models.PositiveSmallIntegerField(default=0, help_text="Failed attempts.")
@@ -250,6 +272,7 @@ class Block(models.Model):
     answered = models.PositiveIntegerField()
     correct = models.PositiveIntegerField()
     p_below = models.FloatField()
+    llr = models.FloatField(null=True, blank=True, help_text="Sequential blocks: log Lambda when blocked.")
     repair = models.JSONField(default=dict, help_text="What voiding their votes did to the questions.")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -74,6 +74,7 @@ class GoldSettingsSerializer(ColumnBoundsMixin, serializers.ModelSerializer):
             "block_threshold",
             "block_confidence",
             "block_min_answers",
+            "block_rule",
             "draw_block_threshold",
             "bonus_lower",
             "seed",

@@ -1,5 +1,6 @@
 """State changes of gold: check a gold answer and update the worker's score in the same transaction,
-qualify, score drawers from the quality verdicts on their boxes, block a worker from a whole dataset and repair
+qualify, score drawers from the quality verdicts on their boxes, test workers on every answer (gold.sprt, after a
+gold answer and after a question they voted on is decided), block a worker from a whole dataset and repair
 (void their votes through consensus), and pay recommendations."""
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ from annotation.models import Assignment, AssignmentState, Box
 from annotation.queue import sqlrows
 from consensus.calibration import ConfidenceTable
 from consensus.estimates import table_in_use
-from consensus.models import ConsensusSettings, Vote
+from consensus.models import ConsensusSettings, Question, Vote
 from consensus.voiding import votes_void
 from outbox.services import message_record_later
 
-from . import events, scoring
+from . import events, quality, scoring
 from .models import (
     Block,
     BlockAction,
+    BlockRule,
     DrawVerdict,
     GoldAnswer,
     GoldItem,
@@ -223,9 +225,70 @@ def score_update(*, worker, dataset_id: int, kind: str, serving: GoldServing) ->
     row.save()
     if passed:  # once per worker and (dataset, kind): a qualified row takes no more qualification items
         events.qualification_passed(worker, dataset_id, kind, serving.task.kind)
-    if s_all.blocked and not Block.objects.filter(worker=worker, dataset_id=dataset_id).exists():
+    if settings.block_rule == BlockRule.SEQUENTIAL:
+        worker_quality_check(worker=worker, dataset_id=dataset_id, settings=settings, locked=True)
+    elif s_all.blocked and not Block.objects.filter(worker=worker, dataset_id=dataset_id).exists():
         worker_block(worker=worker, dataset_id=dataset_id, kind=ScoreKind.ALL, score=s_all)
     return row
+
+
+def worker_quality_check(
+    *, worker, dataset_id: int, settings: GoldSettings | None = None, locked: bool = False
+) -> bool:
+    """Run the sequential test (gold.sprt) over everything the worker answered in the dataset, rewrite their
+    `sequential` score row and block them when it says so. Nothing in a dataset that blocks by the posterior
+    rule, or for a worker blocked there already. `locked`: the caller holds the worker's dataset score row
+    (score_update); otherwise it is locked here first, as score_update does, so that blocking decisions of one
+    worker in one dataset are serialized. Returns whether this call blocked them."""
+    settings = settings or GoldSettings.for_dataset(dataset_id)
+    if settings.block_rule != BlockRule.SEQUENTIAL:
+        return False
+    with transaction.atomic():
+        if not locked:
+            WorkerScore.objects.select_for_update(no_key=True).get_or_create(
+                worker=worker,
+                dataset_id=dataset_id,
+                kind=ScoreKind.ALL,
+                defaults={"mean": 0.0, "lower": 0.0, "p_below": 0.0},
+            )
+        if Block.objects.filter(worker=worker, dataset_id=dataset_id).exists():
+            return False
+        verdict = quality.sequential_score_write(worker=worker, dataset_id=dataset_id)
+        if not verdict.blocked:
+            return False
+        evidence = verdict.gold + verdict.agreement
+        share = evidence.right / evidence.answers if evidence.answers else 0.0
+        score = scoring.Score(
+            answered=evidence.answers,
+            correct=evidence.right,
+            mean=share,
+            lower=share,
+            p_below=quality.p_uninformative(verdict.llr),
+            blocked=True,
+        )
+        worker_block(
+            worker=worker, dataset_id=dataset_id, kind=ScoreKind.SEQUENTIAL, score=score, llr=verdict.llr
+        )
+        return True
+
+
+def voters_quality_check(question_id: int) -> int:
+    """The background half of a decision (gold.quality.question_decided): test again every worker with a valid
+    vote on the question, one transaction each, in worker order. Returns how many were blocked."""
+    question = Question.objects.filter(pk=question_id).only("pk", "dataset_id").first()
+    if question is None:
+        return 0
+    settings = GoldSettings.for_dataset(question.dataset_id)
+    if settings.block_rule != BlockRule.SEQUENTIAL:
+        return 0
+    votes = Vote.objects.filter(question_id=question_id, void__isnull=True, withdrawn=False).select_related(
+        "worker"
+    )
+    workers = sorted({v.worker_id: v.worker for v in votes}.items())
+    return sum(
+        worker_quality_check(worker=worker, dataset_id=question.dataset_id, settings=settings)
+        for _, worker in workers
+    )
 
 
 def _qualification_settle(row: WorkerScore, attempt_answers, settings: GoldSettings) -> None:
@@ -270,8 +333,11 @@ def drawer_verdict_record(box_id: int, accepted: bool) -> None:
         worker_block(worker=box.drawn_by, dataset_id=dataset_id, kind=ScoreKind.BOX_DRAW, score=s)
 
 
-def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) -> Block:
-    """Block the worker from every task of the dataset (`kind` names the evidence), void their votes on
+def worker_block(
+    *, worker, dataset_id: int, kind: str, score: scoring.Score, llr: float | None = None
+) -> Block:
+    """Block the worker from every task of the dataset (`kind` names the evidence; `llr` the sequential test's
+    statistic when it blocked), void their votes on
     questions of every kind there and repair the questions they touched (open ones keep collecting votes from
     others, decided ones are re-checked and reopened if undecided), and end the leases they hold there."""
     with transaction.atomic():
@@ -286,6 +352,7 @@ def worker_block(*, worker, dataset_id: int, kind: str, score: scoring.Score) ->
             answered=score.answered,
             correct=score.correct,
             p_below=score.p_below,
+            llr=llr,
             repair=asdict(report),
         )
         # Leases they still hold there end now, so an answer they were about to send counts for nothing (the

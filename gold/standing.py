@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from consensus.models import QuestionKind
 
-from .models import Block, GoldSettings, WorkerScore
+from .models import Block, GoldSettings, ScoreKind, WorkerScore
 
 # What each question kind asks, as a worker reads it (the kinds' labels carry a CONCEPT placeholder).
 KIND_WORDS = {
@@ -48,9 +48,15 @@ class FailedQualification:
 class DatasetBlock:
     dataset_id: int
     dataset: str
+    kind: str = ""  # the evidence that blocked them (a ScoreKind)
 
     @property
     def message(self) -> str:
+        if self.kind == ScoreKind.SEQUENTIAL:
+            return (
+                f"Your answers in {self.dataset} too often disagreed with check questions and with what other "
+                "workers agreed on: its tasks are not offered to you any more."
+            )
         return (
             f"Your answers to check questions in {self.dataset} were too often wrong: its tasks are not "
             "offered to you any more."
@@ -90,7 +96,7 @@ def worker_standing(
             )
         )
     blocks = [
-        DatasetBlock(dataset_id=b.dataset_id, dataset=b.dataset.name)
+        DatasetBlock(dataset_id=b.dataset_id, dataset=b.dataset.name, kind=b.kind)
         for b in Block.objects.filter(worker=worker).select_related("dataset").order_by("dataset_id")
     ]
     unique_blocks = list({b.dataset_id: b for b in blocks}.values())

@@ -1,5 +1,6 @@
-"""A fast simulation of gold in a crowd: qualification, embedded gold at a rate, the Beta-posterior blocking
-rule of gold.scoring, voiding a blocked worker's votes, and the final labels. Pure numpy, no Django: it plays the
+"""A fast simulation of gold in a crowd: qualification, embedded gold at a rate, the blocking rule (today's
+Beta-posterior rule of gold.scoring on gold answers, or gold.sprt's sequential test on gold and agreement with
+decided questions), voiding a blocked worker's votes, and the final labels. Pure numpy, no Django: it plays the
 rules of gold.serving and gold.services on simulator.simulated workers, for the simulation test and the cost bench.
 
 Time is the workers' own: each worker takes its next task when it finishes the last one (answer times from the
@@ -14,7 +15,7 @@ from functools import cache
 
 import numpy as np
 
-from gold import scoring
+from gold import scoring, sprt
 from simulator.simulated import Crowd, CrowdSpec, SimulatedWorker, TaskKind, answer_binary, answer_seconds
 
 _QUESTION_STREAM = 0x9E57
@@ -38,6 +39,9 @@ class GoldSimSpec:
     easy_gold: bool = True  # gold items are clear-cut: no harder than the worker's base error rate
     rule: scoring.BlockRule = scoring.BlockRule()
     prior: scoring.Prior = scoring.Prior()
+    # None: today's rule (the Beta posterior on gold answers only). A rule: gold.sprt's one test on every answer
+    # (gold, and agreement with the other voters of each decided question, partners left out) blocks instead.
+    sprt_rule: sprt.SprtRule | None = None
     seed: int = 0
 
 
@@ -51,7 +55,11 @@ class WorkerRecord:
     retry_at: float = 0.0
     qualified: bool = False
     blocked_at: int | None = None  # gold answers when blocked
+    answers_at_block: int | None = None  # every answer (gold and votes) when blocked
     tasks: int = 0
+    answers: int = 0  # gold answers and votes
+    gold_evidence: sprt.Evidence = sprt.Evidence()  # the sequential test's
+    agreement: sprt.Evidence = sprt.Evidence()
     gold_order: list[int] = field(default_factory=list)  # the worker's own shuffle of the pool
     gold_seen: set[int] = field(default_factory=set)  # never the same item twice
 
@@ -72,6 +80,9 @@ class GoldSimResult:
     spammers_qualified: int  # spammers who passed a qualification attempt
     nonspammer_accuracy: tuple[float, ...]  # every non-spammer's accuracy, and whether they were blocked
     nonspammer_blocked: tuple[bool, ...]
+    # per spammer kind (random_spammer, yes_spammer, colluder): (workers, every answer each blocked one had given
+    # when blocked, sorted)
+    answers_to_block: dict[str, tuple[int, list[int]]] = field(default_factory=dict)
 
     @property
     def gold_share(self) -> float:
@@ -95,6 +106,11 @@ class GoldSimResult:
 
 
 HONEST_FLOOR = 0.7  # "honest" in the figures: non-spammers at least this accurate (weak workers reach 0.75)
+
+
+@cache
+def _sprt_blocked(gold: sprt.Evidence, agreement: sprt.Evidence, rule: sprt.SprtRule) -> bool:
+    return sprt.verdict(gold, agreement, rule).blocked
 
 
 @cache
@@ -128,6 +144,48 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
     heapq.heapify(events)
     paid = gold_tasks = 0
     now_box = [0.0]
+    rule = spec.sprt_rule
+    # The sequential test's bookkeeping: pair statistics (shared questions, agreements) of every two workers who
+    # voted on one question, what each decided question added to each voter's evidence (taken back when a block
+    # re-decides it), and the workers whose evidence grew since they were last tested.
+    pairs: dict[tuple[int, int], list[int]] = {}
+    added: list[dict[int, sprt.Evidence]] = [{} for _ in range(spec.n_questions)]
+    pending: list[int] = []
+
+    def partners_on(i: int, q: int) -> frozenset[int]:
+        """gold.sprt.partners, from the pair statistics so far, among the other voters of q."""
+        assert rule is not None
+        found = []
+        for j in votes[q]:
+            if j != i:
+                n, agreed = pairs.get((min(i, j), max(i, j)), (0, 0))
+                if n >= rule.partner_min_shared and agreed >= rule.partner_agreement * n:
+                    found.append(j)
+        return frozenset(found)
+
+    def evidence_add(q: int) -> None:
+        assert rule is not None
+        for i, answer in votes[q].items():
+            reference = sprt.reference_of(i, votes[q], partners_on(i, q), rule)
+            if reference is not None:
+                e = sprt.Evidence.one(reference, answer)
+                added[q][i] = e
+                records[i].agreement += e
+                pending.append(i)
+
+    def evidence_remove(q: int) -> None:
+        for i, e in added[q].items():
+            records[i].agreement -= e
+        added[q] = {}
+
+    def pending_test() -> None:
+        assert rule is not None
+        while pending:
+            i = pending.pop()
+            if records[i].blocked_at is None and _sprt_blocked(
+                records[i].gold_evidence, records[i].agreement, rule
+            ):
+                block(i)
 
     def decide(q: int) -> None:
         yes = sum(votes[q].values())
@@ -140,13 +198,20 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
     def block(i: int) -> None:
         rec = records[i]
         rec.blocked_at = rec.gold_answered
+        rec.answers_at_block = rec.answers
         for q in range(spec.n_questions):  # void their votes and re-run the stopping rule without them
             if i in votes[q]:
                 del votes[q][i]
                 was = label[q]
+                if rule is not None and was is not None:
+                    evidence_remove(q)
                 decide(q)
                 if was is not None and label[q] is None:
                     open_qs.append(q)
+                elif was is None and label[q] is not None:
+                    open_qs.remove(q)  # the votes left decide it
+                if rule is not None and label[q] is not None:
+                    evidence_add(q)
         open_qs.sort()
         for j in idle:  # reopened questions may be theirs to answer
             heapq.heappush(events, (now_box[0], j))
@@ -183,6 +248,7 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
         right = answer_binary(w, truth, difficulty, question_key=("gold", g)) == truth
         rec.gold_answered += 1
         rec.gold_correct += right
+        rec.answers += 1
         if qualifying:
             # A fixed set answered once, scored when complete; a failed attempt waits, then gets fresh items.
             rec.attempt.append(right)
@@ -193,7 +259,11 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
                     rec.failed_attempts += 1
                     rec.retry_at = now_box[0] + spec.qualification_cooldown
                 rec.attempt = []
-        if _blocked(rec.gold_correct, rec.gold_answered, spec.prior, spec.rule):
+        if rule is not None:
+            rec.gold_evidence += sprt.Evidence.one(truth, truth if right else not truth)
+            pending.append(i)
+            pending_test()
+        elif _blocked(rec.gold_correct, rec.gold_answered, spec.prior, spec.rule):
             block(i)
         return True
 
@@ -224,10 +294,20 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
             continue
         key = classes[q_class[q]]
         truth = bool(q_truth[q])
-        votes[q][i] = answer_binary(w, truth, crowd.difficulty(w, key), question_key=("q", q))
+        answer = answer_binary(w, truth, crowd.difficulty(w, key), question_key=("q", q))
+        if rule is not None:
+            for j, other in votes[q].items():
+                stats = pairs.setdefault((min(i, j), max(i, j)), [0, 0])
+                stats[0] += 1
+                stats[1] += other == answer
+        votes[q][i] = answer
+        rec.answers += 1
         decide(q)
         if label[q] is not None:
             open_qs.remove(q)
+            if rule is not None:
+                evidence_add(q)
+                pending_test()
         paid += 1
         rec.tasks += 1
         heapq.heappush(events, (now + answer_seconds(w, TaskKind.VERIFY), i))
@@ -252,4 +332,15 @@ def run(spec: GoldSimSpec) -> GoldSimResult:
         spammers_qualified=sum(1 for r in spam if r.qualified),
         nonspammer_accuracy=tuple(r.worker.profile.accuracy for r in honest),
         nonspammer_blocked=tuple(r.blocked_at is not None for r in honest),
+        answers_to_block={
+            kind: (
+                sum(1 for r in spam if r.worker.profile.kind == kind),
+                sorted(
+                    r.answers_at_block
+                    for r in spam
+                    if r.worker.profile.kind == kind and r.answers_at_block is not None
+                ),
+            )
+            for kind in sorted({r.worker.profile.kind.value for r in spam})
+        },
     )

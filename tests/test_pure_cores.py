@@ -38,6 +38,7 @@ PURE_CORES = [
     "simulator/export_score.py",
     "simulator/reviewer.py",
     "gold/scoring.py",
+    "gold/sprt.py",
     "simulator/gold_simulation.py",
     "organize/eta.py",
     "organize/ledger.py",

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from annotation import queue
 from consensus.models import Question
-from gold import scoring
-from gold.models import GoldAnswer, GoldServing, GoldSettings, Purpose, WorkerScore
+from gold import scoring, sprt
+from gold.models import Block, GoldAnswer, GoldServing, GoldSettings, Purpose, WorkerScore
 from tests.conftest import client_for
 
 from .conftest import gold_for, make_images, make_workers, production_questions, small_qualification
@@ -97,14 +97,37 @@ def test_the_qualification_set_is_balanced_so_always_yes_scores_half(dataset, co
     images = make_images(dataset, 40)
     production_questions(dataset, concept, images[:10])
     gold_for(dataset, concept, images[10:])
-    # Blocking out of the way: an always-yes worker is otherwise blocked before finishing the set.
-    small_qualification(dataset, qualification_size=8, qualification_pass=8, block_min_answers=50)
+    # Blocking out of the way (the posterior rule, from 50 answers): an always-yes worker is otherwise blocked
+    # before finishing the set.
+    small_qualification(
+        dataset, qualification_size=8, qualification_pass=8, block_min_answers=50, block_rule="posterior"
+    )
     (w,) = make_workers(1)
     for i in range(8):
         a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
         queue.assignment_submit(assignment=a, answer={"answer": True}, idempotency_key=f"y{i}")
     assert GoldAnswer.objects.filter(worker=w, correct=True).count() == 4
     assert not Question.objects.filter(task__assignments__worker=w).exists()
+
+
+@pytest.mark.django_db
+def test_the_sequential_test_blocks_an_always_yes_worker_within_the_qualification_set(dataset, concept):
+    images = make_images(dataset, 40)
+    production_questions(dataset, concept, images[:10])
+    gold_for(dataset, concept, images[10:])
+    # The default set (12 of 14, seven of them "no") and the default rule: the sequential test.
+    small_qualification(dataset, qualification_size=14, qualification_pass=12)
+    (w,) = make_workers(1)
+    for i in range(14):
+        a = queue.task_lease_next(worker=w, kinds_wanted=["question"])
+        if a is None:
+            break
+        queue.assignment_submit(assignment=a, answer={"answer": True}, idempotency_key=f"y{i}")
+    block = Block.objects.get(worker=w, dataset=dataset)
+    # "yes" to five negatives is enough: log Lambda = -log(n + 1) - 5 log(0.15) >= log(0.95 / 0.002) for n <= 12.
+    assert block.kind == "sequential" and block.llr >= sprt.SprtRule().log_threshold
+    wrong = GoldAnswer.objects.filter(worker=w, correct=False).count()
+    assert wrong == 5 and GoldAnswer.objects.filter(worker=w).count() <= 12
 
 
 @pytest.mark.django_db

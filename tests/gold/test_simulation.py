@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gold import sprt
 from simulator.gold_simulation import GoldSimSpec, run
 from simulator.simulated import CrowdSpec
 
@@ -84,3 +85,25 @@ def test_without_gold_the_same_spammers_hurt_precision():
     assert no_gold.spammers_blocked == 0 and no_gold.gold_tasks == 0
     assert clean.precision - no_gold.precision > 0.005
     assert np.isnan(no_gold.gold_to_block(0.5))
+
+
+def test_the_sequential_test_blocks_spammers_from_their_votes_where_gold_alone_is_slow():
+    """No qualification set: workers go straight to production, where nine answers in ten are ordinary votes.
+    Gold alone (today's rule) waits for the gold among them; the sequential test (gold.sprt) also reads the votes
+    against the other voters of each decided question, and blocks every kind of spammer several times sooner,
+    honest workers no more often and precision no worse."""
+    crowd = dict(CROWD, n_workers=200, seed=3)
+    spec = dict(n_questions=6_000, gold_rate=0.1, seed=3, qualification_size=0)
+    spammy = CrowdSpec(spammer_fraction=0.2, colluder_fraction=0.02, **crowd)
+    today = run(GoldSimSpec(crowd=spammy, **spec))
+    sequential = run(GoldSimSpec(crowd=spammy, sprt_rule=sprt.SprtRule(), **spec))
+    clean = run(
+        GoldSimSpec(crowd=CrowdSpec(spammer_fraction=0.0, **crowd), sprt_rule=sprt.SprtRule(), **spec)
+    )
+    for kind, (n, at) in sequential.answers_to_block.items():
+        assert len(at) >= 0.95 * n, kind
+        slow = today.answers_to_block[kind][1]
+        assert np.median(at) * 2 < (np.median(slow) if slow else np.inf), kind
+    assert sequential.honest_fit_blocked <= 0.01 * sequential.honest_fit
+    assert clean.honest_fit_blocked <= 0.01 * clean.honest_fit
+    assert sequential.precision >= clean.precision - 0.002
