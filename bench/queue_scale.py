@@ -4,20 +4,22 @@ organizer pages' p99 there (target: lease p99 at the largest size within twice i
 pages p99 under 300 ms).
 
 Usage: python bench/queue_scale.py [--sizes 10000,1000000,10000000] [--cycles 400] [--live 0.01] [--keep]
-       [--reuse] [--quick] [--db-name crowdlabel_qscale] [--json PATH]
+       [--reuse] [--skip-pages] [--keep-indexes] [--quick] [--db-name crowdlabel_qscale] [--json PATH]
 
 One database (created, and dropped at the end unless --keep) grows from size to size: 100 datasets, 20 concepts,
 200 workers; the rows are COPYed by bench/scale_fill.py as clones of a finished binary vote and a live one made
 through the real services, so each size adds `size - tasks already there` tasks, most of them finished (two
 answers, two votes, the decision, the final label), the newest kept live (--live of the size, at least
-twice the cycles run). After each fill: ANALYZE, then --cycles lease + submit cycles, one after the other, by 10 of the
-workers in turn, each request through Django's WSGI handler in this process as gunicorn calls it (middleware,
+twice the cycles run). A fill that at least doubles the tables builds their indexes after the COPY (unless
+--keep-indexes). After each fill: ANALYZE, then --cycles lease + submit cycles, one after the other, by 10 of
+the workers in turn, each request through Django's WSGI handler in this process as gunicorn calls it (middleware,
 token authentication, the view, the queue's prepared statements; no HTTP parsing or network), timed one by one.
 At the largest size each statement of one lease and of one submit is run once more under
 `EXPLAIN (ANALYZE, BUFFERS)` (inside a savepoint rolled back before the real statement runs: same rows, same
 state) and summarised; then the counters are recounted (the fill bypasses them) and every organizer page and
 endpoint of one dataset is timed as bench/organizer_pages.py times them, with the organizer owning all 100.
---reuse continues from a database a --keep run left. It prints figures; it asserts nothing.
+--reuse continues from a database a --keep run left (a size it already holds is measured without a fill).
+It prints figures; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -144,9 +146,9 @@ def grow(
     base: dict, size: int, live_share: float, cycles: int, dsn: str, keep_indexes: bool = False
 ) -> dict | None:
     """COPY tasks until there are `size`; the newest kept open so that `live_share` of the size (at least
-    `cycles`) is live. Then ANALYZE. None when the database holds `size` tasks already. A fill that at least
-    doubles the tables sets their indexes aside and builds them again (unless `keep_indexes`)."""
-    import psycopg
+    twice `cycles` and their warm-up) is live. Then ANALYZE. None when the database holds `size` tasks
+    already. A fill that at least doubles the tables sets their indexes aside and builds them again (unless
+    `keep_indexes`)."""
 
     from annotation.vote_tasks import question_text
 
@@ -193,7 +195,6 @@ def grow(
 def fill_checks(dsn: str) -> dict[str, int]:
     """What must hold of the filled rows (0 each): every task's answer count equals its submitted answers, every
     question's vote counts its votes, and no answer, vote or final label points at a row that is not there."""
-    import psycopg
 
     queries = {
         "task_answer_count_mismatch": "SELECT count(*) FROM annotation_task t LEFT JOIN (SELECT task_id, count(*) n "
@@ -303,7 +304,6 @@ def plan_summary(sql: str, plan: dict) -> dict:
 def explain_one_cycle(token: str) -> dict[str, list[dict]]:
     """One lease and one submit with every statement they send also run under EXPLAIN (ANALYZE, BUFFERS), in a
     savepoint (or a transaction) rolled back before the statement itself runs."""
-    import psycopg
     from django.core.handlers.wsgi import WSGIHandler
     from django.db import connection
 
@@ -441,9 +441,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,1000000,10000000", help="task counts, ascending")
     parser.add_argument("--cycles", type=int, default=400, help="timed lease + submit cycles per size")
     parser.add_argument(
-        "--live", type=float, default=0.01, help="share of the tasks left live (at least --cycles)"
+        "--live",
+        type=float,
+        default=0.01,
+        help="share of the tasks left live (at least twice the cycles run)",
     )
     parser.add_argument("--page-repeat", type=int, default=20, help="timed requests per organizer page")
+    parser.add_argument("--skip-pages", action="store_true", help="leave the organizer pages out")
     parser.add_argument("--quick", action="store_true", help="sizes 10,000 and 100,000, 200 cycles")
     parser.add_argument("--keep", action="store_true", help="leave the database (for --reuse or inspection)")
     parser.add_argument("--reuse", action="store_true", help="grow the database a --keep run left")
@@ -495,8 +499,10 @@ def main() -> None:
             dump(args.json, runs, plans, pages)
         log("explaining one lease and one submit ...")
         plans = explain_one_cycle(base["tokens"][0])
-        log("organizer pages ...")
-        pages = pages_run(base, args.page_repeat)
+        dump(args.json, runs, plans, pages)
+        if not args.skip_pages:
+            log("organizer pages ...")
+            pages = pages_run(base, args.page_repeat)
     finally:
         from django.db import connections
 

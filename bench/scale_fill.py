@@ -302,7 +302,9 @@ def _rows_copy(
             continue
         # Two (or the template's count of) distinct workers per finished task.
         n_w = len(plan.worker_ids)
-        first_w = (j[sel] * 7919) % n_w
+        # A multiplicative hash spreads each dataset's answers over every worker (j % n_datasets picks the
+        # dataset, so a plain j % n_workers would give a dataset's answers to a few workers only).
+        first_w = ((j[sel] * 2654435761) % 2**32 >> 8) % n_w
         workers = [
             ((first_w + a * (1 + j[sel] % (n_w - 1))) % n_w) if a else first_w for a in range(n_answers)
         ]
