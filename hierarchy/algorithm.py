@@ -287,14 +287,19 @@ def is_done(state: LabelingState) -> bool:
     return len(state.decisions) == len(state.dag)
 
 
-def answer(state: LabelingState, node: str, present: bool) -> LabelingState:
-    """Record the decided answer to `node` and propagate it: "no" down, "yes" up."""
-    dag = state.dag
-    if node not in dag:
+def _require_undecided(state: LabelingState, node: str) -> None:
+    """Refuse a node the DAG does not hold (KeyError) or one already decided (ValueError)."""
+    if node not in state.dag:
         raise KeyError(f"unknown question node {node!r}")
     if node in state.decisions:
         previous = state.decisions[node]
         raise ValueError(f"node {node!r} is already decided ({previous.source}, via {previous.via!r})")
+
+
+def answer(state: LabelingState, node: str, present: bool) -> LabelingState:
+    """Record the decided answer to `node` and propagate it: "no" down, "yes" up."""
+    dag = state.dag
+    _require_undecided(state, node)
     decisions = dict(state.decisions)
     decisions[node] = Decision(node, present, Source.ASKED)
     if present:
@@ -314,11 +319,7 @@ def skip(state: LabelingState, node: str) -> LabelingState:
     """Decide `node` "no" without asking it (a calibrated rule on a model's scores allowed it) and propagate the
     "no" down, marked model-inferred: `Source.SKIPPED` on the node, `Source.NO_FROM_SKIPPED` below it."""
     dag = state.dag
-    if node not in dag:
-        raise KeyError(f"unknown question node {node!r}")
-    if node in state.decisions:
-        previous = state.decisions[node]
-        raise ValueError(f"node {node!r} is already decided ({previous.source}, via {previous.via!r})")
+    _require_undecided(state, node)
     decisions = dict(state.decisions)
     decisions[node] = Decision(node, False, Source.SKIPPED)
     for other in dag.descendants(node):
