@@ -1,6 +1,6 @@
 """Per-dataset counters the organizer's progress and cost pages read instead of aggregating millions of rows:
 image and box counts (`DatasetTally`), micro-tasks, answers and worker-seconds per stage and concept (`UsageCounter`),
-and answers per worker (`WorkerTally`).
+answers per worker (`WorkerTally`), and answers and worker-seconds per worker and stage (`WorkerStageTally`).
 
 They change only here, with UPDATEs that add to the stored values inside the caller's transaction (the one that
 writes the boxes, tasks or answers they count), so a rolled-back write leaves them untouched and concurrent
@@ -35,6 +35,7 @@ from .models import (
     Image,
     Task,
     UsageCounter,
+    WorkerStageTally,
     WorkerTally,
 )
 from .queue import sqlrows
@@ -56,6 +57,8 @@ class _Held:
     def __init__(self) -> None:
         self.rows: dict[tuple, tuple[object, dict, Counter]] = {}  # (table, key) -> (model, keys, deltas)
         self.workers: dict[tuple[int, int], int] = {}  # (dataset id, worker id) -> answers
+        # (dataset id, worker id, stage) -> [answers, worker microseconds]
+        self.worker_stages: dict[tuple[int, int, str], list[int]] = {}
 
     def add(self, model, keys: dict, deltas: dict[str, int]) -> None:
         row = (model._meta.db_table, _sort_key(keys.values()))
@@ -69,6 +72,7 @@ class _Held:
         submit's, sent with its other writes)."""
         rows, self.rows = self.rows, {}
         workers, self.workers = self.workers, {}
+        worker_stages, self.worker_stages = self.worker_stages, {}
         ordered: list[tuple[tuple, Callable[[], None]]] = []
         for (table, key), (model, keys, deltas) in rows.items():
             ordered.append(((table, key), partial(_counter_add_now, model, keys, dict(deltas), writes)))
@@ -77,6 +81,15 @@ class _Held:
                 (
                     (WorkerTally._meta.db_table, _sort_key((dataset_id, worker_id))),
                     partial(_worker_add_now, dataset_id, worker_id, answers, writes),
+                )
+            )
+        for (dataset_id, worker_id, stage), (answers, microseconds) in worker_stages.items():
+            ordered.append(
+                (
+                    (WorkerStageTally._meta.db_table, _sort_key((dataset_id, worker_id, stage))),
+                    partial(
+                        _worker_stage_add_now, dataset_id, worker_id, stage, answers, microseconds, writes
+                    ),
                 )
             )
         for _, write in sorted(ordered, key=lambda kv: kv[0]):
@@ -203,16 +216,21 @@ def tasks_counted(tasks: Iterable[Task]) -> None:
 
 def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None, worker_id: int) -> None:
     """Submitted answers on the task (negative: taken back) and the time they took (submission minus lease
-    time), counted for the task's stage and concept and for the worker who gave them (the worker's row created
-    if missing). Inside a submit both go with its other counters, in (table, key) order (`held`), which it
-    flushes into its writes (one round trip on PostgreSQL)."""
+    time), counted for the task's stage and concept, for the worker who gave them and for that worker and the
+    task's stage (the worker's rows created if missing). Inside a submit all go with its other counters, in
+    (table, key) order (`held`), which it flushes into its writes (one round trip on PostgreSQL)."""
     usage_answers_counted(task, answers=answers, worker_time=worker_time)
+    microseconds = _microseconds(worker_time)
     batch = _HELD.get(id(connections[WorkerTally.objects.db]))
     if batch is not None:
         key = (task.dataset_id, worker_id)
         batch.workers[key] = batch.workers.get(key, 0) + answers
+        added = batch.worker_stages.setdefault((task.dataset_id, worker_id, task_stage(task)), [0, 0])
+        added[0] += answers
+        added[1] += microseconds
     else:
         _worker_add_now(task.dataset_id, worker_id, answers)
+        _worker_stage_add_now(task.dataset_id, worker_id, task_stage(task), answers, microseconds)
 
 
 def usage_answers_counted(task: Task, *, answers: int, worker_time: timedelta | None) -> None:
@@ -252,6 +270,49 @@ def _worker_add_now(
         [dataset_id, worker_id, answers],
         writes=writes,
     )
+
+
+def _worker_stage_upsert_sql(connection, n_rows: int) -> str:
+    """INSERT of (dataset, worker, stage, answers, microseconds) rows that adds to an existing row instead."""
+    table = connection.ops.quote_name(WorkerStageTally._meta.db_table)
+    values = ", ".join(["(%s, %s, %s, %s, %s)"] * n_rows)
+    return (
+        f"INSERT INTO {table} (dataset_id, worker_id, stage, answers, worker_microseconds) VALUES {values} "
+        f"ON CONFLICT (dataset_id, worker_id, stage) DO UPDATE SET answers = {table}.answers + excluded.answers, "
+        f"worker_microseconds = {table}.worker_microseconds + excluded.worker_microseconds"
+    )
+
+
+def _worker_stage_add_now(
+    dataset_id: int,
+    worker_id: int,
+    stage: str,
+    answers: int,
+    microseconds: int,
+    writes: sqlrows.Writes | None = None,
+) -> None:
+    """Upsert one worker's row for one stage (zeros included: the row says the worker answered it here): now,
+    or with a submit's `writes`."""
+    connection = connections[WorkerStageTally.objects.db]
+    sqlrows.write(
+        connection,
+        WorkerStageTally._meta.db_table,
+        _worker_stage_upsert_sql(connection, 1),
+        [dataset_id, worker_id, stage, answers, microseconds],
+        writes=writes,
+    )
+
+
+def worker_stages_counted(dataset_id: int, added: dict[tuple[int, str], tuple[int, int]]) -> None:
+    """Add (answers, worker microseconds) per (worker id, stage), zeros included, a statement per 180 rows, in
+    key order."""
+    connection = connections[WorkerStageTally.objects.db]
+    keys = sorted(added)
+    with connection.cursor() as cursor:
+        for lo in range(0, len(keys), 180):  # 900 parameters at most (SQLite's old limit is 999)
+            chunk = keys[lo : lo + 180]
+            params = [v for w, stage in chunk for v in (dataset_id, w, stage, *added[(w, stage)])]
+            cursor.execute(_worker_stage_upsert_sql(connection, len(chunk)), params)
 
 
 def workers_counted(dataset_id: int, answers: dict[int, int]) -> None:
@@ -319,17 +380,49 @@ def counters_stored(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, in
     return tally, usage
 
 
-def worker_tally_expected(dataset_id: int) -> dict[int, int]:
-    """{worker id: submitted answers} recomputed from the dataset's assignments, for every worker with a
-    submitted or withdrawn answer there."""
-    return dict(
-        Assignment.objects.filter(
+def worker_stage_tally_expected(dataset_id: int) -> dict[tuple[int, str], dict[str, int]]:
+    """{(worker id, stage): {answers, worker_microseconds}} recomputed from the dataset's assignments, for every
+    worker and stage with a submitted or withdrawn answer there (one query)."""
+    submitted = Q(state=AssignmentState.SUBMITTED)
+    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
+    return {
+        (row["worker_id"], row["stage"]): {
+            "answers": row["n"],
+            "worker_microseconds": (row["spent"] or timedelta(0)) // _MICROSECOND,
+        }
+        for row in Assignment.objects.filter(
             task__dataset_id=dataset_id, state__in=(AssignmentState.SUBMITTED, AssignmentState.WITHDRAWN)
         )
-        .values_list("worker_id")
-        .annotate(n=Count("id", filter=Q(state=AssignmentState.SUBMITTED)))
+        .values("worker_id", stage=_stage_expression("task__"))
+        .annotate(n=Count("id", filter=submitted), spent=Sum(spent, filter=submitted))
         .order_by()
-    )
+    }
+
+
+def worker_stage_tally_stored(dataset_id: int) -> dict[tuple[int, str], dict[str, int]]:
+    """The worker and stage rows as stored, zero rows included, in the shape of `worker_stage_tally_expected`."""
+    return {
+        (r["worker_id"], r["stage"]): {
+            "answers": r["answers"],
+            "worker_microseconds": r["worker_microseconds"],
+        }
+        for r in WorkerStageTally.objects.filter(dataset_id=dataset_id).values(
+            "worker_id", "stage", "answers", "worker_microseconds"
+        )
+    }
+
+
+def worker_tally_expected(
+    dataset_id: int, by_stage: dict[tuple[int, str], dict[str, int]] | None = None
+) -> dict[int, int]:
+    """{worker id: submitted answers} recomputed from the dataset's assignments (or summed from `by_stage`, what
+    `worker_stage_tally_expected` returned), for every worker with a submitted or withdrawn answer there."""
+    if by_stage is None:
+        by_stage = worker_stage_tally_expected(dataset_id)
+    answers: dict[int, int] = {}
+    for (worker_id, _), row in by_stage.items():
+        answers[worker_id] = answers.get(worker_id, 0) + row["answers"]
+    return answers
 
 
 def worker_tally_stored(dataset_id: int) -> dict[int, int]:
@@ -338,9 +431,24 @@ def worker_tally_stored(dataset_id: int) -> dict[int, int]:
 
 
 def _worker_tally_recount(dataset_id: int) -> int:
+    """Rewrite the dataset's worker and worker-and-stage rows (locked first, in table order) from one reading
+    of its answers; a row no longer expected is deleted."""
+    list(WorkerStageTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
     list(WorkerTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
-    expected, stored = worker_tally_expected(dataset_id), worker_tally_stored(dataset_id)
+    by_stage = worker_stage_tally_expected(dataset_id)
     changed = 0
+    stored_stages = worker_stage_tally_stored(dataset_id)
+    for worker_id, stage in sorted(set(by_stage) | set(stored_stages)):
+        if (worker_id, stage) not in by_stage:
+            WorkerStageTally.objects.filter(dataset_id=dataset_id, worker_id=worker_id, stage=stage).delete()
+        elif stored_stages.get((worker_id, stage)) != by_stage[(worker_id, stage)]:
+            WorkerStageTally.objects.update_or_create(
+                dataset_id=dataset_id, worker_id=worker_id, stage=stage, defaults=by_stage[(worker_id, stage)]
+            )
+        else:
+            continue
+        changed += 1
+    expected, stored = worker_tally_expected(dataset_id, by_stage), worker_tally_stored(dataset_id)
     for worker_id in sorted(set(expected) | set(stored)):
         if worker_id not in expected:
             WorkerTally.objects.filter(dataset_id=dataset_id, worker_id=worker_id).delete()
