@@ -331,9 +331,35 @@ def _stage_expression(prefix: str = ""):
     return Coalesce(NullIf(f"{prefix}topic", Value("")), f"{prefix}kind")
 
 
-def counters_expected(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, int | None], dict[str, int]]]:
-    """What the counters of a dataset should hold, recomputed from its boxes, tasks and answers: the tally's
-    fields, and {(stage, concept id): {tasks, answers, worker_microseconds}}."""
+def answers_read(dataset_id: int) -> list[dict]:
+    """The dataset's submitted and withdrawn answers grouped by worker, stage and concept: {worker_id, stage,
+    concept_id, answers (submitted), worker_microseconds (of the submitted)}, in one query. Every recount of
+    answer counters reads them from here, so a recount reads the dataset's answers once."""
+    submitted = Q(state=AssignmentState.SUBMITTED)
+    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
+    return [
+        {
+            "worker_id": row["worker_id"],
+            "stage": row["stage"],
+            "concept_id": row["task__concept_id"],
+            "answers": row["n"],
+            "worker_microseconds": (row["spent"] or timedelta(0)) // _MICROSECOND,
+        }
+        for row in Assignment.objects.filter(
+            task__dataset_id=dataset_id, state__in=(AssignmentState.SUBMITTED, AssignmentState.WITHDRAWN)
+        )
+        .values("worker_id", "task__concept_id", stage=_stage_expression("task__"))
+        .annotate(n=Count("id", filter=submitted), spent=Sum(spent, filter=submitted))
+        .order_by()
+    ]
+
+
+def counters_expected(
+    dataset_id: int, answers: list[dict] | None = None
+) -> tuple[dict[str, int], dict[tuple[str, int | None], dict[str, int]]]:
+    """What the counters of a dataset should hold, recomputed from its boxes, tasks and answers (`answers`: what
+    `answers_read` returned, read when not given): the tally's fields, and {(stage, concept id): {tasks,
+    answers, worker_microseconds}}."""
     boxes = Box.objects.filter(image__dataset_id=dataset_id).aggregate(
         drawn=Count("id"), accepted=Count("id", filter=Q(state=BoxState.ACCEPTED))
     )
@@ -350,18 +376,14 @@ def counters_expected(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, 
         .order_by()
     ):
         usage[(row["stage"], row["concept_id"])] = {"tasks": row["n"], "answers": 0, "worker_microseconds": 0}
-    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
-    for row in (
-        Assignment.objects.filter(task__dataset_id=dataset_id, state=AssignmentState.SUBMITTED)
-        .values("task__concept_id", stage=_stage_expression("task__"))
-        .annotate(n=Count("id"), spent=Sum(spent))
-        .order_by()
-    ):
+    for row in answers_read(dataset_id) if answers is None else answers:
+        if not row["answers"]:  # withdrawn answers only: no usage
+            continue
         entry = usage.setdefault(
-            (row["stage"], row["task__concept_id"]), {"tasks": 0, "answers": 0, "worker_microseconds": 0}
+            (row["stage"], row["concept_id"]), {"tasks": 0, "answers": 0, "worker_microseconds": 0}
         )
-        entry["answers"] = row["n"]
-        entry["worker_microseconds"] = (row["spent"] or timedelta(0)) // _MICROSECOND
+        entry["answers"] += row["answers"]
+        entry["worker_microseconds"] += row["worker_microseconds"]
     return tally, usage
 
 
@@ -380,23 +402,20 @@ def counters_stored(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, in
     return tally, usage
 
 
-def worker_stage_tally_expected(dataset_id: int) -> dict[tuple[int, str], dict[str, int]]:
-    """{(worker id, stage): {answers, worker_microseconds}} recomputed from the dataset's assignments, for every
-    worker and stage with a submitted or withdrawn answer there (one query)."""
-    submitted = Q(state=AssignmentState.SUBMITTED)
-    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
-    return {
-        (row["worker_id"], row["stage"]): {
-            "answers": row["n"],
-            "worker_microseconds": (row["spent"] or timedelta(0)) // _MICROSECOND,
-        }
-        for row in Assignment.objects.filter(
-            task__dataset_id=dataset_id, state__in=(AssignmentState.SUBMITTED, AssignmentState.WITHDRAWN)
+def worker_stage_tally_expected(
+    dataset_id: int, answers: list[dict] | None = None
+) -> dict[tuple[int, str], dict[str, int]]:
+    """{(worker id, stage): {answers, worker_microseconds}} recomputed from the dataset's answers (`answers`:
+    what `answers_read` returned, read when not given), for every worker and stage with a submitted or withdrawn
+    answer there."""
+    expected: dict[tuple[int, str], dict[str, int]] = {}
+    for row in answers_read(dataset_id) if answers is None else answers:
+        entry = expected.setdefault(
+            (row["worker_id"], row["stage"]), {"answers": 0, "worker_microseconds": 0}
         )
-        .values("worker_id", stage=_stage_expression("task__"))
-        .annotate(n=Count("id", filter=submitted), spent=Sum(spent, filter=submitted))
-        .order_by()
-    }
+        entry["answers"] += row["answers"]
+        entry["worker_microseconds"] += row["worker_microseconds"]
+    return expected
 
 
 def worker_stage_tally_stored(dataset_id: int) -> dict[tuple[int, str], dict[str, int]]:
@@ -430,12 +449,10 @@ def worker_tally_stored(dataset_id: int) -> dict[int, int]:
     return dict(WorkerTally.objects.filter(dataset_id=dataset_id).values_list("worker_id", "answers"))
 
 
-def _worker_tally_recount(dataset_id: int) -> int:
-    """Rewrite the dataset's worker and worker-and-stage rows (locked first, in table order) from one reading
-    of its answers; a row no longer expected is deleted."""
-    list(WorkerStageTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
-    list(WorkerTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
-    by_stage = worker_stage_tally_expected(dataset_id)
+def _worker_tally_recount(dataset_id: int, answers: list[dict]) -> int:
+    """Rewrite the dataset's worker and worker-and-stage rows (the caller has locked them) from `answers`
+    (`answers_read`); a row no longer expected is deleted."""
+    by_stage = worker_stage_tally_expected(dataset_id, answers)
     changed = 0
     stored_stages = worker_stage_tally_stored(dataset_id)
     for worker_id, stage in sorted(set(by_stage) | set(stored_stages)):
@@ -498,8 +515,15 @@ def counters_recount(dataset_id: int) -> int:
     with transaction.atomic():
         list(DatasetTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id))
         list(UsageCounter.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
-        changed = _worker_tally_recount(dataset_id)
-        tally, usage = counters_expected(dataset_id)
+        list(
+            WorkerStageTally.objects.select_for_update(no_key=True)
+            .filter(dataset_id=dataset_id)
+            .order_by("id")
+        )
+        list(WorkerTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
+        answers = answers_read(dataset_id)  # read once, after the locks, for the usage and the worker rows
+        changed = _worker_tally_recount(dataset_id, answers)
+        tally, usage = counters_expected(dataset_id, answers)
         stored_tally, stored_usage = counters_stored(dataset_id)
         if tally != stored_tally:
             DatasetTally.objects.update_or_create(dataset_id=dataset_id, defaults=tally)

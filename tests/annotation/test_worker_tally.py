@@ -159,3 +159,16 @@ def test_on_postgresql_a_submit_counts_usage_worker_and_worker_stage_in_one_stat
     ]
     assert counters.worker_tally_stored(dataset.pk) == {worker.pk: 1}
     assert_worker_tally_matches_a_recount(dataset.pk)
+
+
+@pytest.mark.django_db
+def test_counters_recount_reads_the_datasets_answers_once(dataset):
+    """The usage, worker and worker-and-stage rows are recounted from one reading of the dataset's answers (a
+    join of its tasks to their answers: at 10,000,000 tasks the recount's time was in these joins)."""
+    worker = factories.user_with_roles("w1", ("workers",)).worker
+    factories.TaskFactory(image=factories.ImageFactory(dataset=dataset))
+    submit(lease(worker, dataset))
+    with CaptureQueriesContext(connection) as captured:
+        assert counters.counters_recount(dataset.pk) == 0
+    reads = [q["sql"] for q in captured.captured_queries if 'FROM "annotation_assignment"' in q["sql"]]
+    assert len(reads) == 1, reads
