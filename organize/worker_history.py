@@ -1,8 +1,7 @@
 """A worker's history in one dataset for its organizers: answers per stage with worker-seconds, gold scores,
 gold blocks, the organizers' blocks and unblocks with their reasons, and the latest answers (gold ones marked
-right or wrong). A fixed number of queries, none of which reads the dataset's tasks: the answers per stage are
-the worker's counter rows (`WorkerStageTally`), the latest answers are found from the worker's own assignments
-newest first (`assignment_worker_latest_idx`), their tasks by primary key."""
+right or wrong). A fixed number of queries, none grouping the dataset's answers: the answers per stage are the
+worker's counter rows (`WorkerStageTally`); only the latest answers (a LIMIT) are read with their tasks."""
 
 from __future__ import annotations
 
