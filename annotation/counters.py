@@ -1,6 +1,6 @@
 """Per-dataset counters the organizer's progress and cost pages read instead of aggregating millions of rows:
 image and box counts (`DatasetTally`), micro-tasks, answers and worker-seconds per stage and concept (`UsageCounter`),
-and answers per worker (`WorkerTally`).
+answers per worker (`WorkerTally`), and answers and worker-seconds per worker and stage (`WorkerStageTally`).
 
 They change only here, with UPDATEs that add to the stored values inside the caller's transaction (the one that
 writes the boxes, tasks or answers they count), so a rolled-back write leaves them untouched and concurrent
@@ -35,6 +35,7 @@ from .models import (
     Image,
     Task,
     UsageCounter,
+    WorkerStageTally,
     WorkerTally,
 )
 from .queue import sqlrows
@@ -56,6 +57,8 @@ class _Held:
     def __init__(self) -> None:
         self.rows: dict[tuple, tuple[object, dict, Counter]] = {}  # (table, key) -> (model, keys, deltas)
         self.workers: dict[tuple[int, int], int] = {}  # (dataset id, worker id) -> answers
+        # (dataset id, worker id, stage) -> [answers, worker microseconds]
+        self.worker_stages: dict[tuple[int, int, str], list[int]] = {}
 
     def add(self, model, keys: dict, deltas: dict[str, int]) -> None:
         row = (model._meta.db_table, _sort_key(keys.values()))
@@ -69,6 +72,7 @@ class _Held:
         submit's, sent with its other writes)."""
         rows, self.rows = self.rows, {}
         workers, self.workers = self.workers, {}
+        worker_stages, self.worker_stages = self.worker_stages, {}
         ordered: list[tuple[tuple, Callable[[], None]]] = []
         for (table, key), (model, keys, deltas) in rows.items():
             ordered.append(((table, key), partial(_counter_add_now, model, keys, dict(deltas), writes)))
@@ -77,6 +81,15 @@ class _Held:
                 (
                     (WorkerTally._meta.db_table, _sort_key((dataset_id, worker_id))),
                     partial(_worker_add_now, dataset_id, worker_id, answers, writes),
+                )
+            )
+        for (dataset_id, worker_id, stage), (answers, microseconds) in worker_stages.items():
+            ordered.append(
+                (
+                    (WorkerStageTally._meta.db_table, _sort_key((dataset_id, worker_id, stage))),
+                    partial(
+                        _worker_stage_add_now, dataset_id, worker_id, stage, answers, microseconds, writes
+                    ),
                 )
             )
         for _, write in sorted(ordered, key=lambda kv: kv[0]):
@@ -203,16 +216,21 @@ def tasks_counted(tasks: Iterable[Task]) -> None:
 
 def answers_counted(task: Task, *, answers: int, worker_time: timedelta | None, worker_id: int) -> None:
     """Submitted answers on the task (negative: taken back) and the time they took (submission minus lease
-    time), counted for the task's stage and concept and for the worker who gave them (the worker's row created
-    if missing). Inside a submit both go with its other counters, in (table, key) order (`held`), which it
-    flushes into its writes (one round trip on PostgreSQL)."""
+    time), counted for the task's stage and concept, for the worker who gave them and for that worker and the
+    task's stage (the worker's rows created if missing). Inside a submit all go with its other counters, in
+    (table, key) order (`held`), which it flushes into its writes (one round trip on PostgreSQL)."""
     usage_answers_counted(task, answers=answers, worker_time=worker_time)
+    microseconds = _microseconds(worker_time)
     batch = _HELD.get(id(connections[WorkerTally.objects.db]))
     if batch is not None:
         key = (task.dataset_id, worker_id)
         batch.workers[key] = batch.workers.get(key, 0) + answers
+        added = batch.worker_stages.setdefault((task.dataset_id, worker_id, task_stage(task)), [0, 0])
+        added[0] += answers
+        added[1] += microseconds
     else:
         _worker_add_now(task.dataset_id, worker_id, answers)
+        _worker_stage_add_now(task.dataset_id, worker_id, task_stage(task), answers, microseconds)
 
 
 def usage_answers_counted(task: Task, *, answers: int, worker_time: timedelta | None) -> None:
@@ -254,6 +272,49 @@ def _worker_add_now(
     )
 
 
+def _worker_stage_upsert_sql(connection, n_rows: int) -> str:
+    """INSERT of (dataset, worker, stage, answers, microseconds) rows that adds to an existing row instead."""
+    table = connection.ops.quote_name(WorkerStageTally._meta.db_table)
+    values = ", ".join(["(%s, %s, %s, %s, %s)"] * n_rows)
+    return (
+        f"INSERT INTO {table} (dataset_id, worker_id, stage, answers, worker_microseconds) VALUES {values} "
+        f"ON CONFLICT (dataset_id, worker_id, stage) DO UPDATE SET answers = {table}.answers + excluded.answers, "
+        f"worker_microseconds = {table}.worker_microseconds + excluded.worker_microseconds"
+    )
+
+
+def _worker_stage_add_now(
+    dataset_id: int,
+    worker_id: int,
+    stage: str,
+    answers: int,
+    microseconds: int,
+    writes: sqlrows.Writes | None = None,
+) -> None:
+    """Upsert one worker's row for one stage (zeros included: the row says the worker answered it here): now,
+    or with a submit's `writes`."""
+    connection = connections[WorkerStageTally.objects.db]
+    sqlrows.write(
+        connection,
+        WorkerStageTally._meta.db_table,
+        _worker_stage_upsert_sql(connection, 1),
+        [dataset_id, worker_id, stage, answers, microseconds],
+        writes=writes,
+    )
+
+
+def worker_stages_counted(dataset_id: int, added: dict[tuple[int, str], tuple[int, int]]) -> None:
+    """Add (answers, worker microseconds) per (worker id, stage), zeros included, a statement per 180 rows, in
+    key order."""
+    connection = connections[WorkerStageTally.objects.db]
+    keys = sorted(added)
+    with connection.cursor() as cursor:
+        for lo in range(0, len(keys), 180):  # 900 parameters at most (SQLite's old limit is 999)
+            chunk = keys[lo : lo + 180]
+            params = [v for w, stage in chunk for v in (dataset_id, w, stage, *added[(w, stage)])]
+            cursor.execute(_worker_stage_upsert_sql(connection, len(chunk)), params)
+
+
 def workers_counted(dataset_id: int, answers: dict[int, int]) -> None:
     """Add answers per worker id (zero included: a worker whose answers were all taken back still answered
     here), a statement per 300 workers, workers in id order."""
@@ -270,9 +331,35 @@ def _stage_expression(prefix: str = ""):
     return Coalesce(NullIf(f"{prefix}topic", Value("")), f"{prefix}kind")
 
 
-def counters_expected(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, int | None], dict[str, int]]]:
-    """What the counters of a dataset should hold, recomputed from its boxes, tasks and answers: the tally's
-    fields, and {(stage, concept id): {tasks, answers, worker_microseconds}}."""
+def answers_read(dataset_id: int) -> list[dict]:
+    """The dataset's submitted and withdrawn answers grouped by worker, stage and concept: {worker_id, stage,
+    concept_id, answers (submitted), worker_microseconds (of the submitted)}, in one query. Every recount of
+    answer counters reads them from here, so a recount reads the dataset's answers once."""
+    submitted = Q(state=AssignmentState.SUBMITTED)
+    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
+    return [
+        {
+            "worker_id": row["worker_id"],
+            "stage": row["stage"],
+            "concept_id": row["task__concept_id"],
+            "answers": row["n"],
+            "worker_microseconds": (row["spent"] or timedelta(0)) // _MICROSECOND,
+        }
+        for row in Assignment.objects.filter(
+            task__dataset_id=dataset_id, state__in=(AssignmentState.SUBMITTED, AssignmentState.WITHDRAWN)
+        )
+        .values("worker_id", "task__concept_id", stage=_stage_expression("task__"))
+        .annotate(n=Count("id", filter=submitted), spent=Sum(spent, filter=submitted))
+        .order_by()
+    ]
+
+
+def counters_expected(
+    dataset_id: int, answers: list[dict] | None = None
+) -> tuple[dict[str, int], dict[tuple[str, int | None], dict[str, int]]]:
+    """What the counters of a dataset should hold, recomputed from its boxes, tasks and answers (`answers`: what
+    `answers_read` returned, read when not given): the tally's fields, and {(stage, concept id): {tasks,
+    answers, worker_microseconds}}."""
     boxes = Box.objects.filter(image__dataset_id=dataset_id).aggregate(
         drawn=Count("id"), accepted=Count("id", filter=Q(state=BoxState.ACCEPTED))
     )
@@ -289,18 +376,14 @@ def counters_expected(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, 
         .order_by()
     ):
         usage[(row["stage"], row["concept_id"])] = {"tasks": row["n"], "answers": 0, "worker_microseconds": 0}
-    spent = ExpressionWrapper(F("submitted_at") - F("leased_at"), output_field=DurationField())
-    for row in (
-        Assignment.objects.filter(task__dataset_id=dataset_id, state=AssignmentState.SUBMITTED)
-        .values("task__concept_id", stage=_stage_expression("task__"))
-        .annotate(n=Count("id"), spent=Sum(spent))
-        .order_by()
-    ):
+    for row in answers_read(dataset_id) if answers is None else answers:
+        if not row["answers"]:  # withdrawn answers only: no usage
+            continue
         entry = usage.setdefault(
-            (row["stage"], row["task__concept_id"]), {"tasks": 0, "answers": 0, "worker_microseconds": 0}
+            (row["stage"], row["concept_id"]), {"tasks": 0, "answers": 0, "worker_microseconds": 0}
         )
-        entry["answers"] = row["n"]
-        entry["worker_microseconds"] = (row["spent"] or timedelta(0)) // _MICROSECOND
+        entry["answers"] += row["answers"]
+        entry["worker_microseconds"] += row["worker_microseconds"]
     return tally, usage
 
 
@@ -319,17 +402,46 @@ def counters_stored(dataset_id: int) -> tuple[dict[str, int], dict[tuple[str, in
     return tally, usage
 
 
-def worker_tally_expected(dataset_id: int) -> dict[int, int]:
-    """{worker id: submitted answers} recomputed from the dataset's assignments, for every worker with a
-    submitted or withdrawn answer there."""
-    return dict(
-        Assignment.objects.filter(
-            task__dataset_id=dataset_id, state__in=(AssignmentState.SUBMITTED, AssignmentState.WITHDRAWN)
+def worker_stage_tally_expected(
+    dataset_id: int, answers: list[dict] | None = None
+) -> dict[tuple[int, str], dict[str, int]]:
+    """{(worker id, stage): {answers, worker_microseconds}} recomputed from the dataset's answers (`answers`:
+    what `answers_read` returned, read when not given), for every worker and stage with a submitted or withdrawn
+    answer there."""
+    expected: dict[tuple[int, str], dict[str, int]] = {}
+    for row in answers_read(dataset_id) if answers is None else answers:
+        entry = expected.setdefault(
+            (row["worker_id"], row["stage"]), {"answers": 0, "worker_microseconds": 0}
         )
-        .values_list("worker_id")
-        .annotate(n=Count("id", filter=Q(state=AssignmentState.SUBMITTED)))
-        .order_by()
-    )
+        entry["answers"] += row["answers"]
+        entry["worker_microseconds"] += row["worker_microseconds"]
+    return expected
+
+
+def worker_stage_tally_stored(dataset_id: int) -> dict[tuple[int, str], dict[str, int]]:
+    """The worker and stage rows as stored, zero rows included, in the shape of `worker_stage_tally_expected`."""
+    return {
+        (r["worker_id"], r["stage"]): {
+            "answers": r["answers"],
+            "worker_microseconds": r["worker_microseconds"],
+        }
+        for r in WorkerStageTally.objects.filter(dataset_id=dataset_id).values(
+            "worker_id", "stage", "answers", "worker_microseconds"
+        )
+    }
+
+
+def worker_tally_expected(
+    dataset_id: int, by_stage: dict[tuple[int, str], dict[str, int]] | None = None
+) -> dict[int, int]:
+    """{worker id: submitted answers} recomputed from the dataset's assignments (or summed from `by_stage`, what
+    `worker_stage_tally_expected` returned), for every worker with a submitted or withdrawn answer there."""
+    if by_stage is None:
+        by_stage = worker_stage_tally_expected(dataset_id)
+    answers: dict[int, int] = {}
+    for (worker_id, _), row in by_stage.items():
+        answers[worker_id] = answers.get(worker_id, 0) + row["answers"]
+    return answers
 
 
 def worker_tally_stored(dataset_id: int) -> dict[int, int]:
@@ -337,10 +449,23 @@ def worker_tally_stored(dataset_id: int) -> dict[int, int]:
     return dict(WorkerTally.objects.filter(dataset_id=dataset_id).values_list("worker_id", "answers"))
 
 
-def _worker_tally_recount(dataset_id: int) -> int:
-    list(WorkerTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
-    expected, stored = worker_tally_expected(dataset_id), worker_tally_stored(dataset_id)
+def _worker_tally_recount(dataset_id: int, answers: list[dict]) -> int:
+    """Rewrite the dataset's worker and worker-and-stage rows (the caller has locked them) from `answers`
+    (`answers_read`); a row no longer expected is deleted."""
+    by_stage = worker_stage_tally_expected(dataset_id, answers)
     changed = 0
+    stored_stages = worker_stage_tally_stored(dataset_id)
+    for worker_id, stage in sorted(set(by_stage) | set(stored_stages)):
+        if (worker_id, stage) not in by_stage:
+            WorkerStageTally.objects.filter(dataset_id=dataset_id, worker_id=worker_id, stage=stage).delete()
+        elif stored_stages.get((worker_id, stage)) != by_stage[(worker_id, stage)]:
+            WorkerStageTally.objects.update_or_create(
+                dataset_id=dataset_id, worker_id=worker_id, stage=stage, defaults=by_stage[(worker_id, stage)]
+            )
+        else:
+            continue
+        changed += 1
+    expected, stored = worker_tally_expected(dataset_id, by_stage), worker_tally_stored(dataset_id)
     for worker_id in sorted(set(expected) | set(stored)):
         if worker_id not in expected:
             WorkerTally.objects.filter(dataset_id=dataset_id, worker_id=worker_id).delete()
@@ -390,8 +515,15 @@ def counters_recount(dataset_id: int) -> int:
     with transaction.atomic():
         list(DatasetTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id))
         list(UsageCounter.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
-        changed = _worker_tally_recount(dataset_id)
-        tally, usage = counters_expected(dataset_id)
+        list(
+            WorkerStageTally.objects.select_for_update(no_key=True)
+            .filter(dataset_id=dataset_id)
+            .order_by("id")
+        )
+        list(WorkerTally.objects.select_for_update(no_key=True).filter(dataset_id=dataset_id).order_by("id"))
+        answers = answers_read(dataset_id)  # read once, after the locks, for the usage and the worker rows
+        changed = _worker_tally_recount(dataset_id, answers)
+        tally, usage = counters_expected(dataset_id, answers)
         stored_tally, stored_usage = counters_stored(dataset_id)
         if tally != stored_tally:
             DatasetTally.objects.update_or_create(dataset_id=dataset_id, defaults=tally)

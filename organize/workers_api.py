@@ -76,9 +76,11 @@ def dataset_worker_answers(dataset) -> dict[int, int]:
 
 def worker_known(dataset, worker_id: int) -> bool:
     """Whether the worker answered or leased the dataset's tasks, accepted one of its invitations or was
-    granted it."""
+    granted it. A worker who answered there has a counter row (one index lookup); only the others are looked
+    for among their own assignments."""
     return (
-        Assignment.objects.filter(task__dataset=dataset, worker_id=worker_id).exists()
+        WorkerTally.objects.filter(dataset=dataset, worker_id=worker_id).exists()
+        or Assignment.objects.filter(task__dataset=dataset, worker_id=worker_id).exists()
         or Invitation.objects.filter(dataset=dataset, accepted_by__worker=worker_id).exists()
         or DatasetGrant.objects.filter(dataset=dataset, worker_id=worker_id).exists()
     )

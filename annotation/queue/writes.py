@@ -71,9 +71,19 @@ def _imported_answers_counted(assignments: list[Assignment]) -> None:
     # After every usage row, as on the submit path: a worker's row for each worker who answered (withdrawn
     # answers included, counted as none).
     per_worker: dict[int, dict[int, int]] = {}
+    per_stage: dict[int, dict[tuple[int, str], tuple[int, int]]] = {}
     for a in answered:
-        mine = per_worker.setdefault(tasks[a.task_id].dataset_id, {})
-        mine[a.worker_id] = mine.get(a.worker_id, 0) + (a.state == AssignmentState.SUBMITTED)
+        task = tasks[a.task_id]
+        mine = per_worker.setdefault(task.dataset_id, {})
+        counted = a.state == AssignmentState.SUBMITTED
+        mine[a.worker_id] = mine.get(a.worker_id, 0) + counted
+        stages = per_stage.setdefault(task.dataset_id, {})
+        key = (a.worker_id, counters.task_stage(task))
+        spent = a.submitted_at - a.leased_at if counted and a.submitted_at else timedelta(0)
+        answers, microseconds = stages.get(key, (0, 0))
+        stages[key] = (answers + counted, microseconds + spent // timedelta(microseconds=1))
+    for dataset_id in sorted(per_stage):  # in table order: the stage rows before the worker rows
+        counters.worker_stages_counted(dataset_id, per_stage[dataset_id])
     for dataset_id in sorted(per_worker):
         counters.workers_counted(dataset_id, per_worker[dataset_id])
 

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from annotation import queue
 from annotation.models import Assignment, AssignmentState, Box, BoxState, FinalLabel
 from consensus.models import Question, QuestionDecision, QuestionRole, QuestionState, Vote, VoteVoid
 from gold.models import BlockAction, ScoreKind, WorkerScore
@@ -95,16 +96,22 @@ def test_an_image_of_another_dataset_is_not_found(api_client, organizer, dataset
 
 
 def submit(task, worker, minutes_ago, seconds, answer):
+    """A submitted answer stored as imported history: counted as a submit counts it."""
     submitted = timezone.now() - timedelta(minutes=minutes_ago)
-    return Assignment.objects.create(
-        task=task,
-        worker=worker,
-        state=AssignmentState.SUBMITTED,
-        leased_at=submitted - timedelta(seconds=seconds),
-        expires_at=submitted + timedelta(minutes=5),
-        submitted_at=submitted,
-        answer=answer,
+    (assignment,) = queue.assignments_import(
+        [
+            Assignment(
+                task=task,
+                worker=worker,
+                state=AssignmentState.SUBMITTED,
+                leased_at=submitted - timedelta(seconds=seconds),
+                expires_at=submitted + timedelta(minutes=5),
+                submitted_at=submitted,
+                answer=answer,
+            )
+        ]
     )
+    return assignment
 
 
 def test_a_workers_history_lists_answers_gold_and_blocks(
@@ -156,3 +163,29 @@ def test_a_worker_who_never_worked_in_the_dataset_is_not_found(api_client, organ
         {"answer": False},
     )
     assert api_client(organizer).get(f"/api/v1/datasets/{dataset.pk}/people/{worker.pk}").status_code == 404
+
+
+def test_a_workers_history_reads_the_datasets_tasks_only_for_its_latest_answers(
+    api_client, organizer, dataset, other_dataset
+):
+    """The answers per stage come from the worker's counter rows: no statement of the request joins the
+    dataset's tasks without a LIMIT (at 10,000,000 tasks the join of every task of the dataset to the worker's
+    answers took seconds); the latest answers are found from the worker's own assignments, at most their
+    number. Statements, not time, so a loaded machine cannot change the outcome."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    worker = factories.user_with_roles("wendy", ("workers",)).worker
+    for k, image in enumerate(factories.ImageFactory.create_batch(3, dataset=dataset)):
+        submit(factories.TaskFactory(dataset=dataset, image=image), worker, k, 2.5, {"answer": True})
+    image = factories.ImageFactory(dataset=other_dataset)
+    submit(factories.TaskFactory(dataset=other_dataset, image=image), worker, 0, 9.0, {"answer": False})
+    client = api_client(organizer)
+    with CaptureQueriesContext(connection) as captured:
+        body = client.get(f"/api/v1/datasets/{dataset.pk}/people/{worker.pk}").json()
+    assert body["stages"] == [{"stage": "binary_vote", "answers": 3, "worker_seconds": 7.5}]
+    assert len(body["recent"]) == 3
+    task_reads = [q["sql"] for q in captured.captured_queries if '"annotation_task"' in q["sql"]]
+    assert task_reads, "the latest answers are read with their tasks"
+    unbounded = [sql for sql in task_reads if " LIMIT " not in sql]
+    assert not unbounded, unbounded
