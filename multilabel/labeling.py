@@ -193,23 +193,47 @@ def labeling_start(
         # Before any answer every image is in the same state: one pick serves them all.
         first = next_question(state, order_for(dataset.pk, graph, order))
         assert first is not None  # a valid DAG has at least one node
-        labelings = ImageLabeling.objects.bulk_create(
-            [
-                ImageLabeling(
-                    image_id=pk,
-                    hierarchy=hierarchy,
-                    dataset=dataset,
-                    order=order,
-                    engine=engine,
-                    state=state.to_dict(),
-                    pending_node=first,
-                )
-                for pk in fresh
-            ],
-            batch_size=500,
+        labelings = _labelings_create(
+            fresh,
+            dataset=dataset,
+            hierarchy=hierarchy,
+            order=order,
+            engine=engine,
+            state=state,
+            pending_node=first,
         )
         asking.questions_open(graph, [(labeling, first) for labeling in labelings], priority=priority)
     return StartResult(created=len(labelings), already=len(already), order=order, engine=engine)
+
+
+def _labelings_create(
+    image_ids: list[int],
+    *,
+    dataset: Dataset,
+    hierarchy: Hierarchy,
+    order: str,
+    engine: str,
+    state: LabelingState,
+    pending_node: str = "",
+    prediction_set: PredictionSet | None = None,
+) -> list[ImageLabeling]:
+    """One labeling per image, each starting from `state` (a new run's: no decisions yet)."""
+    return ImageLabeling.objects.bulk_create(
+        [
+            ImageLabeling(
+                image_id=pk,
+                hierarchy=hierarchy,
+                dataset=dataset,
+                order=order,
+                engine=engine,
+                prediction_set=prediction_set,
+                state=state.to_dict(),
+                pending_node=pending_node,
+            )
+            for pk in image_ids
+        ],
+        batch_size=500,
+    )
 
 
 def _fresh_images(
@@ -228,20 +252,14 @@ def _start_scored(dataset, hierarchy, graph, images, order, engine, priority, pr
     """`labeling_start` with a prediction set: every image has its own first question (and perhaps skips)."""
     with transaction.atomic(), counters.held():
         fresh, already = _fresh_images(dataset, hierarchy, images)
-        labelings = ImageLabeling.objects.bulk_create(
-            [
-                ImageLabeling(
-                    image_id=pk,
-                    hierarchy=hierarchy,
-                    dataset=dataset,
-                    order=order,
-                    engine=engine,
-                    prediction_set=prediction_set,
-                    state=start(graph.dag).to_dict(),
-                )
-                for pk in fresh
-            ],
-            batch_size=500,
+        labelings = _labelings_create(
+            fresh,
+            dataset=dataset,
+            hierarchy=hierarchy,
+            order=order,
+            engine=engine,
+            state=start(graph.dag),
+            prediction_set=prediction_set,
         )
         guide = scores.guide_for(dataset.pk, graph, prediction_set.pk)
         by_image = scores.leaf_scores(prediction_set.pk, fresh, graph)

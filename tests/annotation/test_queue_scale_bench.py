@@ -14,16 +14,10 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests.pg_admin import admin_url
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
-
-
-def admin_url() -> str:
-    """The test database's server, as the bench's admin connection (it creates and drops its own database)."""
-    db = settings.DATABASES["default"]
-    user = db.get("USER") or "postgres"
-    auth = f"{user}:{db['PASSWORD']}" if db.get("PASSWORD") else user
-    return f"postgres://{auth}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/postgres"
 
 
 def test_the_scale_bench_fills_two_thousand_tasks_and_measures_leases_submits_plans_and_pages(

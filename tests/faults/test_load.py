@@ -15,18 +15,12 @@ import sys
 import uuid
 
 import pytest
-from django.conf import settings
+
+from tests.pg_admin import admin_url
 
 from .conftest import REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
-
-
-def admin_url() -> str:
-    db = settings.DATABASES["default"]
-    user = db.get("USER") or "postgres"
-    auth = f"{user}:{db['PASSWORD']}" if db.get("PASSWORD") else user
-    return f"postgres://{auth}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/postgres"
 
 
 def test_a_minute_of_load_with_killed_backends_and_workers_gives_no_5xx_and_nothing_half_written(
