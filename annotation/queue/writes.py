@@ -78,10 +78,10 @@ def _imported_answers_counted(assignments: list[Assignment]) -> None:
         counted = a.state == AssignmentState.SUBMITTED
         mine[a.worker_id] = mine.get(a.worker_id, 0) + counted
         stages = per_stage.setdefault(task.dataset_id, {})
-        key = (a.worker_id, counters.task_stage(task))
+        stage_key = (a.worker_id, counters.task_stage(task))
         spent = a.submitted_at - a.leased_at if counted and a.submitted_at else timedelta(0)
-        answers, microseconds = stages.get(key, (0, 0))
-        stages[key] = (answers + counted, microseconds + spent // timedelta(microseconds=1))
+        answers, microseconds = stages.get(stage_key, (0, 0))
+        stages[stage_key] = (answers + counted, microseconds + spent // timedelta(microseconds=1))
     for dataset_id in sorted(per_stage):  # in table order: the stage rows before the worker rows
         counters.worker_stages_counted(dataset_id, per_stage[dataset_id])
     for dataset_id in sorted(per_worker):
