@@ -5,13 +5,27 @@ so a rule about several variables can be tested without touching the process's e
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+
+N = TypeVar("N", int, float)
 
 
 def _raw(name: str, environ: Mapping[str, str] | None) -> str:
     return (os.environ if environ is None else environ).get(name, "").strip()
+
+
+def _number(name: str, environ: Mapping[str, str] | None, parse: Callable[[str], N], kind: str) -> N | None:
+    """The variable parsed by `parse`, None when unset or empty; refused naming it when malformed."""
+    value = _raw(name, environ)
+    if not value:
+        return None
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be {kind}, got {value!r}") from exc
 
 
 def env_bool(name: str, default: bool = False, *, environ: Mapping[str, str] | None = None) -> bool:
@@ -22,13 +36,9 @@ def env_bool(name: str, default: bool = False, *, environ: Mapping[str, str] | N
 def env_int(
     name: str, default: int, *, least: int | None = None, environ: Mapping[str, str] | None = None
 ) -> int:
-    value = _raw(name, environ)
-    if not value:
+    number = _number(name, environ, int, "an integer")
+    if number is None:
         return default
-    try:
-        number = int(value)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
     if least is not None and number < least:
         raise ImproperlyConfigured(f"{name} must be at least {least}, got {number}")
     return number
@@ -37,13 +47,9 @@ def env_int(
 def env_float(
     name: str, default: float, *, positive: bool = False, environ: Mapping[str, str] | None = None
 ) -> float:
-    value = _raw(name, environ)
-    if not value:
+    number = _number(name, environ, float, "a number")
+    if number is None:
         return default
-    try:
-        number = float(value)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
     if positive and not number > 0:
-        raise ImproperlyConfigured(f"{name} must be above 0, got {value!r}")
+        raise ImproperlyConfigured(f"{name} must be above 0, got {_raw(name, environ)!r}")
     return number
