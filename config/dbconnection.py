@@ -17,8 +17,9 @@ answers 503 with Retry-After.
 
 A transaction PostgreSQL rolled back because of a concurrent one (40P01 deadlock detected, 40001 serialization
 failure) kept nothing either: the same requests are run again, up to `CONFLICT_RETRIES` times after a short
-jittered pause, and if every run fails so, answered 503 with Retry-After, never 500. The lock order of
-docs/architecture.md keeps such conflicts out of the pipelines; this is the guarantee when one gets through."""
+jittered pause, and if every run fails so, answered 503 with Retry-After, never 500. A run again that meets the
+other kind (a killed backend while a lock is busy) goes on within that kind's own count rather than answering
+503 at once. The lock order of docs/architecture.md keeps such conflicts out of the pipelines; this is the guarantee when one gets through."""
 
 from __future__ import annotations
 
@@ -144,6 +145,10 @@ def transaction_conflict(exception: BaseException) -> bool:
 # few seconds while a slow request runs): each on a fresh connection, then 503.
 LOST_RETRIES = 3
 
+# The two kinds of failure a request may run again after.
+LOST_CONNECTION = "connection lost"
+CONFLICT = "transaction conflict"
+
 LOST = "The database connection was lost during this request and nothing was kept; retry it."
 CONFLICTED = "The request met concurrent work on the same rows and nothing was kept; retry it."
 
@@ -220,7 +225,12 @@ class ConnectionLossMiddleware:
 
     def process_exception(self, request, exception):
         if isinstance(exception, OperationalError) and transaction_conflict(exception):
-            return self._run_after_conflict(request, exception)
+            match = request.resolver_match
+            if match is None or connection.needs_rollback:
+                return None
+            if not (_runs_again(request, match.func) or _nothing_committed(request)):
+                return None  # other requests are left to the error handling they had
+            return self._run_again(request, match, exception, CONFLICT)
         if not isinstance(exception, OperationalError | InterfaceError) or not connection_lost(exception):
             return None
         connection.close()  # the next query opens a fresh connection
@@ -232,54 +242,47 @@ class ConnectionLossMiddleware:
         ):
             log.warning("database connection lost during %s %s: %s", request.method, request.path, exception)
             return _unavailable()
-        request._db_retried = True
-        for attempt in range(1, LOST_RETRIES + 1):
-            log.warning(
-                "database connection lost during %s %s; running it again (%d of %d)",
-                request.method,
-                request.path,
-                attempt,
-                LOST_RETRIES,
-            )
-            try:
-                return _run(request, match)
-            except (OperationalError, InterfaceError) as again:
-                log.warning("run again of %s %s failed too: %s", request.method, request.path, again)
-                lost = connection_lost(again)
-                if lost:
-                    connection.close()
-                if not lost or not (_runs_again(request, match.func) or _nothing_committed(request)):
-                    return _unavailable()
-        return _unavailable()
+        return self._run_again(request, match, exception, LOST_CONNECTION)
 
-    def _run_after_conflict(self, request, exception):
-        """Run a request that may run again once more after each deadlock or serialization failure, at most
-        `CONFLICT_RETRIES` times; then 503. Other requests are left to the error handling they had."""
-        match = request.resolver_match
-        if match is None or connection.needs_rollback:
-            return None
-        if not (_runs_again(request, match.func) or _nothing_committed(request)):
-            return None
-        for attempt in range(1, CONFLICT_RETRIES + 1):
+    def _run_again(self, request, match, exception, kind: str):
+        """Run a request that may run again once more after each failure of either kind, a lost connection
+        (on a fresh one, at most `LOST_RETRIES` times) or a deadlock or serialization failure (after a short
+        jittered pause, at most `CONFLICT_RETRIES` times), whichever strikes each run: under a killed backend
+        and a busy lock at once a run again may meet the other kind. When a kind's runs are spent, or the
+        request committed part of its work, or the database fails otherwise, 503 with Retry-After."""
+        request._db_retried = True
+        left = {LOST_CONNECTION: LOST_RETRIES, CONFLICT: CONFLICT_RETRIES}
+        while True:
+            if not left[kind]:
+                log.warning(
+                    "%s %s: still failing after its runs again (%s)", request.method, request.path, kind
+                )
+                return _unavailable(CONFLICTED if kind == CONFLICT else LOST)
+            left[kind] -= 1
             log.warning(
-                "%s %s: %s; running it again (%d of %d)",
+                "%s %s: %s; running it again (%s, %d left)",
                 request.method,
                 request.path,
-                str(exception).splitlines()[0],
-                attempt,
-                CONFLICT_RETRIES,
+                str(exception).splitlines()[0] if str(exception) else type(exception).__name__,
+                kind,
+                left[kind],
             )
-            time.sleep(CONFLICT_PAUSE * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
+            if kind == CONFLICT:
+                done = CONFLICT_RETRIES - left[kind]
+                time.sleep(CONFLICT_PAUSE * 2 ** (done - 1) * random.uniform(0.5, 1.5))
             try:
                 return _run(request, match)
             except (OperationalError, InterfaceError) as again:
+                exception = again
                 if isinstance(again, OperationalError) and transaction_conflict(again):
-                    exception = again
-                    continue
-                if not connection_lost(again):
-                    raise
-                log.warning("run again of %s %s lost its connection: %s", request.method, request.path, again)
-                connection.close()
-                return _unavailable(LOST)
-        log.warning("%s %s: still conflicting after %d runs", request.method, request.path, CONFLICT_RETRIES)
-        return _unavailable(CONFLICTED)
+                    kind = CONFLICT
+                    if connection.needs_rollback:
+                        return _unavailable(CONFLICTED)
+                elif connection_lost(again):
+                    connection.close()
+                    kind = LOST_CONNECTION
+                else:
+                    log.warning("run again of %s %s failed: %s", request.method, request.path, again)
+                    return _unavailable()
+                if not (_runs_again(request, match.func) or _nothing_committed(request)):
+                    return _unavailable(CONFLICTED if kind == CONFLICT else LOST)

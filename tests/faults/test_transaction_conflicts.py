@@ -114,3 +114,60 @@ def test_a_batch_of_answers_may_run_again_even_after_a_connection_lost_around_it
     assert dbconnection._runs_again(request, resolve("/api/v1/assignments/submit").func)
     organizer_write = RequestFactory().post("/api/v1/datasets/", {}, content_type="application/json")
     assert not dbconnection._runs_again(organizer_write, resolve("/api/v1/datasets/").func)
+
+
+def failing_in_turn(monkeypatch, failures: list[Exception]) -> list[int]:
+    """The submits fail in turn with `failures` (each raised as Django raises the driver's error), then go
+    through; returns the runs made so far."""
+    runs: list[int] = []
+    real = counters.answers_counted
+
+    def answers_counted(*args, **kwargs):
+        runs.append(len(runs) + 1)
+        real(*args, **kwargs)
+        if len(runs) <= len(failures):
+            cause = failures[len(runs) - 1]
+            raise OperationalError(str(cause)) from cause
+
+    monkeypatch.setattr(counters, "answers_counted", answers_counted)
+    return runs
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_submit_whose_run_again_meets_the_other_kind_of_failure_goes_on_and_is_stored_once(
+    leased, monkeypatch
+):
+    """Under a killed backend and a busy lock at once (the soak's faults), a run again after a deadlock may lose
+    its connection and the next one meet a deadlock again: each kind is run again within its own count, so the
+    submit is stored once and answered 201, not 503."""
+    client, path = leased
+    lost = psycopg.OperationalError("server closed the connection unexpectedly")
+    runs = failing_in_turn(
+        monkeypatch,
+        [
+            psycopg.errors.DeadlockDetected("deadlock detected"),
+            lost,
+            psycopg.errors.DeadlockDetected("again"),
+        ],
+    )
+    response = client.post(path, {"answer": {"answer": True}}, format="json", HTTP_IDEMPOTENCY_KEY="k-mixed")
+    assert response.status_code == 201, response.content
+    assert runs == [1, 2, 3, 4]
+    assert Assignment.objects.filter(state=AssignmentState.SUBMITTED).count() == 1
+    assert Task.objects.get().answers_count == 1
+    assert sum(UsageCounter.objects.values_list("answers", flat=True)) == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_submit_losing_its_connection_more_often_than_its_runs_again_answers_503_and_keeps_nothing(
+    leased, monkeypatch
+):
+    client, path = leased
+    lost = psycopg.OperationalError("server closed the connection unexpectedly")
+    runs = failing_in_turn(monkeypatch, [lost] * 99)
+    response = client.post(path, {"answer": {"answer": True}}, format="json", HTTP_IDEMPOTENCY_KEY="k-lost")
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert len(runs) == 1 + dbconnection.LOST_RETRIES
+    assert Task.objects.get().answers_count == 0
