@@ -23,6 +23,8 @@ from config.roles import REVIEWERS, WORKERS
 from crowd.models import BundleSize, MturkBudget, MturkHitType, WorkerSource
 from crowd.providers import mturk
 from crowd.services import token_for, user_create
+from gold import quality as gold_quality
+from gold import services as gold_services
 from outbox.models import Message, MessageState
 from review import stuck
 from simulator import provider_flows, server_setup
@@ -47,7 +49,7 @@ class ShellOperator:
         # What the schedule runs; the simulated crowd has just run dry, so nothing is waited for.
         report = stuck.stuck_enqueue(dataset_id=dataset_id, starved_after=0)
         swept = sum(report.starved_settled.values()) + report.box_jobs_stranded + report.table_waits_ended
-        return swept + rebuilds_awaited(dataset_id)
+        return swept + background_awaited(dataset_id)
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         call_command(
@@ -62,29 +64,37 @@ class ShellOperator:
 
 
 REBUILD_TASK = "consensus.tasks.calibration_rebuild"
-# Handed to the broker or running on a worker: what a worker will finish. A pending message waits for the relay
-# (or, in process, for a commit that may never come: a test's transaction), so it is not waited for here.
+# The background work that changes what the crowd is asked after its answers: a calibration rebuild serves the
+# questions waiting for its table; a worker's quality test (gold's score, the sequential test over every answer)
+# may block them, and a block voids their votes and reopens the questions those votes decided.
+OWED_TASKS = (REBUILD_TASK, gold_quality.QUALITY_TASK, gold_services.SCORE_TASK)
+# Handed to the broker or running on a worker: what a worker will finish. A pending message is the relay's to
+# send, so it is owed too when the relay runs apart from this process; inside an open transaction (a test's) it
+# waits for a commit that may never come, and is not waited for.
 OWED_STATES = (MessageState.SENT, MessageState.RUNNING)
-# How long the operator waits, once the crowd ran dry, for a calibration rebuild the platform owes the dataset.
+# How long the operator waits, once the crowd ran dry, for the background work the platform owes the dataset.
 REBUILD_WAIT_SECONDS = 120.0
 
 
-def rebuilds_awaited(dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS) -> int:
-    """The calibration rebuilds the dataset's votes have handed to Celery (outbox messages sent or running, not
-    yet done) when the crowd ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker
-    after its commit, and the questions waiting for that table are served only then. A crowd that saw no task for those seconds is not
-    done (people come back later), and the sweep leaves such questions alone since their table is coming.
-    Returns how many of those rebuilds ran within `timeout` (the crowd then looks for work again); 0 when none
+def background_awaited(dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS) -> int:
+    """The background work the dataset's answers have owed (`OWED_TASKS`: outbox messages not yet done) when
+    the crowd ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker after its commit,
+    and the questions waiting for that table are served only then; the last decisions' quality tests run there
+    too, and one that blocks a spammer reopens the questions their votes decided (the soak: a run that stopped
+    first left 23 questions open with nobody to answer them). A crowd that saw no task for those seconds is not
+    done (people come back later), and the sweep leaves such questions alone since someone can take them.
+    Returns how many of those messages ran within `timeout` (the crowd then looks for work again); 0 when none
     was owed or none ran (what is still owed is left, as at the end of a real run)."""
-    owed = Message.objects.filter(
-        dataset_id=dataset_id, task_name=REBUILD_TASK, state__in=OWED_STATES
-    ).values_list("pk", flat=True)
-    ids = set(owed)
+    states = (
+        OWED_STATES if transaction.get_connection().in_atomic_block else (MessageState.PENDING, *OWED_STATES)
+    )
+    owed = Message.objects.filter(dataset_id=dataset_id, task_name__in=OWED_TASKS, state__in=states)
+    ids = set(owed.values_list("pk", flat=True))
     if not ids:
         return 0
     deadline = time.monotonic() + timeout
     while True:
-        left = Message.objects.filter(pk__in=ids, state__in=OWED_STATES).count()
+        left = Message.objects.filter(pk__in=ids, state__in=states).count()
         if not left or time.monotonic() >= deadline:
             return len(ids) - left
         time.sleep(0.5)
