@@ -198,10 +198,11 @@ class BudgetRule:
         if not parents:
             feature = mass
         else:
-            present = [p for p in parents if (d := state.decisions.get(p)) is not None and d.present]
-            if not present:
+            if not any((d := state.decisions.get(p)) is not None and d.present for p in parents):
                 return math.inf, None
-            parent_mass = min(self._mass(state, p, undecided_only=False) for p in present)
+            # Every parent, not only those decided present so far: the calibration's feature takes the least
+            # r over the parents present in a decided image, and an undecided parent here may be one of them.
+            parent_mass = min(self._mass(state, p, undecided_only=False) for p in parents)
             feature = mass / parent_mass if parent_mass > 0 else math.inf
         if not feature <= self.calibration.cap:
             return math.inf, None
