@@ -10,7 +10,11 @@ colluding group of 2% and 10% weak workers near 0.6 accuracy (uniform 0.55-0.65)
 qualification set (the platform's default) and once without (every worker goes straight to production, where
 most of their answers are ordinary votes). Answers to block count every answer, gold and votes. The drawer table
 is exact (the rule checked after every verdict, summed over every path of verdicts), not sampled.
-Run: python bench/gold_cost.py [--quick] [--seeds N]
+With --honest-accuracy A every honest worker is right with probability A (no weak workers): the check of the
+honest floor itself (0.7), which the default crowd (mean 0.88) has few of. The floor line prints the fewest
+answers any rule needs (gold.sprt.fewest_answers) to block half and 95% of the coin-flippers while blocking at
+most 1% of workers at the floor.
+Run: python bench/gold_cost.py [--quick] [--seeds N] [--first-seed S] [--honest-accuracy A]
 """
 
 from __future__ import annotations
@@ -36,12 +40,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller crowd and fewer questions")
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument(
+        "--honest-accuracy",
+        type=float,
+        default=None,
+        help="every honest worker right this often, no weak ones",
+    )
     args = parser.parse_args()
     workers, questions = (200, 6_000) if args.quick else (600, 24_000)
-    seeds = range(args.seeds or (1 if args.quick else 3))
+    seeds = range(args.first_seed, args.first_seed + (args.seeds or (1 if args.quick else 3)))
+    honest = (
+        {}
+        if args.honest_accuracy is None
+        else {
+            "accuracy_mean": args.honest_accuracy,
+            "accuracy_concentration": 1e6,
+            "low_quality_fraction": 0.0,
+        }
+    )
 
     def crowd(seed: int, spam: bool) -> CrowdSpec:
         return CrowdSpec(
+            **honest,
             n_workers=workers,
             seed=seed,
             spammer_fraction=0.2 if spam else 0.0,
@@ -50,6 +71,13 @@ def main() -> None:
         )
 
     rule = RULES["sequential"]
+    print(
+        "floor (any rule, honest workers at 0.7 blocked <= 1%): coin-flippers need >= "
+        f"{sprt.fewest_answers(HONEST_FLOOR, 0.01, 0.5):.1f} answers for half of them blocked, >= "
+        f"{sprt.fewest_answers(HONEST_FLOOR, 0.01, 0.95):.1f} for 95%"
+    )
+    if args.honest_accuracy is not None:
+        print(f"every honest worker right with probability {args.honest_accuracy}, no weak workers")
     print(
         f"{workers} workers, {questions} questions, seeds {list(seeds)}, gold rate {RATE}; 20% spammers + 2% "
         f"colluders, 10% weak workers (0.55-0.65). today: P(acc < {scoring.DEFAULT_BLOCK_THRESHOLD}) > "

@@ -47,6 +47,7 @@ from multilabel.model_scores import (  # noqa: E402
     calibration_fit,
     node_scores,
 )
+from multilabel.risk_budget import BudgetRule, RiskCalibration, advance_budget, risk_fit  # noqa: E402
 
 FIXTURES = ROOT / "fixtures" / "hierarchies"
 
@@ -220,11 +221,24 @@ def simulated_scores(rng: np.random.Generator, labels: np.ndarray, top5: float) 
 
 
 def scored_run(
-    dag: QuestionDag, image, scores: dict[str, float], calibration: ScoreCalibration | None
+    dag: QuestionDag,
+    image,
+    scores: dict[str, float],
+    calibration: ScoreCalibration | None,
+    risk: RiskCalibration | None = None,
 ) -> tuple[LabelingState, int]:
-    """Algorithm 1 in the score order, skipping what the calibrated rule allows; returns the state and skips."""
+    """Algorithm 1 in the score order, skipping what the calibrated rule allows (with `risk`, what the image's
+    risk budget allows); returns the state and skips."""
     by_node = node_scores(dag, scores)
     order = ScoreOrder(by_node, calibration)
+    if risk is not None:
+        budget, spent, state, skipped = BudgetRule(scores, risk, SKIP_TARGET), 0.0, start(dag), 0
+        while True:
+            state, node, skips, spent = advance_budget(state, order, budget, spent)
+            skipped += len(skips)
+            if node is None:
+                return state, skipped
+            state = answer(state, node, image(node))
     rule = None if calibration is None else SkipRule(by_node, calibration, SKIP_TARGET)
     state, skipped = start(dag), 0
     while True:
@@ -252,6 +266,7 @@ class Scored:
 
     scores: np.ndarray
     calibration: ScoreCalibration | None
+    risk: RiskCalibration | None = None
 
 
 def evaluate(method: str, dag: QuestionDag, labels: np.ndarray, order, crowd, seed: int) -> Row:
@@ -266,7 +281,7 @@ def evaluate(method: str, dag: QuestionDag, labels: np.ndarray, order, crowd, se
             found = {leaf for leaf in leaves if image(leaf)}
         elif isinstance(order, Scored):
             scores = dict(zip(leaves, order.scores[i].tolist(), strict=True))
-            state, skips = scored_run(dag, image, scores, order.calibration)
+            state, skips = scored_run(dag, image, scores, order.calibration, order.risk)
             found, skipped = set(present_leaves(state)), skipped + skips
         else:
             chosen = order(image) if order is oracle_order else order
@@ -295,9 +310,9 @@ def calibrated(
     crowd: CrowdModel,
     seed: int,
     truth: bool = False,
-) -> ScoreCalibration:
-    """The calibration a dataset would have after the crowd labelled these images (breadth-first, no skips); with
-    `truth`, on their true labels (a crowd that never errs: what the rule could do with clean labels)."""
+) -> tuple[ScoreCalibration, RiskCalibration]:
+    """The calibrations a dataset would have after the crowd labelled these images (breadth-first, no skips);
+    with `truth`, on their true labels (a crowd that never errs: what the rule could do with clean labels)."""
     rng = np.random.default_rng(seed)
     leaves = dag.leaves
     decided = []
@@ -307,7 +322,7 @@ def calibrated(
         decided.append(
             (dict(zip(leaves, scores[i].tolist(), strict=True)), {leaf: leaf in found for leaf in leaves})
         )
-    return calibration_fit(dag, decided)
+    return calibration_fit(dag, decided), risk_fit(dag, decided)
 
 
 def compare(
@@ -332,7 +347,7 @@ def compare(
     decided = generate(score_rng, dag.leaves, names, scenes, n_calibration)
     decided_scores, _ = simulated_scores(score_rng, decided, top5)
     test_scores, reached = simulated_scores(score_rng, test, top5)
-    calibration = calibrated(dag, decided, decided_scores, crowd, seed + 2000, truth_calibration)
+    calibration, risk = calibrated(dag, decided, decided_scores, crowd, seed + 2000, truth_calibration)
     orders: list[tuple[str, object]] = [
         ("flat K questions", None),
         ("Algorithm 1, breadth-first", breadth_first),
@@ -341,6 +356,7 @@ def compare(
         ("oracle order (lower bound)", oracle_order),
         ("scores: order only", Scored(test_scores, None)),
         ("scores: order + calibrated skips", Scored(test_scores, calibration)),
+        ("scores: order + risk budget", Scored(test_scores, calibration, risk)),
     ]
     rows = [evaluate(name, dag, test, order, crowd, seed + 1) for name, order in orders]
     per_image = test.sum(axis=1)
@@ -352,6 +368,15 @@ def compare(
         f"scorer: top-5 accuracy {reached:.1%} on the test images (asked {top5:.0%}); skips calibrated on "
         f"{n_calibration} {'truly ' if truth_calibration else 'crowd-'}labelled images, target miss rate {SKIP_TARGET}"
     )
+    print(
+        f"risk budget: {risk.classes_per_image:.2f} classes/image, budget {SKIP_TARGET * risk.classes_per_image:.4f} "
+        "per image; P(present | feature) by bin, present/candidates and upper bound:"
+    )
+    for context, table in (("root", risk.root), ("child", risk.child)):
+        cells = "  ".join(
+            f"<{b.high:g}: {b.positives}/{b.observations} {b.bound:.4f}" for b in table if b.observations
+        )
+        print(f"  {context:5s} {cells}")
     print(
         f"{'method':32s} {'q/image':>8s} {'vs flat':>8s} {'vs BFS':>8s} {'votes/img':>9s} {'acc':>7s} {'prec':>6s} "
         f"{'recall':>6s} {'skips/img':>9s}"
@@ -403,7 +428,7 @@ def main() -> None:
         "PASCAL VOC 20", voc_dag, voc_names, VOC_SCENES, n_images, n_train, args.seed, **scorer
     )
 
-    flat, bfs, _no_first, corr, _oracle, _ordered, skipping = rows
+    flat, bfs, _no_first, corr, _oracle, _ordered, _skipping, _budget = rows
     print(
         f"\nDET 200 targets: Algorithm 1 asks {bfs.questions / flat.questions:.1%} of flat (target <= 15%); "
         f"correlation order asks {1 - corr.questions / bfs.questions:.1%} fewer than breadth-first "
@@ -411,7 +436,7 @@ def main() -> None:
     )
     for title, (_f, b, *_rest, s) in (("DET 200", rows), ("VOC 20", voc_rows)):
         print(
-            f"{title} scores: {s.questions:.1f} questions/image vs {b.questions:.1f} breadth-first "
+            f"{title} scores + risk budget: {s.questions:.1f} questions/image vs {b.questions:.1f} breadth-first "
             f"({s.questions / b.questions:.1%}; target <= 50% on DET 200), precision {s.precision:.1%} vs "
             f"{b.precision:.1%}, recall {s.recall:.1%} vs {b.recall:.1%} (target >= 99%)"
         )

@@ -15,23 +15,27 @@ right on every positive; only the negatives tell, and this test reads both.
 The test. H0 ("good"): sensitivity and specificity both >= p_gold on gold answers and both >= p_agreement on
 agreement (harder questions, a reference that can err). H1 ("spam"): the answer is independent of the truth, yes
 with some rate r whatever the reference (class-balanced accuracy 0.5 = p_spam; r = 1 is an always-yes worker,
-r = 1/2 a coin), r unknown, mixed over a uniform prior (Robbins' method of mixtures). The statistic is
+r = 1/2 a coin), r unknown, mixed over a prior (Robbins' method of mixtures): mass `coin_weight` on r = 1/2,
+`yes_weight` on r = 1 and the rest uniform over [0, 1]. The statistic is
 
-    Lambda_n = integral_0^1 r^yes (1 - r)^no dr  /  prod_(source, class) max_{s >= p_source} s^right (1 - s)^wrong
+    Lambda_n = integral r^yes (1 - r)^no dprior(r)  /  prod_(source, class) max_{s >= p_source} s^right (1 - s)^wrong
 
 over the four groups (gold, agreement) x (reference yes, reference no), and the worker is blocked as soon as
 Lambda_n >= A = (1 - beta) / alpha (Wald's upper boundary). There is no lower boundary: the test runs for as long
 as the worker answers. For any worker in H0 whose answers are independent given the truth, the denominator is at
-least the worker's true likelihood, so Lambda_n is bounded by a nonnegative martingale of mean 1 and Ville's
-inequality gives P(ever blocked) <= 1 / A = alpha / (1 - beta), over an unlimited number of answers. Under H1
-Lambda_n grows without bound, so every spammer is blocked in the end (power one).
+least the worker's true likelihood, so Lambda_n is bounded by a nonnegative martingale of mean 1 (whatever the
+prior) and Ville's inequality gives P(ever blocked) <= 1 / A = alpha / (1 - beta), over an unlimited number of
+answers. Under H1 Lambda_n grows without bound, so every spammer is blocked in the end (power one).
 
 Error rates (defaults): alpha = 0.002, beta = 0.05, so a worker in H0 (right at least 85% of the time on each
 class of gold, 80% on each class of agreement) is blocked with probability at most 0.0021, however long they
 work. A worker whose answers carry no information is blocked with probability 1; how soon, exactly, on
-class-balanced evidence (`block_probability`): on gold a coin-flipper by 30 answers with probability 0.795
-(median 19), an always-yes worker with probability 1 (median 9, 95% by 16); on agreement 0.533 (median 29) and
-1 (median 11). docs/gold.md has the table and the simulated crowd's figures.
+class-balanced evidence (`block_probability`): on gold a coin-flipper by 30 answers with probability 0.820
+(median 19), an always-yes worker with probability 1 (median 7, 83% by 10); on agreement 0.579 (median 27) and
+1 (median 9). The point masses took an always-yes worker's median from 9 to 7 (gold) and 11 to 9 (agreement);
+a coin-flipper's barely moves, because no rule can do much better: `fewest_answers` is the floor under any rule
+(half the coin-flippers need >= 18.5 answers if workers right 70% of the time are blocked <= 1%).
+docs/gold.md has the table and the simulated crowd's figures.
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ DEFAULT_BETA = 0.05
 DEFAULT_REFERENCE_LEAD = 2  # others' lead: P >= 0.94 for voters right 80% of the time
 DEFAULT_PARTNER_MIN_SHARED = 8
 DEFAULT_PARTNER_AGREEMENT = 0.95  # honest pairs at 0.88 agree 79% of the time; colluders 100%
+# The prior over an uninformative worker's yes rate r: point masses on the two kinds met in practice (a coin,
+# r = 1/2; always-yes, r = 1) and the rest uniform over [0, 1] (any other rate, always-no included).
+DEFAULT_COIN_WEIGHT = 0.5
+DEFAULT_YES_WEIGHT = 0.25
 
 
 @dataclass(frozen=True)
@@ -58,12 +66,20 @@ class SprtRule:
     reference_lead: int = DEFAULT_REFERENCE_LEAD
     partner_min_shared: int = DEFAULT_PARTNER_MIN_SHARED
     partner_agreement: float = DEFAULT_PARTNER_AGREEMENT
+    coin_weight: float = DEFAULT_COIN_WEIGHT  # prior mass on r = 1/2
+    yes_weight: float = DEFAULT_YES_WEIGHT  # prior mass on r = 1; the rest is uniform over [0, 1]
 
     def __post_init__(self) -> None:
         if not (0.5 < self.p_gold < 1.0 and 0.5 < self.p_agreement < 1.0):
             raise ValueError("p_gold and p_agreement must be between 0.5 and 1")
         if not (0.0 < self.alpha < 1.0 and 0.0 <= self.beta < 1.0 and self.alpha + self.beta < 1.0):
             raise ValueError("need 0 < alpha, 0 <= beta and alpha + beta < 1")
+        if not (
+            0.0 <= self.coin_weight and 0.0 <= self.yes_weight and self.coin_weight + self.yes_weight < 1.0
+        ):
+            raise ValueError(
+                "coin_weight and yes_weight must be >= 0 and leave some weight to the uniform part"
+            )
         if self.reference_lead < 1 or self.partner_min_shared < 1:
             raise ValueError("reference_lead and partner_min_shared must be at least 1")
 
@@ -123,16 +139,32 @@ def _log_sup(right: int, wrong: int, p: float) -> float:
     return out
 
 
+def log_mixture(yes: int, answers: int, rule: SprtRule = SprtRule()) -> float:
+    """log of the prior mixture of r^yes (1 - r)^no: coin_weight at r = 1/2, yes_weight at r = 1, the rest
+    uniform (the Beta integral B(yes + 1, no + 1))."""
+    no = answers - yes
+    terms = [
+        math.log1p(-rule.coin_weight - rule.yes_weight)
+        + math.lgamma(yes + 1)
+        + math.lgamma(no + 1)
+        - math.lgamma(answers + 2)
+    ]
+    if rule.coin_weight > 0.0:
+        terms.append(math.log(rule.coin_weight) - answers * math.log(2.0))
+    if rule.yes_weight > 0.0 and no == 0:
+        terms.append(math.log(rule.yes_weight))
+    top = max(terms)
+    return top + math.log(sum(math.exp(t - top) for t in terms))
+
+
 def log_likelihood_ratio(
     gold: Evidence, agreement: Evidence = Evidence(), rule: SprtRule = SprtRule()
 ) -> float:
-    """log Lambda: the uniform mixture over the yes rate of an uninformative worker (one rate for all their
-    answers) against the best fit of a good one (module docstring)."""
+    """log Lambda: the mixture over the yes rate of an uninformative worker (one rate for all their answers)
+    against the best fit of a good one (module docstring)."""
     e = gold + agreement
-    yes, n = e.tp + e.fp, e.answers
-    log_mixture = math.lgamma(yes + 1) + math.lgamma(n - yes + 1) - math.lgamma(n + 2)  # Beta(yes+1, no+1)
     return (
-        log_mixture
+        log_mixture(e.tp + e.fp, e.answers, rule)
         - _log_sup(gold.tp, gold.fn, rule.p_gold)
         - _log_sup(gold.tn, gold.fp, rule.p_gold)
         - _log_sup(agreement.tp, agreement.fn, rule.p_agreement)
@@ -270,3 +302,25 @@ def block_probability(
                 mass[s] = m
         out.append(total)
     return out
+
+
+def _bernoulli_kl(p: float, q: float) -> float:
+    """KL(Bernoulli(p) || Bernoulli(q)) in nats."""
+    out = 0.0
+    if p > 0.0:
+        out += p * math.log(p / q)
+    if p < 1.0:
+        out += (1.0 - p) * math.log((1.0 - p) / (1.0 - q))
+    return out
+
+
+def fewest_answers(honest_accuracy: float, honest_blocked: float, spammers_blocked: float) -> float:
+    """A floor under any blocking rule whatever its evidence of right and wrong answers: the fewest answers n
+    by which it can block `spammers_blocked` of the coin-flippers while blocking at most `honest_blocked` of the
+    workers right with probability `honest_accuracy` on every answer. The event "blocked by n" has probabilities
+    q (coin) and a (honest); by the data-processing inequality d(q || a) <= n KL(coin || honest) per answer, d
+    the Bernoulli divergence. A test that looks after every answer blocks more honest workers than its figure
+    at n, so the floor holds for it too."""
+    if not (0.5 < honest_accuracy < 1.0 and 0.0 < honest_blocked < spammers_blocked < 1.0):
+        raise ValueError("need 0.5 < honest_accuracy < 1 and 0 < honest_blocked < spammers_blocked < 1")
+    return _bernoulli_kl(spammers_blocked, honest_blocked) / _bernoulli_kl(0.5, honest_accuracy)

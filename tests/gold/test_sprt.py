@@ -14,7 +14,7 @@ from gold.sprt import Evidence, SprtRule
 
 
 def test_an_uninformative_worker_against_a_good_one_by_hand():
-    rule = SprtRule()
+    rule = SprtRule(coin_weight=0.0, yes_weight=0.0)  # the uniform prior alone
     # 5 of 10 gold answers right, 6 of them "yes": the mixture integral B(7, 5) over the fit at p_gold (0.85).
     e = Evidence(tp=3, fn=2, tn=2, fp=3)
     mixture = math.factorial(6) * math.factorial(4) / math.factorial(11)
@@ -23,6 +23,43 @@ def test_an_uninformative_worker_against_a_good_one_by_hand():
     # A good worker's counts are fit at their own share when it is above p_gold: no evidence against them.
     assert sprt.log_likelihood_ratio(Evidence(tp=10), Evidence(), rule) == pytest.approx(-math.log(11))
     assert rule.log_threshold == pytest.approx(math.log(0.95 / 0.002))
+
+
+def test_the_prior_puts_mass_on_a_coin_and_on_always_yes_by_hand():
+    rule = SprtRule()  # 0.5 on r = 1/2, 0.25 on r = 1, 0.25 uniform
+    e = Evidence(tp=3, fn=2, tn=2, fp=3)  # 6 yes of 10
+    uniform = math.factorial(6) * math.factorial(4) / math.factorial(11)
+    assert sprt.log_mixture(6, 10, rule) == pytest.approx(math.log(0.25 * uniform + 0.5 * 0.5**10))
+    good = (0.85**3 * 0.15**2) * (0.85**2 * 0.15**3)
+    assert sprt.log_likelihood_ratio(e, Evidence(), rule) == pytest.approx(
+        math.log(0.25 * uniform + 0.5 * 0.5**10) - math.log(good)
+    )
+    # All yes: the point at r = 1 counts in full.
+    assert sprt.log_mixture(10, 10, rule) == pytest.approx(math.log(0.25 / 11 + 0.5 * 0.5**10 + 0.25))
+    with pytest.raises(ValueError):
+        SprtRule(coin_weight=0.8, yes_weight=0.2)
+
+
+def test_the_points_block_always_yes_sooner_than_the_uniform_prior_exactly():
+    uniform = SprtRule(coin_weight=0.0, yes_weight=0.0)
+    points = SprtRule()
+    assert (
+        sprt.block_probability(1.0, 0.0, 0.5, answers=10, rule=points)[-1]
+        > sprt.block_probability(1.0, 0.0, 0.5, answers=10, rule=uniform)[-1] + 0.1
+    )
+
+
+def test_the_floor_under_any_rule_for_coin_flippers_against_honest_workers():
+    # KL(coin || 0.7) = 0.0872 nats an answer; d(0.5 || 0.01) = 1.61: no rule blocks half the coin-flippers
+    # within 18 answers while blocking at most 1% of workers right 70% of the time.
+    kl = 0.5 * math.log(0.5 / 0.7) + 0.5 * math.log(0.5 / 0.3)
+    d = 0.5 * math.log(0.5 / 0.01) + 0.5 * math.log(0.5 / 0.99)
+    assert sprt.fewest_answers(0.7, 0.01, 0.5) == pytest.approx(d / kl)
+    assert 18 < sprt.fewest_answers(0.7, 0.01, 0.5) < 19
+    assert 47 < sprt.fewest_answers(0.7, 0.01, 0.95) < 49
+    assert sprt.fewest_answers(0.8, 0.01, 0.5) < sprt.fewest_answers(0.7, 0.01, 0.5)
+    with pytest.raises(ValueError):
+        sprt.fewest_answers(0.7, 0.5, 0.1)
 
 
 def test_agreement_is_held_to_its_own_bar():
