@@ -260,6 +260,8 @@ def bench_parallel(db: str, name: str, fmt: str) -> None:
     for p in pair:
         p.communicate()
     both = time.perf_counter() - t0
+    if any(p.returncode for p in pair):
+        raise SystemExit(f"an export of the pair failed: exit codes {[p.returncode for p in pair]}")
     print(
         f"{fmt} of {name}: one process {alone:.1f} s; two at once {both:.1f} s; speed-up from splitting the "
         f"work in two: {2 * alone / both:.2f}x (2.00x = perfect)",
