@@ -14,6 +14,7 @@ from typing import IO, Any
 # Past this many entries, the returned manifest leaves a listing to manifest.json (a job row and its API answer
 # stay small); the file always has every entry.
 INLINE_LIMIT = 10_000
+BATCH = 2000  # manifest entries joined per write
 
 
 class Spool:
@@ -79,14 +80,14 @@ def write_manifest(out: IO[str], summary: dict[str, Any], files: Spool, images: 
     for k, line in enumerate(files.lines()):
         relpath, entry = parse_file_line(line)
         batch.append(("\n  " if k == 0 else ",\n  ") + json.dumps(relpath) + ": " + json.dumps(entry))
-        if len(batch) >= 2000:
+        if len(batch) >= BATCH:
             out.write("".join(batch))
             batch.clear()
     out.write("".join(batch) + ("\n }" if files.count else "}") + ',\n "images": [')
     batch.clear()
     for k, line in enumerate(images.lines()):
         batch.append(("\n  " if k == 0 else ",\n  ") + line)
-        if len(batch) >= 2000:
+        if len(batch) >= BATCH:
             out.write("".join(batch))
             batch.clear()
     out.write("".join(batch) + ("\n ]" if images.count else "]") + "\n}\n")

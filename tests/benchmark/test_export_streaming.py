@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.exporters import FORMATS, ExportOptions, export, listing
+from benchmark.exporters import FORMATS, ExportOptions, export, ilsvrc, listing, voc
 from benchmark.exporters.base import ExportBox, ExportCategory, ExportImage, ExportLabel
 from tests.benchmark.test_exporters import generated_source
 
@@ -159,8 +159,12 @@ def _peak_kib(fmt: str, n: int, scratch: Path) -> float:
 def test_an_exports_python_memory_does_not_grow_with_its_images(tmp_path, fmt, monkeypatch):
     """Ten times the images, not ten times the memory: nothing per image is kept (before the listings went to
     disk, the manifest's image list and file checksums grew with every image). The returned manifest's inline
-    listings are turned off: short ones are meant to be inline."""
+    listings are turned off (short ones are meant to be inline), and the write batches made smaller than the
+    small export, so that both sizes fill them and only what grows per image could tell them apart."""
     monkeypatch.setattr(listing, "INLINE_LIMIT", 0)
+    monkeypatch.setattr(listing, "BATCH", 50)
+    monkeypatch.setattr(voc, "LIST_FLUSH", 50)
+    monkeypatch.setattr(ilsvrc, "LIST_FLUSH", 50)
     small = _peak_kib(fmt, 500, tmp_path)
     large = _peak_kib(fmt, 5000, tmp_path)
     assert large < 1.5 * small + 256, f"{fmt}: peak {small:.0f} KiB at 500 images, {large:.0f} KiB at 5,000"
