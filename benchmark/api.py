@@ -7,7 +7,7 @@ from django.core.files.storage import FileSystemStorage
 from django.db import transaction
 from django.http import FileResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.utils.http import content_disposition_header
+from django.utils.http import content_disposition_header, http_date
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -24,9 +24,9 @@ from config.pagination import PAGE_PARAMETER, paginated, strict_paginator
 from config.parsers import MultiPartParser
 from config.roles import REVIEWERS, IsOrganizer, IsReviewer, has_role
 
-from . import challenges, detection_sets, services
+from . import challenges, detection_sets, reports, services
 from .metrics import SubmissionError
-from .models import BlacklistEntry, Challenge, DetectionSet, ExportJob
+from .models import BlacklistEntry, Challenge, DetectionSet, ExportJob, ReportKind
 from .serializers import (
     BlacklistEntrySerializer,
     BlacklistLiftSerializer,
@@ -41,6 +41,8 @@ from .serializers import (
     ExportRequestSerializer,
     LeaderboardRowSerializer,
     MergeTodoSerializer,
+    ReportFailedSerializer,
+    ReportPendingSerializer,
     SubmissionProblemsSerializer,
     SubmissionSerializer,
     SubmissionUploadSerializer,
@@ -255,14 +257,39 @@ def _set_of(dataset: Dataset, name: str) -> DetectionSet:
 
 
 class ClassStatisticsView(APIView):
-    """Per-class statistics of the dataset's final boxes, to choose a detection set's classes by."""
+    """Per-class statistics of the dataset's final boxes, to choose a detection set's classes by: a kept
+    report (`benchmark.reports`), computed in the background, since reading every box of a million-image
+    dataset takes far longer than a request may."""
 
     permission_classes = [IsAuthenticated, IsOrganizer]
 
-    @extend_schema(responses=ClassStatisticsSerializer(many=True))
+    @extend_schema(
+        responses={
+            200: ClassStatisticsSerializer(many=True),
+            202: ReportPendingSerializer,
+            409: ReportFailedSerializer,
+        },
+        description="The newest computed report (200; `Last-Modified` says when it was computed from the "
+        "labels). Before the first one is ready: 202, ask again; a report older than "
+        "CROWDLABEL_REPORT_MAX_AGE_SECONDS is answered while a fresh one is computed. 409 when the last "
+        "computation failed.",
+    )
     def get(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
-        return Response(ClassStatisticsSerializer(detection_sets.class_statistics(dataset), many=True).data)
+        current = reports.report_current(dataset, ReportKind.CLASS_STATISTICS, {}, request.user)
+        if current.done is not None:
+            response = Response(ClassStatisticsSerializer(current.done.body["classes"], many=True).data)
+            response["Last-Modified"] = http_date(current.done.finished_at.timestamp())
+            return response
+        if current.failed is not None:
+            detail = f"the report could not be computed: {current.failed.error}"
+            return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
+        pending = {
+            "state": current.pending.state,
+            "requested_at": current.pending.created_at,
+            "detail": "the report is being computed; ask again in a few seconds",
+        }
+        return Response(ReportPendingSerializer(pending).data, status=status.HTTP_202_ACCEPTED)
 
 
 class DetectionSetsView(APIView):

@@ -319,6 +319,7 @@ class BoxAttributes(models.Model):
 
 class ReportKind(models.TextChoices):
     DATASET_STATISTICS = "dataset_statistics", "Dataset statistics"
+    CLASS_STATISTICS = "class_statistics", "Per-class statistics"
 
 
 class Report(models.Model):

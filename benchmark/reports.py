@@ -1,5 +1,5 @@
 """Reports over a whole dataset's labels, computed in the background and kept: the Statistics page's report
-(`manage.py dataset_stats`' figures).
+(`manage.py dataset_stats`' figures) and the per-class statistics detection sets are chosen by.
 
 Computing one reads every image, box and label of the dataset (about 5 s at 200,000 images and 1,000,000
 boxes), far over what a page may take. So a page reads the newest finished `Report` for its parameters and,
@@ -24,6 +24,7 @@ from annotation.models import Dataset
 from outbox import services as outbox
 
 from .dataset_stats import REFERENCE_FIGURES, SplitStats, dataset_statistics, scale_bin_names
+from .detection_sets import class_statistics
 from .models import DetectionSet, JobState, Report, ReportKind, SplitVersion
 from .services import BenchmarkError, export_source
 
@@ -144,8 +145,13 @@ def _compute_dataset_statistics(dataset: Dataset, params: dict[str, Any]) -> dic
     return dataset_report(dataset, version, chosen)
 
 
+def _compute_class_statistics(dataset: Dataset, params: dict[str, Any]) -> dict[str, Any]:
+    return {"classes": class_statistics(dataset)}
+
+
 COMPUTE: dict[str, Callable[[Dataset, dict[str, Any]], dict[str, Any]]] = {
     ReportKind.DATASET_STATISTICS: _compute_dataset_statistics,
+    ReportKind.CLASS_STATISTICS: _compute_class_statistics,
 }
 
 

@@ -233,3 +233,13 @@ class BoxAttributesSerializer(serializers.ModelSerializer):
         model = BoxAttributes
         fields = ["id", "box", "difficult", "truncated", "occluded", "viewpoint", "set_by", "created_at"]
         read_only_fields = fields
+
+
+class ReportPendingSerializer(serializers.Serializer):
+    state = serializers.CharField(help_text="queued or running: ask again in a few seconds.")
+    requested_at = serializers.DateTimeField()
+    detail = serializers.CharField()
+
+
+class ReportFailedSerializer(serializers.Serializer):
+    detail = serializers.CharField()

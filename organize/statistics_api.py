@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from benchmark import reports
 from benchmark.models import ReportKind
+from benchmark.serializers import ReportFailedSerializer, ReportPendingSerializer
 from config.roles import IsOrganizer
 
 from .scoping import organizer_dataset
@@ -88,16 +89,6 @@ class StatisticsSerializer(serializers.Serializer):
     refreshing = serializers.BooleanField(
         help_text="A fresher report is being computed (this one is older than CROWDLABEL_REPORT_MAX_AGE_SECONDS)."
     )
-
-
-class ReportPendingSerializer(serializers.Serializer):
-    state = serializers.CharField(help_text="queued or running: ask again in a few seconds.")
-    requested_at = serializers.DateTimeField()
-    detail = serializers.CharField()
-
-
-class ReportFailedSerializer(serializers.Serializer):
-    detail = serializers.CharField()
 
 
 class DatasetStatisticsView(APIView):

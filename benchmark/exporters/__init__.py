@@ -6,25 +6,24 @@ hidden ground truth of that split beside it (never inside) for the evaluation se
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from . import coco, ilsvrc, imagefolder, voc, yolo
+from .archive import output_tree
 from .base import (
     ExportContext,
     Exporter,
     ExportOptions,
     LabelSource,
-    OutputTree,
     hidden_truth_path,
-    manifest_dict,
-    output_directory,
+    manifest_summary,
     utcnow,
     write_blacklist,
     write_provenance,
 )
 from .file_names import FILE_NAMES
+from .listing import inline_listings, write_manifest
 
 EXPORTERS: dict[str, Exporter] = {
     "coco": coco.export,
@@ -39,7 +38,8 @@ ORIGINAL_NAME_FORMATS = ("coco",)
 
 
 def export(source: LabelSource, format_name: str, out: Path, options: ExportOptions) -> dict[str, Any]:
-    """Write one export of ``source`` to ``out`` (a directory, or an archive by suffix); return its manifest."""
+    """Write one export of ``source`` to ``out`` (a directory, or an archive by suffix); return its manifest
+    (its listings of files and images inline only while short: `listing.inline_listings`)."""
     try:
         exporter = EXPORTERS[format_name]
     except KeyError:
@@ -52,15 +52,19 @@ def export(source: LabelSource, format_name: str, out: Path, options: ExportOpti
             "derives its per-image files from the image names, which uploads do not keep unique"
         )
     exported_at = utcnow()
-    with output_directory(Path(out)) as root:
-        tree = OutputTree(root)
+    with output_tree(Path(out)) as tree:
         ctx = ExportContext(source, options, tree, exported_at)
-        exporter(ctx)
-        write_blacklist(ctx)
-        if options.provenance:
-            write_provenance(ctx)
-        manifest = manifest_dict(ctx, format_name, exported_at)
-        (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        try:
+            exporter(ctx)
+            write_blacklist(ctx)
+            if options.provenance:
+                write_provenance(ctx)
+            summary = manifest_summary(ctx, format_name, exported_at)
+            with tree.open_unlisted("manifest.json") as manifest_file:
+                write_manifest(manifest_file, summary, tree.files, ctx.image_list)
+            manifest = inline_listings(summary, tree.files, ctx.image_list)
+        finally:
+            ctx.image_list.close()
     return manifest
 
 

@@ -7,11 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tarfile
-import tempfile
-import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,7 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from .archive import archive_kind
 from .file_names import FileNames, OriginalNames
+from .listing import Spool, file_line, image_line
 
 SPLIT_NAMES = ("train", "val", "test")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
@@ -132,12 +129,6 @@ class ExportOptions:
     file_names: FileNames = "id"
 
 
-@dataclass(frozen=True)
-class FileEntry:
-    sha256: str
-    bytes: int
-
-
 class HashingWriter:
     """A text sink that hashes and counts what it writes; callers batch lines so this is called rarely."""
 
@@ -162,11 +153,14 @@ class HashingWriter:
 
 
 class OutputTree:
-    """A directory being filled; remembers the sha256 and size of every file written through it."""
+    """A directory being filled; lists every file written through it with its sha256 and size, in the order
+    written, on disk (`listing.Spool`): a million per-image files cost no memory here."""
 
     def __init__(self, root: Path):
         self.root = root
-        self.files: dict[str, FileEntry] = {}
+        self.files = Spool()
+        self.folders: list[str] = []  # made with make_dir: kept in an archive even when empty
+        self.unlisted: list[str] = []  # written here but not in the listing (manifest.json)
         self._made: set[Path] = set()
 
     @contextmanager
@@ -175,16 +169,33 @@ class OutputTree:
         if path.parent not in self._made:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._made.add(path.parent)
-        with open(path, "wb", buffering=1 << 20) as raw:
+        # 64 KiB, not more: writers batch their lines already, and ILSVRC keeps a list per class open at once
+        # (with 1 MiB buffers, 80 classes held 80 MiB once each list passed 1 MiB).
+        with open(path, "wb", buffering=1 << 16) as raw:
             writer = HashingWriter(raw)
             yield writer
-        self.files[relpath] = FileEntry(writer.digest(), writer.size)
+        self.files.add(file_line(relpath, writer.digest(), writer.size))
+
+    @contextmanager
+    def open_unlisted(self, relpath: str) -> Iterator[IO[str]]:
+        """A text file of the export that the listing does not name (the manifest itself)."""
+        with open(self.root / relpath, "w", encoding="utf-8", buffering=1 << 16) as out:
+            yield out
+        self.unlisted.append(relpath)
 
     def make_dir(self, relpath: str) -> None:
         """A folder that exists even if nothing is written into it (archives keep it as an entry)."""
         path = self.root / relpath
         path.mkdir(parents=True, exist_ok=True)
         self._made.add(path)
+        self.folders.append(relpath)
+
+    def entries(self) -> Iterator[str]:
+        """Every path of the export, folders first, then files in the order written."""
+        yield from self.folders
+        for line in self.files.lines():
+            yield line.split("\t", 1)[0]
+        yield from self.unlisted
 
     def write_text(self, relpath: str, text: str) -> None:
         with self.open(relpath) as out:
@@ -194,6 +205,9 @@ class OutputTree:
         with self.open(relpath) as out:
             while chunk := source.read(1 << 20):
                 out.write_bytes(chunk)
+
+    def close(self) -> None:
+        self.files.close()
 
 
 @dataclass
@@ -285,8 +299,9 @@ class ExportContext:
         self.counts = ExportCounts()
         self.categories = list(source.categories())
         self.blacklisted: dict[str, list[tuple[int, int]]] = {}
-        # Each image written, for the manifest: id, split, name in the export, name it was uploaded with.
-        self.image_names: list[dict[str, Any]] = []
+        # Each image written, for the manifest: id, split, name in the export, name it was uploaded with
+        # (on disk while the export runs: `listing.Spool`).
+        self.image_list = Spool()
         self.original_names = OriginalNames() if options.file_names == "original" else None
         self._written = 0
 
@@ -310,14 +325,7 @@ class ExportContext:
             if self.original_names is not None:
                 written = self.original_names.name(image.id, image.original_name, image.file_name)
                 image = replace(image, file_name=written)
-            self.image_names.append(
-                {
-                    "id": image.id,
-                    "split": split,
-                    "file_name": image.file_name,
-                    "original_name": image.original_name,
-                }
-            )
+            self.image_list.add(image_line(image.id, split, image.file_name, image.original_name))
             yield image
 
     def boxes(self, split: str) -> Iterator[ExportBox]:
@@ -409,7 +417,8 @@ def write_blacklist(ctx: ExportContext) -> None:
         )
 
 
-def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -> dict[str, Any]:
+def manifest_summary(ctx: ExportContext, format_name: str, exported_at: datetime) -> dict[str, Any]:
+    """The manifest without its listings of files and images (`listing` adds those)."""
     manifest = {
         "dataset": ctx.source.dataset_name,
         "dataset_version": ctx.source.dataset_version,
@@ -422,60 +431,13 @@ def manifest_dict(ctx: ExportContext, format_name: str, exported_at: datetime) -
         # Boxes written, by where they came from: drawn by workers, or a model's proposals the crowd accepted.
         "boxes_by_provenance": dict(sorted(ctx.counts.provenance.items())),
         "blacklisted": {s: len(set(pairs)) for s, pairs in sorted(ctx.blacklisted.items())},
-        "files": {k: {"sha256": v.sha256, "bytes": v.bytes} for k, v in sorted(ctx.tree.files.items())},
         "file_names": ctx.options.file_names,
         "file_names_renamed": ctx.original_names.renamed if ctx.original_names is not None else 0,
-        "images": ctx.image_names,
     }
     completeness = ctx.source.completeness()
     if completeness is not None:
         manifest["completeness"] = completeness
     return manifest
-
-
-def archive_kind(out: Path) -> str | None:
-    name = out.name.lower()
-    if name.endswith(".zip"):
-        return "zip"
-    if name.endswith((".tar.gz", ".tgz")):
-        return "gztar"
-    return None
-
-
-def pack(directory: Path, out: Path) -> None:
-    """Pack a finished export directory into ``out`` (.zip or .tar.gz), file by file (no whole-archive
-    buffering). Empty folders are kept as entries: a layout may promise a folder per class."""
-    kind = archive_kind(out)
-    entries = sorted(p for p in directory.rglob("*") if p.is_file() or not any(p.iterdir()))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if kind == "zip":
-        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-            for path in entries:
-                zf.write(path, path.relative_to(directory).as_posix())
-    elif kind == "gztar":
-        with tarfile.open(out, "w:gz", compresslevel=1) as tf:
-            for path in entries:
-                tf.add(path, path.relative_to(directory).as_posix(), recursive=False)
-    else:
-        raise ValueError(f"not an archive name: {out}")
-
-
-@contextmanager
-def output_directory(out: Path) -> Iterator[Path]:
-    """A directory to fill: ``out`` itself, or a scratch directory packed into ``out`` when it names an
-    archive. A directory that exists must be empty, so an export never mixes with stale files."""
-    if archive_kind(out) is None:
-        if out.exists() and any(out.iterdir()):
-            raise ValueError(f"output directory {out} is not empty")
-        out.mkdir(parents=True, exist_ok=True)
-        yield out
-        return
-    scratch = Path(tempfile.mkdtemp(prefix="export-", dir=os.environ.get("TMPDIR")))
-    try:
-        yield scratch
-        pack(scratch, out)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def hidden_truth_path(out: Path) -> Path:

@@ -7,13 +7,18 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.test import TestCase
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from annotation.models import AuditEntry, Box, BoxJob, BoxState, TaskState
-from benchmark.models import BlacklistEntry, DetectionSet, SplitVersion
+from benchmark.models import BlacklistEntry, DetectionSet, Report, SplitVersion
 from hierarchy.models import Concept, ConceptEdge
 from tests import factories
 from tests.benchmark.conftest import finalize
@@ -102,7 +107,14 @@ def freeze_splits(dataset):
 
 
 def test_class_statistics_endpoint_counts_instances_images_and_scale(organizer, zoo):
-    rows = client_for(organizer).get(f"/api/v1/datasets/{zoo['dataset'].pk}/class-statistics/").json()
+    api = client_for(organizer)
+    url = f"/api/v1/datasets/{zoo['dataset'].pk}/class-statistics/"
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        first = api.get(url)
+    assert first.status_code == 202 and "being computed" in first.json()["detail"]
+    kept = api.get(url)
+    assert kept.status_code == 200 and kept["Last-Modified"], "a kept report, with when it was computed"
+    rows = kept.json()
     by_name = {r["name"]: r for r in rows}
     assert by_name["car"]["instances"] == 2 and by_name["car"]["images"] == 2
     assert by_name["car"]["mean_area_share"] == pytest.approx((190 * 90 + 190 * 90) / 2 / (W * H))
@@ -412,3 +424,21 @@ def test_an_export_job_of_a_frozen_detection_set_holds_only_its_classes(
     with django_capture_on_commit_callbacks(execute=True):
         other = client.post(url, {"format": "coco", "split": "train", "include_images": False}, format="json")
     assert other.status_code == 201 and other.json()["id"] != job["id"]
+
+
+def test_class_statistics_are_read_from_the_kept_report_until_it_is_stale(organizer, zoo):
+    """A box finalized after the report is not in it until the report is older than the maximum age: the
+    endpoint reads the kept report (fast at any size), never the boxes."""
+    api = client_for(organizer)
+    url = f"/api/v1/datasets/{zoo['dataset'].pk}/class-statistics/"
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        api.get(url)
+    before = {r["name"]: r["instances"] for r in api.get(url).json()}
+    with CaptureQueriesContext(connection) as queries:
+        assert api.get(url).status_code == 200
+    assert not any("annotation_finalbox" in q["sql"] for q in queries.captured_queries)
+    Report.objects.filter(dataset=zoo["dataset"]).update(finished_at=timezone.now() - timedelta(days=1))
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        stale = api.get(url)
+    assert stale.status_code == 200 and {r["name"]: r["instances"] for r in stale.json()} == before
+    assert Report.objects.filter(dataset=zoo["dataset"], kind="class_statistics", state="done").count() == 2

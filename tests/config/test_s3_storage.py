@@ -4,14 +4,17 @@ written to the bucket and downloaded through its endpoint."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
+import tempfile
 import urllib.request
 import zipfile
 from urllib.parse import urlsplit
 
 import pytest
+from django.core.files import File
 from django.core.management import call_command
 from storages.backends.s3 import S3Storage
 
@@ -25,7 +28,7 @@ from review.models import ReviewItem
 from tests import factories
 from tests.benchmark.conftest import finalize
 from tests.conftest import client_for, png_bytes
-from tests.s3_fixtures import REGION, s3_client
+from tests.s3_fixtures import REGION, new_bucket, s3_client
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +208,20 @@ def test_the_simulators_transports_follow_an_export_download_to_the_bucket(
             io.BytesIO(transport.call("GET", path, token=token, binary=True).expect(200))
         )
         assert json.loads(archive.read("manifest.json"))["format"] == "coco", transport
+
+
+def test_a_file_over_one_part_goes_up_as_a_multipart_upload_and_comes_back_whole(s3_endpoint):
+    """What an export job's archive takes: the storage sends a large file in parts read one at a time
+    (config/storage.py), and the object is the file, byte for byte."""
+    bucket = new_bucket(s3_endpoint, "multipart")
+    storage = S3Storage(**s3_storage(bucket, REGION, s3_endpoint, part_mb=5)["OPTIONS"])
+    payload = os.urandom(11 * 2**20 + 123)  # two full 5 MiB parts and a short last one
+    with tempfile.TemporaryFile() as spooled:
+        spooled.write(payload)
+        spooled.seek(0)
+        name = storage.save("exports/big.zip", File(spooled, name="big.zip"))
+    head = s3_client(s3_endpoint).head_object(Bucket=bucket, Key=name)
+    assert head["ETag"].strip('"').endswith("-3"), "a multipart object's ETag counts its parts"
+    assert head["ContentLength"] == len(payload)
+    with storage.open(name, "rb") as back:
+        assert hashlib.sha256(back.read()).digest() == hashlib.sha256(payload).digest()

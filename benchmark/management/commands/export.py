@@ -88,7 +88,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"wrote {out}: "
             + ", ".join(f"{s} {n} images" for s, n in counts["images"].items())
-            + f", {sum(counts['boxes'].values())} boxes, {len(manifest['files'])} files"
+            + f", {sum(counts['boxes'].values())} boxes, {manifest['listed']['files']} files"
         )
         completeness = manifest["completeness"]
         not_final = sum(c["accepted_boxes_not_final"]["total"] for c in completeness["classes"].values())
