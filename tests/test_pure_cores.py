@@ -50,6 +50,7 @@ PURE_CORES = [
     "predictions/rows.py",
     "predictions/thresholds.py",
     "simulator/detector.py",
+    "predictions/score_prior.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 
