@@ -385,12 +385,15 @@ def proposal_row(name: str, tally: Tally, truth: dict) -> dict:
     return row
 
 
-def run_with_prior(scenes, crowd: Crowd, seed: int, quality, coverage, detections, threshold, draw) -> Tally:
-    """The first CALIBRATION_SHARE of the images without credits, the rest with the score prior fitted on
-    their verified proposals; both parts paid for, one tally."""
+def run_in_two_parts(
+    scenes, crowd: Crowd, seed: int, quality, coverage, detections, threshold, draw, with_prior: bool
+) -> Tally:
+    """The first CALIBRATION_SHARE of the images without credits, then the rest, `with_prior`: with the score
+    prior fitted on the first part's verified proposals; both parts paid for, one tally. Every proposal method
+    runs in the same two parts, so with and without the prior meet the same random streams."""
     n = max(1, round(len(scenes) * CALIBRATION_SHARE))
     first = run_pipeline(scenes[:n], crowd, seed, quality, coverage, detections, threshold, draw)
-    prior = score_prior_fit(*first.calibration)
+    prior = score_prior_fit(*first.calibration) if with_prior else None
     rest = run_pipeline(scenes[n:], crowd, seed + 1, quality, coverage, detections, threshold, draw, prior)
     return first.add(rest)
 
@@ -428,10 +431,7 @@ def proposals_main(images: int, seeds: int, thresholds: list[float], recall: flo
                 ):
                     name = f"{rule_name}: proposals >= {t:g}, {label}"
                     crowd = crowd_for("screened", seed)
-                    if with_prior:
-                        tally = run_with_prior(scenes, crowd, seed, q, c, detections, t, draw)
-                    else:
-                        tally = run_pipeline(scenes, crowd, seed, q, c, detections, t, draw)
+                    tally = run_in_two_parts(scenes, crowd, seed, q, c, detections, t, draw, with_prior)
                     rows.setdefault(name, []).append(proposal_row(name, tally, truth))
     print(f" mean over {seeds} seed(s) (ratio: today's worker-seconds per covered box / this method's):")
     for rule_name in rules:
