@@ -102,13 +102,36 @@ def score_prior_fit(
         raise ValueError("scores and correct must have the same length")
     if s.size and (s.min() < 0.0 or s.max() > 1.0):
         raise ValueError("scores must lie in [0, 1]")
-    weight = math.log(worker_accuracy / (1 - worker_accuracy))
     n_bands = round(1.0 / band_width)
     index = np.minimum((s / band_width).astype(int), n_bands - 1)
+    checked = np.bincount(index, minlength=n_bands)
+    right = np.bincount(index, weights=c.astype(float), minlength=n_bands)
+    return score_prior_from_counts(
+        [int(n) for n in checked], [int(r) for r in right], worker_accuracy, min_per_band, band_width, z
+    )
+
+
+def score_prior_from_counts(
+    checked_per_band: Sequence[int],
+    correct_per_band: Sequence[int],
+    worker_accuracy: float = WORKER_ACCURACY,
+    min_per_band: int = MIN_PER_BAND,
+    band_width: float = BAND_WIDTH,
+    z: float = CONFIDENCE_Z,
+) -> ScorePrior:
+    """`score_prior_fit` from counts per band (band b holds scores in [b * band_width, (b + 1) * band_width),
+    the top band 1.0 too), as a grouped database read gives them."""
+    if not 0.5 < worker_accuracy < 1.0:
+        raise ValueError("worker_accuracy must lie in (0.5, 1)")
+    n_bands = round(1.0 / band_width)
+    if len(checked_per_band) != n_bands or len(correct_per_band) != n_bands:
+        raise ValueError(f"counts for {n_bands} bands of {band_width:g} expected")
+    if any(not 0 <= r <= n for r, n in zip(correct_per_band, checked_per_band, strict=True)):
+        raise ValueError("each band's correct count must lie between 0 and its checked count")
+    weight = math.log(worker_accuracy / (1 - worker_accuracy))
     bands = []
     for b in range(n_bands):
-        mine = index == b
-        checked, right = int(mine.sum()), int(c[mine].sum())
+        checked, right = int(checked_per_band[b]), int(correct_per_band[b])
         low, high = wilson_bounds(right, checked, z)
         yes = no = 0
         if checked >= min_per_band:
