@@ -76,3 +76,16 @@ def test_bad_input_is_refused():
         score_prior_fit([1.5], [True])
     with pytest.raises(ValueError, match="worker_accuracy"):
         score_prior_fit(np.array([0.5]), np.array([True]), worker_accuracy=0.5)
+
+
+def test_counts_per_band_give_the_same_prior_as_the_scores_and_are_checked():
+    from predictions.score_prior import score_prior_from_counts
+
+    scores = [0.95] * 30 + [0.05] * 40 + [1.0] * 5
+    correct = [True] * 30 + [False] * 40 + [True] * 5
+    checked, right = [40, 0, 0, 0, 0, 0, 0, 0, 0, 35], [0] * 9 + [35]
+    assert score_prior_from_counts(checked, right) == score_prior_fit(scores, correct)
+    with pytest.raises(ValueError, match="10 bands"):
+        score_prior_from_counts([1], [1])
+    with pytest.raises(ValueError, match="between 0 and its checked"):
+        score_prior_from_counts([1] + [0] * 9, [2] + [0] * 9)
