@@ -27,6 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from annotation import pipeline  # noqa: E402
+from predictions.score_prior import ScorePrior, credited_rule, score_prior_fit  # noqa: E402
+from predictions.thresholds import proposals_correct  # noqa: E402
 from simulator.detector import HIT_IOU, DetectorSpec, detect_all, recall_at  # noqa: E402
 from simulator.ground_truth import COVERAGE_IOU, box_scores, match_boxes  # noqa: E402
 from simulator.scenarios.boxes import grow_to_min_side, page_rules_hold  # noqa: E402
@@ -58,14 +60,40 @@ class Tally:
     review: int = 0
     jobs: int = 0
     draw_seconds: float = 0.0
+    # Worker-seconds and tasks by step: "quality: proposal", "quality: drawn", "coverage", "draw".
+    by_step: dict[str, float] = field(default_factory=dict)
+    tasks_by_step: dict[str, int] = field(default_factory=dict)
+    calibration: tuple[list, list] = field(default_factory=lambda: ([], []))
 
-    def charge(self, worker: SimulatedWorker, kind: TaskKind) -> None:
+    def charge(self, worker: SimulatedWorker, kind: TaskKind, step: str | None = None) -> None:
         seconds = answer_seconds(worker, kind)
         self.tasks += 1
         self.seconds += seconds
         self.by_kind[kind.value] = self.by_kind.get(kind.value, 0) + 1
         if kind in (TaskKind.DRAW, TaskKind.EXTREME_CLICK):
             self.draw_seconds += seconds
+        step = step or ("draw" if kind in (TaskKind.DRAW, TaskKind.EXTREME_CLICK) else kind.value)
+        self.by_step[step] = self.by_step.get(step, 0.0) + seconds
+        self.tasks_by_step[step] = self.tasks_by_step.get(step, 0) + 1
+
+    def add(self, other: Tally) -> Tally:
+        """This tally and `other` (disjoint jobs) as one."""
+        merged = Tally(
+            tasks=self.tasks + other.tasks,
+            seconds=self.seconds + other.seconds,
+            accepted={**self.accepted, **other.accepted},
+            review=self.review + other.review,
+            jobs=self.jobs + other.jobs,
+            draw_seconds=self.draw_seconds + other.draw_seconds,
+        )
+        for name in ("by_kind", "by_step", "tasks_by_step"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(merged, name, {k: mine.get(k, 0) + theirs.get(k, 0) for k in {*mine, *theirs}})
+        merged.calibration = (
+            self.calibration[0] + other.calibration[0],
+            self.calibration[1] + other.calibration[1],
+        )
+        return merged
 
 
 def crowd_for(name: str, seed: int, n_workers: int = 40) -> Crowd:
@@ -95,7 +123,9 @@ def crowd_for(name: str, seed: int, n_workers: int = 40) -> Crowd:
 PRIOR_TABLE = ("margin", 3, 2, 12)
 
 
-def _vote(crowd, rng, exclude, rule, judge, tally: Tally, kind: TaskKind) -> bool | None:
+def _vote(
+    crowd, rng, exclude, rule, judge, tally: Tally, kind: TaskKind, step: str | None = None
+) -> bool | None:
     """Votes from distinct eligible workers until `rule` is met: (yes needed, no needed), first to reach it,
     or ("margin", yes margin, no margin, vote cap), the sequential rule of the prior table."""
     if rule[0] == "margin":
@@ -107,7 +137,7 @@ def _vote(crowd, rng, exclude, rule, judge, tally: Tally, kind: TaskKind) -> boo
     yes = no = 0
     for i in rng.permutation(len(eligible))[:cap]:
         worker = eligible[int(i)]
-        tally.charge(worker, kind)
+        tally.charge(worker, kind, step)
         if judge(worker):
             yes += 1
         else:
@@ -128,11 +158,15 @@ def run_pipeline(
     proposals=None,
     threshold: float = 0.0,
     draw: TaskKind = TaskKind.DRAW,
+    prior: ScorePrior | None = None,
 ) -> Tally:
     """The box pipeline on every (scene, class). With `proposals` (`simulator.detector.detect_all`), a job
     starts from the proposals of its (scene, class) scoring at least `threshold`, each asked QUALITY first
     (`pipeline.proposals_queued`), as `boxes.proposals` starts it. Each draw is timed as `draw` (dragging, or
-    extreme clicking, which draws the same boxes: `simulator.simulated` models its accuracy as dragging's)."""
+    extreme clicking, which draws the same boxes: `simulator.simulated` models its accuracy as dragging's).
+    With `prior` (`predictions.score_prior`), a proposal's QUALITY rule counts its score band's vote credits.
+    The tally keeps, from every job that ends done, its proposals' (score, correct) pairs: the calibration data
+    the platform reads from verified images (`predictions.calibration`)."""
     rng = np.random.default_rng([seed, 0xB0C5])
     tally = Tally()
     index = {w.worker_id: i for i, w in enumerate(crowd.workers)}
@@ -142,11 +176,13 @@ def run_pipeline(
             job, effects = pipeline.new_job()
             drawn: dict[int, np.ndarray] = {}
             drawer_of: dict[int, str | None] = {}
+            score_of: dict[int, float] = {}
             seeds = [p for p in (proposals or {}).get((scene.index, key), []) if p.score >= threshold]
             if seeds:
                 for p in seeds[: job.max_boxes]:
                     drawn[len(drawn) + 1] = np.asarray(p.box, dtype=float)
                     drawer_of[len(drawn)] = None
+                    score_of[len(drawn)] = p.score
                 job, effects = pipeline.proposals_queued(job, list(drawn))
             while effects:
                 effect, *effects = effects
@@ -159,7 +195,7 @@ def run_pipeline(
                             unboxed = np.delete(truth, matched[matched >= 0], axis=0)
                             box = draw_box(worker, unboxed, accepted, (scene.width, scene.height))
                             if box is None:
-                                tally.charge(worker, draw)
+                                tally.charge(worker, draw, "draw (skip)")
                                 job, new = pipeline.draw_skipped(job, index[worker.worker_id])
                                 break
                             box = grow_to_min_side(box, scene.width, scene.height)
@@ -173,14 +209,20 @@ def run_pipeline(
                         effects = [*effects, *new]
                     case pipeline.QueueQuality(box_id=box_id):
                         box = drawn[box_id].reshape(1, 4)
+                        rule, step = quality, "quality: drawn"
+                        if box_id in score_of:
+                            step = "quality: proposal"
+                            if prior is not None:
+                                rule = credited_rule(quality, *prior.credits(score_of[box_id]))
                         outcome = _vote(
                             crowd,
                             rng,
                             {drawer_of[box_id]} - {None},
-                            quality,
+                            rule,
                             lambda w, b=box, a=accepted, t=truth: judge_box_quality(w, b, t, a),
                             tally,
                             TaskKind.QUALITY,
+                            step,
                         )
                         if outcome is None:
                             job, new = pipeline.quality_undecidable(job, box_id)
@@ -208,6 +250,13 @@ def run_pipeline(
             boxes = [drawn[b] for b in job.accepted_ids]
             if boxes:
                 tally.accepted[(scene.index, key)] = np.array(boxes)
+            if score_of and job.status == pipeline.JobStatus.DONE:
+                ids = sorted(score_of)
+                scores = np.array([score_of[b] for b in ids])
+                verified = np.array(boxes, dtype=float).reshape(-1, 4)
+                corners = np.array([drawn[b] for b in ids]).reshape(-1, 4)
+                tally.calibration[0].extend(scores.tolist())
+                tally.calibration[1].extend(proposals_correct(corners, scores, verified).tolist())
     return tally
 
 
@@ -309,30 +358,52 @@ def covered_instances(truth: dict, accepted: dict) -> int:
     return found
 
 
+STEPS = ("quality: proposal", "quality: drawn", "coverage", "draw", "draw (skip)")
+# The share of the images the score-prior methods run first without credits: their verified proposals are the
+# calibration data (as the platform's calibration reads the images whose boxes are verified); they are paid for.
+CALIBRATION_SHARE = 0.25
+
+
 def proposal_row(name: str, tally: Tally, truth: dict) -> dict:
     score = box_scores(truth, tally.accepted)
-    covered = covered_instances(truth, tally.accepted)
+    covered = max(covered_instances(truth, tally.accepted), 1)
     row = {
         "coverage": score.coverage,
         "accuracy": score.accuracy,
         "covered boxes": covered,
-        "sec/covered box": tally.seconds / max(covered, 1),
-        "draw": tally.by_kind.get("draw", 0),
-        "quality": tally.by_kind.get("quality", 0),
-        "coverage votes": tally.by_kind.get("coverage", 0),
+        "sec/covered box": tally.seconds / covered,
+        "steps": {step: tally.by_step.get(step, 0.0) / covered for step in STEPS},
+        "tasks": {step: tally.tasks_by_step.get(step, 0) for step in STEPS},
         "review": tally.review,
     }
+    steps = "  ".join(f"{step} {row['steps'][step]:5.1f} ({row['tasks'][step]})" for step in STEPS)
     print(
-        f"  {name:<44} s/covered box {row['sec/covered box']:6.1f}  coverage {row['coverage']:.4f}"
-        f"  accuracy {row['accuracy']:.4f}  covered boxes {covered:>4}  draws {row['draw']:>4}"
-        f"  quality votes {row['quality']:>5}  coverage votes {row['coverage votes']:>5}  review {row['review']}"
+        f"  {name:<52} s/covered box {row['sec/covered box']:6.1f}  coverage {row['coverage']:.4f}"
+        f"  accuracy {row['accuracy']:.4f}  covered boxes {covered:>4}  review {row['review']:>2}"
+        f"  | s/covered box by step (tasks): {steps}"
     )
     return row
 
 
+def run_in_two_parts(
+    scenes, crowd: Crowd, seed: int, quality, coverage, detections, threshold, draw, with_prior: bool
+) -> Tally:
+    """The first CALIBRATION_SHARE of the images without credits, then the rest, `with_prior`: with the score
+    prior fitted on the first part's verified proposals; both parts paid for, one tally. Every proposal method
+    runs in the same two parts, so with and without the prior meet the same random streams."""
+    n = max(1, round(len(scenes) * CALIBRATION_SHARE))
+    first = run_pipeline(scenes[:n], crowd, seed, quality, coverage, detections, threshold, draw)
+    prior = score_prior_fit(*first.calibration) if with_prior else None
+    rest = run_pipeline(scenes[n:], crowd, seed + 1, quality, coverage, detections, threshold, draw, prior)
+    return first.add(rest)
+
+
 def proposals_main(images: int, seeds: int, thresholds: list[float], recall: float) -> None:
-    """Today's draw/quality/coverage against jobs started from a simulated detector's proposals, on the same
-    seeded scenes and crowd, under the same rules (the default fixed rule and the prior-table consensus rule)."""
+    """Today's draw/quality/coverage (dragging, no proposals) against jobs started from a simulated detector's
+    proposals, on the same seeded scenes and crowd, under the same rules (the default fixed rule and the
+    prior-table consensus rule): proposals alone, with the score prior on their QUALITY questions
+    (`predictions.score_prior`), with extreme clicking for the boxes the detector missed, and with both (the
+    combination of Papadopoulos et al. 2016 and 2017). Prints worker-seconds per covered box by step."""
     spec = DetectorSpec(recall=recall)
     print(
         f"\ndetector: recall {spec.recall} at IoU {HIT_IOU}, {spec.false_positives_per_image} background "
@@ -348,23 +419,37 @@ def proposals_main(images: int, seeds: int, thresholds: list[float], recall: flo
         print(f" seed {seed}: detector recall at IoU {HIT_IOU} measured {recall_at(truth, detections):.3f}")
         for rule_name, (q, c) in rules.items():
             # A fresh crowd per method: every method meets the same workers with the same random streams.
-            name = f"{rule_name}: today (draw first)"
+            name = f"{rule_name}: today (drag, no proposals)"
             tally = run_pipeline(scenes, crowd_for("screened", seed), seed, q, c)
             rows.setdefault(name, []).append(proposal_row(name, tally, truth))
             for t in thresholds:
-                name = f"{rule_name}: proposals >= {t:g}"
-                tally = run_pipeline(scenes, crowd_for("screened", seed), seed, q, c, detections, t)
-                rows.setdefault(name, []).append(proposal_row(name, tally, truth))
-    print(" mean over seeds (ratio: today's worker-seconds per covered box / this method's):")
+                for label, draw, with_prior in (
+                    ("drag", TaskKind.DRAW, False),
+                    ("drag + score prior", TaskKind.DRAW, True),
+                    ("extreme", TaskKind.EXTREME_CLICK, False),
+                    ("extreme + score prior", TaskKind.EXTREME_CLICK, True),
+                ):
+                    name = f"{rule_name}: proposals >= {t:g}, {label}"
+                    crowd = crowd_for("screened", seed)
+                    tally = run_in_two_parts(scenes, crowd, seed, q, c, detections, t, draw, with_prior)
+                    rows.setdefault(name, []).append(proposal_row(name, tally, truth))
+    print(f" mean over {seeds} seed(s) (ratio: today's worker-seconds per covered box / this method's):")
     for rule_name in rules:
-        today = np.mean([r["sec/covered box"] for r in rows[f"{rule_name}: today (draw first)"]])
+        today = np.mean([r["sec/covered box"] for r in rows[f"{rule_name}: today (drag, no proposals)"]])
         for name, rs in rows.items():
             if not name.startswith(rule_name):
                 continue
             sec = np.mean([r["sec/covered box"] for r in rs])
+            ratios = [
+                t["sec/covered box"] / r["sec/covered box"]
+                for t, r in zip(rows[f"{rule_name}: today (drag, no proposals)"], rs, strict=True)
+            ]
+            steps = "  ".join(f"{step} {np.mean([r['steps'][step] for r in rs]):5.1f}" for step in STEPS)
             print(
-                f"  {name:<44} s/covered box {sec:6.1f}  coverage {np.mean([r['coverage'] for r in rs]):.4f}"
-                f"  accuracy {np.mean([r['accuracy'] for r in rs]):.4f}  {today / sec:4.2f}x fewer worker-seconds"
+                f"  {name:<52} s/covered box {sec:6.1f}  coverage {np.mean([r['coverage'] for r in rs]):.4f}"
+                f" (min {min(r['coverage'] for r in rs):.4f})  accuracy {np.mean([r['accuracy'] for r in rs]):.4f}"
+                f" (min {min(r['accuracy'] for r in rs):.4f})  {today / sec:4.2f}x fewer worker-seconds"
+                f" (per seed {min(ratios):.2f}-{max(ratios):.2f}x)  | {steps}"
             )
 
 
@@ -408,9 +493,7 @@ def main() -> None:
     parser.add_argument(
         "--recall", type=float, default=0.6, help="the simulated detector's recall at IoU 0.7"
     )
-    parser.add_argument(
-        "--thresholds", default="0.3,0.5,0.7", help="score thresholds to compare (--proposals)"
-    )
+    parser.add_argument("--thresholds", default="0.5", help="score thresholds to compare (--proposals)")
     parser.add_argument(
         "--draw-modes", action="store_true", help="only dragging against extreme clicking (every crowd, seed)"
     )

@@ -201,7 +201,12 @@ class BoxSettingsView(APIView):
     @extend_schema(request=BoxSettingsSerializer, responses=BoxSettingsSerializer)
     def patch(self, request, dataset_id: int):
         dataset = organizer_dataset(request.user, dataset_id)
-        form = BoxSettingsSerializer(BoxSettings.for_dataset(dataset.pk), data=request.data, partial=True)
+        form = BoxSettingsSerializer(
+            BoxSettings.for_dataset(dataset.pk),
+            data=request.data,
+            partial=True,
+            context={"dataset_id": dataset.pk},
+        )
         form.is_valid(raise_exception=True)
         with transaction.atomic():
             form.save(dataset=dataset)

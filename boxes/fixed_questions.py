@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Count, F, Q, Value
+from django.db.models.functions import Floor, Least
+
 from annotation import kinds, questions
-from annotation.models import Assignment, Box, Task
+from annotation.models import Assignment, Box, BoxProvenance, BoxState, Task
 from annotation.questions import SUBJECT_KEY
 from consensus import question_kind
 from consensus.count_questions import question_adopt
 from consensus.models import Question, QuestionKind
 from consensus.stopping import FirstToPolicy, rule_of
+from predictions.score_prior import BAND_WIDTH, credited_rule, score_prior_from_counts
 
 from . import questions as box_questions
 
@@ -33,10 +37,45 @@ POLICIES: dict[str, FirstToPolicy] = {
 
 def ask(question: questions.BinaryQuestion) -> Question:
     """The consensus question asking `question` under its kind's first-to-k rule, served as a task of that
-    kind."""
-    return box_questions.box_question_ask(
-        question, rule=rule_of(POLICIES[question.kind]), task_kind=question.kind
+    kind; a model's proposal asked QUALITY gets its score band's vote credits (`proposal_policy`)."""
+    policy = POLICIES[question.kind]
+    if question.kind == questions.QUALITY and question.box_id is not None:
+        policy = proposal_policy(policy, question)
+    return box_questions.box_question_ask(question, rule=rule_of(policy), task_kind=question.kind)
+
+
+def proposal_policy(policy: FirstToPolicy, question: questions.BinaryQuestion) -> FirstToPolicy:
+    """The QUALITY rule for a model's proposal: the first-to-k rule with the vote credits its score band has
+    earned (`predictions.score_prior`, docs/boxes.md "The score as a prior"), calibrated on the crowd's verdicts
+    on the dataset's earlier proposals of the class (accepted: right; rejected: wrong). A drawn box, or a band
+    without enough verdicts, keeps the rule as it is; at least one human vote is always asked."""
+    score = (
+        Box.objects.filter(pk=question.box_id, provenance=BoxProvenance.MODEL)
+        .values_list("score", flat=True)
+        .first()
     )
+    if score is None:
+        return policy
+    n_bands = round(1.0 / BAND_WIDTH)
+    band = Least(Floor(F("score") * float(n_bands)), Value(float(n_bands - 1)))
+    rows = (
+        Box.objects.filter(
+            image__dataset_id=question.dataset_id,
+            concept_id=question.concept_id,
+            provenance__in=(BoxProvenance.MODEL, BoxProvenance.MODEL_VERIFIED),
+            state__in=(BoxState.ACCEPTED, BoxState.REJECTED),
+            score__isnull=False,
+        )
+        .annotate(band=band)
+        .values("band")
+        .annotate(checked=Count("id"), right=Count("id", filter=Q(state=BoxState.ACCEPTED)))
+    )
+    checked, right = [0] * n_bands, [0] * n_bands
+    for row in rows:
+        checked[int(row["band"])], right[int(row["band"])] = row["checked"], row["right"]
+    prior = score_prior_from_counts(checked, right)
+    yes, no = credited_rule((policy.yes_needed, policy.no_needed), *prior.credits(score))
+    return FirstToPolicy(yes_needed=yes, no_needed=no)
 
 
 def adopt(assignment: Assignment) -> Question:

@@ -20,6 +20,13 @@ class BoxSettings(models.Model):
         "annotation.Dataset", on_delete=models.CASCADE, related_name="box_settings"
     )
     draw_mode = models.CharField(max_length=16, choices=DrawMode.choices, default=DrawMode.CORNERS)
+    # Box jobs the dataset starts on its own (multi-label's present classes, `services.on_leaves_present`) begin
+    # from this prediction set's proposals scoring at least `proposal_threshold`, asked QUALITY like drawn boxes
+    # (docs/boxes.md, "Starting from a model's proposals"); none: they begin with a DRAW.
+    prediction_set = models.ForeignKey(
+        "predictions.PredictionSet", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    proposal_threshold = models.FloatField(default=0.5)
 
     class Meta:
         verbose_name_plural = "box settings"

@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.bounds import id_integer
+from predictions.models import PredictionSet
 from predictions.serializers import ThresholdSuggestionSerializer
 
 from .models import BoxExtremePoints, BoxSettings
@@ -141,9 +142,31 @@ class BoxJobsFromPredictionsStartedSerializer(serializers.Serializer):
 
 
 class BoxSettingsSerializer(serializers.ModelSerializer):
+    prediction_set = id_integer(
+        source="prediction_set_id",
+        allow_null=True,
+        required=False,
+        help_text="A prediction set of this dataset (its id), or null: box jobs the dataset starts on its own "
+        "(multi-label's present classes) begin from its proposals scoring at least `proposal_threshold`, each "
+        "asked QUALITY like a drawn box; null: they begin with a DRAW.",
+    )
+    proposal_threshold = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        help_text="The lowest score of a proposal the dataset's own box jobs start from (0 to 1).",
+    )
+
+    def validate_prediction_set(self, value):
+        # Another dataset's set answers like a missing one.
+        dataset_id = self.context.get("dataset_id")
+        if value is not None and not PredictionSet.objects.filter(pk=value, dataset_id=dataset_id).exists():
+            raise serializers.ValidationError(f"no prediction set with id {value} in this dataset")
+        return value
+
     class Meta:
         model = BoxSettings
-        fields = ["draw_mode"]
+        fields = ["draw_mode", "prediction_set", "proposal_threshold"]
         extra_kwargs = {
             "draw_mode": {
                 "help_text": "How workers draw a box: `corners` (drag a box, adjust it by its handles) or "

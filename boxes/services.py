@@ -30,6 +30,7 @@ from annotation.models import (
 )
 from annotation.questions import COVERAGE, QUALITY, BinaryQuestion, text_for
 from hierarchy.models import Concept
+from predictions.models import BoxPrediction
 
 from . import fixed_questions, questions
 from .models import BoxExtremePoints, BoxSettings
@@ -140,10 +141,24 @@ def on_leaves_present(*, image_id: int, concept_ids: Iterable[int]) -> int:
     if not concept_ids:
         return 0
     image = Image.objects.get(pk=image_id)
+    settings = BoxSettings.for_dataset(image.dataset_id)
     created = 0
     for concept in Concept.objects.filter(pk__in=concept_ids).order_by("id"):
-        created += box_job_start(image=image, concept=concept)[1]
+        proposals = _dataset_proposals(settings, image, concept) if settings.prediction_set_id else []
+        created += box_job_start(image=image, concept=concept, proposals=proposals)[1]
     return created
+
+
+def _dataset_proposals(settings: BoxSettings, image: Image, concept) -> list[Proposal]:
+    """The dataset's chosen prediction set's proposals of `concept` on `image` at or above its threshold, highest
+    score first, at most a job's max_boxes."""
+    rows = BoxPrediction.objects.filter(
+        prediction_set_id=settings.prediction_set_id,
+        image=image,
+        concept=concept,
+        score__gte=settings.proposal_threshold,
+    ).order_by("-score", "id")[: pipeline.DEFAULT_MAX_BOXES]
+    return [Proposal(*row) for row in rows.values_list("x1", "y1", "x2", "y2", "score")]
 
 
 def images_verified_present(dataset: Dataset, concept) -> list[Image]:

@@ -51,6 +51,7 @@ PURE_CORES = [
     "predictions/rows.py",
     "predictions/thresholds.py",
     "simulator/detector.py",
+    "predictions/score_prior.py",
 ]
 FORBIDDEN = ("django", "rest_framework", "drf_spectacular", "celery")
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.detector import DetectorSpec, detect
 from simulator.driver import OrganizerApi, Stats, latest, rounded
 from simulator.ground_truth import label_precision_recall
 from simulator.scenarios.boxes import DEFAULT_VOTE_CAP, answer_box_task, is_box_task
@@ -65,6 +66,8 @@ class FullScenario(FullScoring):
         gold_rate: float = 0.0,
         gold_image_share: float = GOLD_IMAGE_SHARE,
         log: Callable[[str], None] | None = None,
+        detector: DetectorSpec | None = None,
+        proposal_threshold: float = 0.5,
         **_ignored: Any,
     ) -> None:
         if not 0.0 <= positive_rate <= 1.0:
@@ -79,6 +82,12 @@ class FullScenario(FullScoring):
         if not 0.0 <= gold_rate < 1.0:
             raise ValueError("--gold-rate must be in [0, 1)")
         self.gold_rate = gold_rate
+        # With a detector, the organizer pushes its proposals on the production images as a prediction set and
+        # names it in the box settings: the box jobs multi-label starts begin from them (docs/boxes.md).
+        self.detector, self.proposal_threshold = detector, proposal_threshold
+        if not 0.0 <= proposal_threshold <= 1.0:
+            raise ValueError("--proposal-threshold must be in [0, 1]")
+        self.seconds_by_what: dict[str, float] = {}
         n_gold = max(1, round(n_images * gold_image_share)) if gold_rate else 0
         self.majority_figures: dict[str, dict[str, Any]] = {}
         self.log = log or (lambda message: None)
@@ -154,6 +163,8 @@ class FullScenario(FullScoring):
         self.candidates = self._choose_candidates()
         if self.gold_rate:
             self._seed_gold(api, gold_scene)
+        if self.detector is not None:
+            self._push_detections(api)
         by_concept: dict[str, list[int]] = {}
         for image_id, key in self.candidates:
             by_concept.setdefault(key, []).append(image_id)
@@ -199,6 +210,38 @@ class FullScenario(FullScoring):
             f"/api/v1/datasets/{api.dataset_id}/gold-settings/",
             json_body={"rate": self.gold_rate, "seed": self.seed},
         ).expect(200)
+
+    def _push_detections(self, api: OrganizerApi) -> None:
+        """The simulated detector's proposals on the production images, pushed as a prediction set (COCO results,
+        the class by wnid), and chosen in the dataset's box settings with the threshold."""
+        assert self.detector is not None
+        rows = [
+            {
+                "image_id": image_id,
+                "wnid": p.class_key,
+                "bbox": [p.box[0], p.box[1], round(p.box[2] - p.box[0], 2), round(p.box[3] - p.box[1], 2)],
+                "score": p.score,
+            }
+            for image_id, scene in sorted(self.image_scene.items())
+            for p in detect(scene, self.detector)
+        ]
+        if not rows:
+            return
+        pushed = api.call(
+            "POST",
+            f"/api/v1/datasets/{api.dataset_id}/prediction-sets/push",
+            json_body={
+                "name": f"simulated detector, recall {self.detector.recall}",
+                "model": {"name": "simulated-detector", "version": f"seed {self.detector.seed}"},
+                "detections": rows,
+            },
+        ).expect(200, 201)
+        api.call(
+            "PATCH",
+            f"/api/v1/datasets/{api.dataset_id}/box-settings",
+            json_body={"prediction_set": pushed["id"], "proposal_threshold": self.proposal_threshold},
+        ).expect(200)
+        self.log(f"detector: {len(rows)} proposals pushed as prediction set {pushed['id']}")
 
     def _choose_candidates(self) -> list[tuple[int, str]]:
         """One candidate per image: a class it shows with probability `positive_rate`, else one it does not."""
@@ -319,6 +362,7 @@ class FullScenario(FullScoring):
             what = PHASE_ANSWERS.get(self.phase, self.phase)
         if answer is not None:
             self.counts[what] = self.counts.get(what, 0) + 1
+            self.seconds_by_what[what] = self.seconds_by_what.get(what, 0.0) + seconds
             self.assignment_worker[assignment["id"]] = worker.worker_id
             if image_id in self.gold_images:
                 self.gold_answers[worker.worker_id] = self.gold_answers.get(worker.worker_id, 0) + 1

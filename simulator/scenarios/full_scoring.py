@@ -66,6 +66,18 @@ class FullScoring:
             "box_precision": rounded(boxes.precision),
             "hierarchy_votes_per_image": rounded(self.counts.get("hierarchy", 0) / n),
             "box_tasks_per_image": rounded(box_tasks / n),
+            "box_worker_seconds_per_image": rounded(
+                sum(self.seconds_by_what.get(k, 0.0) for k in ("box_draw", "box_quality", "box_coverage"))
+                / n,
+                2,
+            ),
+            "box_worker_seconds_by_kind": {
+                k: rounded(self.seconds_by_what.get(k, 0.0) / n, 2)
+                for k in ("box_draw", "box_quality", "box_coverage")
+            },
+            "detector": None
+            if self.detector is None
+            else {"recall": self.detector.recall, "proposal_threshold": self.proposal_threshold},
             "questions_waiting": sum(1 for q in questions if q["state"] == "waiting"),
             "questions_open_without_task": sum(
                 1 for q in questions if q["state"] in ("waiting", "open") and q["task"] is None

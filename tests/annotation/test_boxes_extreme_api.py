@@ -39,12 +39,16 @@ def start(client, dataset, concept, images):
 
 def test_the_draw_mode_defaults_to_corners_and_is_set_validated_and_audited(dataset, organizer):
     client = client_for(organizer)
-    assert client.get(f"/api/v1/datasets/{dataset.pk}/box-settings").data == {"draw_mode": "corners"}
+    assert client.get(f"/api/v1/datasets/{dataset.pk}/box-settings").data == {
+        "draw_mode": "corners",
+        "prediction_set": None,
+        "proposal_threshold": 0.5,
+    }
     refused = draw_mode_set(client, dataset, "polygon")
     assert refused.status_code == 400 and "draw_mode" in refused.data
     assert not BoxSettings.objects.exists()
     reply = draw_mode_set(client, dataset, "extreme")
-    assert reply.status_code == 200 and reply.data == {"draw_mode": "extreme"}
+    assert reply.status_code == 200 and reply.data["draw_mode"] == "extreme"
     assert BoxSettings.objects.get(dataset=dataset).draw_mode == "extreme"
     entry = AuditEntry.objects.get(dataset=dataset)
     assert entry.action == "box_settings.change" and entry.parameters == {"draw_mode": "extreme"}

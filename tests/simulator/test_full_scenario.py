@@ -94,3 +94,28 @@ def test_compare_crowds_runs_both_crowds_on_one_seed_each_on_a_fresh_database_an
     assert not Dataset.objects.exists(), "both crowds ran in databases of their own, not this one"
     hostile, clean = (both[n]["worker_seconds_per_image"] for n in ("hostile", "clean"))
     assert both["worker_seconds_ratio"] == round(hostile / clean, 3)
+
+
+def test_a_detector_pushes_its_proposals_and_the_box_jobs_start_from_them():
+    from annotation.models import Box, BoxProvenance
+    from boxes.models import BoxSettings
+    from predictions.models import BoxPrediction
+
+    summary = run(crowd="clean", detector_recall=0.9, proposal_threshold=0.3)
+    assert summary["detector"] == {"recall": 0.9, "proposal_threshold": 0.3}
+    chosen = BoxSettings.objects.get()
+    assert chosen.prediction_set is not None and chosen.proposal_threshold == 0.3
+    assert BoxPrediction.objects.filter(prediction_set=chosen.prediction_set).exists()
+    asked = Box.objects.filter(provenance__in=[BoxProvenance.MODEL, BoxProvenance.MODEL_VERIFIED])
+    assert asked.exists()  # the jobs multi-label started began from the proposals
+    assert summary["box_worker_seconds_per_image"] > 0
+    assert set(summary["box_worker_seconds_by_kind"]) == {"box_draw", "box_quality", "box_coverage"}
+
+
+def test_a_detector_is_refused_outside_the_full_scenario():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--detector-recall"):
+        call_command("simulate", scenario="verify", detector_recall=0.6, stdout=io.StringIO())
+    with pytest.raises(CommandError, match="--proposal-threshold"):
+        call_command("simulate", scenario="full", proposal_threshold=1.5, stdout=io.StringIO())

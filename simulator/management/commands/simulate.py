@@ -21,6 +21,7 @@ from hierarchy.algorithm import DagError
 from hierarchy.fixture import FixtureError, load_fixture
 from hierarchy.services import HierarchyConflict, concepts_upsert, hierarchy_load
 from simulator import provider_flows
+from simulator.detector import DetectorSpec
 from simulator.driver import Accounts, OrganizerApi, dumps, simulate
 from simulator.operators import (
     ShellOperator,
@@ -66,6 +67,8 @@ FORWARDED = (
     "engine",
     "max_tasks",
     "draw_mode",
+    "detector_recall",
+    "proposal_threshold",
 )
 
 
@@ -258,6 +261,20 @@ class Command(BaseCommand):
             default="corners",
             help="boxes: how the dataset's workers draw (extreme: extreme clicking, docs/boxes.md).",
         )
+        parser.add_argument(
+            "--detector-recall",
+            type=float,
+            default=None,
+            help="full: a simulated detector of this recall at IoU 0.7 (simulator/detector.py) proposes boxes; the "
+            "organizer pushes them as a prediction set and the box jobs start from them (docs/boxes.md). Default: "
+            "no detector.",
+        )
+        parser.add_argument(
+            "--proposal-threshold",
+            type=float,
+            default=0.5,
+            help="full, with --detector-recall: the lowest score of a proposal asked (default 0.5).",
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
@@ -381,6 +398,10 @@ class Command(BaseCommand):
                 "background": bool(opts["server"]),
                 "majorities": opts["majority"],
                 "gold_rate": FULL_GOLD_RATE if opts["gold_rate"] is None else opts["gold_rate"],
+                "detector": None
+                if opts["detector_recall"] is None
+                else DetectorSpec(recall=opts["detector_recall"], seed=opts["seed"]),
+                "proposal_threshold": opts["proposal_threshold"],
             }
         scenario = SCENARIOS[scenario_name](
             classes=classes,
@@ -505,6 +526,12 @@ class Command(BaseCommand):
             problems.append("--provider runs the crowd in one thread (--concurrency 1)")
         if opts["provider"] and opts["compare_crowds"]:
             problems.append("--provider runs one crowd: not with --compare-crowds")
+        if opts["detector_recall"] is not None and (
+            opts["scenario"] != "full" or not 0 <= opts["detector_recall"] <= 1
+        ):
+            problems.append("--detector-recall is a recall in [0, 1] for the full scenario")
+        if not 0 <= opts["proposal_threshold"] <= 1:
+            problems.append("--proposal-threshold must be in [0, 1]")
         if opts["concurrency"] < 1:
             problems.append("--concurrency must be at least 1")
         if opts["dataset"] is not None and (opts["compare_crowds"] or opts["provider"] or opts["report"]):
