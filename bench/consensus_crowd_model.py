@@ -225,8 +225,18 @@ def run(args: argparse.Namespace, seed: int, estimator: str) -> dict:
             worker = workers[int(wi)]
             open_q = [q for q in order if q.state == "open" and len(q.answers) < q.cap]
             chosen = None
+            # --good-standing-only: a worker the fit rates out of good standing takes no production question
+            # (calibration questions stay open to all, so every worker is still judged).
+            withheld = (
+                args.good_standing_only
+                and not majority
+                and fit is not None
+                and int(wi) in standing[0].excluded
+            )
             for q in open_q:
                 if int(wi) in q.workers:
+                    continue
+                if withheld and not q.calibration:
                     continue
                 if len(q.answers) >= args.cap and fit is not None and not majority:
                     if int(wi) not in standing[0].most_reliable(args.extension_share):
@@ -298,6 +308,12 @@ def main() -> None:
     parser.add_argument("--strength", type=float, default=2.0)
     parser.add_argument("--min-j", type=float, default=0.4)
     parser.add_argument("--table-cap", type=int, default=20)
+    parser.add_argument(
+        "--good-standing-only",
+        action="store_true",
+        help="serve production questions only to workers in good standing under the kind's fit (not built on "
+        "the platform; docs/consensus.md)",
+    )
     args = parser.parse_args()
     for seed in args.seeds:
         for estimator in args.estimators:

@@ -154,8 +154,8 @@ class Command(BaseCommand):
             "--consensus",
             choices=CONSENSUS_RULES,
             default="weighted",
-            help="verify: dynamic consensus with per-synset calibration (default), reliability-weighted, or "
-            "a fixed majority of N votes.",
+            help="verify, multilabel: the estimator, reliability-weighted (default) or dynamic consensus "
+            "with per-synset calibration tables; verify also takes a fixed majority of N votes.",
         )
         parser.add_argument(
             "--colluders",
