@@ -29,25 +29,9 @@ from pathlib import Path
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pg_seed import ensure_database, setup_django  # noqa: E402
 
-PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 ORGANIZER = "bench-organizer"
-
-
-def setup_django(db_name: str) -> None:
-    os.environ["DATABASE_URL"] = f"{PG}/{db_name}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
-
-
-def ensure_database(db_name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db_name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{db_name}"')
 
 
 def maxrss_mb() -> float:

@@ -13,7 +13,7 @@ def seed(n_images: int, per_image: int) -> str:
     """A dataset named after its size, filled unless it already exists; returns its name."""
     import numpy as np
     from django.db import connection, transaction
-    from pg_seed import copy_images
+    from pg_seed import copy_boxes, copy_images
 
     from annotation.models import Dataset
     from hierarchy.models import Concept
@@ -38,24 +38,7 @@ def seed(n_images: int, per_image: int) -> str:
             )
             owner = np.repeat(image_ids, per_image)
             cls = concepts[rng.integers(0, N_CLASSES, n_boxes)]
-            x1 = rng.uniform(0, 500, n_boxes).round(2)
-            y1 = rng.uniform(0, 350, n_boxes).round(2)
-            x2 = (x1 + rng.uniform(5, 140, n_boxes)).round(2)
-            y2 = (y1 + rng.uniform(5, 130, n_boxes)).round(2)
-            with cursor.copy(
-                "COPY annotation_box (image_id, concept_id, x1, y1, x2, y2, state, provenance, created_at) "
-                "FROM STDIN"
-            ) as copy:
-                for row in zip(
-                    owner.tolist(),
-                    cls.tolist(),
-                    x1.tolist(),
-                    y1.tolist(),
-                    x2.tolist(),
-                    y2.tolist(),
-                    strict=True,
-                ):
-                    copy.write_row((*row, "accepted", "worker", "2025-01-01T00:00:00Z"))
+            copy_boxes(cursor, owner, cls, rng, provenance="worker")
             cursor.execute(
                 "INSERT INTO review_overlapcheck (box_id, checked_at) SELECT b.id, now() FROM annotation_box b "
                 "JOIN annotation_image i ON i.id = b.image_id WHERE i.dataset_id = %s",

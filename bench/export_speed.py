@@ -23,27 +23,10 @@ from pathlib import Path
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pg_seed import copy_images  # noqa: E402
+from pg_seed import copy_boxes, copy_images, ensure_database, setup_django  # noqa: E402
 
 DB_NAME = "crowdlabel_bench_export"
-PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 N_CLASSES = 80
-
-
-def setup_django() -> None:
-    os.environ["DATABASE_URL"] = f"{PG}/{DB_NAME}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
-
-
-def ensure_database() -> None:
-    import psycopg
-
-    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
 
 
 def populate(n_images: int, n_boxes: int) -> str:
@@ -74,23 +57,7 @@ def populate(n_images: int, n_boxes: int) -> str:
             )
             owner = image_ids[rng.integers(0, n_images, n_boxes)]
             cls = np.asarray(concepts)[rng.integers(0, N_CLASSES, n_boxes)]
-            x1 = rng.uniform(0, 500, n_boxes).round(2)
-            y1 = rng.uniform(0, 350, n_boxes).round(2)
-            x2 = (x1 + rng.uniform(5, 140, n_boxes)).round(2)
-            y2 = (y1 + rng.uniform(5, 130, n_boxes)).round(2)
-            with cursor.copy(
-                "COPY annotation_box (image_id, concept_id, x1, y1, x2, y2, state, created_at) FROM STDIN"
-            ) as copy:
-                for row in zip(
-                    owner.tolist(),
-                    cls.tolist(),
-                    x1.tolist(),
-                    y1.tolist(),
-                    x2.tolist(),
-                    y2.tolist(),
-                    strict=True,
-                ):
-                    copy.write_row((*row, "accepted", "2025-01-01T00:00:00Z"))
+            copy_boxes(cursor, owner, cls, rng)
         cursor = connection.cursor()
         cursor.execute("ANALYZE annotation_image")
         cursor.execute("ANALYZE annotation_box")
@@ -180,13 +147,13 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        setup_django()
+        setup_django(DB_NAME)
         print(json.dumps(measure(args.child, args.dataset, args.trace)))
         return
     if args.quick:
         args.boxes, args.images = 100_000, 20_000
-    ensure_database()
-    setup_django()
+    ensure_database(DB_NAME)
+    setup_django(DB_NAME)
     name = populate(args.images, args.boxes)
     print(
         f"{args.boxes:,} boxes over {args.images:,} images, {N_CLASSES} classes, from PostgreSQL; --no-images"

@@ -2,7 +2,29 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+
+# The PostgreSQL server the benches use (their databases are named per bench).
+PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+
+
+def ensure_database(db_name: str) -> None:
+    """Create the bench's database on `PG` unless it exists."""
+    import psycopg
+
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db_name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{db_name}"')
+
+
+def setup_django(db_name: str) -> None:
+    """Point Django at the bench's database on `PG` and set it up."""
+    os.environ["DATABASE_URL"] = f"{PG}/{db_name}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
 
 
 def copy_images(cursor, dataset_id: int, n_images: int, path_of: Callable[[str], str]):
@@ -21,3 +43,22 @@ def copy_images(cursor, dataset_id: int, n_images: int, path_of: Callable[[str],
             )
     cursor.execute("SELECT id FROM annotation_image WHERE dataset_id = %s ORDER BY id", (dataset_id,))
     return np.array([r[0] for r in cursor.fetchall()])
+
+
+def copy_boxes(cursor, owner, concept, rng, *, provenance: str | None = None) -> None:
+    """COPY one accepted box per entry of `owner` (image ids) with the class `concept` (same length), at random
+    places and sizes of a 640x480 image drawn from `rng`; `provenance` sets that column when given."""
+    n_boxes = len(owner)
+    x1 = rng.uniform(0, 500, n_boxes).round(2)
+    y1 = rng.uniform(0, 350, n_boxes).round(2)
+    x2 = (x1 + rng.uniform(5, 140, n_boxes)).round(2)
+    y2 = (y1 + rng.uniform(5, 130, n_boxes)).round(2)
+    columns = "image_id, concept_id, x1, y1, x2, y2, state, created_at"
+    tail: tuple[str, ...] = ("accepted", "2025-01-01T00:00:00Z")
+    if provenance is not None:
+        columns, tail = columns + ", provenance", (*tail, provenance)
+    with cursor.copy(f"COPY annotation_box ({columns}) FROM STDIN") as copy:
+        for row in zip(
+            owner.tolist(), concept.tolist(), x1.tolist(), y1.tolist(), x2.tolist(), y2.tolist(), strict=True
+        ):
+            copy.write_row((*row, *tail))

@@ -50,6 +50,20 @@ from .serializers import (
 )
 
 
+def report_not_done(current) -> Response:
+    """The answer while a kept report (`reports.report_current`) has no computed body to serve: 409 naming why
+    its last computation failed, else 202 with the pending one's state (ask again)."""
+    if current.failed is not None:
+        detail = f"the report could not be computed: {current.failed.error}"
+        return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
+    pending = {
+        "state": current.pending.state,
+        "requested_at": current.pending.created_at,
+        "detail": "the report is being computed; ask again in a few seconds",
+    }
+    return Response(ReportPendingSerializer(pending).data, status=status.HTTP_202_ACCEPTED)
+
+
 class TooManySubmissions(APIException):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_code = "submission_limit"
@@ -281,15 +295,7 @@ class ClassStatisticsView(APIView):
             response = Response(ClassStatisticsSerializer(current.done.body["classes"], many=True).data)
             response["Last-Modified"] = http_date(current.done.finished_at.timestamp())
             return response
-        if current.failed is not None:
-            detail = f"the report could not be computed: {current.failed.error}"
-            return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
-        pending = {
-            "state": current.pending.state,
-            "requested_at": current.pending.created_at,
-            "detail": "the report is being computed; ask again in a few seconds",
-        }
-        return Response(ReportPendingSerializer(pending).data, status=status.HTTP_202_ACCEPTED)
+        return report_not_done(current)
 
 
 class DetectionSetsView(APIView):

@@ -142,6 +142,24 @@ def _buckets(
     return tuple(out)
 
 
+def leaf_matrices(
+    leaves: Sequence[str], decided: Sequence[tuple[Mapping[str, float], Mapping[str, bool]]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decided images as two (images x leaves) matrices in `leaves`' order: each leaf's score (NaN where the
+    model gave none) and its crowd label (1 present, 0 absent, -1 not decided by the crowd)."""
+    column = {leaf: j for j, leaf in enumerate(leaves)}
+    score = np.full((len(decided), len(leaves)), np.nan)
+    label = np.full((len(decided), len(leaves)), -1, dtype=np.int8)
+    for i, (leaf_scores, labels) in enumerate(decided):
+        for leaf, value in leaf_scores.items():
+            if leaf in column:
+                score[i, column[leaf]] = value
+        for leaf, present in labels.items():
+            if leaf in column:
+                label[i, column[leaf]] = 1 if present else 0
+    return score, label
+
+
 def calibration_fit(
     dag: QuestionDag,
     decided: Sequence[tuple[Mapping[str, float], Mapping[str, bool]]],
@@ -154,15 +172,7 @@ def calibration_fit(
     leaves = dag.leaves
     column = {leaf: j for j, leaf in enumerate(leaves)}
     n = len(decided)
-    score = np.full((n, len(leaves)), np.nan)
-    label = np.full((n, len(leaves)), -1, dtype=np.int8)  # 1 present, 0 absent, -1 not decided by the crowd
-    for i, (leaf_scores, labels) in enumerate(decided):
-        for leaf, value in leaf_scores.items():
-            if leaf in column:
-                score[i, column[leaf]] = value
-        for leaf, present in labels.items():
-            if leaf in column:
-                label[i, column[leaf]] = 1 if present else 0
+    score, label = leaf_matrices(leaves, decided)
     node_score: dict[str, np.ndarray] = {}
     node_state: dict[str, np.ndarray] = {}  # 1 present, 0 absent, -1 unknown
     for node in dag:

@@ -38,7 +38,7 @@ import numpy as np
 
 from hierarchy.algorithm import LabelingState, QuestionDag, candidates, next_question, skip
 
-from .model_scores import CONFIDENCE, EDGES, Bucket, ScoreOrder, SkipDecision, _buckets
+from .model_scores import CONFIDENCE, EDGES, Bucket, ScoreOrder, SkipDecision, _buckets, leaf_matrices
 
 RULE = "risk_budget_union_bound"
 DEFAULT_CAP = 0.05  # a node whose feature is above this is never skipped
@@ -90,15 +90,7 @@ def risk_fit(
     leaves = dag.leaves
     column = {leaf: j for j, leaf in enumerate(leaves)}
     n = len(decided)
-    score = np.full((n, len(leaves)), np.nan)
-    label = np.full((n, len(leaves)), -1, dtype=np.int8)
-    for i, (leaf_scores, labels) in enumerate(decided):
-        for leaf, value in leaf_scores.items():
-            if leaf in column:
-                score[i, column[leaf]] = value
-        for leaf, present in labels.items():
-            if leaf in column:
-                label[i, column[leaf]] = 1 if present else 0
+    score, label = leaf_matrices(leaves, decided)
     known = (label >= 0) & ~np.isnan(score)
     leaf_table = _buckets(score[known], label[known] == 1, edges, confidence)
     # Pooled over classes, a bucket's rate is wrong for a common class (a person) and a rare one alike; the

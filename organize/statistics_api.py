@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchmark import reports
+from benchmark.api import report_not_done
 from benchmark.models import ReportKind
 from benchmark.serializers import ReportFailedSerializer, ReportPendingSerializer
 from config.roles import IsOrganizer
@@ -126,12 +127,4 @@ class DatasetStatisticsView(APIView):
                 "refreshing": current.refreshing,
             }
             return Response(StatisticsSerializer(body).data)
-        if current.failed is not None:
-            detail = f"the report could not be computed: {current.failed.error}"
-            return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)
-        pending = {
-            "state": current.pending.state,
-            "requested_at": current.pending.created_at,
-            "detail": "the report is being computed; ask again in a few seconds",
-        }
-        return Response(ReportPendingSerializer(pending).data, status=status.HTTP_202_ACCEPTED)
+        return report_not_done(current)
