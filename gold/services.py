@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import kinds, queue
-from annotation.models import Assignment, AssignmentState, Box
+from annotation.models import Assignment, AssignmentState, Box, Task
 from annotation.queue import sqlrows
 from consensus.calibration import ConfidenceTable
 from consensus.estimates import table_in_use
@@ -341,10 +341,19 @@ def worker_block(
     questions of every kind there and repair the questions they touched (open ones keep collecting votes from
     others, decided ones are re-checked and reopened if undecided), and end the leases they hold there."""
     with transaction.atomic():
-        votes = Vote.objects.filter(worker=worker, question__dataset_id=dataset_id).values_list(
-            "pk", flat=True
+        votes = list(
+            Vote.objects.filter(worker=worker, question__dataset_id=dataset_id).values_list("pk", flat=True)
         )
-        report = votes_void(votes=list(votes), reason=f"worker {worker.pk} blocked in dataset {dataset_id}")
+        leased = _leases_of(worker, dataset_id)
+        # The platform's lock order (docs/architecture.md): every task this block changes, the voided votes'
+        # and the ended leases', in id order before any question or labeling. Ending a lease after the repair
+        # had moved a labeling on took its task last, and deadlocked with a submit on that task waiting for
+        # the labeling (the soak: three a minute once the sequential test blocked spammers).
+        held = _tasks_lock(
+            {lease.task_id for lease in leased}
+            | set(Vote.objects.filter(pk__in=votes).values_list("question__task_id", flat=True))
+        )
+        report = votes_void(votes=votes, reason=f"worker {worker.pk} blocked in dataset {dataset_id}")
         block = Block.objects.create(
             worker=worker,
             dataset_id=dataset_id,
@@ -357,12 +366,37 @@ def worker_block(
         )
         # Leases they still hold there end now, so an answer they were about to send counts for nothing (the
         # answer being submitted, if this runs inside a submit, is stored already and not a lease any more).
-        for lease in Assignment.objects.filter(
-            worker=worker, task__dataset_id=dataset_id, state=AssignmentState.LEASED
-        ).order_by("task_id"):
-            queue.assignment_release(assignment=lease)
+        # Read again under the task locks, which every writer of an assignment takes first: a lease submitted
+        # meanwhile is not one any more.
+        for lease in _leases_of(worker, dataset_id):
+            if lease.task_id in held:
+                queue.assignment_release(assignment=lease)
+                continue
+            try:  # leased since the first read (rare): its task is taken last, and it may have moved on
+                queue.assignment_release(assignment=lease)
+            except queue.QueueError:
+                pass
         payments_decide(dataset_id=dataset_id, worker=worker)
         return block
+
+
+def _leases_of(worker, dataset_id: int) -> list[Assignment]:
+    return list(
+        Assignment.objects.filter(
+            worker=worker, task__dataset_id=dataset_id, state=AssignmentState.LEASED
+        ).order_by("task_id")
+    )
+
+
+def _tasks_lock(task_ids: set[int | None]) -> set[int]:
+    """Lock these tasks `FOR NO KEY UPDATE` in id order (the queue's order); returns the ids locked."""
+    ids = sorted(t for t in task_ids if t is not None)
+    return set(
+        Task.objects.select_for_update(no_key=True)
+        .filter(pk__in=ids)
+        .order_by("id")
+        .values_list("pk", flat=True)
+    )
 
 
 def worker_block_set(*, worker, dataset_id: int, blocked: bool, reason: str, actor) -> BlockAction:
