@@ -410,9 +410,7 @@ def worker_block_set(*, worker, dataset_id: int, blocked: bool, reason: str, act
             worker=worker, dataset_id=dataset_id, blocked=blocked, reason=reason.strip(), actor=actor
         )
         if blocked:
-            for lease in Assignment.objects.filter(
-                worker=worker, task__dataset_id=dataset_id, state=AssignmentState.LEASED
-            ).order_by("task_id"):
+            for lease in _leases_of(worker, dataset_id):
                 queue.assignment_release(assignment=lease)
         return action
 
