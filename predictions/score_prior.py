@@ -26,11 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .thresholds import BAND_WIDTH, band_index
+
 # The quality question's prior worker accuracy (boxes.questions.PRIOR_ACCURACY, docs/boxes.md "Calibration").
 WORKER_ACCURACY = 0.9
 # One-sided 95% bounds on a band's rate (Wilson score interval).
 CONFIDENCE_Z = 1.645
-BAND_WIDTH = 0.1
 MIN_PER_BAND = 20
 MIN_HUMAN_VOTES = 1
 
@@ -103,7 +104,7 @@ def score_prior_fit(
     if s.size and (s.min() < 0.0 or s.max() > 1.0):
         raise ValueError("scores must lie in [0, 1]")
     n_bands = round(1.0 / band_width)
-    index = np.minimum((s / band_width).astype(int), n_bands - 1)
+    index = band_index(s, band_width)
     checked = np.bincount(index, minlength=n_bands)
     right = np.bincount(index, weights=c.astype(float), minlength=n_bands)
     return score_prior_from_counts(

@@ -46,6 +46,12 @@ def proposals_correct(
     return correct
 
 
+def band_index(scores: np.ndarray, band_width: float = BAND_WIDTH) -> np.ndarray:
+    """Each score's band: b holds [b * band_width, (b + 1) * band_width), the top band 1.0 too."""
+    n_bands = int(round(1.0 / band_width))
+    return np.minimum((np.asarray(scores, dtype=float) / band_width).astype(int), n_bands - 1)
+
+
 def threshold_suggest(
     scores: Sequence[float] | np.ndarray,
     correct: Sequence[bool] | np.ndarray,
@@ -71,7 +77,7 @@ def threshold_suggest(
             "whose box job is done; start a few images, then ask again",
         )
     n_bands = int(round(1.0 / band_width))
-    band = np.minimum((s / band_width).astype(int), n_bands - 1)
+    band = band_index(s, band_width)
     threshold = None
     for b in range(n_bands - 1, -1, -1):
         in_band = band == b
