@@ -240,9 +240,7 @@ def calibration_votes_lowered(*, dataset_id: int, votes: int) -> int:
     if not candidates:
         return 0
     # The vote path's lock order: the task, then its question.
-    tasks = {
-        t.pk: t for t in Task.objects.select_for_update(no_key=True).filter(pk__in=candidates).order_by("pk")
-    }
+    tasks = queue.tasks_lock(candidates)
     questions = list(
         Question.objects.select_for_update(no_key=True)
         .filter(

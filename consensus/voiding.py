@@ -66,10 +66,7 @@ def votes_void(*, votes: Iterable[int], reason: str) -> VoidReport:
         task_ids = sorted(
             t for t in Question.objects.filter(pk__in=question_ids).values_list("task_id", flat=True) if t
         )
-        tasks = {
-            t.pk: t
-            for t in Task.objects.select_for_update(no_key=True).filter(pk__in=task_ids).order_by("id")
-        }
+        tasks = queue.tasks_lock(task_ids)
         questions = list(
             Question.objects.select_for_update(no_key=True).filter(pk__in=question_ids).order_by("id")
         )

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation import kinds, queue
-from annotation.models import Assignment, AssignmentState, Box, Task
+from annotation.models import Assignment, AssignmentState, Box
 from annotation.queue import sqlrows
 from consensus.calibration import ConfidenceTable
 from consensus.estimates import table_in_use
@@ -349,7 +349,7 @@ def worker_block(
         # and the ended leases', in id order before any question or labeling. Ending a lease after the repair
         # had moved a labeling on took its task last, and deadlocked with a submit on that task waiting for
         # the labeling (the soak: three a minute once the sequential test blocked spammers).
-        held = _tasks_lock(
+        held = queue.tasks_lock(
             {lease.task_id for lease in leased}
             | set(Vote.objects.filter(pk__in=votes).values_list("question__task_id", flat=True))
         )
@@ -385,17 +385,6 @@ def _leases_of(worker, dataset_id: int) -> list[Assignment]:
         Assignment.objects.filter(
             worker=worker, task__dataset_id=dataset_id, state=AssignmentState.LEASED
         ).order_by("task_id")
-    )
-
-
-def _tasks_lock(task_ids: set[int | None]) -> set[int]:
-    """Lock these tasks `FOR NO KEY UPDATE` in id order (the queue's order); returns the ids locked."""
-    ids = sorted(t for t in task_ids if t is not None)
-    return set(
-        Task.objects.select_for_update(no_key=True)
-        .filter(pk__in=ids)
-        .order_by("id")
-        .values_list("pk", flat=True)
     )
 
 

@@ -48,6 +48,7 @@ from .writes import (
     task_create,
     task_save,
     tasks_create,
+    tasks_lock,
     tasks_update,
     undo_window,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "task_lease",
     "task_lease_next",
     "tasks_reachable",
+    "tasks_lock",
     "tasks_update",
     "undo_window",
     "waiting",

@@ -121,6 +121,13 @@ def _open_lease_end(task: Task, names: list[str]) -> None:
         names.append("lease_expires_at")
 
 
+def tasks_lock(task_ids: Iterable[int | None]) -> dict[int, Task]:
+    """Lock these tasks `FOR NO KEY UPDATE` in id order (the platform's lock order for several tasks,
+    docs/architecture.md; None ids are skipped): the locked rows by id. Inside the caller's transaction."""
+    ids = sorted({t for t in task_ids if t is not None})
+    return {t.pk: t for t in Task.objects.select_for_update(no_key=True).filter(pk__in=ids).order_by("id")}
+
+
 def tasks_update(task_ids: Iterable[int], **values: Any) -> int:
     """Set these fields on the given tasks; returns how many rows changed."""
     unknown = set(values) - _WRITABLE
