@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
@@ -17,6 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
 from django.test import override_settings
+from django.utils import timezone
 
 from annotation.models import Dataset, DatasetGrant, ReviewerGrant
 from config.roles import REVIEWERS, WORKERS
@@ -25,6 +27,7 @@ from crowd.providers import mturk
 from crowd.services import token_for, user_create
 from gold import quality as gold_quality
 from gold import services as gold_services
+from outbox import services as outbox_services
 from outbox.models import Message, MessageState
 from review import stuck
 from simulator import provider_flows, server_setup
@@ -49,7 +52,7 @@ class ShellOperator:
         # What the schedule runs; the simulated crowd has just run dry, so nothing is waited for.
         report = stuck.stuck_enqueue(dataset_id=dataset_id, starved_after=0)
         swept = sum(report.starved_settled.values()) + report.box_jobs_stranded + report.table_waits_ended
-        return swept + background_awaited(dataset_id)
+        return swept + background_awaited(dataset_id, relay=relay_now)
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         call_command(
@@ -76,22 +79,37 @@ OWED_STATES = (MessageState.SENT, MessageState.RUNNING)
 REBUILD_WAIT_SECONDS = 120.0
 
 
-def background_awaited(dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS) -> int:
+def relay_now() -> None:
+    """The schedule's outbox relay, run by the operator as it runs the schedule's sweep: `simulate` in process
+    has no beat (and, with eager Celery, no worker), so the answers' recorded-later work (a quality test is
+    recorded with a submit's writes and sent only by the relay) would stay pending; with a beat elsewhere this
+    run is one more of its kind (the relay is safe to run in several processes). The crowd has run dry, so every
+    on-commit send has happened: the relay's grace for them is not waited out."""
+    outbox_services.relay(now=timezone.now() + outbox_services.RELAY_GRACE)
+
+
+def background_awaited(
+    dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS, relay: Callable[[], None] | None = None
+) -> int:
     """The background work the dataset's answers have owed (`OWED_TASKS`: outbox messages not yet done) when
     the crowd ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker after its commit,
     and the questions waiting for that table are served only then; the last decisions' quality tests run there
     too, and one that blocks a spammer reopens the questions their votes decided (the soak: a run that stopped
     first left 23 questions open with nobody to answer them). A crowd that saw no task for those seconds is not
     done (people come back later), and the sweep leaves such questions alone since someone can take them.
+    `relay` (outside a transaction only) first hands the pending ones on, as the schedule's relay would: without
+    it a pending message in a process with no relay is waited for until `timeout` at every sweep (a CI run's
+    in-process boxes scenario never ended).
     Returns how many of those messages ran within `timeout` (the crowd then looks for work again); 0 when none
     was owed or none ran (what is still owed is left, as at the end of a real run)."""
-    states = (
-        OWED_STATES if transaction.get_connection().in_atomic_block else (MessageState.PENDING, *OWED_STATES)
-    )
+    in_transaction = transaction.get_connection().in_atomic_block
+    states = OWED_STATES if in_transaction else (MessageState.PENDING, *OWED_STATES)
     owed = Message.objects.filter(dataset_id=dataset_id, task_name__in=OWED_TASKS, state__in=states)
     ids = set(owed.values_list("pk", flat=True))
     if not ids:
         return 0
+    if relay is not None and not in_transaction:
+        relay()
     deadline = time.monotonic() + timeout
     while True:
         left = Message.objects.filter(pk__in=ids, state__in=states).count()
