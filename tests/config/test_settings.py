@@ -6,19 +6,29 @@ from __future__ import annotations
 import json
 import secrets
 
+from config.storage import MAX_CONCURRENCY, PART_MB
 from tests.config.conftest import clean_env, run
 
 PRINT_SETTINGS = """
 import json, os
 os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
 from django.conf import settings
+storage = dict(settings.STORAGES["default"])
+# An S3 storage's transfer configuration is an object: its part sizes are what the settings decide.
+transfer = storage.get("OPTIONS", {}).get("transfer_config")
+if transfer is not None:
+    storage["OPTIONS"] = {**storage["OPTIONS"], "transfer_config": {
+        "multipart_threshold": transfer.multipart_threshold,
+        "multipart_chunksize": transfer.multipart_chunksize,
+        "max_concurrency": transfer.max_concurrency,
+    }}
 print(json.dumps({
     "engine": settings.DATABASES["default"]["ENGINE"],
     "db_name": str(settings.DATABASES["default"]["NAME"]),
     "db_host": settings.DATABASES["default"].get("HOST", ""),
     "eager": settings.CELERY_TASK_ALWAYS_EAGER,
     "broker": settings.CELERY_BROKER_URL,
-    "storage": settings.STORAGES["default"],
+    "storage": storage,
     "debug": settings.DEBUG,
     "embedded_beat": settings.CROWDLABEL["EMBEDDED_BEAT"],
     "lease_expiry_every": settings.CELERY_BEAT_SCHEDULE["expire-leases"]["schedule"].total_seconds(),
@@ -138,6 +148,13 @@ def test_a_bucket_name_selects_s3_storage(var_dir):
     assert seen["storage"]["BACKEND"] == "storages.backends.s3.S3Storage"
     assert seen["storage"]["OPTIONS"]["bucket_name"] == "crowd-media"
     assert seen["storage"]["OPTIONS"]["region_name"] == "eu-west-1"
+    # Uploads go up in parts of PART_MB (an export archive of any size holds a handful of parts in memory).
+    part = PART_MB * 2**20
+    assert seen["storage"]["OPTIONS"]["transfer_config"] == {
+        "multipart_threshold": part,
+        "multipart_chunksize": part,
+        "max_concurrency": MAX_CONCURRENCY,
+    }
 
 
 def test_the_s3_backend_builds_from_those_settings_without_network(var_dir):
