@@ -51,8 +51,12 @@ class ShellOperator:
         dataset_id = Dataset.objects.get(name=dataset_name).pk
         # What the schedule runs; the simulated crowd has just run dry, so nothing is waited for.
         report = stuck.stuck_enqueue(dataset_id=dataset_id, starved_after=0)
-        swept = sum(report.starved_settled.values()) + report.box_jobs_stranded + report.table_waits_ended
-        return swept + background_awaited(dataset_id, relay=relay_now)
+        return sum(report.starved_settled.values()) + report.box_jobs_stranded + report.table_waits_ended
+
+    def background_awaited(self, dataset_name: str) -> int:
+        """After the sweep: the background work the dataset's answers owe, relayed and waited for
+        (`background_awaited`); returns how many jobs ran."""
+        return background_awaited(Dataset.objects.get(name=dataset_name).pk, relay=relay_now)
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         call_command(

@@ -50,6 +50,11 @@ class Operator(Protocol):
         is in review without an item; returns how many questions it settled or sent to review."""
         ...
 
+    def background_awaited(self, dataset_name: str) -> int:
+        """Wait for the background work the dataset's answers owe (a calibration rebuild, a quality test that
+        may block a spammer and reopen questions); returns how many jobs ran (the crowd looks for work again)."""
+        ...
+
 
 def decide_item(
     item: dict, image_scene: Mapping[int, Scene], leaves_under: Mapping[str, frozenset[str]]
@@ -146,12 +151,13 @@ class Finisher:
         for _ in range(SWEEPS_PER_PHASE):
             started = time.monotonic()
             settled = self.operator.sweep_stuck(api.dataset_name)
+            ran = self.operator.background_awaited(api.dataset_name)
             self.swept += settled
             self.log(
-                f"sweep: {settled} questions nobody could answer settled or sent to review "
-                f"({time.monotonic() - started:.1f} s)"
+                f"sweep: {settled} questions nobody could answer settled or sent to review, {ran} background "
+                f"jobs waited for ({time.monotonic() - started:.1f} s)"
             )
-            if not settled:
+            if not settled and not ran:
                 break
             answered += self.work(work)
         return answered
