@@ -238,7 +238,10 @@ def candidate_import_run(
 def _ingest_settle(dataset: Dataset, waiting: list[tuple[Outcome, list[CandidateRow]]]) -> None:
     """Store downloaded bytes through the ingestion (its checks, hashes and near-duplicate flag) in one call,
     or link rows to the image already holding them; then settle every row. Of several rows with one URL, the
-    first stored the bytes and the others link to that image."""
+    first stored the bytes and the others link to that image. Downloads finish in any order: the chunk is taken
+    in the file's order, so of two URLs with the same bytes in one chunk the earlier line stores them and the
+    later is its duplicate, whichever came first (across chunks, the one ingested first)."""
+    waiting = sorted(waiting, key=lambda pair: pair[1][0].line)
     results: dict[int, tuple[str, str, int | None]] = {}
     items: list[IngestItem] = []
     for index, (outcome, group) in enumerate(waiting):

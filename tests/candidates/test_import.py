@@ -135,6 +135,26 @@ def test_the_same_bytes_at_a_new_url_are_linked_not_stored_again(
     assert sorted(Candidate.objects.values_list("query", flat=True)) == ["dog", "hound"]
 
 
+def test_of_two_urls_with_the_same_bytes_the_earlier_line_stores_them_whichever_download_ends_first(
+    site, candidate_settings, dataset, dog, django_capture_on_commit_callbacks
+):
+    """Downloads finish in any order (the fetch pool runs them at once): the import decides in the file's order,
+    so the row an organizer listed first is the one stored (a random-order run of the suite caught the earlier
+    test seeing the copy stored when the original's download ended last)."""
+    # A busy answer first: the original is retried after its copy was fetched (one host: one fetch at a time).
+    site.routes["/original.jpg"] = flaky(1, jpeg(8))
+    site.image("/copy.jpg", jpeg(8))
+    data = (
+        f"url,concept,query\n{site.url('/original.jpg')},n02084071,dog\n"
+        f"{site.url('/copy.jpg')},n02084071,dog puppy\n"
+    ).encode()
+    job = run_import(dataset, "list.csv", data, django_capture_on_commit_callbacks)
+    original, copy = job.rows.get(line=2), job.rows.get(line=3)
+    assert (original.state, copy.state) == (RowState.STORED, RowState.DUPLICATE)
+    assert copy.image_id == original.image_id
+    assert Image.objects.get(pk=original.image_id).source == site.url("/original.jpg")
+
+
 def test_a_big_import_runs_in_batches_each_queueing_the_next(
     site, candidate_settings, dataset, dog, django_capture_on_commit_callbacks
 ):
