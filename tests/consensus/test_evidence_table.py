@@ -1,7 +1,8 @@
 """Calibration tables that survive spammers (issue 33), the pure part: workers out of good standing
 (consensus/standing.py) bring no evidence, and the evidence table (consensus/evidence_table.py) maps
 reliability-weighted evidence to P(positive), monotone. `bench/consensus_crowd_model.py` measures them against
-count tables and fixed majorities; the platform does not use them yet (docs/consensus.md)."""
+count tables and fixed majorities; the platform builds them in consensus/rebuild.py and reads them in
+consensus/estimates.py (docs/consensus.md)."""
 
 from __future__ import annotations
 
