@@ -298,17 +298,18 @@ def message_run(message_id: int, *, delivery: str) -> str:
     return "done"
 
 
-def relay(*, now: datetime | None = None, limit: int = 500) -> dict[str, int]:
+def relay(*, now: datetime | None = None, limit: int = 500, grace: timedelta = RELAY_GRACE) -> dict[str, int]:
     """Deliver what the on-commit send could not, and sweep work whose worker died: pending rows that are
-    due, sent rows the broker lost (older than the visibility timeout), and running rows whose lease has
-    passed (parked at once when they have used every attempt). Safe to run in several processes at once."""
+    due (and older than `grace`, left to their own on-commit send), sent rows the broker lost (older than the
+    visibility timeout), and running rows whose lease has passed (parked at once when they have used every
+    attempt). Safe to run in several processes at once."""
     now = now or timezone.now()
     visibility = timedelta(seconds=settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 3600))
     counts = {"sent": 0, "resent": 0, "parked": 0, "failed": 0}
     with transaction.atomic():
         due = list(
             Message.objects.select_for_update(skip_locked=True)
-            .filter(state=MessageState.PENDING, available_at__lte=now - RELAY_GRACE)
+            .filter(state=MessageState.PENDING, available_at__lte=now - grace)
             .order_by("available_at", "id")
             .values_list("pk", flat=True)[:limit]
         )

@@ -8,8 +8,8 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Callable
 from contextlib import contextmanager
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -18,7 +18,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
 from django.test import override_settings
-from django.utils import timezone
 
 from annotation.models import Dataset, DatasetGrant, ReviewerGrant
 from config.roles import REVIEWERS, WORKERS
@@ -56,7 +55,7 @@ class ShellOperator:
     def background_awaited(self, dataset_name: str) -> int:
         """After the sweep: the background work the dataset's answers owe, relayed and waited for
         (`background_awaited`); returns how many jobs ran."""
-        return background_awaited(Dataset.objects.get(name=dataset_name).pk, relay=relay_now)
+        return background_awaited(Dataset.objects.get(name=dataset_name).pk, relay=True)
 
     def make_splits(self, dataset_name: str, seed: int) -> None:
         call_command(
@@ -83,27 +82,19 @@ OWED_STATES = (MessageState.SENT, MessageState.RUNNING)
 REBUILD_WAIT_SECONDS = 120.0
 
 
-def relay_now() -> None:
-    """The schedule's outbox relay, run by the operator as it runs the schedule's sweep: `simulate` in process
-    has no beat (and, with eager Celery, no worker), so the answers' recorded-later work (a quality test is
-    recorded with a submit's writes and sent only by the relay) would stay pending; with a beat elsewhere this
-    run is one more of its kind (the relay is safe to run in several processes). The crowd has run dry, so every
-    on-commit send has happened: the relay's grace for them is not waited out."""
-    outbox_services.relay(now=timezone.now() + outbox_services.RELAY_GRACE)
-
-
-def background_awaited(
-    dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS, relay: Callable[[], None] | None = None
-) -> int:
+def background_awaited(dataset_id: int, *, timeout: float = REBUILD_WAIT_SECONDS, relay: bool = False) -> int:
     """The background work the dataset's answers have owed (`OWED_TASKS`: outbox messages not yet done) when
     the crowd ran dry, waited for: the last calibration vote's rebuild runs on a Celery worker after its commit,
     and the questions waiting for that table are served only then; the last decisions' quality tests run there
     too, and one that blocks a spammer reopens the questions their votes decided (the soak: a run that stopped
     first left 23 questions open with nobody to answer them). A crowd that saw no task for those seconds is not
     done (people come back later), and the sweep leaves such questions alone since someone can take them.
-    `relay` (outside a transaction only) first hands the pending ones on, as the schedule's relay would: without
-    it a pending message in a process with no relay is waited for until `timeout` at every sweep (a CI run's
-    in-process boxes scenario never ended).
+    `relay` (outside a transaction only) first runs the schedule's outbox relay, as the operator runs the
+    schedule's sweep: `simulate` in process has no beat (and, with eager Celery, no worker), so work recorded
+    with a submit's writes (a quality test, sent only by the relay) was waited for until `timeout` at every
+    sweep (a CI run's in-process boxes scenario never ended). With a beat elsewhere it is one more run of a
+    relay that is safe to run in several processes. The crowd has run dry, so every on-commit send has
+    happened: the grace the relay leaves them is not waited out.
     Returns how many of those messages ran within `timeout` (the crowd then looks for work again); 0 when none
     was owed or none ran (what is still owed is left, as at the end of a real run)."""
     in_transaction = transaction.get_connection().in_atomic_block
@@ -112,8 +103,8 @@ def background_awaited(
     ids = set(owed.values_list("pk", flat=True))
     if not ids:
         return 0
-    if relay is not None and not in_transaction:
-        relay()
+    if relay and not in_transaction:
+        outbox_services.relay(grace=timedelta(0))
     deadline = time.monotonic() + timeout
     while True:
         left = Message.objects.filter(pk__in=ids, state__in=states).count()
