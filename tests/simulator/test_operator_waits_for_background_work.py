@@ -93,3 +93,26 @@ def test_the_sweep_relays_what_the_answers_recorded_for_later_instead_of_waiting
     )
     assert operators.ShellOperator().background_awaited(dataset.name) == 1
     assert sent == [test.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_relays_until_nothing_owed_is_pending_however_many_the_relay_sends_at_once(monkeypatch):
+    """One relay sends at most its limit (500): a DET-200 run owed more quality tests than that, and the sweep
+    waited its whole timeout for the rest, which nothing would send."""
+    dataset = factories.DatasetFactory()
+    tests = [owed(dataset, task_name=QUALITY_TASK, state=MessageState.PENDING) for _ in range(5)]
+    sent = []
+
+    def worker_runs_it(message_id, countdown=0):
+        sent.append(message_id)
+        Message.objects.filter(pk=message_id).update(state=MessageState.DONE)
+        return True
+
+    relay = operators.outbox_services.relay
+    monkeypatch.setattr(operators.outbox_services, "relay", lambda **kw: relay(limit=2, **kw))
+    monkeypatch.setattr(operators.outbox_services, "message_send", worker_runs_it)
+    monkeypatch.setattr(
+        operators.time, "sleep", lambda s: pytest.fail("waited for messages no relay was left to send")
+    )
+    assert operators.ShellOperator().background_awaited(dataset.name) == 5
+    assert sorted(sent) == sorted(t.pk for t in tests)
