@@ -87,6 +87,7 @@ class MultilabelScenario:
     consensus: str = "dynamic"  # the consensus engine's estimator: "dynamic" or "weighted"
     positive_rate: float = 0.6  # verify only
     image_size: tuple[int, int] | None = None  # None = SceneSpec's sizes
+    extension_cap: int | None = None  # the dataset's second vote cap; None: the platform's default
     name: str = "multilabel"
     # Run as a deployment runs (simulator.scenarios.finishing): the sweep, then an in-house reviewer deciding what the
     # crowd could not. Without an operator the run stops when the crowd runs dry.
@@ -143,10 +144,11 @@ class MultilabelScenario:
         if not match:
             raise RuntimeError(f"hierarchy {self.hierarchy.name!r} {self.hierarchy.version!r} is not loaded")
         if self.engine == "consensus":  # the estimator is set explicitly, whatever the default
+            settings: dict[str, Any] = {"estimator": self.consensus}
+            if self.extension_cap is not None:
+                settings["extension_cap"] = self.extension_cap
             api.call(
-                "PATCH",
-                f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
-                json_body={"estimator": self.consensus},
+                "PATCH", f"/api/v1/datasets/{api.dataset_id}/consensus-settings/", json_body=settings
             ).expect(200)
         api.call(
             "POST",

@@ -11,7 +11,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from consensus.models import Question, QuestionState
+from consensus.models import ConsensusSettings, Question, QuestionState
 from review.models import ItemState, ReviewItem
 
 # transaction=True: calibration tables, box jobs and review items are built on commit, as in production.
@@ -53,9 +53,11 @@ def test_a_multilabel_run_finishes_every_image_and_counts_review_per_100_images(
         seed=2,
         image_size="64x48",
         hierarchy="fixtures/hierarchies/voc20.json",
+        extension_cap=16,  # more votes than six workers can give: the sweep settles what they cannot
     )
     assert summary["images_unfinished"] == 0
     assert summary["images_done"] == 6
+    assert ConsensusSettings.objects.get(dataset__name__startswith="sim-multilabel-2-").extension_cap == 16
     decided = summary["reviewer"]["decided"]
     assert summary["review_per_100_images"] == round(100 * decided / 6, 2)
     assert open_review_items() == 0

@@ -162,6 +162,14 @@ class Command(BaseCommand):
             help="Question order (multilabel): ILSVRC breadth-first, or correlation-aware.",
         )
         parser.add_argument(
+            "--extension-cap",
+            type=int,
+            default=None,
+            help="The dataset's second vote cap (consensus settings' extension_cap: an image question undecided at "
+            "the vote cap asks the most reliable workers on, up to this many votes; 0 is off). Default: the "
+            "verify scenario 20, the multilabel scenario the platform's default.",
+        )
+        parser.add_argument(
             "--engine",
             choices=["consensus", "vote"],
             default="consensus",
@@ -346,6 +354,8 @@ class Command(BaseCommand):
                 "image_size": opts["image_size"],
                 "gold_rate": opts["gold_rate"] or 0.0,
             }
+            if opts["extension_cap"] is not None:
+                extra["extension_cap"] = opts["extension_cap"]
         if scenario_name in HIERARCHY_SCENARIOS:
             if not remote:  # a server with its own database gets it by upload (RemoteSetup.accounts)
                 self.load_hierarchy(hierarchy)
@@ -356,6 +366,8 @@ class Command(BaseCommand):
                 "consensus": opts["consensus"],
                 "image_size": opts["image_size"],
             }
+            if scenario_name == "multilabel":
+                extra["extension_cap"] = opts["extension_cap"]
         if scenario_name == "full" or not opts["crowd_only"]:
             extra |= {
                 "operator": remote.operator() if remote else ShellOperator(),
