@@ -35,12 +35,14 @@ def make_workers(n: int, prefix: str = "w"):
 
 
 def small_settings(dataset, calibration_votes: int = 5, **kw) -> ConsensusSettings:
-    """Consensus settings small enough for a test crowd: batches of 4 calibration questions, cap 8, dynamic."""
+    """Consensus settings small enough for a test crowd: batches of 4 calibration questions, cap 8, dynamic,
+    and the vote cap the last (no second cap: a test crowd has no most reliable half to ask on)."""
     defaults = dict(
         calibration_min=4,
         calibration_max=4,
         calibration_votes=calibration_votes,
         vote_cap=8,
+        extension_cap=0,
         estimator="dynamic",
     )
     defaults.update(kw)

@@ -396,6 +396,7 @@ def test_a_leaf_at_the_vote_cap_settles_against_the_datasets_target_not_the_stri
     settings = ConsensusSettings.for_dataset(dataset.pk)
     settings.estimator = Estimator.DYNAMIC
     settings.vote_cap = settings.calibration_votes = 3
+    settings.extension_cap = 0  # the vote cap is the last: no second cap to ask on to
     settings.save()
     labeling_start(dataset=dataset, hierarchy=tiny_hierarchy, images=images[:1])
     decide(Question.objects.get(concept__wnid="q:animal"), "reject")

@@ -24,7 +24,7 @@ def concept():
 @pytest.fixture
 def leaning(dataset, concept):
     """A question in review whose crowd leaned clearly towards "no" (P(yes) 0.05)."""
-    ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2)
+    ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2, extension_cap=0)
     question = verify_question_at_cap(dataset, concept)
     Question.objects.filter(pk=question.pk).update(p=0.05)
     return question
@@ -63,7 +63,7 @@ def test_a_verdict_with_the_crowd_acts_at_once(leaning, reviewer, dataset):
 
 
 def test_an_accept_on_a_split_question_acts_at_once(dataset, concept, reviewer):
-    ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2)
+    ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2, extension_cap=0)
     question = verify_question_at_cap(dataset, concept)
     Question.objects.filter(pk=question.pk).update(p=0.45)
     lease_and_decide(reviewer, Decision.ACCEPT, dataset)

@@ -54,7 +54,7 @@ def concept():
 @pytest.fixture
 def capped(dataset):
     """A vote cap of 2: one yes and one no leave any question undecided at its cap."""
-    return ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2)
+    return ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2, extension_cap=0)
 
 
 @pytest.fixture
@@ -192,7 +192,7 @@ def test_an_undecidable_coverage_question_rejected_by_the_reviewer_sends_the_job
     for voter in voters:
         if answer(voter, "question", {"answer": True}).state == TaskState.DONE:
             break
-    ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2)
+    ConsensusSettings.objects.create(dataset=dataset, vote_cap=2, calibration_votes=2, extension_cap=0)
     coverage = Question.objects.get(kind=QuestionKind.BOX_COVERAGE)
     vote_record(question=coverage, worker=voters[0], answer=True)
     vote_record(question=Question.objects.get(pk=coverage.pk), worker=voters[1], answer=False)
