@@ -68,11 +68,13 @@ class FullScenario(FullScoring):
         log: Callable[[str], None] | None = None,
         detector: DetectorSpec | None = None,
         proposal_threshold: float = 0.5,
+        extension_cap: int | None = None,
         **_ignored: Any,
     ) -> None:
         if not 0.0 <= positive_rate <= 1.0:
             raise ValueError("--positive-rate must be between 0 and 1")
         self.classes, self.crowd, self.n_images, self.seed = classes, crowd, n_images, seed
+        self.extension_cap = extension_cap  # the dataset's second vote cap; None: the platform's default
         self.operator = operator
         self.positive_rate, self.order = positive_rate, order
         self.background = background
@@ -139,11 +141,14 @@ class FullScenario(FullScoring):
 
     def setup(self, api: OrganizerApi) -> None:
         cap = min(DEFAULT_VOTE_CAP, len(self.crowd.workers) - 2)
+        settings: dict[str, int] = {}
         if cap < DEFAULT_VOTE_CAP:  # a small crowd cannot give the engine's default cap of distinct votes
+            settings |= {"vote_cap": max(3, cap), "calibration_votes": max(3, min(10, cap))}
+        if self.extension_cap is not None:
+            settings["extension_cap"] = self.extension_cap
+        if settings:
             api.call(
-                "PATCH",
-                f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
-                json_body={"vote_cap": max(3, cap), "calibration_votes": max(3, min(10, cap))},
+                "PATCH", f"/api/v1/datasets/{api.dataset_id}/consensus-settings/", json_body=settings
             ).expect(200)
         files = [(f"scene-{s.index:05d}.{s.image_format.lower()}", s.image_bytes) for s in self.scenes]
         gold_files = [

@@ -119,3 +119,10 @@ def test_a_detector_is_refused_outside_the_full_scenario():
         call_command("simulate", scenario="verify", detector_recall=0.6, stdout=io.StringIO())
     with pytest.raises(CommandError, match="--proposal-threshold"):
         call_command("simulate", scenario="full", proposal_threshold=1.5, stdout=io.StringIO())
+
+
+def test_a_second_cap_is_refused_where_no_question_asks_on():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--extension-cap applies to the verify, multilabel and full"):
+        call_command("simulate", scenario="boxes", extension_cap=20, stdout=io.StringIO())

@@ -167,7 +167,7 @@ class Command(BaseCommand):
             default=None,
             help="The dataset's second vote cap (consensus settings' extension_cap: an image question undecided at "
             "the vote cap asks the most reliable workers on, up to this many votes; 0 is off). Default: the "
-            "verify scenario 20, the multilabel scenario the platform's default.",
+            "platform's (20); verify, multilabel and full.",
         )
         parser.add_argument(
             "--engine",
@@ -257,6 +257,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         scenario_name = opts["scenario"]
+        if opts["extension_cap"] is not None and scenario_name not in ("verify", *HIERARCHY_SCENARIOS):
+            raise CommandError(
+                f"--extension-cap applies to the verify, multilabel and full scenarios, not {scenario_name}"
+                " (box questions never ask on past the vote cap)"
+            )
         if opts["synsets"] is None:
             opts["synsets"] = 0 if scenario_name in HIERARCHY_SCENARIOS else 10
         self.validate(opts)
@@ -366,8 +371,7 @@ class Command(BaseCommand):
                 "consensus": opts["consensus"],
                 "image_size": opts["image_size"],
             }
-            if scenario_name == "multilabel":
-                extra["extension_cap"] = opts["extension_cap"]
+            extra["extension_cap"] = opts["extension_cap"]
         if scenario_name == "full" or not opts["crowd_only"]:
             extra |= {
                 "operator": remote.operator() if remote else ShellOperator(),
