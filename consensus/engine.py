@@ -24,7 +24,7 @@ from outbox import services as outbox
 from . import events, statements, tally
 from .creation import CALIBRATION_PRIORITY_BOOST, calibration_subjects
 from .estimates import COUNTED, Estimate, estimate_for, evidence_refresh_due, policy_for, table_in_use
-from .extension import extends, extension_open
+from .extension import extends, extension_open, reliable_left
 from .models import (
     VERDICT_STATE,
     ConsensusSettings,
@@ -61,7 +61,7 @@ def decision_for(question: Question, settings: ConsensusSettings | None) -> tupl
     policy = policy_for(settings, question.kind, question.subject)
     p = float("nan") if estimate.p is None else estimate.p
     decision = Decision.from_code(int(policy.decide_probability(p, question.n_votes)))
-    if decision == Decision.REVIEW and extends(question, settings):
+    if decision == Decision.REVIEW and extends(question, settings) and reliable_left(question):
         decision = Decision.ASK_MORE  # the most reliable workers are asked on (consensus/extension.py)
     elif decision == Decision.REVIEW:
         decision = question_settle(question, p, settings)

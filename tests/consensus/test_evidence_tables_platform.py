@@ -11,7 +11,7 @@ import pytest
 
 from annotation.models import Task, TaskExclusion, TaskState
 from consensus import creation, engine, estimates
-from consensus.extension import extends
+from consensus.extension import extends, reliable_left
 from consensus.models import (
     CalibrationTable,
     ConsensusSettings,
@@ -197,7 +197,7 @@ def test_blocking_a_worker_voids_their_votes_and_builds_the_table_again_without_
         ),  # at the cap, undecided: the most reliable are asked on
         (QuestionKind.HIERARCHY, {}, 19, 20, True),
         (QuestionKind.IMAGE_VERIFY, {}, 20, 20, False),  # at the second cap: settled or reviewed
-        (QuestionKind.IMAGE_VERIFY, {}, 12, 0, False),  # no second cap set (the default)
+        (QuestionKind.IMAGE_VERIFY, {}, 12, 0, False),  # the second cap turned off
         (QuestionKind.IMAGE_VERIFY, {}, 12, 12, False),
         (
             QuestionKind.BOX_QUALITY,
@@ -215,3 +215,31 @@ def test_a_question_undecided_at_the_vote_cap_asks_on_up_to_the_second_cap(
     question = Question(kind=kind, rule=rule, yes_count=n_votes // 2, no_count=n_votes - n_votes // 2)
     settings = ConsensusSettings(vote_cap=12, extension_cap=extension_cap)
     assert extends(question, settings) is asks_on
+
+
+def test_a_question_whose_most_reliable_workers_have_all_voted_asks_no_one_on(dataset, concept, monkeypatch):
+    """At the vote cap the question asks on only while one of the kind's most reliable workers has not voted:
+    otherwise it would wait for votes nobody may give until the starved sweep found it."""
+    crowd, truth, production, _ = calibrated(dataset, concept, extension_cap=20)
+    question = Question.objects.get(pk=production[0].pk)  # served once the table was built
+    voters = make_workers(2, prefix="voter")
+    for worker, answer in zip(voters, (True, False), strict=True):  # split: the question stays open
+        engine.vote_record(question=question, worker=worker, answer=answer)
+
+    class Standing:
+        def __init__(self, reliable):
+            self.reliable = frozenset(reliable)
+
+        def most_reliable(self):
+            return self.reliable
+
+    from consensus import extension
+
+    monkeypatch.setattr(extension, "fit_with_standing", lambda kind: (None, Standing(w.pk for w in voters)))
+    assert not reliable_left(question)
+    monkeypatch.setattr(
+        extension, "fit_with_standing", lambda kind: (None, Standing([voters[0].pk, crowd.workers[0].pk]))
+    )
+    assert reliable_left(question)  # one of them has not voted on it
+    monkeypatch.setattr(extension, "fit_with_standing", lambda kind: None)
+    assert reliable_left(question)  # no fit yet: nobody is known to be left out
