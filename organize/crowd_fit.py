@@ -97,13 +97,15 @@ PRESETS = (
         title="Small in-house team",
         description="Three to eight people you invited and trust. Calibration asks 3 votes per question and "
         "a question at most 5, so a team of five never runs out of voters; the bar is 0.99 instead of 0.997 "
-        "(five agreeing votes of careful people reach it, 0.997 would send many questions to review); no "
+        "(five agreeing votes of careful people reach it, 0.997 would send many questions to review), and no "
+        "second cap (everyone has voted by the fifth vote); no "
         "qualification test (you know them), gold keeps scoring them at a lower rate.",
         consensus={
             "estimator": "weighted",
             "target_precision": 0.99,
             "reject_error": 0.02,
             "vote_cap": 5,
+            "extension_cap": 0,
             "calibration_votes": 3,
             "calibration_fraction": 0.1,
             "calibration_min": 10,
@@ -115,7 +117,8 @@ PRESETS = (
         name="open_crowd",
         title="Open crowd",
         description="Dozens of anonymous workers or more (Mechanical Turk, study links). The platform's "
-        "defaults: 10 calibration votes and a cap of 12 per question, precision 0.997, a qualification test "
+        "defaults: 10 calibration votes and a cap of 12 per question (up to 20 from the most reliable half "
+        "before a question goes to a person), precision 0.997, a qualification test "
         "of 14 gold questions of which 12 must be right (a coin-flipper passes under 1%), and one task in "
         "ten gold.",
         consensus={
@@ -123,6 +126,7 @@ PRESETS = (
             "target_precision": 0.997,
             "reject_error": 0.02,
             "vote_cap": 12,
+            "extension_cap": 20,
             "calibration_votes": 10,
             "calibration_fraction": 0.1,
             "calibration_min": 20,

@@ -67,6 +67,7 @@ def test_the_page_warns_a_small_crowd_and_the_small_team_preset_fits_it(page, li
     page.get_by_role("button", name="Fill in: Small in-house team").click()
     expect(page.get_by_label("Votes per calibration question")).to_have_value("3")
     expect(page.get_by_label("Vote cap (then review)")).to_have_value("5")
+    expect(page.get_by_label("Second cap: the most reliable half votes on up to (0: off)")).to_have_value("0")
     expect(page.get_by_label("Qualification questions")).to_have_value("0")
     expect(warnings).to_have_count(0)
     expect(page.locator("#crowd-summary")).to_contain_text("5 workers can vote in this dataset")
@@ -78,6 +79,7 @@ def test_the_page_warns_a_small_crowd_and_the_small_team_preset_fits_it(page, li
     expect(page.locator("#gold-form .status")).to_contain_text("Saved at")
     saved = ConsensusSettings.objects.get(dataset=dataset)
     assert (saved.calibration_votes, saved.vote_cap, saved.target_precision) == (3, 5, 0.99)
+    assert saved.extension_cap == 0  # the preset's: a team of five has all voted by the cap
     assert GoldSettings.objects.get(dataset=dataset).qualification_size == 0
 
     # A value the API refuses is named on the page, and nothing changes.
