@@ -39,7 +39,7 @@ class VerifyScenario:
     consensus: str = "weighted"
     # The organizer's second cap (consensus/extension.py): a question undecided at the vote cap asks the most
     # reliable workers on, up to this many votes, before it is settled or reviewed (issue 33's measurements).
-    extension_cap: int = 20
+    extension_cap: int | None = None  # the dataset's second vote cap; None: the platform's default (20)
     # Verification needs no detail: small scenes keep generation and upload fast; None = SceneSpec's sizes.
     image_size: tuple[int, int] | None = None
     name: str = "verify"
@@ -124,11 +124,8 @@ class VerifyScenario:
             api.call(
                 "PATCH",
                 f"/api/v1/datasets/{api.dataset_id}/consensus-settings/",
-                json_body={
-                    "estimator": self.consensus,
-                    "seed": self.seed,
-                    "extension_cap": self.extension_cap,
-                },
+                json_body={"estimator": self.consensus, "seed": self.seed}
+                | ({} if self.extension_cap is None else {"extension_cap": self.extension_cap}),
             ).expect(200)
         for key in sorted(by_concept):
             if self.majority is not None:

@@ -124,5 +124,7 @@ def test_a_detector_is_refused_outside_the_full_scenario():
 def test_a_second_cap_is_refused_where_no_question_asks_on():
     from django.core.management.base import CommandError
 
-    with pytest.raises(CommandError, match="--extension-cap applies to the verify, multilabel and full"):
+    with pytest.raises(
+        CommandError, match="--extension-cap applies to verify, multilabel and full, not boxes"
+    ):
         call_command("simulate", scenario="boxes", extension_cap=20, stdout=io.StringIO())

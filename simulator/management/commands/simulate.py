@@ -165,9 +165,8 @@ class Command(BaseCommand):
             "--extension-cap",
             type=int,
             default=None,
-            help="The dataset's second vote cap (consensus settings' extension_cap: an image question undecided at "
-            "the vote cap asks the most reliable workers on, up to this many votes; 0 is off). Default: the "
-            "platform's (20); verify, multilabel and full.",
+            help="verify, multilabel, full: the dataset's second vote cap (consensus settings' extension_cap; 0 is "
+            "off). Default: the platform's (20).",
         )
         parser.add_argument(
             "--engine",
@@ -258,10 +257,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         scenario_name = opts["scenario"]
         if opts["extension_cap"] is not None and scenario_name not in ("verify", *HIERARCHY_SCENARIOS):
-            raise CommandError(
-                f"--extension-cap applies to the verify, multilabel and full scenarios, not {scenario_name}"
-                " (box questions never ask on past the vote cap)"
-            )
+            raise CommandError(f"--extension-cap applies to verify, multilabel and full, not {scenario_name}")
         if opts["synsets"] is None:
             opts["synsets"] = 0 if scenario_name in HIERARCHY_SCENARIOS else 10
         self.validate(opts)
@@ -359,8 +355,6 @@ class Command(BaseCommand):
                 "image_size": opts["image_size"],
                 "gold_rate": opts["gold_rate"] or 0.0,
             }
-            if opts["extension_cap"] is not None:
-                extra["extension_cap"] = opts["extension_cap"]
         if scenario_name in HIERARCHY_SCENARIOS:
             if not remote:  # a server with its own database gets it by upload (RemoteSetup.accounts)
                 self.load_hierarchy(hierarchy)
@@ -371,7 +365,8 @@ class Command(BaseCommand):
                 "consensus": opts["consensus"],
                 "image_size": opts["image_size"],
             }
-            extra["extension_cap"] = opts["extension_cap"]
+        if scenario_name in ("verify", *HIERARCHY_SCENARIOS):
+            extra["extension_cap"] = opts["extension_cap"]  # None: the platform's default
         if scenario_name == "full" or not opts["crowd_only"]:
             extra |= {
                 "operator": remote.operator() if remote else ShellOperator(),
