@@ -1,6 +1,7 @@
 // The lease ahead: while a task is on screen the next one is leased and made ready (its kind's module loaded, its
 // image decoded), so an answer brings it from memory. One ahead is enough (an answer takes longer than a lease
-// and an image load), and never more: a second one ahead would keep a task from other workers for nothing. It
+// and an image load), and the page asks for no more: a second one ahead would keep a task from other workers for
+// nothing (the one exception, a lease a slow answer brings back, is kept rather than lost: `broughtBack`). It
 // is an ordinary lease, so a reload gives it back with the others this worker holds (`assignments?held=true`),
 // and one that is not answered goes back to the queue when its lease ends. Its states (`state.brought`,
 // `state.ahead`) are named in state.js.
@@ -45,12 +46,14 @@ export function leaseAhead({ base, kinds, prefetching }) {
 
   // What an answer that asked for the lease after next brought back (`next`: a lease, or null when the server
   // had no task): the next lease takes it. One brought back before the last was taken waits its turn with the
-  // others this worker holds. Unless the page leased its own while that answer was on its way (an answer slower
-  // than answerFirst waits): then it would be one more than the one ahead the page holds, so it goes back to the
-  // queue at once instead of waiting on this worker's lease; and a null says nothing any more.
+  // others this worker holds. So does one that arrives after the page leased its own while that answer was on
+  // its way (an answer slower than answerFirst waits): the page then holds one more than the one ahead until the
+  // worker reaches it, and that is the lesser cost. Given back, it would be lost to this worker for good (the
+  // queue never offers a worker a task they already had), and a lone worker, or a question that wants a vote
+  // from each of a small team, would wait for that task forever. A null says nothing any more then.
   function broughtBack(assignment, leasedMeanwhile) {
     if (leasedMeanwhile) {
-      if (assignment) giveBack(assignment);
+      if (assignment) state.held.push(assignment);
       return;
     }
     if (state.brought.is === Brought.LEASE) state.held.push(state.brought.assignment);
