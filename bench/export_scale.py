@@ -6,10 +6,10 @@ processes at once finish sooner than one after the other on this machine; with `
 statistics and class-statistics endpoints answered from kept reports, and the time to compute each report.
 
 Usage: python bench/export_scale.py [--sizes 10000,100000,1000000] [--formats coco,voc,yolo,ilsvrc]
-       [--s3] [--parallel] [--stats] [--quick]
+       [--to dir|zip|both] [--s3] [--parallel] [--stats] [--quick]
 
 Uses its own PostgreSQL database (crowdlabel_bench_export_hx, or --db-name; created and migrated on first
-use, datasets kept for the next run). Every measurement runs in a fresh subprocess so its ru_maxrss is its own.
+use, datasets kept for the next run). Every measurement runs in a fresh subprocess so its peak RSS (VmHWM) is its own.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import argparse
 import json
 import logging
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -29,13 +28,13 @@ from pathlib import Path
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pg_seed import ensure_database, setup_django  # noqa: E402
+from pg_seed import ensure_database, peak_rss_mb, setup_django  # noqa: E402
 
 ORGANIZER = "bench-organizer"
 
 
 def maxrss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_rss_mb()
 
 
 def _source(name: str):
@@ -169,7 +168,7 @@ def row(label: str, r: dict, base: float | None) -> str:
     )
 
 
-def bench_exports(db: str, name: str, formats: list[str], with_json: bool) -> None:
+def bench_exports(db: str, name: str, formats: list[str], with_json: bool, targets: list[str]) -> None:
     print(
         f"{'run':<34}{'seconds':>9}{'x json':>10}{'maxrss MB':>11}{'files':>10}{'written MB':>12}", flush=True
     )
@@ -179,12 +178,13 @@ def bench_exports(db: str, name: str, formats: list[str], with_json: bool) -> No
         base = r["seconds"]
         print(row("bare json.dump (in memory)", r, None), flush=True)
     for fmt in formats:
-        r = run_child(["--db-name", db, "--child", f"export:{fmt}", "--dataset", name])
-        print(
-            row(f"{fmt} export, streamed", r, base),
-            f" ({r['images']:,} images, {r['boxes']:,} boxes)",
-            flush=True,
-        )
+        for target in targets:
+            r = run_child(["--db-name", db, "--child", f"{target}:{fmt}", "--dataset", name])
+            print(
+                row(f"{fmt} export, {'to a directory' if target == 'export' else 'to a zip'}", r, base),
+                f" ({r['images']:,} images, {r['boxes']:,} boxes)",
+                flush=True,
+            )
 
 
 def bench_s3(db: str, name: str, formats: list[str]) -> None:
@@ -309,6 +309,12 @@ def main() -> None:
     parser.add_argument("--stats", action="store_true", help="Statistics endpoints from kept reports.")
     parser.add_argument("--no-exports", action="store_true", help="Skip the local export runs.")
     parser.add_argument("--no-json", action="store_true", help="Skip the json.dump reference.")
+    parser.add_argument(
+        "--to",
+        choices=("dir", "zip", "both"),
+        default="dir",
+        help="Export to a directory, to a zip (as export jobs do), or both, one after the other.",
+    )
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--quick", action="store_true", help="10,000 and 100,000 images")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -321,8 +327,8 @@ def main() -> None:
         kind, _, fmt = args.child.partition(":")
         if kind == "json":
             result = child_json(args.dataset)
-        elif kind == "export":
-            result = child_export(args.dataset, fmt, archive=False)
+        elif kind in ("export", "zip"):
+            result = child_export(args.dataset, fmt, archive=kind == "zip")
         elif kind == "s3":
             result = child_s3(args.dataset, fmt, args.endpoint, args.bucket)
         else:
@@ -347,7 +353,8 @@ def main() -> None:
             flush=True,
         )
         if not args.no_exports:
-            bench_exports(args.db_name, name, formats, with_json=not args.no_json)
+            targets = {"dir": ["export"], "zip": ["zip"], "both": ["export", "zip"]}[args.to]
+            bench_exports(args.db_name, name, formats, with_json=not args.no_json, targets=targets)
         if args.s3:
             bench_s3(args.db_name, name, formats)
         if args.parallel:
@@ -374,8 +381,8 @@ def main() -> None:
                 )
             print(f"stats process maxrss {r['maxrss_mb']:.0f} MB", flush=True)
     print(
-        "\nmaxrss is each measuring process's peak RSS (the json.dump reference's includes the content it "
-        "dumps); times are wall-clock on a shared machine."
+        "\nmaxrss is each measuring process's own peak RSS (VmHWM; the json.dump reference's includes the "
+        "content it dumps); times are wall-clock on a shared machine."
     )
 
 

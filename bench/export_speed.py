@@ -4,8 +4,8 @@ same COCO content (already in memory) in the same run.
 Usage: python bench/export_speed.py [--boxes 1000000] [--images 200000] [--quick]
 
 Uses its own PostgreSQL database (crowdlabel_bench_export, created and migrated on first use; rows are bulk
-loaded with COPY and kept for the next run). Each measurement runs in a fresh subprocess so ru_maxrss is its
-own; tracemalloc (Python allocations only) is taken in a separate run because it slows Python down.
+loaded with COPY and kept for the next run). Each measurement runs in a fresh subprocess so its peak RSS (VmHWM,
+`pg_seed.peak_rss_mb`) is its own; tracemalloc (Python allocations only) is taken in a separate run because it slows Python down.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pg_seed import copy_boxes, copy_images, ensure_database, setup_django  # noqa: E402
+from pg_seed import copy_boxes, copy_images, ensure_database, peak_rss_mb, setup_django  # noqa: E402
 
 DB_NAME = "crowdlabel_bench_export"
 N_CLASSES = 80
@@ -123,7 +122,7 @@ def measure(kind: str, name: str, trace: bool) -> dict:
         "kind": kind,
         "seconds": seconds,
         "tracemalloc_peak_mb": None if peak is None else peak / 2**20,
-        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "maxrss_mb": peak_rss_mb(),
         "bytes_written": size,
     }
 

@@ -62,3 +62,19 @@ def copy_boxes(cursor, owner, concept, rng, *, provenance: str | None = None) ->
             owner.tolist(), concept.tolist(), x1.tolist(), y1.tolist(), x2.tolist(), y2.tolist(), strict=True
         ):
             copy.write_row((*row, *tail))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB: VmHWM of its own address space. Not `ru_maxrss`: on Linux a
+    child started by subprocess reports at least its parent's peak there (the memory it was forked from counts
+    towards it), so a measuring child of a bench that had just seeded a million rows reported the seeding's."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -1,21 +1,28 @@
-"""Where an export is written: a directory, or a scratch directory packed into a .zip or .tar.gz, file by file
-in the order the export wrote them. Neither the tree's listing nor the archive's index is held in memory: the
-zip's central directory (one record per file, about 500 bytes each in zipfile's objects, so half a gigabyte
-at a million per-image files) is kept on disk until the archive is closed.
+"""Where an export is written: a directory, or an archive (.zip or .tar.gz). Into an archive, a file written
+whole (an image's annotation file, an image's bytes) goes straight in as an entry, in the order written, with no
+file of its own on disk: a million per-image files cost a million archive entries, not a million files created,
+read back and deleted. Files written in pieces while others are (the split and class lists, which an exporter
+keeps open side by side) go to a scratch directory and are added after, with the folders and the manifest.
+Neither the tree's listing nor the archive's index is held in memory: the zip's central directory (one record
+per file, about 500 bytes each in zipfile's objects, so half a gigabyte at a million per-image files) is kept
+on disk until the archive is closed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import pickle
 import shutil
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .base import OutputTree
@@ -81,30 +88,98 @@ class StreamingZipFile(zipfile.ZipFile):
                 entries.close()
 
 
-def pack(tree: OutputTree, out: Path) -> None:
-    """Pack a finished export into ``out`` (.zip or .tar.gz), file by file in the order written. Folders made
-    empty are kept as entries: a layout may promise a folder per class."""
+COPY_CHUNK = 1 << 20
+# A copied file (an image) is held in memory up to this size on its way into a tar (whose header needs its size
+# first); a larger one spills to a temporary file.
+TAR_SPOOL = 8 << 20
+
+
+class ZipSink:
+    """A zip being written entry by entry (deflate level 1: exports are mostly short text and JPEGs)."""
+
+    def __init__(self, out: Path) -> None:
+        self._zip = StreamingZipFile(out, compression=zipfile.ZIP_DEFLATED, compresslevel=1)
+
+    def write(self, relpath: str, data: bytes) -> None:
+        self._zip.writestr(relpath, data)
+
+    def copy(self, relpath: str, source: IO[bytes]) -> tuple[str, int]:
+        """Copy `source` in as `relpath`; its sha256 and size."""
+        digest, size = hashlib.sha256(), 0
+        with self._zip.open(relpath, "w", force_zip64=True) as entry:
+            while chunk := source.read(COPY_CHUNK):
+                digest.update(chunk)
+                entry.write(chunk)
+                size += len(chunk)
+        return digest.hexdigest(), size
+
+    def add(self, path: Path, relpath: str) -> None:
+        """A file or folder of the scratch directory, as `relpath`."""
+        self._zip.write(path, relpath)
+
+    def close(self) -> None:
+        self._zip.close()
+
+
+class TarSink:
+    """A gzipped tar being written member by member."""
+
+    def __init__(self, out: Path) -> None:
+        self._tar = tarfile.open(out, "w:gz", compresslevel=1)
+        self._added = 0
+
+    def _member(self, relpath: str, size: int) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(relpath)
+        info.size, info.mode, info.mtime = size, 0o644, int(time.time())
+        return info
+
+    def _forget(self) -> None:
+        # tarfile remembers every member only to list them back; we never do.
+        self._added += 1
+        if self._added % 10_000 == 0:
+            self._tar.members.clear()  # type: ignore[attr-defined]
+
+    def write(self, relpath: str, data: bytes) -> None:
+        self._tar.addfile(self._member(relpath, len(data)), io.BytesIO(data))
+        self._forget()
+
+    def copy(self, relpath: str, source: IO[bytes]) -> tuple[str, int]:
+        digest, size = hashlib.sha256(), 0
+        with tempfile.SpooledTemporaryFile(max_size=TAR_SPOOL) as held:
+            while chunk := source.read(COPY_CHUNK):
+                digest.update(chunk)
+                held.write(chunk)
+                size += len(chunk)
+            held.seek(0)
+            self._tar.addfile(self._member(relpath, size), held)
+        self._forget()
+        return digest.hexdigest(), size
+
+    def add(self, path: Path, relpath: str) -> None:
+        self._tar.add(path, relpath, recursive=False)
+        self._forget()
+
+    def close(self) -> None:
+        self._tar.close()
+
+
+ArchiveSink = ZipSink | TarSink
+
+
+def archive_sink(out: Path) -> ArchiveSink:
     kind = archive_kind(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     if kind == "zip":
-        with StreamingZipFile(out, compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-            for relpath in tree.entries():
-                zf.write(tree.root / relpath, relpath)
-    elif kind == "gztar":
-        with tarfile.open(out, "w:gz", compresslevel=1) as tf:
-            for k, relpath in enumerate(tree.entries()):
-                tf.add(tree.root / relpath, relpath, recursive=False)
-                if k % 10_000 == 0:
-                    # tarfile remembers every member only to list them back; we never do.
-                    tf.members.clear()  # type: ignore[attr-defined]
-    else:
-        raise ValueError(f"not an archive name: {out}")
+        return ZipSink(out)
+    if kind == "gztar":
+        return TarSink(out)
+    raise ValueError(f"not an archive name: {out}")
 
 
 @contextmanager
 def output_tree(out: Path) -> Iterator[OutputTree]:
-    """A tree to fill: ``out`` itself, or a scratch directory packed into ``out`` when it names an
-    archive. A directory that exists must be empty, so an export never mixes with stale files."""
+    """A tree to fill: ``out`` itself, or an archive written as the tree is filled (with a scratch directory for
+    the files written in pieces) when it names one. A directory that exists must be empty, so an export never
+    mixes with stale files. An archive is complete once this returns; an export that fails leaves none."""
     from .base import OutputTree
 
     if archive_kind(out) is None:
@@ -117,11 +192,20 @@ def output_tree(out: Path) -> Iterator[OutputTree]:
         finally:
             tree.close()
         return
+    out.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="export-", dir=os.environ.get("TMPDIR")))
-    tree = OutputTree(scratch)
+    sink = archive_sink(out)
+    tree = OutputTree(scratch, sink)
+    done = False
     try:
         yield tree
-        pack(tree, out)
+        # Folders made empty are kept as entries: a layout may promise a folder per class.
+        for relpath in tree.scratch_entries():
+            sink.add(scratch / relpath, relpath)
+        done = True
     finally:
         tree.close()
+        sink.close()
         shutil.rmtree(scratch, ignore_errors=True)
+        if not done:
+            out.unlink(missing_ok=True)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from .archive import archive_kind
+from .archive import ArchiveSink, archive_kind
 from .file_names import FileNames, OriginalNames
 from .listing import Spool, file_line, image_line
 
@@ -153,14 +153,18 @@ class HashingWriter:
 
 
 class OutputTree:
-    """A directory being filled; lists every file written through it with its sha256 and size, in the order
-    written, on disk (`listing.Spool`): a million per-image files cost no memory here."""
+    """A directory being filled, or an archive (`archive.ArchiveSink`) with a scratch directory beside it; lists
+    every file written through it with its sha256 and size, in the order written, on disk (`listing.Spool`): a
+    million per-image files cost no memory here. Into an archive, a file written whole (`write_text`, `copy`)
+    goes straight in; one opened with `open` is written to the scratch directory and added at the end."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, sink: ArchiveSink | None = None):
         self.root = root
+        self.sink = sink
         self.files = Spool()
         self.folders: list[str] = []  # made with make_dir: kept in an archive even when empty
         self.unlisted: list[str] = []  # written here but not in the listing (manifest.json)
+        self.scratch = Spool()  # into an archive: the files written to `root`, to add at the end
         self._made: set[Path] = set()
 
     @contextmanager
@@ -175,6 +179,8 @@ class OutputTree:
             writer = HashingWriter(raw)
             yield writer
         self.files.add(file_line(relpath, writer.digest(), writer.size))
+        if self.sink is not None:
+            self.scratch.add(relpath)
 
     @contextmanager
     def open_unlisted(self, relpath: str) -> Iterator[IO[str]]:
@@ -197,17 +203,34 @@ class OutputTree:
             yield line.split("\t", 1)[0]
         yield from self.unlisted
 
+    def scratch_entries(self) -> Iterator[str]:
+        """Into an archive: what is on disk to add at the end (folders, files written in pieces, the
+        manifest)."""
+        yield from self.folders
+        yield from self.scratch.lines()
+        yield from self.unlisted
+
     def write_text(self, relpath: str, text: str) -> None:
-        with self.open(relpath) as out:
-            out.write(text)
+        if self.sink is None:
+            with self.open(relpath) as out:
+                out.write(text)
+            return
+        data = text.encode()
+        self.sink.write(relpath, data)
+        self.files.add(file_line(relpath, hashlib.sha256(data).hexdigest(), len(data)))
 
     def copy(self, relpath: str, source: IO[bytes]) -> None:
-        with self.open(relpath) as out:
-            while chunk := source.read(1 << 20):
-                out.write_bytes(chunk)
+        if self.sink is None:
+            with self.open(relpath) as out:
+                while chunk := source.read(1 << 20):
+                    out.write_bytes(chunk)
+            return
+        digest, size = self.sink.copy(relpath, source)
+        self.files.add(file_line(relpath, digest, size))
 
     def close(self) -> None:
         self.files.close()
+        self.scratch.close()
 
 
 @dataclass

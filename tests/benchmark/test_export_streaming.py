@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.exporters import FORMATS, ExportOptions, export, ilsvrc, listing, voc
+from benchmark.exporters import FORMATS, ExportOptions, archive, export, ilsvrc, listing, voc
 from benchmark.exporters.base import ExportBox, ExportCategory, ExportImage, ExportLabel
 from tests.benchmark.test_exporters import generated_source
 
@@ -185,3 +185,52 @@ def test_the_class_list_asks_for_one_row_per_class_not_one_per_box():
         dataset_class_ids(dataset)
     distinct = [q["sql"] for q in queries.captured_queries if "DISTINCT" in q["sql"]]
     assert len(distinct) == 6 and not any("ORDER BY" in sql for sql in distinct), distinct
+
+
+@pytest.mark.parametrize("fmt", ["voc", "yolo", "ilsvrc", "coco", "imagefolder"])
+@pytest.mark.parametrize("suffix", [".zip", ".tar.gz"])
+def test_an_archive_takes_each_images_files_straight_in_without_a_file_on_disk(
+    tmp_path, monkeypatch, fmt, suffix
+):
+    """A million per-image files written to disk, read back into the archive and deleted cost a file system
+    a million creates: each image's annotation file and bytes go straight into the archive. What the scratch
+    directory held (kept here instead of deleted) is only the files written in pieces: lists, the manifest."""
+    kept: list[Path] = []
+    monkeypatch.setattr(archive.shutil, "rmtree", lambda path, **kw: kept.append(Path(path)))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    source = generated_source(7)
+    manifest = export(source, fmt, tmp_path / f"out{suffix}", ExportOptions(withheld=frozenset()))
+    [scratch] = kept
+    on_disk = {p.relative_to(scratch).as_posix() for p in scratch.rglob("*") if p.is_file()}
+    stems = {Path(line["file_name"]).stem for line in manifest["images"]}
+    per_image = {path for path in manifest["files"] if Path(path).stem in stems}
+    assert per_image, "the export wrote per-image files"
+    assert not on_disk & per_image
+    assert on_disk <= set(manifest["files"]) | {"manifest.json"}
+
+
+def test_an_export_that_fails_leaves_no_archive(tmp_path):
+    class Failing(LazySource):
+        def labels(self, split: str) -> Iterator[ExportLabel]:
+            yield from super().labels(split)
+            raise RuntimeError("the database went away")
+
+    for suffix in (".zip", ".tar.gz"):
+        with pytest.raises(RuntimeError, match="went away"):
+            export(Failing(20), "voc", tmp_path / f"out{suffix}", ExportOptions(include_images=False))
+        assert not (tmp_path / f"out{suffix}").exists()
+
+
+def test_ilsvrc_class_lists_do_not_depend_on_where_their_batches_end(tmp_path, monkeypatch):
+    """The DET lists are written a batch of images at a time (every image in every class's list): batches of
+    3 images write the same bytes as one batch of all of them."""
+    source = generated_source(11)
+    export(source, "ilsvrc", tmp_path / "one", ExportOptions(include_images=False, withheld=frozenset()))
+    monkeypatch.setattr(ilsvrc, "LIST_FLUSH", 3)
+    export(source, "ilsvrc", tmp_path / "many", ExportOptions(include_images=False, withheld=frozenset()))
+    lists = sorted((tmp_path / "one/ImageSets/DET").iterdir())
+    assert len(lists) > 3
+    for path in lists:
+        assert (tmp_path / "many/ImageSets/DET" / path.name).read_bytes() == path.read_bytes(), path.name
+    assert any(" -1\n" in p.read_text() for p in lists) and any(" 1\n" in p.read_text() for p in lists)
