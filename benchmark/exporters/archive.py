@@ -106,7 +106,9 @@ class ZipSink:
     def copy(self, relpath: str, source: IO[bytes]) -> tuple[str, int]:
         """Copy `source` in as `relpath`; its sha256 and size."""
         digest, size = hashlib.sha256(), 0
-        with self._zip.open(relpath, "w", force_zip64=True) as entry:
+        # A plain entry, no ZIP64 record: images are far below 2 GiB (CROWDLABEL_MAX_IMAGE_BYTES); zipfile
+        # refuses to write past it rather than write a broken entry.
+        with self._zip.open(relpath, "w") as entry:
             while chunk := source.read(COPY_CHUNK):
                 digest.update(chunk)
                 entry.write(chunk)
