@@ -15,6 +15,7 @@ import io
 import os
 import pickle
 import shutil
+import stat
 import tarfile
 import tempfile
 import time
@@ -100,15 +101,25 @@ class ZipSink:
     def __init__(self, out: Path) -> None:
         self._zip = StreamingZipFile(out, compression=zipfile.ZIP_DEFLATED, compresslevel=1)
 
+    @staticmethod
+    def _entry(relpath: str) -> zipfile.ZipInfo:
+        """An entry as a file on disk would make it: a regular file readable by all (zipfile's own default
+        for written data is owner-only, 0600, which an unzipped export would keep)."""
+        info = zipfile.ZipInfo(relpath, date_time=time.localtime()[:6])
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info._compresslevel = 1  # type: ignore[attr-defined]  # zipfile reads it when opening the entry
+        info.external_attr = (stat.S_IFREG | 0o644) << 16
+        return info
+
     def write(self, relpath: str, data: bytes) -> None:
-        self._zip.writestr(relpath, data)
+        self._zip.writestr(self._entry(relpath), data)
 
     def copy(self, relpath: str, source: IO[bytes]) -> tuple[str, int]:
         """Copy `source` in as `relpath`; its sha256 and size."""
         digest, size = hashlib.sha256(), 0
         # A plain entry, no ZIP64 record: images are far below 2 GiB (CROWDLABEL_MAX_IMAGE_BYTES); zipfile
         # refuses to write past it rather than write a broken entry.
-        with self._zip.open(relpath, "w") as entry:
+        with self._zip.open(self._entry(relpath), "w") as entry:
             while chunk := source.read(COPY_CHUNK):
                 digest.update(chunk)
                 entry.write(chunk)

@@ -208,6 +208,10 @@ def test_an_archive_takes_each_images_files_straight_in_without_a_file_on_disk(
     assert per_image, "the export wrote per-image files"
     assert not on_disk & per_image
     assert on_disk <= set(manifest["files"]) | {"manifest.json"}
+    if suffix == ".zip":  # unzipped, an entry is a file readable by all, as a folder export's files are
+        with zipfile.ZipFile(tmp_path / "out.zip") as zf:
+            modes = {info.filename: info.external_attr >> 16 for info in zf.infolist() if not info.is_dir()}
+        assert modes and all(mode & 0o777 == 0o644 for mode in modes.values()), modes
 
 
 def test_an_export_that_fails_leaves_no_archive(tmp_path):
