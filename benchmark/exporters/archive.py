@@ -95,6 +95,16 @@ COPY_CHUNK = 1 << 20
 TAR_SPOOL = 8 << 20
 
 
+def copy_hashed(source: IO[bytes], target: IO[bytes]) -> tuple[str, int]:
+    """Copy `source` into `target` in chunks; the sha256 and size of what was copied."""
+    digest, size = hashlib.sha256(), 0
+    while chunk := source.read(COPY_CHUNK):
+        digest.update(chunk)
+        target.write(chunk)
+        size += len(chunk)
+    return digest.hexdigest(), size
+
+
 class ZipSink:
     """A zip being written entry by entry (deflate level 1: exports are mostly short text and JPEGs)."""
 
@@ -116,15 +126,10 @@ class ZipSink:
 
     def copy(self, relpath: str, source: IO[bytes]) -> tuple[str, int]:
         """Copy `source` in as `relpath`; its sha256 and size."""
-        digest, size = hashlib.sha256(), 0
         # A plain entry, no ZIP64 record: images are far below 2 GiB (CROWDLABEL_MAX_IMAGE_BYTES); zipfile
         # refuses to write past it rather than write a broken entry.
         with self._zip.open(self._entry(relpath), "w") as entry:
-            while chunk := source.read(COPY_CHUNK):
-                digest.update(chunk)
-                entry.write(chunk)
-                size += len(chunk)
-        return digest.hexdigest(), size
+            return copy_hashed(source, entry)
 
     def add(self, path: Path, relpath: str) -> None:
         """A file or folder of the scratch directory, as `relpath`."""
@@ -157,16 +162,12 @@ class TarSink:
         self._forget()
 
     def copy(self, relpath: str, source: IO[bytes]) -> tuple[str, int]:
-        digest, size = hashlib.sha256(), 0
         with tempfile.SpooledTemporaryFile(max_size=TAR_SPOOL) as held:
-            while chunk := source.read(COPY_CHUNK):
-                digest.update(chunk)
-                held.write(chunk)
-                size += len(chunk)
+            digest, size = copy_hashed(source, held)
             held.seek(0)
             self._tar.addfile(self._member(relpath, size), held)
         self._forget()
-        return digest.hexdigest(), size
+        return digest, size
 
     def add(self, path: Path, relpath: str) -> None:
         self._tar.add(path, relpath, recursive=False)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from .archive import ArchiveSink, archive_kind
+from .archive import COPY_CHUNK, ArchiveSink, archive_kind
 from .file_names import FileNames, OriginalNames
 from .listing import Spool, file_line, image_line
 
@@ -221,8 +221,8 @@ class OutputTree:
 
     def copy(self, relpath: str, source: IO[bytes]) -> None:
         if self.sink is None:
-            with self.open(relpath) as out:
-                while chunk := source.read(1 << 20):
+            with self.open(relpath) as out:  # the writer hashes it; open() lists it
+                while chunk := source.read(COPY_CHUNK):
                     out.write_bytes(chunk)
             return
         digest, size = self.sink.copy(relpath, source)

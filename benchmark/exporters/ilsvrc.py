@@ -42,7 +42,7 @@ class DetLists:
 
     def __init__(self, ctx: ExportContext, stack: ExitStack, paths: dict[int, str]):
         self._ctx, self._stack, self._paths = ctx, stack, paths
-        self._row = {c: k for k, c in enumerate(paths)}  # a class's row, in the order of the classes
+        self.row = {c: k for k, c in enumerate(paths)}  # a class's row, in the order of the classes
         self._status = np.zeros((len(paths), LIST_FLUSH), dtype=np.intp)
         self._stems: list[str] = []
         self._open: list[HashingWriter] = []
@@ -51,9 +51,9 @@ class DetLists:
         column = len(self._stems)
         self._stems.append(stem)
         for c in present:
-            self._status[self._row[c], column] = PRESENT
+            self._status[self.row[c], column] = PRESENT
         for c in absent:
-            self._status[self._row[c], column] = ABSENT
+            self._status[self.row[c], column] = ABSENT
         if len(self._stems) == LIST_FLUSH:
             self.flush()
 
@@ -86,7 +86,6 @@ def export(ctx: ExportContext) -> None:
                     ctx.tree.open(f"ImageSets/DET/{split}_negative_images.txt")
                 )
             lists = DetLists(ctx, stack, {c: f"ImageSets/DET/{split}_{w}.txt" for c, w in wnid.items()})
-            row = {c: k for k, c in enumerate(wnid)}
             batch: list[str] = []
             black: list[str] = []
             single: list[str] = []
@@ -113,7 +112,7 @@ def export(ctx: ExportContext) -> None:
                     # flagged too ambiguous to localize is not scored, detections there ignored, and so is a
                     # partial positive (shown, no box): both go on the blacklist, in the order of the classes.
                     flagged = (record.blacklisted | (positives - boxed - negatives)) & every_class
-                    for c in sorted(flagged, key=row.__getitem__):
+                    for c in sorted(flagged, key=lists.row.__getitem__):
                         black.append(f"{image.id} {wnid[c]}\n")
                     lists.add(
                         stem,
