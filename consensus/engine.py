@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import connections, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from annotation import counters, queue
@@ -93,7 +93,15 @@ def question_settle(question: Question, p: float, settings: ConsensusSettings) -
 
 
 def decided_so_far(question: Question) -> DecidedSoFar:
-    """The accepted and rejected questions of the question's (dataset, kind, concept) and their expected errors."""
+    """The accepted and rejected questions of the question's (dataset, kind, concept) and their expected errors.
+
+    Only the crowd's own decisions count: a question a reviewer decided keeps the crowd's P (the split that
+    sent it to a person), but its label is the reviewer's, so 1 - P (or P) is not its risk. Counted as before,
+    a reviewer's reject at P 0.53 spent the concept's whole reject budget, and the next capped question at
+    P 0.002 went to a person too (a hostile VOC 20 run, issue 33: 5 of its 25 leaf reviews)."""
+    last_reviewer = (
+        QuestionDecision.objects.filter(question_id=OuterRef("pk")).order_by("-id").values("reviewer_id")[:1]
+    )
     rows = (
         Question.objects.filter(
             dataset_id=question.dataset_id,
@@ -103,6 +111,8 @@ def decided_so_far(question: Question) -> DecidedSoFar:
             p__isnull=False,
         )
         .exclude(pk=question.pk)
+        .alias(last_reviewer=Subquery(last_reviewer))
+        .filter(last_reviewer__isnull=True)
         .aggregate(
             accepted=Count("id", filter=Q(state=QuestionState.ACCEPTED)),
             accepted_p=Sum("p", filter=Q(state=QuestionState.ACCEPTED)),
