@@ -9,6 +9,7 @@ import functools
 import json
 
 from .base import ExportBox, ExportContext, json_line_batches
+from .listing import json_str
 from .voc import truncated
 
 INFO_VERSION = "1.0"
@@ -59,7 +60,7 @@ def _image_rows(ctx: ExportContext, split: str):
         ctx.copy_image(f"images/{split}/{image.file_name}", image)
         ctx.image_done()
         yield (
-            f'{{"id": {image.id}, "file_name": {json.dumps(image.file_name)}, '
+            f'{{"id": {image.id}, "file_name": {json_str(image.file_name)}, '
             f'"width": {image.width}, "height": {image.height}}}'
         )
 

@@ -51,10 +51,25 @@ def parse_file_line(line: str) -> tuple[str, dict[str, Any]]:
 
 
 def image_line(image_id: int, split: str, file_name: str, original_name: str) -> str:
-    return json.dumps(
-        {"id": image_id, "split": split, "file_name": file_name, "original_name": original_name},
-        separators=(",", ":"),
+    return (
+        f'{{"id":{int(image_id)},"split":{json_str(split)},"file_name":{json_str(file_name)},'
+        f'"original_name":{json_str(original_name)}}}'
     )
+
+
+def json_str(value: str | None) -> str:
+    """`json.dumps(value)` for a string (or None), without the encoder's call for the usual file name: printable
+    ASCII with no quote or backslash is written as it is, in quotes, which is what json.dumps writes for it
+    (it escapes only those, control characters and, with ensure_ascii, everything past ASCII)."""
+    if (
+        value is not None
+        and value.isascii()
+        and value.isprintable()
+        and '"' not in value
+        and "\\" not in value
+    ):
+        return f'"{value}"'
+    return json.dumps(value)
 
 
 def inline_listings(summary: dict[str, Any], files: Spool, images: Spool) -> dict[str, Any]:
