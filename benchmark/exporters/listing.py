@@ -52,7 +52,7 @@ def parse_file_line(line: str) -> tuple[str, dict[str, Any]]:
 
 def image_line(image_id: int, split: str, file_name: str, original_name: str) -> str:
     return (
-        f'{{"id":{int(image_id)},"split":{json_str(split)},"file_name":{json_str(file_name)},'
+        f'{{"id":{image_id},"split":{json_str(split)},"file_name":{json_str(file_name)},'
         f'"original_name":{json_str(original_name)}}}'
     )
 
@@ -93,8 +93,9 @@ def write_manifest(out: IO[str], summary: dict[str, Any], files: Spool, images: 
     out.write(head[:-2] + ',\n "files": {')
     batch: list[str] = []
     for k, line in enumerate(files.lines()):
-        relpath, entry = parse_file_line(line)
-        batch.append(("\n  " if k == 0 else ",\n  ") + json.dumps(relpath) + ": " + json.dumps(entry))
+        relpath, sha256, size = line.split("\t")  # as `parse_file_line`, written as json.dumps writes it
+        sep = "\n  " if k == 0 else ",\n  "
+        batch.append(f'{sep}{json_str(relpath)}: {{"sha256": "{sha256}", "bytes": {int(size)}}}')
         if len(batch) >= BATCH:
             out.write("".join(batch))
             batch.clear()

@@ -49,3 +49,22 @@ def test_box_attributes_are_encoded_once_per_combination_and_keep_bools_apart_fr
     )
     assert _attributes_json(1, False, False, "front", "").startswith('{"difficult": 1,')
     assert '"fine_label": "dalmatian"' in _attributes_json(False, True, True, "unspecified", "dalmatian")
+
+
+def test_the_manifest_lists_files_as_json_dumps_writes_them():
+    import io
+
+    from benchmark.exporters.listing import Spool, file_line, parse_file_line, write_manifest
+
+    files, images = Spool(), Spool()
+    for k, path in enumerate(["a/b.xml", 'q"x.jpg', "日本.png", "back\\slash.txt"]):
+        files.add(file_line(path, "ab" * 32, 1000 * k + 7))
+    out = io.StringIO()
+    write_manifest(out, {"format": "voc"}, files, images)
+    entries = (parse_file_line(line) for line in files.lines())
+    expected = "".join(
+        ("\n  " if k == 0 else ",\n  ") + json.dumps(path) + ": " + json.dumps(entry)
+        for k, (path, entry) in enumerate(entries)
+    )
+    assert expected in out.getvalue()
+    assert json.loads(out.getvalue())["files"]["日本.png"] == {"sha256": "ab" * 32, "bytes": 2007}
