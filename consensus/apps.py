@@ -20,3 +20,10 @@ class ConsensusConfig(AppConfig):
         from .tally import tally_recount
 
         register_recount(tally_recount)
+
+        # Workers out of good standing on an image-question kind are not offered its questions.
+        from annotation import hooks
+
+        from .standing_lease import lease_policy
+
+        hooks.register_lease_policy(lease_policy)

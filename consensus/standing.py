@@ -1,6 +1,7 @@
 """Which workers are in good standing on a question kind, read from its Dawid-Skene fit: the votes the dynamic
 estimator's calibration tables count (ILSVRC §3.1.3 tables, built and read from these workers' votes only), and
-the most reliable workers a question undecided at its first vote cap is offered to.
+the most reliable workers a question undecided at its first vote cap is offered to, and the workers whose leases
+skip the kind's questions (consensus/standing_lease.py).
 
 A worker's discrimination is Youden's J = sensitivity + specificity - 1 of their fitted rates: 0 for a worker
 whose answer does not depend on the truth (a random or an always-yes spammer, a colluder answering at random),
@@ -13,6 +14,7 @@ import.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,19 +34,57 @@ STANDING_PRIOR_STRENGTH = 2.0
 # Past its first vote cap a question is offered only to this share of the kind's workers, the most
 # discriminating first (those who have voted on it aside).
 EXTENSION_SHARE = 0.5
+# The kind's questions are withheld from a worker out of good standing (`Standing.withholds`) only once their
+# record holds this many votes (a few unlucky answers of an honest newcomer do not shut them out), and only while
+# at least WITHHOLD_MIN_GOOD of the kind's fitted workers are in good standing (a small team is never left
+# without hands; the queue's starved sweep would settle or review what nobody may take).
+WITHHOLD_MIN_VOTES = 10
+WITHHOLD_MIN_GOOD = 12
+# The share of an out-of-standing worker's leases that still offer the kind's questions: their record keeps
+# growing, so a worker misjudged on an unlucky start, or one who has improved, climbs back into good standing.
+WITHHOLD_EXPLORE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
 class Standing:
-    """Each fitted worker's discrimination (Youden's J of their lightly shrunk rates), sorted by worker id."""
+    """Each fitted worker's discrimination (Youden's J of their lightly shrunk rates), sorted by worker id, and
+    how many votes it was read from (None: not known, as when built by hand)."""
 
     worker_ids: NDArray[np.int64]
     j: NDArray[np.float64]
     min_j: float = GOOD_STANDING_MIN_J
+    votes: NDArray[np.int64] | None = None
 
     @property
     def excluded(self) -> frozenset[int]:
         return frozenset(int(w) for w in self.worker_ids[self.j < self.min_j])
+
+    @functools.cached_property
+    def n_good(self) -> int:
+        return int(np.count_nonzero(self.j >= self.min_j))
+
+    def withholds(
+        self,
+        worker_id: int,
+        draw: float,
+        *,
+        min_votes: int = WITHHOLD_MIN_VOTES,
+        min_good: int = WITHHOLD_MIN_GOOD,
+        explore: float = WITHHOLD_EXPLORE_SHARE,
+    ) -> bool:
+        """Whether one lease of `worker_id` is kept from the kind's questions: the worker is out of good standing
+        on at least `min_votes` votes, at least `min_good` fitted workers are in it, and `draw` (uniform on
+        [0, 1), one per lease) is not among the `explore` share of leases that offer the questions anyway.
+
+        Votes of a worker out of good standing count for nothing in the tables (`standing_counts`) and little in
+        the weighted estimator, yet each is paid for and takes a place a good worker's vote would fill: the
+        hostile crowd's spammers cast about a fifth of its votes."""
+        if self.votes is None or self.n_good < min_good or draw < explore:
+            return False
+        at = int(np.searchsorted(self.worker_ids, worker_id))
+        if at >= self.worker_ids.size or int(self.worker_ids[at]) != worker_id:
+            return False  # not fitted yet: a newcomer stands at the crowd's average
+        return bool(self.j[at] < self.min_j and self.votes[at] >= min_votes)
 
     def most_reliable(self, share: float = EXTENSION_SHARE) -> frozenset[int]:
         """The most discriminating `share` of the fitted workers, those in good standing among them."""
@@ -82,7 +122,8 @@ def standing_of(
     rel = result.reliability
     sens = (yes_pos + strength * rel.default_sensitivity) / (pos + strength)
     spec = (no_neg + strength * rel.default_specificity) / (neg + strength)
-    return Standing(worker_ids.astype(np.int64), np.asarray(sens + spec - 1.0), min_j)
+    votes = np.bincount(idx, minlength=n).astype(np.int64)
+    return Standing(worker_ids.astype(np.int64), np.asarray(sens + spec - 1.0), min_j, votes)
 
 
 def standing_counts(

@@ -59,12 +59,13 @@ class Draw:
 @dataclass(frozen=True)
 class LeaseTerms:
     """What a lease policy says about one lease of one worker: the datasets they may take nothing from, the
-    (dataset, topic) pairs they may not take now, the only task kinds they can take at all (None: any; a
-    worker who works only inside provider sessions takes only their sessions' kinds), and optionally a draw
-    from a reserved pool."""
+    (dataset, topic) pairs they may not take now, the topics they may take in no dataset now, the only task
+    kinds they can take at all (None: any; a worker who works only inside provider sessions takes only their
+    sessions' kinds), and optionally a draw from a reserved pool."""
 
     withheld_datasets: frozenset[int] = frozenset()
     withheld_topics: frozenset[tuple[int, str]] = frozenset()
+    withheld_topics_everywhere: frozenset[str] = frozenset()
     draw: Draw | None = None
     only_kinds: frozenset[str] | None = None
     # The most tasks one lease may hand out (None: as many as asked): a policy serving something that must go
@@ -80,6 +81,7 @@ class LeaseTerms:
         return LeaseTerms(
             withheld_datasets=self.withheld_datasets | other.withheld_datasets,
             withheld_topics=self.withheld_topics | other.withheld_topics,
+            withheld_topics_everywhere=self.withheld_topics_everywhere | other.withheld_topics_everywhere,
             draw=self.draw if self.draw is not None else other.draw,
             only_kinds=kinds,
             most=min((m for m in (self.most, other.most) if m is not None), default=None),

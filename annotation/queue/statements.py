@@ -105,6 +105,10 @@ def eligible_where(
         pairs = sorted(terms.withheld_topics)
         conditions.append("NOT (" + " OR ".join(["(t.dataset_id = %s AND t.topic = %s)"] * len(pairs)) + ")")
         params.extend(value for pair in pairs for value in pair)
+    if terms.withheld_topics_everywhere and draw is None:
+        topics = sorted(terms.withheld_topics_everywhere)
+        conditions.append(f"t.topic NOT IN ({', '.join(['%s'] * len(topics))})")
+        params.extend(topics)
     return " AND ".join(conditions), params
 
 

@@ -96,6 +96,22 @@ def test_withheld_datasets_and_topics_keep_tasks_back_and_a_draw_leases_from_its
 
 
 @pytest.mark.django_db
+def test_a_topic_withheld_everywhere_keeps_its_tasks_back_in_every_dataset_and_leaves_the_rest(policy):
+    worker = factories.user_with_roles("w", ("workers",)).worker
+    verify = [factories.TaskFactory(kind="question", topic="image_verify") for _ in range(2)]
+    hierarchy = factories.TaskFactory(kind="question", topic="hierarchy", dataset=verify[0].dataset)
+    policy.terms = queue.LeaseTerms(withheld_topics_everywhere=frozenset({"image_verify"}))
+    assert {t.pk for t in queue.available_tasks(worker=worker)} >= {hierarchy.pk}
+    assert not {t.pk for t in queue.available_tasks(worker=worker)} & {t.pk for t in verify}
+    assert queue.task_lease_next(worker=worker).task_id == hierarchy.pk
+    assert queue.task_lease_next(worker=worker) is None
+    merged = queue.LeaseTerms.combined(
+        [policy.terms, queue.LeaseTerms(withheld_topics_everywhere=frozenset({"x"}))]
+    )
+    assert merged.withheld_topics_everywhere == {"image_verify", "x"}
+
+
+@pytest.mark.django_db
 def test_the_queue_writes_the_change_a_handler_returns_and_nothing_it_only_did_in_memory(kind):
     worker = factories.user_with_roles("w", ("workers",)).worker
 

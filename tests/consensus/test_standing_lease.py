@@ -1,0 +1,81 @@
+"""Workers out of good standing on an image-question kind are not offered its questions (issue 33, votes per
+image): the pure rule (`Standing.withholds`: enough votes to judge, enough good workers left, a share of leases
+kept open) and the lease policy through the queue (consensus/standing_lease.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from annotation import queue
+from consensus import standing_lease
+from consensus.standing import WITHHOLD_EXPLORE_SHARE, WITHHOLD_MIN_GOOD, WITHHOLD_MIN_VOTES, Standing
+from tests import factories
+
+OUT = 7  # the worker out of good standing in `crowd_standing`
+
+
+def crowd_standing(
+    n_good: int = WITHHOLD_MIN_GOOD, out_votes: int = WITHHOLD_MIN_VOTES, ids=None
+) -> Standing:
+    """`n_good` workers in good standing (ids 100, 101, ...) beside worker OUT at J 0.05 on `out_votes` votes."""
+    good = list(ids) if ids is not None else [100 + i for i in range(n_good)]
+    worker_ids = np.array(sorted([OUT, *good]), dtype=np.int64)
+    j = np.where(worker_ids == OUT, 0.05, 0.7)
+    votes = np.where(worker_ids == OUT, out_votes, 40).astype(np.int64)
+    return Standing(worker_ids, j, votes=votes)
+
+
+def test_a_worker_out_of_standing_on_enough_votes_is_withheld_except_on_the_explored_share_of_leases():
+    standing = crowd_standing()
+    assert standing.withholds(OUT, draw=0.5)
+    assert not standing.withholds(OUT, draw=WITHHOLD_EXPLORE_SHARE / 2), "explored: the record keeps growing"
+    assert not standing.withholds(100, draw=0.5), "in good standing"
+    assert not standing.withholds(55, draw=0.5), "not fitted yet: stands at the crowd's average"
+    assert not standing.withholds(10_000, draw=0.5)
+
+
+def test_nobody_is_withheld_on_a_short_record_or_from_a_small_team_or_without_vote_counts():
+    assert not crowd_standing(out_votes=WITHHOLD_MIN_VOTES - 1).withholds(OUT, draw=0.5)
+    assert not crowd_standing(n_good=WITHHOLD_MIN_GOOD - 1).withholds(OUT, draw=0.5)
+    by_hand = crowd_standing()
+    assert not Standing(by_hand.worker_ids, by_hand.j).withholds(OUT, draw=0.5)
+
+
+def test_about_the_explored_share_of_an_out_of_standing_workers_leases_still_offer_the_kind():
+    standing = crowd_standing()
+    draws = np.random.default_rng(3).random(4000)
+    offered = np.mean([not standing.withholds(OUT, float(d)) for d in draws])
+    assert abs(offered - WITHHOLD_EXPLORE_SHARE) < 0.02
+
+
+@pytest.mark.django_db
+def test_the_lease_policy_keeps_the_kinds_questions_from_a_worker_out_of_standing_and_gives_the_rest(
+    monkeypatch,
+):
+    out = factories.user_with_roles("out", ("workers",)).worker
+    good = factories.user_with_roles("good", ("workers",)).worker
+    verify = factories.TaskFactory(kind="question", topic="image_verify")
+    other = factories.TaskFactory(dataset=verify.dataset)
+    ids = np.array(sorted([out.pk, good.pk, *(good.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]))
+    standing = Standing(ids, np.where(ids == out.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
+    monkeypatch.setattr(
+        standing_lease, "cached_standing", lambda kind: standing if kind == "image_verify" else None
+    )
+    monkeypatch.setattr(standing_lease, "lease_draw", lambda worker_id, now: 0.5)  # never an explored lease
+
+    assert queue.task_lease_next(worker=out).task_id == other.pk
+    assert queue.task_lease_next(worker=out) is None, "the question is withheld"
+    assert queue.task_lease_next(worker=good).task_id == verify.pk
+    # A lease that wants only other task kinds is none of the policy's business.
+    request = queue.LeaseRequest(kinds_wanted=("vote",), dataset_id=None)
+    assert standing_lease.lease_policy(out, request, timezone.now()) is None
+    # An explored lease offers the question again.
+    monkeypatch.setattr(standing_lease, "lease_draw", lambda worker_id, now: 0.0)
+    assert (
+        standing_lease.lease_policy(
+            out, queue.LeaseRequest(kinds_wanted=None, dataset_id=None), timezone.now()
+        )
+        is None
+    )
