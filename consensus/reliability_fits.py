@@ -55,12 +55,13 @@ def fit_with_standing(kind: str) -> tuple[DawidSkeneResult, Standing, int] | Non
     return None if fit is None else (fit.result, fit.standing, fit.n_votes)
 
 
-def cached_standing(kind: str) -> Standing | None:
-    """The workers' standing under this process's kept kind-wide fit, without a statement (None while the process
-    keeps none: fewer than CACHE_MIN_VOTES votes of the kind, or no vote of it submitted to this process yet).
-    For the lease policy (consensus/standing_lease.py), which runs on every lease and must not refit."""
+def cached_standing(kind: str) -> tuple[Standing, int] | None:
+    """The workers' standing under this process's kept kind-wide fit and the fit's vote clock (the newest vote id
+    when fitted), without a statement (None while the process keeps none: fewer than CACHE_MIN_VOTES votes of
+    the kind, or no vote of it submitted to this process yet). For the lease policy
+    (consensus/standing_lease.py), which runs on every lease and must not refit."""
     fit = _fits.get((connection.alias, kind, None))
-    return None if fit is None else fit.standing
+    return None if fit is None else (fit.standing, fit.vote_clock)
 
 
 def _fit_of(kind: str, concept_id: int | None) -> _Fit | None:

@@ -40,8 +40,9 @@ EXTENSION_SHARE = 0.5
 # without hands; the queue's starved sweep would settle or review what nobody may take).
 WITHHOLD_MIN_VOTES = 10
 WITHHOLD_MIN_GOOD = 12
-# The share of an out-of-standing worker's leases that still offer the kind's questions: their record keeps
-# growing, so a worker misjudged on an unlucky start, or one who has improved, climbs back into good standing.
+# The share of draws (consensus/standing_lease.py: one per worker and refit of the kind's fit) on which a worker
+# out of good standing is still offered the kind's questions: their record keeps growing, so a worker misjudged on
+# an unlucky start, or one who has improved, climbs back into good standing.
 WITHHOLD_EXPLORE_SHARE = 0.1
 
 
@@ -74,7 +75,7 @@ class Standing:
     ) -> bool:
         """Whether one lease of `worker_id` is kept from the kind's questions: the worker is out of good standing
         on at least `min_votes` votes, at least `min_good` fitted workers are in it, and `draw` (uniform on
-        [0, 1), one per lease) is not among the `explore` share of leases that offer the questions anyway.
+        [0, 1)) is not among the `explore` share of draws that offer the questions anyway.
 
         Votes of a worker out of good standing count for nothing in the tables (`standing_counts`) and little in
         the weighted estimator, yet each is paid for and takes a place a good worker's vote would fill: the

@@ -18,6 +18,7 @@ does."""
 
 from __future__ import annotations
 
+import zlib
 from datetime import datetime
 
 import numpy as np
@@ -36,16 +37,21 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
     if request.kinds_wanted and TASK_KIND not in request.kinds_wanted:
         return None
     withheld = set()
-    for kind in EVIDENCE_KINDS:
-        standing = cached_standing(kind)
-        if standing is None:
+    for kind in map(str, EVIDENCE_KINDS):
+        cached = cached_standing(kind)
+        if cached is None:
             continue
-        if standing.withholds(worker.pk, lease_draw(worker.pk, now)):
-            withheld.add(str(kind))
+        standing, fit_clock = cached
+        if standing.withholds(worker.pk, exploration_draw(worker.pk, kind, fit_clock)):
+            withheld.add(kind)
     return queue.LeaseTerms(withheld_topics_everywhere=frozenset(withheld)) if withheld else None
 
 
-def lease_draw(worker_id: int, now: datetime) -> float:
-    """The uniform draw one lease is explored by, seeded by the worker and the lease's time: not guessable from
-    a count, and a retried lease draws anew."""
-    return float(np.random.default_rng([_EXPLORE_STREAM, worker_id, int(now.timestamp() * 1e6)]).random())
+def exploration_draw(worker_id: int, kind: str, fit_clock: int) -> float:
+    """The uniform draw that decides whether a worker out of good standing is offered the kind's questions
+    anyway, seeded by the worker, the kind and the fit's vote clock: it holds while the fit does and is drawn
+    anew at every refit (each time the kind's votes grow by `REFIT_GROWTH`), so such a worker is let back for
+    about one fit in ten, long enough to add a few votes to their record, and a simulation replays exactly
+    (no clock, no counter of the process's)."""
+    stream = zlib.crc32(kind.encode())
+    return float(np.random.default_rng([_EXPLORE_STREAM, stream, worker_id, fit_clock]).random())

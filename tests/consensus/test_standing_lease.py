@@ -1,5 +1,5 @@
 """Workers out of good standing on an image-question kind are not offered its questions (issue 33, votes per
-image): the pure rule (`Standing.withholds`: enough votes to judge, enough good workers left, a share of leases
+image): the pure rule (`Standing.withholds`: enough votes to judge, enough good workers left, a share of draws
 kept open) and the lease policy through the queue (consensus/standing_lease.py)."""
 
 from __future__ import annotations
@@ -43,11 +43,14 @@ def test_nobody_is_withheld_on_a_short_record_or_from_a_small_team_or_without_vo
     assert not Standing(by_hand.worker_ids, by_hand.j).withholds(OUT, draw=0.5)
 
 
-def test_about_the_explored_share_of_an_out_of_standing_workers_leases_still_offer_the_kind():
+def test_a_worker_out_of_standing_is_let_back_for_about_the_explored_share_of_fits_and_the_draw_replays():
     standing = crowd_standing()
-    draws = np.random.default_rng(3).random(4000)
-    offered = np.mean([not standing.withholds(OUT, float(d)) for d in draws])
+    draws = [standing_lease.exploration_draw(OUT, "image_verify", clock) for clock in range(1000, 5000)]
+    offered = np.mean([not standing.withholds(OUT, d) for d in draws])
     assert abs(offered - WITHHOLD_EXPLORE_SHARE) < 0.02
+    # The same fit gives the same answer on every lease (a simulation replays); kinds draw apart.
+    assert standing_lease.exploration_draw(OUT, "image_verify", 1000) == draws[0]
+    assert standing_lease.exploration_draw(OUT, "hierarchy", 1000) != draws[0]
 
 
 @pytest.mark.django_db
@@ -61,9 +64,11 @@ def test_the_lease_policy_keeps_the_kinds_questions_from_a_worker_out_of_standin
     ids = np.array(sorted([out.pk, good.pk, *(good.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]))
     standing = Standing(ids, np.where(ids == out.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
     monkeypatch.setattr(
-        standing_lease, "cached_standing", lambda kind: standing if kind == "image_verify" else None
+        standing_lease, "cached_standing", lambda kind: (standing, 1234) if kind == "image_verify" else None
     )
-    monkeypatch.setattr(standing_lease, "lease_draw", lambda worker_id, now: 0.5)  # never an explored lease
+    monkeypatch.setattr(
+        standing_lease, "exploration_draw", lambda worker_id, kind, clock: 0.5
+    )  # never explored
 
     assert queue.task_lease_next(worker=out).task_id == other.pk
     assert queue.task_lease_next(worker=out) is None, "the question is withheld"
@@ -71,8 +76,8 @@ def test_the_lease_policy_keeps_the_kinds_questions_from_a_worker_out_of_standin
     # A lease that wants only other task kinds is none of the policy's business.
     request = queue.LeaseRequest(kinds_wanted=("vote",), dataset_id=None)
     assert standing_lease.lease_policy(out, request, timezone.now()) is None
-    # An explored lease offers the question again.
-    monkeypatch.setattr(standing_lease, "lease_draw", lambda worker_id, now: 0.0)
+    # An explored draw offers the question again.
+    monkeypatch.setattr(standing_lease, "exploration_draw", lambda worker_id, kind, clock: 0.0)
     assert (
         standing_lease.lease_policy(
             out, queue.LeaseRequest(kinds_wanted=None, dataset_id=None), timezone.now()
