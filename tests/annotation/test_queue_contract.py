@@ -105,6 +105,16 @@ def test_a_topic_withheld_everywhere_keeps_its_tasks_back_in_every_dataset_and_l
     assert not {t.pk for t in queue.available_tasks(worker=worker)} & {t.pk for t in verify}
     assert queue.task_lease_next(worker=worker).task_id == hierarchy.pk
     assert queue.task_lease_next(worker=worker) is None
+    # A draw (gold's) is the policy's own choice: a topic withheld everywhere does not keep it back.
+    reserved = queue.task_create(
+        kind="question", topic="image_verify", pool=RESERVED, dataset=verify[0].dataset, image=verify[0].image
+    )
+    policy.terms = queue.LeaseTerms(
+        withheld_topics_everywhere=frozenset({"image_verify"}),
+        draw=queue.Draw(pool=RESERVED, task_ids=(reserved.pk,), note="gold"),
+    )
+    assert queue.task_lease_next(worker=worker).task_id == reserved.pk
+    policy.terms = queue.LeaseTerms(withheld_topics_everywhere=frozenset({"image_verify"}))
     merged = queue.LeaseTerms.combined(
         [policy.terms, queue.LeaseTerms(withheld_topics_everywhere=frozenset({"x"}))]
     )
