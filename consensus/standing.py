@@ -49,12 +49,12 @@ WITHHOLD_EXPLORE_SHARE = 0.1
 @dataclass(frozen=True)
 class Standing:
     """Each fitted worker's discrimination (Youden's J of their lightly shrunk rates), sorted by worker id, and
-    how many votes it was read from (None: not known, as when built by hand)."""
+    how many of their votes it was read from."""
 
     worker_ids: NDArray[np.int64]
     j: NDArray[np.float64]
+    votes: NDArray[np.int64]
     min_j: float = GOOD_STANDING_MIN_J
-    votes: NDArray[np.int64] | None = None
 
     @property
     def excluded(self) -> frozenset[int]:
@@ -64,28 +64,29 @@ class Standing:
     def n_good(self) -> int:
         return int(np.count_nonzero(self.j >= self.min_j))
 
-    def withholds(
-        self,
-        worker_id: int,
-        draw: float,
-        *,
-        min_votes: int = WITHHOLD_MIN_VOTES,
-        min_good: int = WITHHOLD_MIN_GOOD,
-        explore: float = WITHHOLD_EXPLORE_SHARE,
+    def out_of_standing(
+        self, worker_id: int, *, min_votes: int = WITHHOLD_MIN_VOTES, min_good: int = WITHHOLD_MIN_GOOD
     ) -> bool:
-        """Whether one lease of `worker_id` is kept from the kind's questions: the worker is out of good standing
-        on at least `min_votes` votes, at least `min_good` fitted workers are in it, and `draw` (uniform on
-        [0, 1)) is not among the `explore` share of draws that offer the questions anyway.
-
-        Votes of a worker out of good standing count for nothing in the tables (`standing_counts`) and little in
-        the weighted estimator, yet each is paid for and takes a place a good worker's vote would fill: the
-        hostile crowd's spammers cast about a fifth of its votes."""
-        if self.votes is None or self.n_good < min_good or draw < explore:
+        """Whether the worker is out of good standing on at least `min_votes` votes while at least `min_good`
+        fitted workers are in it: the workers whose leases may skip the kind's questions (`withholds`)."""
+        if self.n_good < min_good:
             return False
         at = int(np.searchsorted(self.worker_ids, worker_id))
         if at >= self.worker_ids.size or int(self.worker_ids[at]) != worker_id:
             return False  # not fitted yet: a newcomer stands at the crowd's average
         return bool(self.j[at] < self.min_j and self.votes[at] >= min_votes)
+
+    def withholds(
+        self, worker_id: int, draw: float, *, explore: float = WITHHOLD_EXPLORE_SHARE, **judged
+    ) -> bool:
+        """Whether a lease of `worker_id` is kept from the kind's questions: the worker is `out_of_standing` (its
+        keyword arguments pass through) and `draw` (uniform on [0, 1)) is not among the `explore` share of draws
+        that offer the questions anyway.
+
+        Votes of a worker out of good standing count for nothing in the tables (`standing_counts`) and little in
+        the weighted estimator, yet each is paid for and takes a place a good worker's vote would fill: the
+        hostile crowd's spammers cast about a fifth of its votes."""
+        return draw >= explore and self.out_of_standing(worker_id, **judged)
 
     def most_reliable(self, share: float = EXTENSION_SHARE) -> frozenset[int]:
         """The most discriminating `share` of the fitted workers, those in good standing among them."""
@@ -111,7 +112,7 @@ def standing_of(
     worker_arr = np.asarray(workers, dtype=np.int64)
     yes = np.asarray(answers, dtype=bool).astype(np.float64)
     if item_arr.size == 0:
-        return Standing(np.zeros(0, dtype=np.int64), np.zeros(0), min_j)
+        return Standing(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.int64), min_j)
     at = np.minimum(np.searchsorted(result.item_ids, item_arr), result.item_ids.size - 1)
     mu = np.where(result.item_ids[at] == item_arr, result.posterior[at], 0.5)
     worker_ids, idx = np.unique(worker_arr, return_inverse=True)
@@ -124,7 +125,7 @@ def standing_of(
     sens = (yes_pos + strength * rel.default_sensitivity) / (pos + strength)
     spec = (no_neg + strength * rel.default_specificity) / (neg + strength)
     votes = np.bincount(idx, minlength=n).astype(np.int64)
-    return Standing(worker_ids.astype(np.int64), np.asarray(sens + spec - 1.0), min_j, votes)
+    return Standing(worker_ids.astype(np.int64), np.asarray(sens + spec - 1.0), votes, min_j)
 
 
 def standing_counts(

@@ -45,9 +45,21 @@ def file_line(relpath: str, sha256: str, size: int) -> str:
     return f"{relpath}\t{sha256}\t{size}"
 
 
-def parse_file_line(line: str) -> tuple[str, dict[str, Any]]:
+def _file_fields(line: str) -> tuple[str, str, int]:
     relpath, sha256, size = line.split("\t")
-    return relpath, {"sha256": sha256, "bytes": int(size)}
+    return relpath, sha256, int(size)
+
+
+def parse_file_line(line: str) -> tuple[str, dict[str, Any]]:
+    relpath, sha256, size = _file_fields(line)
+    return relpath, {"sha256": sha256, "bytes": size}
+
+
+def file_entry_json(line: str) -> str:
+    """The manifest's entry of a file line as `json.dumps(relpath) + ": " + json.dumps(entry)` of
+    `parse_file_line` writes it, without the dict and two encoder calls per file."""
+    relpath, sha256, size = _file_fields(line)
+    return f'{json_str(relpath)}: {{"sha256": "{sha256}", "bytes": {size}}}'
 
 
 def image_line(image_id: int, split: str, file_name: str, original_name: str) -> str:
@@ -93,9 +105,7 @@ def write_manifest(out: IO[str], summary: dict[str, Any], files: Spool, images: 
     out.write(head[:-2] + ',\n "files": {')
     batch: list[str] = []
     for k, line in enumerate(files.lines()):
-        relpath, sha256, size = line.split("\t")  # as `parse_file_line`, written as json.dumps writes it
-        sep = "\n  " if k == 0 else ",\n  "
-        batch.append(f'{sep}{json_str(relpath)}: {{"sha256": "{sha256}", "bytes": {int(size)}}}')
+        batch.append(("\n  " if k == 0 else ",\n  ") + file_entry_json(line))
         if len(batch) >= BATCH:
             out.write("".join(batch))
             batch.clear()

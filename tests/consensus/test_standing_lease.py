@@ -36,11 +36,15 @@ def test_a_worker_out_of_standing_on_enough_votes_is_withheld_except_on_the_expl
     assert not standing.withholds(10_000, draw=0.5)
 
 
-def test_nobody_is_withheld_on_a_short_record_or_from_a_small_team_or_without_vote_counts():
+def test_nobody_is_withheld_on_a_short_record_or_from_a_small_team_or_without_votes_counted():
     assert not crowd_standing(out_votes=WITHHOLD_MIN_VOTES - 1).withholds(OUT, draw=0.5)
     assert not crowd_standing(n_good=WITHHOLD_MIN_GOOD - 1).withholds(OUT, draw=0.5)
-    by_hand = crowd_standing()
-    assert not Standing(by_hand.worker_ids, by_hand.j).withholds(OUT, draw=0.5)
+    no_record = crowd_standing()
+    assert not Standing(no_record.worker_ids, no_record.j, np.zeros_like(no_record.votes)).withholds(
+        OUT, draw=0.5
+    )
+    # `out_of_standing` is the same judgement without the draw: the policy draws only for such a worker.
+    assert crowd_standing().out_of_standing(OUT) and not crowd_standing().out_of_standing(100)
 
 
 def test_a_worker_out_of_standing_is_let_back_for_about_the_explored_share_of_fits_and_the_draw_replays():
