@@ -809,6 +809,7 @@ def summary(result: Soak) -> dict:
         "answers_5xx": sum(1 for line in result.server_errors if SUBMIT_PATH.match(line.split()[2])),
         "task_submits_5xx": sum(1 for line in result.server_errors if ANSWER_PATH.match(line.split()[2])),
         "deadlocks": result.deadlocks.get("count"),
+        "deadlocks_first": result.deadlocks.get("first", []),
         "integrity": result.integrity,
         "sweep": result.sweep,
         "leftovers": result.leftovers,

@@ -15,7 +15,14 @@ standing, so a small team is never starved.
 The standing is the one this process keeps with its fit (`reliability_fits.cached_standing`): reading it costs
 no statement, so a lease costs what it cost before. A process that keeps no fit of the kind yet (under
 `CACHE_MIN_VOTES` votes of it, or no vote submitted to it: a fresh gunicorn worker) withholds nothing until it
-does."""
+does.
+
+The starved sweep asks the same policy who could still be handed a question (`LeaseRequest.look_ahead`): there it
+reads the kind's current fit (statements allowed; the sweep may run in a process that kept none) and counts a
+worker out of good standing as unable, explored share or not. A question that only such workers could still
+answer is then settled with the votes it has, as at the vote cap (consensus/starved.py), instead of waiting for
+a draw that comes only at the kind's next refit, which a finished crowd never brings, while a sweep in a
+process with no fit kept would see the withheld workers as able to take it and wait for them for ever."""
 
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ from annotation import queue
 
 from .creation import TASK_KIND
 from .estimates import EVIDENCE_KINDS
-from .reliability_fits import cached_standing
+from .reliability_fits import cached_standing, current_standing
 
 _EXPLORE_STREAM = 0x5747  # separates this policy's draws from gold's
 
@@ -39,13 +46,14 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
         return None
     withheld = set()
     for kind in map(str, EVIDENCE_KINDS):
-        cached = cached_standing(kind)
-        if cached is None:
+        kept = current_standing(kind) if request.look_ahead else cached_standing(kind)
+        if kept is None:
             continue
-        standing, fit_clock = cached
-        # The draw only for a worker it could withhold: a lease of a worker in good standing draws nothing.
-        if standing.out_of_standing(worker.pk) and standing.withholds(
-            worker.pk, exploration_draw(worker.pk, kind, fit_clock)
+        standing, fit_clock = kept
+        # The draw only for a worker it could withhold: a lease of a worker in good standing draws nothing. The
+        # starved sweep's look-ahead counts no explored share: it cannot wait for the worker's next chance.
+        if standing.out_of_standing(worker.pk) and (
+            request.look_ahead or standing.withholds(worker.pk, exploration_draw(worker.pk, kind, fit_clock))
         ):
             withheld.add(kind)
     return queue.LeaseTerms(withheld_topics_everywhere=frozenset(withheld)) if withheld else None

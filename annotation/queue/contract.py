@@ -100,12 +100,16 @@ class LeaseTerms:
 class LeaseRequest:
     """What the worker asked for: task kinds (None: any) and a dataset (None: any); `datasets` (None: any)
     narrows it to a session's scope (a study link's datasets), on top of the worker's own grants; `count`,
-    how many tasks this one lease hands out at most (`task_lease_many`)."""
+    how many tasks this one lease hands out at most (`task_lease_many`). `look_ahead` marks a request made for
+    the worker by the starved sweep (`tasks_reachable`: could they be handed the task at all?), not a lease:
+    a policy whose leases offer something by chance answers as if the chance went against the worker (a chance
+    the sweep cannot wait for), and may spend statements the hot path may not."""
 
     kinds_wanted: tuple[str, ...] | None
     dataset_id: int | None
     datasets: tuple[int, ...] | None = None
     count: int = 1
+    look_ahead: bool = False
 
 
 @dataclass(frozen=True)

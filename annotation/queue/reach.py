@@ -41,7 +41,9 @@ def crowd(dataset_id: int):
 def tasks_reachable(*, dataset_id: int, task_ids: Iterable[int], now: datetime | None = None) -> set[int]:
     """The tasks of `task_ids` (of the dataset, waiting in the queue) that some worker of the dataset's crowd
     may lease now: one lease condition per worker, as their own lease would ask it (any kind, this dataset),
-    stopping as soon as every task has someone."""
+    stopping as soon as every task has someone. The policies are asked as a look-ahead (`LeaseRequest.look_ahead`):
+    a task only a chance of some lease would offer (the good-standing policy's explored share) is not reachable,
+    since nothing says when the chance comes."""
     now = now or timezone.now()
     wanted = set(Task.objects.filter(waiting(now), pk__in=list(task_ids)).values_list("pk", flat=True))
     reachable: set[int] = set()
@@ -50,7 +52,7 @@ def tasks_reachable(*, dataset_id: int, task_ids: Iterable[int], now: datetime |
         if not left:
             break
         reachable |= set(
-            available_tasks(worker=worker, dataset_id=dataset_id, now=now)
+            available_tasks(worker=worker, dataset_id=dataset_id, now=now, look_ahead=True)
             .filter(pk__in=left)
             .values_list("pk", flat=True)
         )

@@ -50,12 +50,14 @@ def available_tasks(
     terms: LeaseTerms | None = None,
     draw: Draw | None = None,
     datasets: Sequence[int] | None = None,
+    look_ahead: bool = False,
 ):
     """Tasks this worker may lease now under these terms (the lease's own condition, as a queryset for reports,
-    the policies' look-ahead and tests). Without `terms`, the registered policies' terms apply."""
+    the policies' look-ahead and tests). Without `terms`, the registered policies' terms apply, asked as a
+    look-ahead when `look_ahead` (`LeaseRequest.look_ahead`: the starved sweep's question)."""
     connection = connections[Task.objects.db]
     now = now or timezone.now()
-    request = _request(kinds_wanted, dataset_id, datasets)
+    request = _request(kinds_wanted, dataset_id, datasets, look_ahead)
     if terms is None:
         terms = lease_terms(worker, request, now)
     where, params = statements.eligible_where(
@@ -64,11 +66,12 @@ def available_tasks(
     return statements.tasks_where(connection, where, params)
 
 
-def _request(kinds_wanted, dataset_id, datasets=None) -> LeaseRequest:
+def _request(kinds_wanted, dataset_id, datasets=None, look_ahead: bool = False) -> LeaseRequest:
     return LeaseRequest(
         tuple(kinds_wanted) if kinds_wanted else None,
         dataset_id,
         tuple(datasets) if datasets is not None else None,
+        look_ahead=look_ahead,
     )
 
 

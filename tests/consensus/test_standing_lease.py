@@ -88,3 +88,30 @@ def test_the_lease_policy_keeps_the_kinds_questions_from_a_worker_out_of_standin
         )
         is None
     )
+
+
+@pytest.mark.django_db
+def test_the_starved_sweep_counts_a_worker_out_of_standing_as_unable_even_where_this_process_keeps_no_fit(
+    monkeypatch,
+):
+    """The sweep runs in a process that may keep no fit (a fresh worker, a command): it reads the current fit,
+    and a question only a withheld worker could still answer is starved, explored share or not."""
+    out = factories.user_with_roles("out", ("workers",)).worker
+    verify = factories.TaskFactory(kind="question", topic="image_verify")
+    other = factories.TaskFactory(dataset=verify.dataset)
+    ids = np.array(sorted([out.pk, *(out.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]))
+    standing = Standing(ids, np.where(ids == out.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
+    monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: None)  # this process keeps no fit
+    monkeypatch.setattr(
+        standing_lease, "current_standing", lambda kind: (standing, 1234) if kind == "image_verify" else None
+    )
+    monkeypatch.setattr(standing_lease, "exploration_draw", lambda worker_id, kind, clock: 0.0)  # explored
+    assert queue.task_lease_next(worker=out, kinds_wanted=["binary_vote"]).task_id == other.pk  # one of the crowd now
+    # A lease reads the process's kept fit (none here): the question would be offered.
+    assert verify.pk in set(queue.available_tasks(worker=out).values_list("pk", flat=True))
+
+    later = timezone.now() + timezone.timedelta(days=1)
+    assert queue.tasks_reachable(dataset_id=verify.dataset_id, task_ids={verify.pk}, now=later) == set()
+    # Back in good standing, the same worker could take it.
+    monkeypatch.setattr(standing_lease, "current_standing", lambda kind: None)
+    assert queue.tasks_reachable(dataset_id=verify.dataset_id, task_ids={verify.pk}, now=later) == {verify.pk}
