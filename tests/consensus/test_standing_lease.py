@@ -106,7 +106,9 @@ def test_the_starved_sweep_counts_a_worker_out_of_standing_as_unable_even_where_
         standing_lease, "current_standing", lambda kind: (standing, 1234) if kind == "image_verify" else None
     )
     monkeypatch.setattr(standing_lease, "exploration_draw", lambda worker_id, kind, clock: 0.0)  # explored
-    assert queue.task_lease_next(worker=out, kinds_wanted=["binary_vote"]).task_id == other.pk  # one of the crowd now
+    assert (
+        queue.task_lease_next(worker=out, kinds_wanted=["binary_vote"]).task_id == other.pk
+    )  # one of the crowd now
     # A lease reads the process's kept fit (none here): the question would be offered.
     assert verify.pk in set(queue.available_tasks(worker=out).values_list("pk", flat=True))
 

@@ -48,7 +48,9 @@ def test_a_minute_of_a_hostile_crowd_under_faults_gives_no_5xx_and_counts_every_
     assert summary["task_submits_5xx"] == 0, summary["answers_by_status"]
     assert "500" not in summary["responses_5xx_by_status"], summary["responses_5xx_by_status"]
     # The message carries the log's DETAIL and CONTEXT lines: the printed output's tail may not reach them.
-    assert summary["deadlocks"] in (0, None), f"no deadlock in the PostgreSQL log: {summary['deadlocks_first']}"
+    assert summary["deadlocks"] in (0, None), (
+        f"no deadlock in the PostgreSQL log: {summary['deadlocks_first']}"
+    )
     integrity = summary["integrity"]
     assert integrity["submitted"] == integrity["counted"] > 100
     assert {k: v for k, v in integrity.items() if k not in ("submitted", "counted") and v} == {}
