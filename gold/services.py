@@ -368,16 +368,37 @@ def worker_block(
         # answer being submitted, if this runs inside a submit, is stored already and not a lease any more).
         # Read again under the task locks, which every writer of an assignment takes first: a lease submitted
         # meanwhile is not one any more.
+        late = []
         for lease in _leases_of(worker, dataset_id):
             if lease.task_id in held:
                 queue.assignment_release(assignment=lease)
-                continue
-            try:  # leased since the first read (rare): its task is taken last, and it may have moved on
-                queue.assignment_release(assignment=lease)
-            except queue.QueueError:
-                pass
+            else:
+                late.append(lease.pk)
+        if late:
+            # Leased while this block ran (their lease request did not see the uncommitted block): their tasks
+            # are not locked, and taking them now, after the repair moved labelings on, deadlocked with a
+            # submit on such a task waiting for a labeling (the soak, once in four runs). They end once the
+            # block is committed, when no lease is handed to the worker here any more.
+            transaction.on_commit(
+                lambda: late_leases_end(worker=worker, dataset_id=dataset_id, assignments=late)
+            )
         payments_decide(dataset_id=dataset_id, worker=worker)
         return block
+
+
+def late_leases_end(*, worker, dataset_id: int, assignments: list[int]) -> int:
+    """End leases a blocked worker took while their block was being written, each in a transaction of its own
+    (its task locked first, as every lease's end); one they submitted meanwhile has its vote voided as the block
+    voided the others. Returns how many votes were voided."""
+    for lease in Assignment.objects.filter(pk__in=assignments, state=AssignmentState.LEASED).order_by(
+        "task_id"
+    ):
+        try:
+            queue.assignment_release(assignment=lease)
+        except queue.QueueError:
+            pass  # submitted or expired since the read: a submitted one's vote is voided below
+    votes = Vote.objects.filter(assignment_id__in=assignments, void__isnull=True).values_list("pk", flat=True)
+    return votes_void(votes=list(votes), reason=f"worker {worker.pk} blocked in dataset {dataset_id}").voided
 
 
 def _leases_of(worker, dataset_id: int) -> list[Assignment]:

@@ -188,3 +188,51 @@ def test_a_lease_held_when_the_worker_is_blocked_ends_and_its_answer_never_count
     with pytest.raises(queue.LeaseExpired):
         queue.assignment_submit(assignment=held, answer={"answer": True}, idempotency_key="late")
     assert not Vote.objects.filter(worker=spammer).exists()
+
+
+@pytest.mark.django_db
+def test_leases_taken_while_a_block_was_written_end_after_it_and_an_answer_sent_meanwhile_is_voided(
+    dataset, concept
+):
+    """A lease the worker took while their block was being written (their request could not see it yet) is not
+    ended inside the block's transaction, whose labelings are locked by then: taking its task there deadlocked
+    with a submit on it (docs/architecture.md, *Lock order*). It ends once the block is committed; an answer sent
+    on it meanwhile counts for nothing, as the block's own voids."""
+    from annotation.models import Assignment
+    from gold.services import late_leases_end
+
+    production_questions(dataset, concept, make_images(dataset, 3))
+    (spammer,) = make_workers(1)
+    still = queue.task_lease_next(worker=spammer, kinds_wanted=["question"])
+    sent = queue.task_lease_next(worker=spammer, kinds_wanted=["question"])
+    queue.assignment_submit(assignment=sent, answer={"answer": True}, idempotency_key="sent")
+    assert Vote.objects.filter(assignment_id=sent.pk, void__isnull=True).exists()
+
+    voided = late_leases_end(worker=spammer, dataset_id=dataset.pk, assignments=[still.pk, sent.pk])
+    assert voided == 1
+    assert Assignment.objects.get(pk=still.pk).state == "released"
+    assert not Vote.objects.filter(worker=spammer, void__isnull=True).exists()
+    assert late_leases_end(worker=spammer, dataset_id=dataset.pk, assignments=[still.pk, sent.pk]) == 0
+
+
+@pytest.mark.django_db
+def test_a_block_ends_a_lease_it_did_not_lock_first_only_after_it_is_committed(
+    dataset, concept, monkeypatch, django_capture_on_commit_callbacks
+):
+    from annotation.models import Assignment
+    from gold import services
+
+    production_questions(dataset, concept, make_images(dataset, 2))
+    (spammer,) = make_workers(1)
+    late = queue.task_lease_next(worker=spammer, kinds_wanted=["question"])
+    real, reads = services._leases_of, []
+    # The first read sees no lease; the one after the repair sees the late one.
+    monkeypatch.setattr(
+        services, "_leases_of", lambda w, d: real(w, d) if reads.append(1) or len(reads) > 1 else []
+    )
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        worker_block(worker=spammer, dataset_id=dataset.pk, kind="all", score=scoring.score(2, 10))
+    assert Assignment.objects.get(pk=late.pk).state == "leased", "not ended inside the block's transaction"
+    assert len(callbacks) == 1
+    callbacks[0]()
+    assert Assignment.objects.get(pk=late.pk).state == "released"
