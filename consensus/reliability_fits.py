@@ -64,15 +64,6 @@ def cached_standing(kind: str) -> tuple[Standing, int] | None:
     return None if fit is None else (fit.standing, fit.vote_clock)
 
 
-def current_standing(kind: str) -> tuple[Standing, int] | None:
-    """The workers' standing under the kind-wide fit as of now (refitted when the votes have grown, at the cost of
-    the statements that takes) and its vote clock; None while the kind has fewer than CACHE_MIN_VOTES votes, as
-    no process keeps a fit of it then. For the starved sweep's look-ahead (`LeaseRequest.look_ahead`), which
-    must see the standing the leases see even in a process that has submitted no vote."""
-    fit = _fit_of(kind, None)
-    return None if fit is None or fit.n_votes < CACHE_MIN_VOTES else (fit.standing, fit.vote_clock)
-
-
 def _fit_of(kind: str, concept_id: int | None) -> _Fit | None:
     key = (connection.alias, kind, concept_id)
     vote_clock = Vote.objects.aggregate(m=Max("id"))["m"] or 0

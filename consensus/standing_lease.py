@@ -17,12 +17,12 @@ no statement, so a lease costs what it cost before. A process that keeps no fit 
 `CACHE_MIN_VOTES` votes of it, or no vote submitted to it: a fresh gunicorn worker) withholds nothing until it
 does.
 
-The starved sweep asks the same policy who could still be handed a question (`LeaseRequest.look_ahead`): there it
-reads the kind's current fit (statements allowed; the sweep may run in a process that kept none) and counts a
-worker out of good standing as unable, explored share or not. A question that only such workers could still
-answer is then settled with the votes it has, as at the vote cap (consensus/starved.py), instead of waiting for
-a draw that comes only at the kind's next refit, which a finished crowd never brings, while a sweep in a
-process with no fit kept would see the withheld workers as able to take it and wait for them for ever."""
+The starved sweep asks the same policy who could still be handed a question (`LeaseRequest.look_ahead`), after
+bringing its process's kept fits up to date (`starved.questions_starved`: a sweep's process submits no vote, and
+with no fit kept it would see the withheld workers as able to take a question and wait for them for ever). There
+a worker out of good standing counts as unable, explored share or not: a question that only such workers could
+still answer is settled with the votes it has, as at the vote cap, instead of waiting for a draw that comes
+only at the kind's next refit, which a finished crowd never brings."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from annotation import queue
 
 from .creation import TASK_KIND
 from .estimates import EVIDENCE_KINDS
-from .reliability_fits import cached_standing, current_standing
+from .reliability_fits import cached_standing
 
 _EXPLORE_STREAM = 0x5747  # separates this policy's draws from gold's
 
@@ -46,7 +46,7 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
         return None
     withheld = set()
     for kind in map(str, EVIDENCE_KINDS):
-        kept = current_standing(kind) if request.look_ahead else cached_standing(kind)
+        kept = cached_standing(kind)
         if kept is None:
             continue
         standing, fit_clock = kept

@@ -103,7 +103,7 @@ class LeaseRequest:
     how many tasks this one lease hands out at most (`task_lease_many`). `look_ahead` marks a request made for
     the worker by the starved sweep (`tasks_reachable`: could they be handed the task at all?), not a lease:
     a policy whose leases offer something by chance answers as if the chance went against the worker (a chance
-    the sweep cannot wait for), and may spend statements the hot path may not."""
+    the sweep cannot wait for)."""
 
     kinds_wanted: tuple[str, ...] | None
     dataset_id: int | None

@@ -91,29 +91,41 @@ def test_the_lease_policy_keeps_the_kinds_questions_from_a_worker_out_of_standin
 
 
 @pytest.mark.django_db
-def test_the_starved_sweep_counts_a_worker_out_of_standing_as_unable_even_where_this_process_keeps_no_fit(
+def test_the_starved_sweep_counts_a_worker_out_of_standing_as_unable_explored_share_or_not(
     monkeypatch,
 ):
-    """The sweep runs in a process that may keep no fit (a fresh worker, a command): it reads the current fit,
-    and a question only a withheld worker could still answer is starved, explored share or not."""
+    """A question only a withheld worker could still answer is starved, explored share or not; the sweep brings
+    its process's kept fits up to date first, as it may run in a process that keeps none (a Celery worker)."""
     out = factories.user_with_roles("out", ("workers",)).worker
     verify = factories.TaskFactory(kind="question", topic="image_verify")
     other = factories.TaskFactory(dataset=verify.dataset)
     ids = np.array(sorted([out.pk, *(out.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]))
     standing = Standing(ids, np.where(ids == out.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
-    monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: None)  # this process keeps no fit
     monkeypatch.setattr(
-        standing_lease, "current_standing", lambda kind: (standing, 1234) if kind == "image_verify" else None
+        standing_lease, "cached_standing", lambda kind: (standing, 1234) if kind == "image_verify" else None
     )
     monkeypatch.setattr(standing_lease, "exploration_draw", lambda worker_id, kind, clock: 0.0)  # explored
     assert (
         queue.task_lease_next(worker=out, kinds_wanted=["binary_vote"]).task_id == other.pk
     )  # one of the crowd now
-    # A lease reads the process's kept fit (none here): the question would be offered.
+    # An explored lease offers the question.
     assert verify.pk in set(queue.available_tasks(worker=out).values_list("pk", flat=True))
 
     later = timezone.now() + timezone.timedelta(days=1)
     assert queue.tasks_reachable(dataset_id=verify.dataset_id, task_ids={verify.pk}, now=later) == set()
     # Back in good standing, the same worker could take it.
-    monkeypatch.setattr(standing_lease, "current_standing", lambda kind: None)
+    monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: None)
     assert queue.tasks_reachable(dataset_id=verify.dataset_id, task_ids={verify.pk}, now=later) == {verify.pk}
+
+
+@pytest.mark.django_db
+def test_the_starved_sweep_brings_its_process_kept_fits_up_to_date_before_asking_who_can_take_a_question(
+    monkeypatch,
+):
+    from consensus import starved
+    from consensus.estimates import EVIDENCE_KINDS
+
+    refreshed = []
+    monkeypatch.setattr(starved, "fit_with_standing", refreshed.append)
+    assert starved.questions_starved(idle_seconds=0) == []
+    assert refreshed == [str(kind) for kind in EVIDENCE_KINDS], "once per kind, not once per worker"
