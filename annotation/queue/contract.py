@@ -59,13 +59,15 @@ class Draw:
 @dataclass(frozen=True)
 class LeaseTerms:
     """What a lease policy says about one lease of one worker: the datasets they may take nothing from, the
-    (dataset, topic) pairs they may not take now, the topics they may take in no dataset now, the only task
-    kinds they can take at all (None: any; a worker who works only inside provider sessions takes only their
-    sessions' kinds), and optionally a draw from a reserved pool."""
+    (dataset, topic) pairs they may not take now, the topics they may take in no dataset now but the (dataset,
+    topic) pairs `kept_in` names, the only task kinds they can take at all (None: any; a worker who works only
+    inside provider sessions takes only their sessions' kinds), and optionally a draw from a reserved pool."""
 
     withheld_datasets: frozenset[int] = frozenset()
     withheld_topics: frozenset[tuple[int, str]] = frozenset()
     withheld_topics_everywhere: frozenset[str] = frozenset()
+    # (dataset, topic) pairs where a topic of `withheld_topics_everywhere` stays on offer.
+    kept_in: frozenset[tuple[int, str]] = frozenset()
     draw: Draw | None = None
     only_kinds: frozenset[str] | None = None
     # The most tasks one lease may hand out (None: as many as asked): a policy serving something that must go
@@ -73,7 +75,8 @@ class LeaseTerms:
     most: int | None = None
 
     def merge(self, other: LeaseTerms) -> LeaseTerms:
-        """Both policies' conditions hold; the first draw wins."""
+        """Both policies' conditions hold; the first draw wins. A pair stays on offer only where no policy
+        withholding its topic everywhere keeps it back."""
         if self.only_kinds is None or other.only_kinds is None:
             kinds = self.only_kinds if other.only_kinds is None else other.only_kinds
         else:
@@ -82,6 +85,14 @@ class LeaseTerms:
             withheld_datasets=self.withheld_datasets | other.withheld_datasets,
             withheld_topics=self.withheld_topics | other.withheld_topics,
             withheld_topics_everywhere=self.withheld_topics_everywhere | other.withheld_topics_everywhere,
+            kept_in=frozenset(
+                (dataset, topic)
+                for dataset, topic in self.kept_in | other.kept_in
+                if all(
+                    topic not in t.withheld_topics_everywhere or (dataset, topic) in t.kept_in
+                    for t in (self, other)
+                )
+            ),
             draw=self.draw if self.draw is not None else other.draw,
             only_kinds=kinds,
             most=min((m for m in (self.most, other.most) if m is not None), default=None),

@@ -107,8 +107,15 @@ def eligible_where(
         params.extend(value for pair in pairs for value in pair)
     if terms.withheld_topics_everywhere and draw is None:
         topics = sorted(terms.withheld_topics_everywhere)
-        conditions.append(f"t.topic NOT IN ({', '.join(['%s'] * len(topics))})")
+        withheld = f"t.topic NOT IN ({', '.join(['%s'] * len(topics))})"
+        kept = sorted(terms.kept_in)
+        if kept:
+            withheld = (
+                f"({withheld} OR " + " OR ".join(["(t.dataset_id = %s AND t.topic = %s)"] * len(kept)) + ")"
+            )
+        conditions.append(withheld)
         params.extend(topics)
+        params.extend(value for pair in kept for value in pair)
     return " AND ".join(conditions), params
 
 

@@ -122,6 +122,33 @@ def test_a_topic_withheld_everywhere_keeps_its_tasks_back_in_every_dataset_and_l
 
 
 @pytest.mark.django_db
+def test_a_topic_withheld_everywhere_stays_on_offer_in_the_datasets_it_is_kept_in(policy):
+    worker = factories.user_with_roles("w", ("workers",)).worker
+    kept, elsewhere = (factories.TaskFactory(kind="question", topic="image_verify") for _ in range(2))
+    policy.terms = queue.LeaseTerms(
+        withheld_topics_everywhere=frozenset({"image_verify"}),
+        kept_in=frozenset({(kept.dataset_id, "image_verify")}),
+    )
+    assert {t.pk for t in queue.available_tasks(worker=worker)} == {kept.pk}
+    assert queue.task_lease_next(worker=worker).task_id == kept.pk
+    assert queue.task_lease_next(worker=worker) is None, "withheld in every other dataset"
+
+
+def test_merged_terms_keep_a_pair_on_offer_only_where_no_policy_withholding_its_topic_everywhere_holds_it_back():
+    keeps = queue.LeaseTerms(
+        withheld_topics_everywhere=frozenset({"t"}), kept_in=frozenset({(1, "t"), (2, "t")})
+    )
+    assert queue.LeaseTerms.combined([keeps, queue.LeaseTerms(withheld_datasets=frozenset({9}))]).kept_in == {
+        (1, "t"),
+        (2, "t"),
+    }, "a policy that does not withhold the topic leaves the pairs on offer"
+    other = queue.LeaseTerms(withheld_topics_everywhere=frozenset({"t"}), kept_in=frozenset({(2, "t")}))
+    assert keeps.merge(other).kept_in == {(2, "t")} == other.merge(keeps).kept_in
+    strict = queue.LeaseTerms(withheld_topics_everywhere=frozenset({"t"}))
+    assert keeps.merge(strict).kept_in == frozenset()
+
+
+@pytest.mark.django_db
 def test_the_queue_writes_the_change_a_handler_returns_and_nothing_it_only_did_in_memory(kind):
     worker = factories.user_with_roles("w", ("workers",)).worker
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from annotation import queue
 from consensus import standing_lease
+from consensus.models import Question, QuestionKind
 from consensus.standing import WITHHOLD_EXPLORE_SHARE, WITHHOLD_MIN_GOOD, WITHHOLD_MIN_VOTES, Standing
 from tests import factories
 
@@ -129,3 +130,41 @@ def test_the_starved_sweep_brings_its_process_kept_fits_up_to_date_before_asking
     monkeypatch.setattr(starved, "fit_with_standing", refreshed.append)
     assert starved.questions_starved(idle_seconds=0) == []
     assert refreshed == [str(kind) for kind in EVIDENCE_KINDS], "once per kind, not once per worker"
+
+
+@pytest.mark.django_db
+def test_the_lease_policy_leaves_algorithm_one_alone_and_withholds_verification_in_every_other_dataset(
+    monkeypatch,
+):
+    """Algorithm 1's questions (its high-level `hierarchy` questions, and its leaves, asked as `image_verify` in a
+    dataset running it) reach a worker out of good standing as before: on DET 200 the policy cost recall and
+    reviewer time there (docs/consensus.md, *The good-standing policy and Algorithm 1*)."""
+    out = factories.user_with_roles("out", ("workers",)).worker
+    verify = factories.TaskFactory(kind="question", topic="image_verify")
+    leaf = factories.TaskFactory(kind="question", topic="image_verify")
+    inner = factories.TaskFactory(kind="question", topic="hierarchy", dataset=leaf.dataset, image=leaf.image)
+    Question.objects.create(
+        kind=QuestionKind.HIERARCHY,
+        dataset=leaf.dataset,
+        concept=factories.ConceptFactory(),
+        image=leaf.image,
+        task=inner,
+    )
+    ids = np.array(sorted([out.pk, *(out.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]))
+    standing = Standing(ids, np.where(ids == out.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
+    monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: (standing, 1234))
+    monkeypatch.setattr(
+        standing_lease, "exploration_draw", lambda worker_id, kind, clock: 0.5
+    )  # never explored
+
+    assert standing_lease.algorithm_one_datasets() == [leaf.dataset_id]
+    assert set(queue.available_tasks(worker=out).values_list("pk", flat=True)) == {leaf.pk, inner.pk}
+    for dataset in (verify.dataset, leaf.dataset):  # one of each dataset's crowd now
+        joined = factories.TaskFactory(dataset=dataset)
+        assert queue.task_lease_next(worker=out, kinds_wanted=["binary_vote"]).task_id == joined.pk
+    later = timezone.now() + timezone.timedelta(days=1)
+    assert queue.tasks_reachable(dataset_id=leaf.dataset_id, task_ids={leaf.pk, inner.pk}, now=later) == {
+        leaf.pk,
+        inner.pk,
+    }, "the starved sweep's look-ahead waits for them there too"
+    assert queue.tasks_reachable(dataset_id=verify.dataset_id, task_ids={verify.pk}, now=later) == set()
