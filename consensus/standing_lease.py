@@ -1,5 +1,5 @@
-"""The lease policy that keeps a worker out of good standing on an image-question kind from that kind's
-questions (issue 33: votes per image). Their votes count for nothing in the dynamic estimator's tables and
+"""The lease policy that keeps a worker out of good standing on verification from its questions (issue 33:
+votes per image). Their votes count for nothing in the dynamic estimator's tables and
 little in the weighted one, yet each is paid for and fills a place a good worker's vote would: on the hostile
 crowd a fifth of the workers are spammers. Withholding them cut the votes per image through the platform by 12% to
 38% on the hostile crowd and 6% to 22% on the default one (docs/consensus.md, *With the good-standing lease
@@ -12,13 +12,14 @@ questions (its high-level `hierarchy` questions, and its leaves, asked as `image
 it) reach every worker as before: on DET 200 (four seeds, the default crowd) the policy cost recall there (0.936
 on seed 3 against 1.000 without it: a kind-wide fit read from good workers only grew surer of an early "no" than
 the crowd's class-level errors allow) and, on two of the seeds, reviewer time (docs/consensus.md, *The
-good-standing policy and Algorithm 1*). Gold still reaches them (a draw is the gold policy's own choice), so a spammer is
-still caught and blocked by gold; `Standing.withholds` lets them back for a share of the kind's fits, so a worker
-misjudged early climbs back; no worker is withheld while the kind has fewer than `WITHHOLD_MIN_GOOD` workers in good
-standing, so a small team is never starved.
+good-standing policy and Algorithm 1*). Gold still reaches them (a draw is the gold policy's own choice), so a
+spammer is still caught and blocked by gold; `Standing.withholds` lets them back for a share of the kind's fits,
+so a worker misjudged early climbs back; no worker is withheld while the kind has fewer than `WITHHOLD_MIN_GOOD`
+workers in good standing, so a small team is never starved.
 
 The standing is the one this process keeps with its fit (`reliability_fits.cached_standing`): reading it costs
-no statement, so a lease costs what it cost before. A process that keeps no fit of the kind yet (under
+no statement, so a lease of a worker in good standing costs what it cost before; a lease the policy withholds
+from also looks up the datasets running Algorithm 1 (`algorithm_one_datasets`). A process that keeps no fit of the kind yet (under
 `CACHE_MIN_VOTES` votes of it, or no vote submitted to it: a fresh gunicorn worker) withholds nothing until it
 does.
 

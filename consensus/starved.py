@@ -26,9 +26,10 @@ from annotation.models import Task, TaskState
 from . import statements
 from .creation import questions_serve
 from .engine import question_decide, question_finalize, question_settle, table_coming, task_change_apply
-from .estimates import COUNTED, EVIDENCE_KINDS, estimate_for, table_in_use
+from .estimates import COUNTED, estimate_for, table_in_use
 from .models import ConsensusSettings, Question, QuestionRole, QuestionState
 from .reliability_fits import fit_with_standing
+from .standing_lease import WITHHELD_KIND
 from .stopping import Decision
 
 
@@ -63,11 +64,11 @@ def _idle_questions(dataset_id: int | None, idle_since: datetime):
 def questions_starved(*, dataset_id: int | None = None, idle_seconds: float | None = None) -> list[Question]:
     """The open questions of the dataset (every dataset when None) that no worker of their dataset's crowd
     can take now (`queue.tasks_reachable`: the lease's own condition), among those idle for `idle_seconds`
-    (the setting when None). The kind-wide fits are brought up to date first, once: the good-standing lease
-    policy reads the workers' standing from this process's kept fit, and the sweep's process (a Celery worker,
-    a command) submits no vote that would keep one (consensus/standing_lease.py)."""
-    for kind in EVIDENCE_KINDS:
-        fit_with_standing(str(kind))
+    (the setting when None). The kind-wide fit of the kind the good-standing lease policy withholds is brought
+    up to date first, once: the policy reads the workers' standing from this process's kept fit, and the
+    sweep's process (a Celery worker, a command) submits no vote that would keep one
+    (consensus/standing_lease.py)."""
+    fit_with_standing(str(WITHHELD_KIND))
     idle = starved_after() if idle_seconds is None else timedelta(seconds=idle_seconds)
     candidates = list(_idle_questions(dataset_id, timezone.now() - idle).order_by("id"))
     by_dataset: dict[int, list[Question]] = {}
