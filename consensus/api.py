@@ -1,5 +1,6 @@
 """Organizer views of the consensus engine: queue verification, dataset settings, decisions, a question's vote
-history and a concept's calibration table. Workers reach questions only through the task queue."""
+history, a concept's calibration table and the workers' standing on verification. Workers reach questions only
+through the task queue."""
 
 from __future__ import annotations
 
@@ -21,13 +22,14 @@ from config.queryparams import query_choice
 from config.roles import IsOrganizer
 from hierarchy.models import Concept
 
-from . import estimates, verification
+from . import estimates, standing_lease, verification
 from .models import ConsensusSettings, Question, QuestionDecision, QuestionKind, QuestionState
 from .rebuild import calibration_votes_lowered
 from .serializers import (
     CalibrationQuerySerializer,
     CalibrationTableSerializer,
     ConsensusSettingsSerializer,
+    ConsensusStandingSerializer,
     QuestionDetailSerializer,
     QuestionSerializer,
     VerificationPlanSerializer,
@@ -180,3 +182,17 @@ class CalibrationTableView(APIView):
             raise NotFound(f"no {kind} calibration table for {wnid} yet")
         row.concept = concept
         return Response(CalibrationTableSerializer(row).data)
+
+
+class StandingView(APIView):
+    """Each worker's standing on the dataset's verification questions (consensus/standing.py): their
+    discrimination under the kind-wide fit, whether they are in good standing, and whether the good-standing
+    lease policy keeps the dataset's verification questions from them (consensus/standing_lease.py): a worker
+    who sees no verification question can be looked up here."""
+
+    permission_classes = [IsAuthenticated, IsOrganizer]
+
+    @extend_schema(responses=ConsensusStandingSerializer)
+    def get(self, request, dataset_id: int):
+        dataset = organizer_dataset(request, dataset_id)
+        return Response(ConsensusStandingSerializer(standing_lease.dataset_standing(dataset.pk)).data)

@@ -157,3 +157,24 @@ class CalibrationTableSerializer(serializers.ModelSerializer):
 
 class CalibrationQuerySerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=QuestionKind.choices, default=QuestionKind.IMAGE_VERIFY)
+
+
+class ConsensusWorkerStandingSerializer(serializers.Serializer):
+    worker = serializers.IntegerField(source="worker_id")
+    username = serializers.CharField()
+    discrimination = serializers.FloatField(
+        allow_null=True, help_text="Youden's J of the worker's fitted rates (null: not fitted yet)."
+    )
+    in_good_standing = serializers.BooleanField()
+    withheld = serializers.BooleanField(
+        help_text="Kept from the dataset's questions of the kind (still offered them on an explored share of fits)."
+    )
+
+
+class ConsensusStandingSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    min_discrimination = serializers.FloatField(help_text="In good standing at this J or above.")
+    withholding = serializers.BooleanField(
+        help_text="Whether the good-standing lease policy may withhold the dataset's questions of the kind now."
+    )
+    workers = ConsensusWorkerStandingSerializer(many=True)

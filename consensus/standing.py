@@ -64,6 +64,13 @@ class Standing:
     def n_good(self) -> int:
         return int(np.count_nonzero(self.j >= self.min_j))
 
+    def discrimination(self, worker_id: int) -> float | None:
+        """The worker's J, or None when the fit has not seen them (a newcomer stands at the crowd's average)."""
+        at = int(np.searchsorted(self.worker_ids, worker_id))
+        if at >= self.worker_ids.size or int(self.worker_ids[at]) != worker_id:
+            return None
+        return float(self.j[at])
+
     def out_of_standing(
         self, worker_id: int, *, min_votes: int = WITHHOLD_MIN_VOTES, min_good: int = WITHHOLD_MIN_GOOD
     ) -> bool:

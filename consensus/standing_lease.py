@@ -33,6 +33,7 @@ only at the kind's next refit, which a finished crowd never brings."""
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -40,10 +41,12 @@ from django.db.models import Exists, OuterRef
 
 from annotation import queue
 from annotation.models import Dataset
+from crowd.models import Worker
 
 from .creation import TASK_KIND
 from .models import Question, QuestionKind
-from .reliability_fits import cached_standing
+from .reliability_fits import cached_standing, fit_with_standing
+from .standing import GOOD_STANDING_MIN_J, WITHHOLD_MIN_GOOD
 
 _EXPLORE_STREAM = 0x5747  # separates this policy's draws from gold's
 # The kind whose questions a worker out of good standing is not offered, outside the datasets running Algorithm 1.
@@ -78,6 +81,61 @@ def algorithm_one_datasets() -> list[int]:
     question's unique (dataset, kind, ...) index), run only on a lease the policy withholds from."""
     asks = Question.objects.filter(dataset=OuterRef("pk"), kind=QuestionKind.HIERARCHY)
     return list(Dataset.objects.filter(Exists(asks)).values_list("pk", flat=True))
+
+
+@dataclass(frozen=True)
+class WorkerStanding:
+    worker_id: int
+    username: str
+    discrimination: float | None  # None: not fitted yet
+    in_good_standing: bool
+    withheld: bool
+
+
+@dataclass(frozen=True)
+class DatasetStanding:
+    """What the organizer's standing view shows: the kind, the bar, whether the policy may withhold the
+    dataset's questions of the kind now (not a dataset running Algorithm 1, and enough workers in good standing),
+    and each worker who has a counted vote of the kind in it."""
+
+    kind: str
+    min_discrimination: float
+    withholding: bool
+    workers: list[WorkerStanding]
+
+
+def dataset_standing(dataset_id: int) -> DatasetStanding:
+    """Each worker's standing on verification under the kind-wide fit, for the workers with a counted vote of
+    the kind in the dataset, and whether the policy keeps the dataset's verification questions from them (out of
+    good standing on enough votes, while enough workers stand in it, outside Algorithm 1's datasets; a withheld
+    worker is still offered them on the explored share of fits). Fits the kind if need be: an organizer's view,
+    not a lease."""
+    kind = str(WITHHELD_KIND)
+    fitted = fit_with_standing(kind)
+    standing = fitted[1] if fitted is not None else None
+    applies = standing is not None and dataset_id not in algorithm_one_datasets()
+    voters = (
+        Worker.objects.filter(
+            votes__question__dataset_id=dataset_id, votes__question__kind=kind, votes__void__isnull=True
+        )
+        .distinct()
+        .select_related("user")
+        .order_by("pk")
+    )
+    workers = []
+    for worker in voters:
+        j = standing.discrimination(worker.pk) if standing is not None else None
+        workers.append(
+            WorkerStanding(
+                worker_id=worker.pk,
+                username=worker.user.username,
+                discrimination=j,
+                in_good_standing=j is None or j >= GOOD_STANDING_MIN_J,
+                withheld=applies and standing is not None and standing.out_of_standing(worker.pk),
+            )
+        )
+    withholding = applies and standing is not None and standing.n_good >= WITHHOLD_MIN_GOOD
+    return DatasetStanding(kind, GOOD_STANDING_MIN_J, withholding, workers)
 
 
 def exploration_draw(worker_id: int, kind: str, fit_clock: int) -> float:

@@ -20,6 +20,11 @@ urlpatterns = [
         name="verification",
     ),
     re_path(
+        r"^datasets/(?P<dataset_id>[0-9]+)/consensus-standing/?$",
+        api.StandingView.as_view(),
+        name="consensus-standing",
+    ),
+    re_path(
         r"^datasets/(?P<dataset_id>[0-9]+)/decisions/?$", api.DecisionListView.as_view(), name="decisions"
     ),
     re_path(r"^questions/(?P<pk>[0-9]+)/?$", api.QuestionDetailView.as_view(), name="question-detail"),

@@ -167,3 +167,66 @@ def test_the_lease_policy_leaves_algorithm_one_alone_and_withholds_verification_
         inner.pk,
     }, "the starved sweep's look-ahead waits for them there too"
     assert queue.tasks_reachable(dataset_id=verify.dataset_id, task_ids={verify.pk}, now=later) == set()
+
+
+@pytest.mark.django_db
+def test_the_organizer_reads_each_workers_standing_and_who_the_policy_keeps_from_the_datasets_verification(
+    monkeypatch, api_client, organizer, dataset
+):
+    """`GET /datasets/{id}/consensus-standing/`: a worker who sees no verification question can be looked up;
+    only workers with a counted vote in the dataset are listed; in a dataset running Algorithm 1 nobody is
+    withheld; another organizer's dataset is not found, and a worker reads nothing."""
+    from consensus.models import Vote, VoteVoid
+
+    out, good, newcomer, voided = (factories.user_with_roles(n, ("workers",)).worker for n in "ogny")
+    elsewhere = factories.user_with_roles("elsewhere", ("workers",)).worker
+    image = factories.ImageFactory(dataset=dataset)
+    question = Question.objects.create(
+        kind=QuestionKind.IMAGE_VERIFY, dataset=dataset, concept=factories.ConceptFactory(), image=image
+    )
+    for worker in (out, good, newcomer, voided):
+        vote = Vote.objects.create(question=question, worker=worker, answer=True)
+    VoteVoid.objects.create(vote=vote, reason="blocked")
+    other = factories.DatasetFactory()
+    Vote.objects.create(
+        question=Question.objects.create(
+            kind=QuestionKind.IMAGE_VERIFY,
+            dataset=other,
+            concept=question.concept,
+            image=factories.ImageFactory(dataset=other),
+        ),
+        worker=elsewhere,
+        answer=True,
+    )
+    crowd = [out.pk, good.pk, *(good.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]
+    ids = np.array(sorted(crowd))
+    standing = Standing(ids, np.where(ids == out.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
+    monkeypatch.setattr(standing_lease, "fit_with_standing", lambda kind: (None, standing, 600))
+
+    response = api_client(organizer).get(f"/api/v1/datasets/{dataset.pk}/consensus-standing/")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (
+        body["kind"] == "image_verify" and body["withholding"] is True and body["min_discrimination"] == 0.4
+    )
+    rows = {row["username"]: row for row in body["workers"]}
+    assert set(rows) == {"o", "g", "n"}, "counted votes in this dataset only"
+    assert rows["o"] == {
+        "worker": out.pk,
+        "username": "o",
+        "discrimination": pytest.approx(0.05),
+        "in_good_standing": False,
+        "withheld": True,
+    }
+    assert rows["g"]["in_good_standing"] and not rows["g"]["withheld"]
+    assert rows["n"]["discrimination"] is None and rows["n"]["in_good_standing"] and not rows["n"]["withheld"]
+
+    # A dataset running Algorithm 1 (it holds a hierarchy question): nobody withheld there.
+    Question.objects.create(
+        kind=QuestionKind.HIERARCHY, dataset=dataset, concept=question.concept, image=image
+    )
+    body = api_client(organizer).get(f"/api/v1/datasets/{dataset.pk}/consensus-standing/").json()
+    assert body["withholding"] is False and not any(row["withheld"] for row in body["workers"])
+
+    assert api_client(organizer).get(f"/api/v1/datasets/{other.pk}/consensus-standing/").status_code == 404
+    assert api_client(out.user).get(f"/api/v1/datasets/{dataset.pk}/consensus-standing/").status_code == 403
