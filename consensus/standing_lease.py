@@ -41,10 +41,9 @@ from django.db.models import Exists, OuterRef
 
 from annotation import queue
 from annotation.models import Dataset
-from crowd.models import Worker
 
 from .creation import TASK_KIND
-from .models import Question, QuestionKind
+from .models import Question, QuestionKind, Vote
 from .reliability_fits import cached_standing, fit_with_standing
 from .standing import GOOD_STANDING_MIN_J, WITHHOLD_MIN_GOOD
 
@@ -115,23 +114,21 @@ def dataset_standing(dataset_id: int) -> DatasetStanding:
     standing = fitted[1] if fitted is not None else None
     applies = standing is not None and dataset_id not in algorithm_one_datasets()
     voters = (
-        Worker.objects.filter(
-            votes__question__dataset_id=dataset_id, votes__question__kind=kind, votes__void__isnull=True
-        )
+        Vote.objects.filter(question__dataset_id=dataset_id, question__kind=kind, void__isnull=True)
+        .values_list("worker_id", "worker__user__username")
         .distinct()
-        .select_related("user")
-        .order_by("pk")
+        .order_by("worker_id")
     )
     workers = []
-    for worker in voters:
-        j = standing.discrimination(worker.pk) if standing is not None else None
+    for worker_id, username in voters:
+        j = standing.discrimination(worker_id) if standing is not None else None
         workers.append(
             WorkerStanding(
-                worker_id=worker.pk,
-                username=worker.user.username,
+                worker_id=worker_id,
+                username=username,
                 discrimination=j,
                 in_good_standing=j is None or j >= GOOD_STANDING_MIN_J,
-                withheld=applies and standing is not None and standing.out_of_standing(worker.pk),
+                withheld=applies and standing is not None and standing.out_of_standing(worker_id),
             )
         )
     withholding = applies and standing is not None and standing.n_good >= WITHHOLD_MIN_GOOD
