@@ -82,6 +82,14 @@ def algorithm_one_datasets() -> list[int]:
     return list(Dataset.objects.filter(Exists(asks)).values_list("pk", flat=True))
 
 
+def held_back(worker_id: int) -> bool:
+    """Whether this process's leases keep verification questions from the worker now: out of good standing
+    under the process's kept fit (offered them on the explored share of fits all the same, and in the datasets
+    running Algorithm 1). No statement, as on a lease."""
+    kept = cached_standing(str(WITHHELD_KIND))
+    return kept is not None and kept[0].out_of_standing(worker_id)
+
+
 @dataclass(frozen=True)
 class WorkerStanding:
     worker_id: int

@@ -204,19 +204,27 @@ class DatasetBlockSerializer(serializers.Serializer):
     message = serializers.CharField(help_text="What the worker page shows.")
 
 
+class HeldBackSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="The question kind offered less.")
+    message = serializers.CharField(help_text="What the worker page shows.")
+
+
 class WorkerStandingSerializer(serializers.Serializer):
     qualifications_failed = FailedQualificationSerializer(many=True)
     blocked = DatasetBlockSerializer(many=True)
+    held_back = HeldBackSerializer(many=True)
 
 
 class WorkerStandingView(APIView):
     """The calling worker's own standing: failed qualification attempts that still hold tasks back (with when
-    they may try again, or that no attempt is left) and the datasets they are blocked in. The worker page shows
+    they may try again, or that no attempt is left), the datasets they are blocked in, and the question kinds
+    offered to them less for their standing on it (consensus/standing_lease.py). The worker page shows
     it when no task comes, so a worker is told why."""
 
     permission_classes = [IsAuthenticated, IsWorker]
 
     @extend_schema(responses=WorkerStandingSerializer)
     def get(self, request):
-        failed, blocked = worker_standing(request.user.worker)
-        return Response(WorkerStandingSerializer({"qualifications_failed": failed, "blocked": blocked}).data)
+        failed, blocked, held = worker_standing(request.user.worker)
+        body = {"qualifications_failed": failed, "blocked": blocked, "held_back": held}
+        return Response(WorkerStandingSerializer(body).data)

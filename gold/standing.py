@@ -1,5 +1,6 @@
 """What a worker is told about their own standing: the qualification attempts they failed (and when they may try
-again, or that they may not) and the datasets they are blocked in. Without it, tasks of that kind simply
+again, or that they may not), the datasets they are blocked in, and the question kinds the good-standing lease
+policy offers them less of (consensus/standing_lease.py). Without it, tasks of that kind simply
 stopped coming and the worker page said "No tasks are waiting", whatever the reason."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from consensus import standing_lease
 from consensus.models import QuestionKind
 
 from .models import Block, GoldSettings, ScoreKind, WorkerScore
@@ -63,10 +65,24 @@ class DatasetBlock:
         )
 
 
+@dataclass(frozen=True)
+class HeldBack:
+    kind: str
+    what: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f"Fewer {self.what} are offered to you for now: your answers to them have agreed too little with "
+            "what other workers agreed on. Answer the ones you are given with care, and more will come."
+        )
+
+
 def worker_standing(
     worker, now: datetime | None = None
-) -> tuple[list[FailedQualification], list[DatasetBlock]]:
-    """The failed qualifications still holding `worker` back (resting, or out of attempts) and their blocks."""
+) -> tuple[list[FailedQualification], list[DatasetBlock], list[HeldBack]]:
+    """The failed qualifications still holding `worker` back (resting, or out of attempts), their blocks, and
+    the question kinds held back from them for their standing on it."""
     now = now or timezone.now()
     rows = list(
         WorkerScore.objects.filter(
@@ -100,4 +116,6 @@ def worker_standing(
         for b in Block.objects.filter(worker=worker).select_related("dataset").order_by("dataset_id")
     ]
     unique_blocks = list({b.dataset_id: b for b in blocks}.values())
-    return failed, unique_blocks
+    kind = standing_lease.WITHHELD_KIND
+    held = [HeldBack(kind=kind, what=KIND_WORDS[kind])] if standing_lease.held_back(worker.pk) else []
+    return failed, unique_blocks, held

@@ -36,7 +36,7 @@ def test_a_failed_qualification_is_told_with_when_to_retry_then_that_no_attempt_
         qualification_cooldown=600,
     )
     w, other = make_workers(2)
-    assert standing(w) == {"qualifications_failed": [], "blocked": []}
+    assert standing(w) == {"qualifications_failed": [], "blocked": [], "held_back": []}
 
     answer_qualification(w, answers, [True] * 6 + [False])
     (failed,) = standing(w)["qualifications_failed"]
@@ -49,7 +49,9 @@ def test_a_failed_qualification_is_told_with_when_to_retry_then_that_no_attempt_
     assert failed["retry_at"] is not None
     assert "You did not pass the qualification for image checks" in failed["message"]
     assert "you may try again from" in failed["message"] and dataset.name in failed["message"]
-    assert standing(other) == {"qualifications_failed": [], "blocked": []}, "only one's own standing"
+    assert standing(other) == {"qualifications_failed": [], "blocked": [], "held_back": []}, (
+        "only one's own standing"
+    )
 
     answer_qualification(w, answers, [True] * 6 + [False], now=timezone.now() + timedelta(seconds=601))
     (failed,) = standing(w)["qualifications_failed"]
@@ -67,3 +69,23 @@ def test_a_block_is_told_without_naming_the_evidence(dataset):
 
 def test_only_workers_have_a_standing(organizer):
     assert client_for(organizer).get("/api/v1/me/standing").status_code == 403
+
+
+def test_a_worker_out_of_good_standing_on_verification_is_told_it_is_offered_less(monkeypatch, dataset):
+    import numpy as np
+
+    from consensus import standing_lease
+    from consensus.standing import WITHHOLD_MIN_GOOD, Standing
+
+    out, good = make_workers(2)
+    ids = np.array(sorted([out.pk, good.pk, *(good.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]))
+    kept = Standing(ids, np.where(ids == out.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
+    monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: (kept, 1234))
+    (held,) = standing(out)["held_back"]
+    assert held["kind"] == "image_verify"
+    assert held["message"].startswith(
+        "Fewer image checks (does this image show ...?) are offered to you for now"
+    )
+    assert standing(good)["held_back"] == []
+    monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: None)  # a process keeping no fit
+    assert standing(out)["held_back"] == [], "told only what this process's leases do"

@@ -66,11 +66,12 @@ const undo = answerUndo({
   onSignedOut: halt,
 });
 
-// Why tasks may have stopped coming: a failed qualification (and when to try again) or a block in a dataset.
+// Why tasks may have stopped coming: a failed qualification (and when to try again), a block in a dataset, or
+// a question kind offered less for the worker's standing on it.
 async function showStanding() {
   try {
     const standing = await api(base, "me/standing");
-    const lines = [...standing.qualifications_failed, ...standing.blocked].map((s) => {
+    const lines = [...standing.qualifications_failed, ...standing.blocked, ...standing.held_back].map((s) => {
       const item = document.createElement("li");
       item.textContent = s.message;
       return item;
