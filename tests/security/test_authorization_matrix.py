@@ -110,6 +110,7 @@ for _operation in (
     "v1_datasets_box_settings_partial_update",
     "v1_datasets_consensus_settings_retrieve",
     "v1_datasets_consensus_settings_partial_update",
+    "v1_datasets_consensus_standing_retrieve",
     "v1_datasets_cost_retrieve",
     "v1_datasets_cost_settings_retrieve",
     "v1_datasets_cost_settings_partial_update",
