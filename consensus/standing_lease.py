@@ -33,6 +33,7 @@ only at the kind's next refit, which a finished crowd never brings."""
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -69,17 +70,20 @@ def lease_policy(worker, request: queue.LeaseRequest, now: datetime) -> queue.Le
         and not standing.withholds(worker.pk, exploration_draw(worker.pk, kind, fit_clock))
     ):
         return None
+    scope = [request.dataset_id] if request.dataset_id is not None else request.datasets
     return queue.LeaseTerms(
         withheld_topics_everywhere=frozenset({kind}),
-        kept_in=frozenset((dataset_id, kind) for dataset_id in algorithm_one_datasets()),
+        kept_in=frozenset((dataset_id, kind) for dataset_id in algorithm_one_datasets(scope)),
     )
 
 
-def algorithm_one_datasets() -> list[int]:
-    """The datasets running Algorithm 1 (holding a `hierarchy` question): one index probe per dataset (the
-    question's unique (dataset, kind, ...) index), run only on a lease the policy withholds from."""
+def algorithm_one_datasets(among: Iterable[int] | None = None) -> list[int]:
+    """The datasets running Algorithm 1 (holding a `hierarchy` question), of `among` when given (a lease scoped
+    to a dataset, as the starved sweep's look-ahead is, asks about that one only): one index probe per dataset
+    (the question's unique (dataset, kind, ...) index), run only on a lease the policy withholds from."""
+    datasets = Dataset.objects.all() if among is None else Dataset.objects.filter(pk__in=list(among))
     asks = Question.objects.filter(dataset=OuterRef("pk"), kind=QuestionKind.HIERARCHY)
-    return list(Dataset.objects.filter(Exists(asks)).values_list("pk", flat=True))
+    return list(datasets.filter(Exists(asks)).values_list("pk", flat=True))
 
 
 def held_back(worker_id: int) -> bool:
@@ -118,29 +122,32 @@ def dataset_standing(dataset_id: int) -> DatasetStanding:
     worker is still offered them on the explored share of fits). Fits the kind if need be: an organizer's view,
     not a lease."""
     kind = str(WITHHELD_KIND)
-    fitted = fit_with_standing(kind)
-    standing = fitted[1] if fitted is not None else None
-    applies = standing is not None and dataset_id not in algorithm_one_datasets()
     voters = (
         Vote.objects.filter(question__dataset_id=dataset_id, question__kind=kind, void__isnull=True)
         .values_list("worker_id", "worker__user__username")
         .distinct()
         .order_by("worker_id")
     )
+    fitted = fit_with_standing(kind)
+    if fitted is None:  # no vote of the kind yet: nobody judged, nobody withheld
+        workers = [WorkerStanding(w, name, None, True, False) for w, name in voters]
+        return DatasetStanding(kind, GOOD_STANDING_MIN_J, False, workers)
+    standing = fitted[1]
+    # `out_of_standing` already asks for enough workers in good standing; the dataset's own condition is Algorithm 1.
+    applies = not algorithm_one_datasets([dataset_id])
     workers = []
     for worker_id, username in voters:
-        j = standing.discrimination(worker_id) if standing is not None else None
+        j = standing.discrimination(worker_id)
         workers.append(
             WorkerStanding(
                 worker_id=worker_id,
                 username=username,
                 discrimination=j,
-                in_good_standing=j is None or j >= GOOD_STANDING_MIN_J,
-                withheld=applies and standing is not None and standing.out_of_standing(worker_id),
+                in_good_standing=j is None or j >= standing.min_j,
+                withheld=applies and standing.out_of_standing(worker_id),
             )
         )
-    withholding = applies and standing is not None and standing.n_good >= WITHHOLD_MIN_GOOD
-    return DatasetStanding(kind, GOOD_STANDING_MIN_J, withholding, workers)
+    return DatasetStanding(kind, standing.min_j, applies and standing.n_good >= WITHHOLD_MIN_GOOD, workers)
 
 
 def exploration_draw(worker_id: int, kind: str, fit_clock: int) -> float:

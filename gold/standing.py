@@ -68,12 +68,11 @@ class DatasetBlock:
 @dataclass(frozen=True)
 class HeldBack:
     kind: str
-    what: str
 
     @property
     def message(self) -> str:
         return (
-            f"Fewer {self.what} are offered to you for now: your answers to them have agreed too little with "
+            f"Fewer {KIND_WORDS[self.kind]} are offered to you for now: your answers to them have agreed too little with "
             "what other workers agreed on. Answer the ones you are given with care, and more will come."
         )
 
@@ -116,6 +115,5 @@ def worker_standing(
         for b in Block.objects.filter(worker=worker).select_related("dataset").order_by("dataset_id")
     ]
     unique_blocks = list({b.dataset_id: b for b in blocks}.values())
-    kind = standing_lease.WITHHELD_KIND
-    held = [HeldBack(kind=kind, what=KIND_WORDS[kind])] if standing_lease.held_back(worker.pk) else []
+    held = [HeldBack(kind=standing_lease.WITHHELD_KIND)] if standing_lease.held_back(worker.pk) else []
     return failed, unique_blocks, held

@@ -157,6 +157,9 @@ def test_the_lease_policy_leaves_algorithm_one_alone_and_withholds_verification_
     )  # never explored
 
     assert standing_lease.algorithm_one_datasets() == [leaf.dataset_id]
+    # A lease naming its dataset (the sweep's look-ahead) asks about that one only.
+    assert standing_lease.algorithm_one_datasets([verify.dataset_id]) == []
+    assert standing_lease.algorithm_one_datasets([verify.dataset_id, leaf.dataset_id]) == [leaf.dataset_id]
     assert set(queue.available_tasks(worker=out).values_list("pk", flat=True)) == {leaf.pk, inner.pk}
     for dataset in (verify.dataset, leaf.dataset):  # one of each dataset's crowd now
         joined = factories.TaskFactory(dataset=dataset)
@@ -227,6 +230,14 @@ def test_the_organizer_reads_each_workers_standing_and_who_the_policy_keeps_from
     )
     body = api_client(organizer).get(f"/api/v1/datasets/{dataset.pk}/consensus-standing/").json()
     assert body["withholding"] is False and not any(row["withheld"] for row in body["workers"])
+
+    # No fit of the kind yet: nobody judged, nobody withheld.
+    monkeypatch.setattr(standing_lease, "fit_with_standing", lambda kind: None)
+    body = api_client(organizer).get(f"/api/v1/datasets/{dataset.pk}/consensus-standing/").json()
+    assert body["withholding"] is False
+    assert [(r["discrimination"], r["in_good_standing"], r["withheld"]) for r in body["workers"]] == [
+        (None, True, False)
+    ] * 3
 
     assert api_client(organizer).get(f"/api/v1/datasets/{other.pk}/consensus-standing/").status_code == 404
     assert api_client(out.user).get(f"/api/v1/datasets/{dataset.pk}/consensus-standing/").status_code == 403
