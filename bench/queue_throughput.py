@@ -4,6 +4,10 @@ the smallest authenticated API request (GET /api/v1/me: token lookup and one rea
 
 Usage: python bench/queue_throughput.py [--quick] [--levels 1,8,32] [--procs 2] [--worker-class sync] [--bundle 10]
 
+Each level also runs chained cycles, the worker page's path: one POST .../submit?next=true per task, which
+stores the answer and leases the next task in the same transaction (a task cycle in one request; the chain's
+first lease is a GET /api/v1/tasks/next, timed with it).
+
 With `--bundle N` each level also runs bundle cycles: GET /api/v1/tasks/next?count=N leases N tasks and one
 POST /api/v1/assignments/submit stores their N answers; a task cycle is one task leased and answered, so the
 bundle's cycles/s count tasks, and its p50/p99 are per request, beside the single-task path's.
@@ -36,6 +40,7 @@ sys.path.insert(0, str(REPO_ROOT))  # project modules are imported inside the se
 sys.path.insert(0, str(REPO_ROOT / "bench"))
 
 from gunicorn_server import free_port, gunicorn_start, gunicorn_stop, server_env  # noqa: E402
+from proc_cpu import postmaster_pid, tree_cpu_seconds  # noqa: E402
 
 __all__ = [
     "free_port",
@@ -49,7 +54,8 @@ DB_NAME = os.environ.get("BENCH_DB_NAME", "crowdlabel_bench")
 HOST = "127.0.0.1"  # loopback only: the bench never listens on another interface
 NEXT, SUBMIT, HEALTH, ME = "next", "submit", "healthz", "me"
 NEXT_MANY, SUBMIT_MANY, BUNDLE = "next_n", "submit_n", "bundle"
-CYCLE_MODES = ("cycle", BUNDLE)
+CHAIN, SUBMIT_NEXT = "chain", "submit+next"
+CYCLE_MODES = ("cycle", CHAIN, BUNDLE)
 REFERENCE_PATHS = {HEALTH: "/healthz", ME: "/api/v1/me"}  # the references: one GET each, timed like a cycle
 
 # Targets from the foundation issue, checked (not asserted) at the end.
@@ -59,6 +65,8 @@ TARGET_LEVEL = 8
 # Bundle targets (issue 38): task cycles/s with bundles of 10 at the target level, and p99 per request.
 TARGET_BUNDLE_CYCLES = 1000.0
 TARGET_BUNDLE_P99_MS = 100.0
+# The single-task path's target (issue 38): task cycles/s at the target level.
+TARGET_SINGLE_CYCLES = 250.0
 
 
 # ---------------------------------------------------------------- load generator (runs in child processes)
@@ -69,7 +77,15 @@ class ClientResult:
     """What one generator process measured: latencies in ms per endpoint, errors by reason."""
 
     latencies: dict[str, list[float]] = field(
-        default_factory=lambda: {NEXT: [], SUBMIT: [], HEALTH: [], ME: [], NEXT_MANY: [], SUBMIT_MANY: []}
+        default_factory=lambda: {
+            NEXT: [],
+            SUBMIT: [],
+            HEALTH: [],
+            ME: [],
+            NEXT_MANY: [],
+            SUBMIT_MANY: [],
+            SUBMIT_NEXT: [],
+        }
     )
     errors: Counter = field(default_factory=Counter)
     cycles: int = 0
@@ -139,9 +155,48 @@ class _Client:
                 self.local.errors[f"{SUBMIT_MANY}: item {result['code']}"] += 1
         return True
 
+    def chain_cycle(self, lease: dict | None) -> tuple[bool, dict | None]:
+        """Answer `lease` with a submit that also leases the next task (after a first GET when there is none
+        yet): one request per task cycle. Returns (go on, the next lease); go on is False when the queue ran
+        dry."""
+        if lease is None:
+            status, data = self.request(NEXT, "GET", "/api/v1/tasks/next")
+            if status == 204:
+                self.local.queue_empty += 1
+                return False, None
+            if status != 200:
+                if status is not None:
+                    self.local.errors[f"{NEXT}: HTTP {status}"] += 1
+                return True, None
+            lease = json.loads(data)
+        body = json.dumps({"answer": {"answer": self.local.cycles % 2 == 0}}).encode()
+        status, data = self.request(
+            SUBMIT_NEXT,
+            "POST",
+            f"/api/v1/assignments/{lease['id']}/submit?next=true",
+            body=body,
+            **{"Content-Type": "application/json", "Idempotency-Key": uuid.uuid4().hex},
+        )
+        if status != 201:
+            if status is not None:
+                self.local.errors[f"{SUBMIT_NEXT}: HTTP {status}"] += 1
+            return True, None
+        self.local.cycles += 1
+        following = json.loads(data)["next"]
+        if following is None:
+            self.local.queue_empty += 1
+            return False, None
+        return True, following
+
     def run(self, mode: str, start_at: float, stop_at: float, max_cycles: int, size: int = 1) -> None:
         time.sleep(max(0.0, start_at - time.time()))
+        lease: dict | None = None
         while time.time() < stop_at and self.local.cycles < max_cycles:
+            if mode == CHAIN:
+                go_on, lease = self.chain_cycle(lease)
+                if not go_on:
+                    break  # the pool is sized so this does not happen; stop rather than spin
+                continue
             if mode == BUNDLE:
                 if not self.bundle_cycle(size):
                     break  # the pool is sized so this does not happen; stop rather than spin
@@ -229,6 +284,17 @@ class LevelRun:
     mode: str
     result: ClientResult
     processes: int
+    app_cpu: float | None = None  # CPU seconds gunicorn's tree spent during the run (None: not readable)
+    db_cpu: float | None = None  # the same for PostgreSQL's postmaster and backends
+
+    def cpu_ms_per_cycle(self) -> tuple[float | None, float | None]:
+        """Application and database CPU milliseconds per cycle (a task, or a reference request)."""
+        cycles = self.result.cycles
+
+        def per(seconds: float | None) -> float | None:
+            return 1000 * seconds / cycles if seconds is not None and cycles else None
+
+        return per(self.app_cpu), per(self.db_cpu)
 
     @property
     def requests(self) -> int:
@@ -252,11 +318,14 @@ def run_level(
     duration: float,
     max_cycles: int,
     size: int = 1,
+    servers: tuple[int | None, int | None] = (None, None),
 ):
-    """Split the clients over the generator processes and merge what they measured."""
+    """Split the clients over the generator processes and merge what they measured, with the CPU that the
+    server trees `servers` (gunicorn's master pid, PostgreSQL's postmaster pid) spent meanwhile."""
     procs = max(1, min(processes, len(tokens)))
     shares = [tokens[i::procs] for i in range(procs)]
     start_at = time.time() + 0.5  # all processes and threads start together
+    cpu_before = [tree_cpu_seconds(pid) for pid in servers]
     futures = [
         pool.submit(generate_load, port, share, mode, start_at, duration, max_cycles, size)
         for share in shares
@@ -272,7 +341,14 @@ def run_level(
         merged.server_closed += part.server_closed
         merged.elapsed = max(merged.elapsed, part.elapsed)
         merged.cpu_seconds += part.cpu_seconds
-    return LevelRun(clients=len(tokens), mode=mode, result=merged, processes=procs)
+    cpu_after = [tree_cpu_seconds(pid) for pid in servers]
+    app_cpu, db_cpu = (
+        after - before if before is not None and after is not None else None
+        for before, after in zip(cpu_before, cpu_after, strict=True)
+    )
+    return LevelRun(
+        clients=len(tokens), mode=mode, result=merged, processes=procs, app_cpu=app_cpu, db_cpu=db_cpu
+    )
 
 
 # ---------------------------------------------------------------- setup: database, data, gunicorn
@@ -286,6 +362,14 @@ def database_recreate(admin_url: str, drop_only: bool = False, db_name: str | No
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if not drop_only:
             conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def postmaster_of(admin_url: str) -> int | None:
+    """The local PostgreSQL server's postmaster pid (None for a server this process cannot see)."""
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn, conn.cursor() as cursor:
+        return postmaster_pid(cursor)
 
 
 def data_create(n_workers: int, n_tasks: int) -> tuple[list[str], tuple[int, int]]:
@@ -381,6 +465,8 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
                 if mode in REFERENCE_PATHS
                 else [NEXT_MANY, SUBMIT_MANY]
                 if mode == BUNDLE
+                else [NEXT, SUBMIT_NEXT]
+                if mode == CHAIN
                 else [NEXT, SUBMIT]
             )
             for endpoint in endpoints:
@@ -391,7 +477,12 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
                     f"{percentile(values, 50):>8.2f} {percentile(values, 99):>8.2f} {errors:>6}"
                 )
         health, cycle, me, bundle = modes.get(HEALTH), modes.get("cycle"), modes.get(ME), modes.get(BUNDLE)
-        for name, run in (("single-task cycles", cycle), (f"bundle cycles (x{args.bundle})", bundle)):
+        chain = modes.get(CHAIN)
+        for name, run in (
+            ("single-task cycles (next, then submit)", cycle),
+            ("chained single-task cycles (submit?next=true)", chain),
+            (f"bundle cycles (x{args.bundle})", bundle),
+        ):
             if run is not None:
                 print(
                     f"{clients:>7}  {name}: {run.result.cycles / run.result.elapsed:.1f} task cycles/s "
@@ -411,6 +502,20 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
                 f"{me.requests_per_s / health.requests_per_s:.1%} of the trivial view"
                 + (f"; next+submit at {cycle.requests_per_s / me.requests_per_s:.1%} of it" if cycle else "")
             )
+        for mode, run in modes.items():
+            app_ms, db_ms = run.cpu_ms_per_cycle()
+            if app_ms is not None:
+                unit = "request" if mode in REFERENCE_PATHS else "task cycle"
+                line = f"{clients:>7}  [{mode}] server CPU per {unit}: gunicorn {app_ms:.2f} ms"
+                if db_ms is not None:
+                    line += f", PostgreSQL {db_ms:.2f} ms"
+                    if db_ms >= 0.05:  # a figure to divide by: the reference views barely touch the database
+                        line += (
+                            f"; at that cost {cpu_cores} cores carry at most "
+                            f"{cpu_cores * 1000 / (app_ms + db_ms):.0f}/s (PostgreSQL's share alone: "
+                            f"{cpu_cores * 1000 / db_ms:.0f}/s)"
+                        )
+                print(line)
         for mode, run in modes.items():
             cpu = run.result.cpu_seconds / run.result.elapsed / run.processes
             print(
@@ -448,6 +553,22 @@ def report(runs: list[LevelRun], queries: tuple[int, int], args, cpu_cores: int)
         )
     else:
         print(f"  (level {TARGET_LEVEL} not run: ratio and p99 targets not checked)")
+    if CHAIN in at:
+        run = at[CHAIN]
+        rate = run.result.cycles / run.result.elapsed
+        print(
+            f"  the single-task path as the worker page runs it (submit?next=true): >= {TARGET_SINGLE_CYCLES:g} "
+            f"task cycles/s at {TARGET_LEVEL} clients: {rate:.1f} -> "
+            f"{'holds' if rate >= TARGET_SINGLE_CYCLES else 'MISSED'}"
+        )
+    if "cycle" in at:
+        run = at["cycle"]
+        rate = run.result.cycles / run.result.elapsed
+        print(
+            f"  the single-task path in two requests (next, then submit): >= {TARGET_SINGLE_CYCLES:g} task "
+            f"cycles/s at {TARGET_LEVEL} clients: {rate:.1f} -> "
+            f"{'holds' if rate >= TARGET_SINGLE_CYCLES else 'MISSED'}"
+        )
     if args.bundle and BUNDLE in at:
         run = at[BUNDLE]
         rate = run.result.cycles / run.result.elapsed
@@ -498,8 +619,8 @@ def main() -> None:
     # capped at its share, so a very fast machine stops early instead of running dry.
     if args.bundle and not 1 <= args.bundle <= 50:
         parser.error("--bundle takes 1 to 50 tasks")
-    modes = (HEALTH, ME, "cycle", BUNDLE) if args.bundle else (HEALTH, ME, "cycle")
-    cycle_runs = len(levels) * (2 if args.bundle else 1)
+    modes = (HEALTH, ME, "cycle", CHAIN, BUNDLE) if args.bundle else (HEALTH, ME, "cycle", CHAIN)
+    cycle_runs = len(levels) * (3 if args.bundle else 2)
     # Bundles answer several tasks per request: size the pool for a few thousand task cycles/s per run.
     n_tasks = args.tasks or int((2_000 if not args.bundle else 4_000) * args.duration * (cycle_runs + 1) // 2)
     per_client_cap = {c: max(1, n_tasks // (cycle_runs + 1) // c) for c in levels}
@@ -531,6 +652,7 @@ def main() -> None:
                 )
                 if args.bundle:
                     run_level(pool, args.procs, port, warm, BUNDLE, 1.0, 10, args.bundle)
+                servers = (gunicorn.pid, postmaster_of(args.admin_url))
                 for clients in levels:
                     for mode in modes:
                         run = run_level(
@@ -542,6 +664,7 @@ def main() -> None:
                             args.duration,
                             per_client_cap[clients] if mode in CYCLE_MODES else 10**9,
                             args.bundle,
+                            servers,
                         )
                         runs.append(run)
                         print(
