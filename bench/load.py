@@ -31,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import queue_throughput as qt  # noqa: E402  (the same database, data and gunicorn set-up)
+from proc_cpu import process_cpu_seconds, tree_cpu_seconds  # noqa: E402
 
 HOST = qt.HOST
 DB_NAME = "crowdlabel_load"  # --db-name to run two at once
@@ -68,7 +69,7 @@ class Run:
     cost: dict = field(default_factory=dict)
     protocol: str = "chained"
     client_cpu: float = 0.0  # CPU seconds of this process (the simulated workers) during the load
-    server_cpu: float = 0.0  # of gunicorn's processes (those alive at the end: a killed worker's is lost)
+    server_cpu: float = 0.0  # of gunicorn's process tree (a killed worker's counts once its master reaps it)
 
     def of(self, what: str, after: float | None = None) -> list[Sample]:
         return [s for s in self.samples if s.what == what and (after is None or s.started > after)]
@@ -189,12 +190,6 @@ def integrity_check(database_url: str) -> dict:
         }
 
 
-def _backend_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a PostgreSQL backend on this machine (/proc/PID/stat fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def wsgi_call(handler, method: str, path: str, token: str, body: bytes = b"", **headers) -> tuple[int, bytes]:
     """One request through Django's WSGI handler, as gunicorn's worker calls it (its HTTP parsing aside):
     the request_started/finished signals run, so a persistent connection gets its health check as under
@@ -228,19 +223,6 @@ def wsgi_call(handler, method: str, path: str, token: str, body: bytes = b"", **
     finally:
         response.close()  # request_finished, as a WSGI server sends it
     return int(status[0].split()[0]), data
-
-
-def process_tree_cpu_seconds(pid: int) -> dict[int, float]:
-    """CPU seconds so far of a process and of its children, by pid."""
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    pids = [pid] + ([int(p) for p in children.read_text().split()] if children.exists() else [])
-    found = {}
-    for p in pids:
-        try:
-            found[p] = _backend_cpu_seconds(p)
-        except OSError:  # exited meanwhile
-            pass
-    return found
 
 
 def cycle_cost(token: str, cycles: int = 200, chained: bool = False) -> dict:
@@ -277,10 +259,10 @@ def cycle_cost(token: str, cycles: int = 200, chained: bool = False) -> dict:
     statements = len(counted.captured_queries)
     connection.ensure_connection()
     pid = connection.connection.info.backend_pid
-    db0, app0, wall0 = _backend_cpu_seconds(pid), time.process_time(), time.perf_counter()
+    db0, app0, wall0 = process_cpu_seconds(pid), time.process_time(), time.perf_counter()
     for i in range(cycles):
         one(f"cost-{chained}-{i}")
-    app, db = time.process_time() - app0, _backend_cpu_seconds(pid) - db0
+    app, db = time.process_time() - app0, process_cpu_seconds(pid) - db0
     wall = time.perf_counter() - wall0
     if held[0] is not None:  # hand the last lease back
         wsgi_call(handler, "POST", f"/api/v1/assignments/{held[0]['id']}/release", token)
@@ -371,11 +353,11 @@ def run(
 
             stage(f"{duration:.0f} s of load with faults")
             result.started = time.time()
-            client0, server0 = time.process_time(), process_tree_cpu_seconds(gunicorn.pid)
+            client0, server0 = time.process_time(), tree_cpu_seconds(gunicorn.pid)
             samples, result.faults_until = drive(port, tokens, protocol, duration, faults)
-            server1 = process_tree_cpu_seconds(gunicorn.pid)
+            server1 = tree_cpu_seconds(gunicorn.pid)
             result.client_cpu = time.process_time() - client0
-            result.server_cpu = sum(cpu - server0.get(p, 0.0) for p, cpu in server1.items())
+            result.server_cpu = server1 - server0 if server0 is not None and server1 is not None else 0.0
             result.stopped = time.time()
             result.samples = samples + reference
             qt.gunicorn_stop(gunicorn)

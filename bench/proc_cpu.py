@@ -25,6 +25,14 @@ def _stat_fields(pid: int) -> list[str] | None:
     return text.rsplit(")", 1)[1].split()
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process so far (OSError when it is gone)."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        raise ProcessLookupError(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def tree_cpu_seconds(root_pid: int | None) -> float | None:
     """CPU seconds (user + system) of `root_pid`, its live children and its exited, waited-for children."""
     if root_pid is None:
