@@ -39,6 +39,7 @@ from datetime import datetime
 
 import numpy as np
 from django.db.models import Exists, OuterRef
+from django.utils import timezone
 
 from annotation import queue
 from annotation.models import Dataset
@@ -86,12 +87,28 @@ def algorithm_one_datasets(among: Iterable[int] | None = None) -> list[int]:
     return list(datasets.filter(Exists(asks)).values_list("pk", flat=True))
 
 
-def held_back(worker_id: int) -> bool:
-    """Whether this process's leases keep verification questions from the worker now: out of good standing
-    under the process's kept fit (offered them on the explored share of fits all the same, and in the datasets
-    running Algorithm 1). No statement, as on a lease."""
-    kept = cached_standing(str(WITHHELD_KIND))
-    return kept is not None and kept[0].out_of_standing(worker_id)
+def held_back(worker, now: datetime | None = None) -> bool:
+    """Whether this process's leases keep from `worker` verification questions they could otherwise be given
+    now: out of good standing under the process's kept fit (offered them on the explored share of fits all the
+    same, and in the datasets running Algorithm 1), while some verification question waits that every other
+    lease policy would let them take (a grant, a block, a qualification, an answer already given: the lease's own
+    condition, `queue.available_tasks`) outside those datasets. A worker with nothing withheld from them (only
+    Algorithm 1's datasets in reach, or no verification waiting) is not told they are. One statement, and only
+    for a worker out of good standing."""
+    kind = str(WITHHELD_KIND)
+    kept = cached_standing(kind)
+    if kept is None or not kept[0].out_of_standing(worker.pk):
+        return False
+    now = now or timezone.now()
+    request = queue.LeaseRequest(kinds_wanted=(TASK_KIND,), dataset_id=None)
+    others = queue.lease_terms(worker, request, now, leaving_out=lease_policy)
+    algorithm_one = Question.objects.filter(dataset=OuterRef("dataset_id"), kind=QuestionKind.HIERARCHY)
+    return (
+        queue.available_tasks(worker=worker, kinds_wanted=[TASK_KIND], now=now, terms=others)
+        .filter(topic=kind)
+        .exclude(Exists(algorithm_one))
+        .exists()
+    )
 
 
 @dataclass(frozen=True)

@@ -115,5 +115,5 @@ def worker_standing(
         for b in Block.objects.filter(worker=worker).select_related("dataset").order_by("dataset_id")
     ]
     unique_blocks = list({b.dataset_id: b for b in blocks}.values())
-    held = [HeldBack(kind=standing_lease.WITHHELD_KIND)] if standing_lease.held_back(worker.pk) else []
+    held = [HeldBack(kind=standing_lease.WITHHELD_KIND)] if standing_lease.held_back(worker) else []
     return failed, unique_blocks, held

@@ -75,9 +75,12 @@ def _request(kinds_wanted, dataset_id, datasets=None, look_ahead: bool = False) 
     )
 
 
-def lease_terms(worker, request: LeaseRequest, now: datetime) -> LeaseTerms:
-    """The registered lease policies' terms for this one lease, combined."""
-    return LeaseTerms.combined(policy(worker, request, now) for policy in hooks.lease_policies)
+def lease_terms(worker, request: LeaseRequest, now: datetime, leaving_out=None) -> LeaseTerms:
+    """The registered lease policies' terms for this one lease, combined; without the policy `leaving_out` when
+    given (a policy asking what the others alone would offer: `consensus.standing_lease.held_back`)."""
+    return LeaseTerms.combined(
+        policy(worker, request, now) for policy in hooks.lease_policies if policy is not leaving_out
+    )
 
 
 def _lease(

@@ -42,6 +42,7 @@ def test_a_worker_out_of_good_standing_on_verification_is_told_it_is_offered_les
     ids = np.array(sorted([worker.pk, *(worker.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]))
     kept = Standing(ids, np.where(ids == worker.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
     monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: (kept, 1234))  # the server's thread
+    factories.TaskFactory(kind="question", topic="image_verify")  # waiting, and withheld from them
     sign_in(page, live_server.url, "bo")
     expect(page.locator("#status")).to_contain_text("No tasks are waiting")
     standing = page.get_by_role("list", name="Why some tasks are not offered to you")

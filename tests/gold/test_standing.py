@@ -71,16 +71,25 @@ def test_only_workers_have_a_standing(organizer):
     assert client_for(organizer).get("/api/v1/me/standing").status_code == 403
 
 
-def test_a_worker_out_of_good_standing_on_verification_is_told_it_is_offered_less(monkeypatch, dataset):
+def _out_of_standing(monkeypatch, out, good):
     import numpy as np
 
     from consensus import standing_lease
     from consensus.standing import WITHHOLD_MIN_GOOD, Standing
 
-    out, good = make_workers(2)
     ids = np.array(sorted([out.pk, good.pk, *(good.pk + 1000 + i for i in range(WITHHOLD_MIN_GOOD))]))
     kept = Standing(ids, np.where(ids == out.pk, 0.05, 0.7), votes=np.full(ids.size, 40))
     monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: (kept, 1234))
+
+
+def test_a_worker_out_of_good_standing_on_verification_is_told_it_is_offered_less(monkeypatch, dataset):
+    from consensus import standing_lease
+    from tests import factories
+
+    out, good = make_workers(2)
+    _out_of_standing(monkeypatch, out, good)
+    assert standing(out)["held_back"] == [], "no verification question waits: nothing is withheld"
+    factories.TaskFactory(dataset=dataset, kind="question", topic="image_verify")
     (held,) = standing(out)["held_back"]
     assert held["kind"] == "image_verify"
     assert held["message"].startswith(
@@ -89,3 +98,29 @@ def test_a_worker_out_of_good_standing_on_verification_is_told_it_is_offered_les
     assert standing(good)["held_back"] == []
     monkeypatch.setattr(standing_lease, "cached_standing", lambda kind: None)  # a process keeping no fit
     assert standing(out)["held_back"] == [], "told only what this process's leases do"
+
+
+def test_a_worker_is_not_told_of_questions_withheld_nowhere_they_can_reach(monkeypatch, dataset):
+    """Only Algorithm 1's verification waits (nothing withheld there), or the only verification waiting is in a
+    dataset the worker's grants keep them out of: they are not told fewer image checks come."""
+    from annotation.models import DatasetGrant
+    from consensus.models import Question, QuestionKind
+    from tests import factories
+
+    out, good = make_workers(2)
+    _out_of_standing(monkeypatch, out, good)
+    leaf = factories.TaskFactory(dataset=dataset, kind="question", topic="image_verify")
+    inner = factories.TaskFactory(dataset=dataset, kind="question", topic="hierarchy", image=leaf.image)
+    Question.objects.create(
+        kind=QuestionKind.HIERARCHY,
+        dataset=dataset,
+        concept=factories.ConceptFactory(),
+        image=leaf.image,
+        task=inner,
+    )
+    assert standing(out)["held_back"] == [], "Algorithm 1's leaves reach every worker"
+
+    elsewhere = factories.TaskFactory(kind="question", topic="image_verify")
+    assert len(standing(out)["held_back"]) == 1
+    DatasetGrant.objects.create(worker=out, dataset=dataset)  # an in-house member scoped to `dataset`
+    assert standing(out)["held_back"] == [], f"dataset {elsewhere.dataset_id} is out of their reach"
