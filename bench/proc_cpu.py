@@ -6,6 +6,8 @@ A tree's CPU is its root's own user + system time, the user + system time of its
 of its children that have exited and been waited for (the root's cutime/cstime). The difference of two readings
 is the CPU the tree spent in between, including children that started or exited meanwhile. Where /proc cannot
 be read (not Linux, or PostgreSQL on another host) the readings are None and the bench prints no figure.
+PostgreSQL's tree is the whole server's: another database's backends, autovacuum and checkpoints count too, so
+its figure is the bench's own only on a server nothing else uses meanwhile.
 """
 
 from __future__ import annotations
