@@ -155,48 +155,56 @@ class _Client:
                 self.local.errors[f"{SUBMIT_MANY}: item {result['code']}"] += 1
         return True
 
-    def chain_cycle(self, lease: dict | None) -> tuple[bool, dict | None]:
-        """Answer `lease` with a submit that also leases the next task (after a first GET when there is none
-        yet): one request per task cycle. Returns (go on, the next lease); go on is False when the queue ran
-        dry."""
-        if lease is None:
-            status, data = self.request(NEXT, "GET", "/api/v1/tasks/next")
-            if status == 204:
-                self.local.queue_empty += 1
-                return False, None
-            if status != 200:
-                if status is not None:
-                    self.local.errors[f"{NEXT}: HTTP {status}"] += 1
-                return True, None
-            lease = json.loads(data)
-        body = json.dumps({"answer": {"answer": self.local.cycles % 2 == 0}}).encode()
+    def lease_one(self) -> tuple[bool, dict | None]:
+        """GET /api/v1/tasks/next: (go on, the lease or None); go on is False when the queue ran dry."""
+        status, data = self.request(NEXT, "GET", "/api/v1/tasks/next")
+        if status == 204:
+            self.local.queue_empty += 1
+            return False, None
+        if status != 200:
+            if status is not None:
+                self.local.errors[f"{NEXT}: HTTP {status}"] += 1
+            return True, None
+        return True, json.loads(data)
+
+    def answer(self, lease: dict, chained: bool) -> dict | None:
+        """Submit an answer to `lease` (asking for the next lease too when `chained`); the response's body when
+        stored, else None (the error counted)."""
+        endpoint = SUBMIT_NEXT if chained else SUBMIT
         status, data = self.request(
-            SUBMIT_NEXT,
+            endpoint,
             "POST",
-            f"/api/v1/assignments/{lease['id']}/submit?next=true",
-            body=body,
+            f"/api/v1/assignments/{lease['id']}/submit" + ("?next=true" if chained else ""),
+            body=json.dumps({"answer": {"answer": self.local.cycles % 2 == 0}}).encode(),
             **{"Content-Type": "application/json", "Idempotency-Key": uuid.uuid4().hex},
         )
         if status != 201:
             if status is not None:
-                self.local.errors[f"{SUBMIT_NEXT}: HTTP {status}"] += 1
-            return True, None
+                self.local.errors[f"{endpoint}: HTTP {status}"] += 1
+            return None
         self.local.cycles += 1
-        following = json.loads(data)["next"]
-        if following is None:
+        return json.loads(data)
+
+    def cycle(self, held: dict | None, chained: bool) -> tuple[bool, dict | None]:
+        """One task cycle: lease (unless a chained submit handed `held` over), then answer. Returns (go on, the
+        lease the answer handed over when chained); go on is False when the queue ran dry."""
+        lease = held
+        if lease is None:
+            go_on, lease = self.lease_one()
+            if lease is None:
+                return go_on, None
+        stored = self.answer(lease, chained)
+        if not chained or stored is None:
+            return True, None
+        if stored["next"] is None:
             self.local.queue_empty += 1
             return False, None
-        return True, following
+        return True, stored["next"]
 
     def run(self, mode: str, start_at: float, stop_at: float, max_cycles: int, size: int = 1) -> None:
         time.sleep(max(0.0, start_at - time.time()))
-        lease: dict | None = None
+        held: dict | None = None  # chained: the lease the last submit handed over
         while time.time() < stop_at and self.local.cycles < max_cycles:
-            if mode == CHAIN:
-                go_on, lease = self.chain_cycle(lease)
-                if not go_on:
-                    break  # the pool is sized so this does not happen; stop rather than spin
-                continue
             if mode == BUNDLE:
                 if not self.bundle_cycle(size):
                     break  # the pool is sized so this does not happen; stop rather than spin
@@ -207,28 +215,9 @@ class _Client:
                     self.local.errors[f"{mode}: HTTP {status}"] += 1
                 self.local.cycles += 1
                 continue
-            status, data = self.request(NEXT, "GET", "/api/v1/tasks/next")
-            if status == 204:
-                self.local.queue_empty += 1
+            go_on, held = self.cycle(held, chained=mode == CHAIN)
+            if not go_on:
                 break  # the pool is sized so this does not happen; stop rather than spin
-            if status != 200:
-                if status is not None:
-                    self.local.errors[f"next: HTTP {status}"] += 1
-                continue
-            assignment = json.loads(data)["id"]
-            body = json.dumps({"answer": {"answer": self.local.cycles % 2 == 0}}).encode()
-            status, _ = self.request(
-                SUBMIT,
-                "POST",
-                f"/api/v1/assignments/{assignment}/submit",
-                body=body,
-                **{"Content-Type": "application/json", "Idempotency-Key": uuid.uuid4().hex},
-            )
-            if status != 201:
-                if status is not None:
-                    self.local.errors[f"submit: HTTP {status}"] += 1
-                continue
-            self.local.cycles += 1
         self.conn.close()
         with self.lock:
             for endpoint, values in self.local.latencies.items():
