@@ -194,7 +194,8 @@ def grow(
 
 def fill_checks(dsn: str) -> dict[str, int]:
     """What must hold of the filled rows (0 each): every task's answer count equals its submitted answers, every
-    question's vote counts its votes, and no answer, vote or final label points at a row that is not there."""
+    question's vote counts its votes, every answer names its task's dataset, and no answer, vote or final label
+    points at a row that is not there."""
 
     queries = {
         "task_answer_count_mismatch": "SELECT count(*) FROM annotation_task t LEFT JOIN (SELECT task_id, count(*) n "
@@ -205,6 +206,8 @@ def fill_checks(dsn: str) -> dict[str, int]:
         "WHERE q.yes_count + q.no_count <> COALESCE(v.n, 0)",
         "assignment_without_task": "SELECT count(*) FROM annotation_assignment a "
         "WHERE NOT EXISTS (SELECT 1 FROM annotation_task t WHERE t.id = a.task_id)",
+        "assignment_dataset_not_its_tasks": "SELECT count(*) FROM annotation_assignment a "
+        "JOIN annotation_task t ON t.id = a.task_id WHERE a.dataset_id IS DISTINCT FROM t.dataset_id",
         "vote_without_answer": "SELECT count(*) FROM consensus_vote v "
         "WHERE NOT EXISTS (SELECT 1 FROM annotation_assignment a WHERE a.id = v.assignment_id)",
         "final_label_without_image": "SELECT count(*) FROM annotation_finallabel f "

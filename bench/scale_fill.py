@@ -320,13 +320,23 @@ def _rows_copy(
                 (
                     "id",
                     "task_id",
+                    "dataset_id",
                     "worker_id",
                     "leased_at",
                     "expires_at",
                     "submitted_at",
                     "idempotency_key",
                 ),
-                [a_ids, chosen, w, leased, submitted, submitted, [f"fill-{x}" for x in a_ids]],
+                [
+                    a_ids,
+                    chosen,
+                    [datasets[i] for i in sel.tolist()],
+                    w,
+                    leased,
+                    submitted,
+                    submitted,
+                    [f"fill-{x}" for x in a_ids],
+                ],
             )
             _copy(
                 cursor,

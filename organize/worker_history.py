@@ -78,10 +78,9 @@ class WorkerHistorySerializer(serializers.Serializer):
 
 
 def worker_history(dataset, worker: Worker) -> dict:
-    # Found from the worker's own answers newest first (their index) with each task's dataset by its primary key,
-    # or from the dataset's tasks, as PostgreSQL estimates cheaper; either reads at most the worker's answers or
-    # the dataset's tasks once, never grouping them (the answers per stage are counter rows).
-    mine = Assignment.objects.filter(worker=worker, state=AssignmentState.SUBMITTED, task__dataset=dataset)
+    # The worker's answers in the dataset newest first, on their (worker, dataset, -id) index: the walk stops at
+    # the RECENT-th whatever the worker answered elsewhere (the answers per stage are counter rows).
+    mine = Assignment.objects.filter(worker=worker, dataset=dataset, state=AssignmentState.SUBMITTED)
     stages = [
         {"stage": stage, "answers": answers, "worker_seconds": round(microseconds / 1_000_000, 1)}
         for stage, answers, microseconds in WorkerStageTally.objects.filter(

@@ -263,8 +263,8 @@ def lease_postgresql(
             RETURNING task.*
         ), a AS (
             INSERT INTO {assignment_table}
-                (task_id, worker_id, state, leased_at, expires_at, idempotency_key, lease_note)
-            SELECT t.id, %s, '{AssignmentState.LEASED}', %s, %s, '', %s FROM t
+                (task_id, dataset_id, worker_id, state, leased_at, expires_at, idempotency_key, lease_note)
+            SELECT t.id, t.dataset_id, %s, '{AssignmentState.LEASED}', %s, %s, '', %s FROM t
             RETURNING *
         ){linked}
         SELECT {_select_list(connection)}, {_examples_column(connection)}, {_instructions_column(connection)}
@@ -353,8 +353,9 @@ def lease_many_postgresql(
             RETURNING task.*, candidate.lease_place, candidate.lease_note
         ), a AS (
             INSERT INTO {assignment_table}
-                (task_id, worker_id, state, leased_at, expires_at, idempotency_key, lease_note)
-            SELECT t.id, %s, '{AssignmentState.LEASED}', %s, %s, '', t.lease_note FROM t ORDER BY t.lease_place
+                (task_id, dataset_id, worker_id, state, leased_at, expires_at, idempotency_key, lease_note)
+            SELECT t.id, t.dataset_id, %s, '{AssignmentState.LEASED}', %s, %s, '', t.lease_note FROM t
+            ORDER BY t.lease_place
             RETURNING *
         )
         SELECT {_select_list(connection)}, {_examples_column(connection)}, {_instructions_column(connection)}

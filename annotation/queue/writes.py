@@ -45,6 +45,12 @@ def assignments_import(assignments: Iterable[Assignment], *, batch_size: int = 5
     live = [a for a in rows if a.state == AssignmentState.LEASED]
     if live:
         raise ValueError("only finished assignments are imported; leases are taken through task_lease_next")
+    missing = {a.task_id for a in rows if a.dataset_id is None}
+    if missing:  # each row names its task's dataset, as a lease writes it (bulk_create does not call save)
+        dataset_of = dict(Task.objects.filter(pk__in=missing).values_list("pk", "dataset_id"))
+        for a in rows:
+            if a.dataset_id is None:
+                a.dataset_id = dataset_of[a.task_id]
     with transaction.atomic():
         created = Assignment.objects.bulk_create(rows, batch_size=batch_size)
         _imported_answers_counted(created)
