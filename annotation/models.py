@@ -247,7 +247,8 @@ class Assignment(models.Model):
     # The lease a `?next=true` submit took in its own transaction, so a retry of that submit (same Idempotency-Key)
     # hands back the same lease while the worker holds it. A plain id: only that retry reads it.
     next_lease_id = models.BigIntegerField(null=True, blank=True)
-    # The task's dataset, written with the row on every path (the lease statements, `save`, the queue's import):
+    # The task's dataset, written with the row on every path (the lease statements, the queue's import, and
+    # `queue.writes.assignment_dataset_named` before any other save):
     # one worker's latest answers in one dataset (the organizer's history of a worker) are read on the
     # (worker, dataset, -id) index instead of walking the worker's answers in every dataset with each one's task
     # (bench/queue_scale.py: p99 341 ms at 10,000,000 tasks over 100 datasets, where the queue's turn-taking
@@ -284,11 +285,6 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} of task {self.task_id} to worker {self.worker_id} ({self.state})"
-
-    def save(self, *args, **kwargs):
-        if self.dataset_id is None and self.task_id is not None:
-            self.dataset_id = self.task.dataset_id
-        super().save(*args, **kwargs)
 
 
 class BoxJobStatus(models.TextChoices):

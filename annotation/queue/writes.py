@@ -38,6 +38,13 @@ def tasks_create(tasks: Iterable[Task], *, batch_size: int = 500) -> list[Task]:
     return created
 
 
+def assignment_dataset_named(sender, instance: Assignment, **kwargs) -> None:
+    """pre_save of Assignment (connected in `AnnotationConfig.ready`): a row saved through the ORM names its
+    task's dataset, as the lease statements and `assignments_import` write it."""
+    if instance.dataset_id is None and instance.task_id is not None:
+        instance.dataset_id = instance.task.dataset_id
+
+
 def assignments_import(assignments: Iterable[Assignment], *, batch_size: int = 500) -> list[Assignment]:
     """Insert finished assignments as history (a data import, a benchmark's seeded dataset): never a lease,
     so every row must already be submitted, released or expired."""
