@@ -83,8 +83,12 @@ def algorithm_one_datasets(among: Iterable[int] | None = None) -> list[int]:
     to a dataset, as the starved sweep's look-ahead is, asks about that one only): one index probe per dataset
     (the question's unique (dataset, kind, ...) index), run only on a lease the policy withholds from."""
     datasets = Dataset.objects.all() if among is None else Dataset.objects.filter(pk__in=list(among))
-    asks = Question.objects.filter(dataset=OuterRef("pk"), kind=QuestionKind.HIERARCHY)
-    return list(datasets.filter(Exists(asks)).values_list("pk", flat=True))
+    return list(datasets.filter(_runs_algorithm_one("pk")).values_list("pk", flat=True))
+
+
+def _runs_algorithm_one(dataset_ref: str) -> Exists:
+    """Whether the dataset named by the outer row's `dataset_ref` holds a `hierarchy` question (runs Algorithm 1)."""
+    return Exists(Question.objects.filter(dataset=OuterRef(dataset_ref), kind=QuestionKind.HIERARCHY))
 
 
 def held_back(worker, now: datetime | None = None) -> bool:
@@ -102,11 +106,10 @@ def held_back(worker, now: datetime | None = None) -> bool:
     now = now or timezone.now()
     request = queue.LeaseRequest(kinds_wanted=(TASK_KIND,), dataset_id=None)
     others = queue.lease_terms(worker, request, now, leaving_out=lease_policy)
-    algorithm_one = Question.objects.filter(dataset=OuterRef("dataset_id"), kind=QuestionKind.HIERARCHY)
     return (
         queue.available_tasks(worker=worker, kinds_wanted=[TASK_KIND], now=now, terms=others)
         .filter(topic=kind)
-        .exclude(Exists(algorithm_one))
+        .exclude(_runs_algorithm_one("dataset_id"))
         .exists()
     )
 

@@ -230,6 +230,7 @@ def assignment_withdraw(*, assignment: int, worker, now: datetime | None = None)
         expires_at = now + lease_duration()
         lease = Assignment.objects.create(
             task_id=task_id,
+            dataset_id=task.dataset_id,
             worker_id=worker.pk,
             state=AssignmentState.LEASED,
             leased_at=now,
