@@ -56,12 +56,14 @@ def _tree_size(root: Path) -> tuple[int, int]:
 
 def child_export(name: str, fmt: str, archive: bool) -> dict:
     from benchmark.exporters import ExportOptions, export
+    from benchmark.selectors import snapshot
 
     source = _source(name)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
         out = Path(scratch) / ("out.zip" if archive else "out")
         t0 = time.perf_counter()
-        manifest = export(source, fmt, out, ExportOptions(split="all", include_images=False))
+        with snapshot():  # as `services.export_run` reads: one read-only transaction
+            manifest = export(source, fmt, out, ExportOptions(split="all", include_images=False))
         seconds = time.perf_counter() - t0
         files, size = _tree_size(Path(scratch))
     return {
@@ -117,12 +119,14 @@ def child_s3(name: str, fmt: str, endpoint: str, bucket: str) -> dict:
     settings.STORAGES = {**settings.STORAGES, "default": s3_storage(bucket, "us-east-1", endpoint)}
     storages._storages.pop("default", None)  # rebuilt from the new settings
     from benchmark.exporters import ExportOptions, export
+    from benchmark.selectors import snapshot
 
     source = _source(name)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
         out = Path(scratch) / "out.zip"
         t0 = time.perf_counter()
-        export(source, fmt, out, ExportOptions(split="all", include_images=False))
+        with snapshot():
+            export(source, fmt, out, ExportOptions(split="all", include_images=False))
         export_seconds = time.perf_counter() - t0
         rss_after_export = maxrss_mb()
         size = out.stat().st_size

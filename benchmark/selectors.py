@@ -8,11 +8,13 @@ carries is decided when it is written (`annotation.final_labels`), never here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
 from typing import IO, Any
 
 from django.core.files.storage import default_storage
+from django.db import connections, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotation.models import (
@@ -41,6 +43,33 @@ from .exporters.file_names import id_name
 from .models import BlacklistEntry, BoxAttributes, DetectionSet, ImageSplit, SplitVersion
 
 CHUNK = 10_000  # rows per server-side cursor fetch: memory stays flat whatever the dataset size
+
+
+def snapshot_taken(connection) -> bool:
+    """Whether `snapshot` holds one for reads on `connection`: on PostgreSQL outside a transaction. Inside one
+    (a caller's atomic block) the reads share that transaction already and its isolation cannot change."""
+    return connection.vendor == "postgresql" and not connection.in_atomic_block
+
+
+@contextmanager
+def snapshot(using: str = "default") -> Iterator[bool]:
+    """Every read inside sees the database at one moment: on PostgreSQL one REPEATABLE READ, READ ONLY
+    transaction. An export's streams (images, boxes, labels, blacklist, its completeness, the hidden truth
+    beside it) are read by separate queries; while the crowd works on, each would otherwise see a later state
+    than the one before it. Its server-side cursors then stream the rows as they are fetched, where outside a
+    transaction Django declares them WITH HOLD, which has PostgreSQL compute a query's whole result before the
+    first row. Nothing can be written inside (a write raises); a job's progress goes through a connection of
+    its own (`services`). The transaction holds back vacuum's horizon for the export's length, as pg_dump's
+    does. Elsewhere (SQLite, or inside a caller's transaction) the reads run as they would without it.
+    Yields whether the snapshot was taken (`snapshot_taken`)."""
+    connection = connections[using]
+    if not snapshot_taken(connection):
+        yield False
+        return
+    with transaction.atomic(using=using):
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield True
 
 
 @dataclass(frozen=True, slots=True)

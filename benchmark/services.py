@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from django.core.files import File
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from annotation.models import Dataset, Image
@@ -139,7 +140,8 @@ def export_run(
     The dataset's labels are brought up to date first: the overlap check's catch-up runs for every accepted box
     not checked yet (`review.scan`), so a box accepted a moment ago is final, or listed as not final, in this
     export. The manifest's `completeness` says what is left out and why (`benchmark.completeness`); with
-    ``include_provisional`` accepted boxes not final yet are written too."""
+    ``include_provisional`` accepted boxes not final yet are written too. The export and its hidden truth are
+    read at one moment (`selectors.snapshot`), so what they write agrees while the crowd works on."""
     if format_name not in FORMATS:
         raise BenchmarkError(f"unknown format {format_name!r}; choose from {', '.join(FORMATS)}")
     overlaps_scan(dataset)
@@ -152,9 +154,10 @@ def export_run(
         file_names=file_names,  # checked by the exporters (a ValueError, then BenchmarkError)
     )
     try:
-        if hidden_truth:
-            return export_dataset(source, format_name, out, options)
-        return export(source, format_name, out, options), None
+        with selectors.snapshot():
+            if hidden_truth:
+                return export_dataset(source, format_name, out, options)
+            return export(source, format_name, out, options), None
     except ValueError as exc:
         raise BenchmarkError(str(exc)) from None
 
@@ -232,10 +235,7 @@ def export_job_run(job_id: int) -> ExportJob:
         job.progress = 0
         job.save(update_fields=["state", "progress"])
 
-    def progress(done: int) -> None:
-        ExportJob.objects.filter(pk=job_id).update(progress=done)
-
-    with tempfile.TemporaryDirectory(prefix="export-job-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="export-job-") as scratch, _job_progress(job_id) as progress:
         archive = Path(scratch) / f"{job.dataset.name}-{job.format}-{job.split}-{job.pk}.zip"
         try:
             # The API never hands out hidden test labels: no ground-truth sidecar for jobs.
@@ -275,6 +275,30 @@ def export_job_run(job_id: int) -> ExportJob:
             job.finished_at = timezone.now()
             job.save()
     return job
+
+
+@contextmanager
+def _job_progress(job_id: int) -> Iterator[Callable[[int], None]]:
+    """The running job's progress callback. Where the export reads inside a snapshot (`selectors.snapshot`:
+    a read-only transaction that could neither write the progress nor show it to anyone before it ends), the
+    progress goes through a connection of its own, each update committed at once, so the organizer's page
+    moves while the export runs; elsewhere through the default connection, as any write. Entered before the
+    export takes its snapshot (it asks whether one will be taken)."""
+    alias = ExportJob.objects.db
+    if not selectors.snapshot_taken(connections[alias]):
+        yield lambda done: ExportJob.objects.filter(pk=job_id).update(progress=done)
+        return
+    own = connections.create_connection(alias)
+    table, column = own.ops.quote_name(ExportJob._meta.db_table), own.ops.quote_name("progress")
+
+    def progress(done: int) -> None:
+        with own.cursor() as cursor:
+            cursor.execute(f"UPDATE {table} SET {column} = %s WHERE id = %s", [done, job_id])
+
+    try:
+        yield progress
+    finally:
+        own.close()
 
 
 @outbox.on_park("benchmark.tasks.export_job_run")
