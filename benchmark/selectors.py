@@ -47,7 +47,8 @@ CHUNK = 10_000  # rows per server-side cursor fetch: memory stays flat whatever 
 
 def snapshot_taken(connection) -> bool:
     """Whether `snapshot` holds one for reads on `connection`: on PostgreSQL outside a transaction. Inside one
-    (a caller's atomic block) the reads share that transaction already and its isolation cannot change."""
+    (a caller's atomic block) its isolation can no longer be changed, and the reads run in it as they are (at
+    READ COMMITTED each statement sees its own moment)."""
     return connection.vendor == "postgresql" and not connection.in_atomic_block
 
 
