@@ -119,3 +119,11 @@ def test_negatives_never_contain_a_positive_box_and_negative_images_are_absent_f
     assert report.undecided == {2: (7,)}  # needs a car verification before it is a negative image
     boxed = {i.image_id: i.boxed for i in images}
     assert 7 not in boxed[1] and all(not boxed[i] for i in report.negative_images)
+
+
+def test_statistics_read_boxes_in_image_order_and_say_so_when_they_are_not():
+    # Images are counted as the image id changes: one image's boxes of a class count it once.
+    stats = class_statistics([box(1, 3, 0, 0, 10, 10), box(1, 7, 0, 0, 10, 10), box(1, 3, 0, 0, 5, 5)])
+    assert stats[3].instances == 2 and stats[3].images == 1
+    with pytest.raises(ValueError, match="ordered by image id: image 1 after image 2"):
+        class_statistics([box(2, 3, 0, 0, 10, 10), box(1, 3, 0, 0, 10, 10)])
