@@ -41,6 +41,7 @@ from .completeness import BoxReason, Completeness, ImageReason, OpenWork, Provis
 from .exporters.base import SPLIT_NAMES, ExportBox, ExportCategory, ExportImage, ExportLabel
 from .exporters.file_names import id_name
 from .models import BlacklistEntry, BoxAttributes, DetectionSet, ImageSplit, SplitVersion
+from .read_ahead import read_ahead
 
 CHUNK = 10_000  # rows per server-side cursor fetch: memory stays flat whatever the dataset size
 
@@ -50,6 +51,17 @@ def snapshot_taken(connection) -> bool:
     (a caller's atomic block) its isolation can no longer be changed, and the reads run in it as they are (at
     READ COMMITTED each statement sees its own moment)."""
     return connection.vendor == "postgresql" and not connection.in_atomic_block
+
+
+def rows_streamed(rows: QuerySet) -> Iterator[Any]:
+    """The rows of `rows` streamed CHUNK a fetch from a server-side cursor. On PostgreSQL the fetches after the
+    first are made by a thread while the caller works on the rows in hand (`read_ahead`), on the caller's
+    connection and so in its transaction (`snapshot`): the server prepares the next rows while the export
+    writes these. Elsewhere (SQLite runs inside this process) one fetch after the other."""
+    streamed = rows.iterator(chunk_size=CHUNK)
+    if connections[rows.db].vendor != "postgresql":
+        return streamed
+    return read_ahead(streamed, CHUNK)
 
 
 @contextmanager
@@ -96,7 +108,7 @@ def image_labels(dataset: Dataset, images: QuerySet | None = None) -> Iterator[I
     rows = qs.order_by("image_id", "concept_id").values_list(
         "image_id", "concept_id", "present", "source", "box_count", "yes_count", "no_count", "probability"
     )
-    for row in rows.iterator(chunk_size=CHUNK):
+    for row in rows_streamed(rows):
         yield ImageLabel(*row)
 
 
@@ -478,7 +490,7 @@ class DatasetSource:
             qs = qs.filter(id__in=self._image_ids(split))
         rows = qs.order_by("id").values_list("id", "width", "height", "file", "original_name")
         left_out = self.assessment().left_out
-        for pk, width, height, name, original_name in rows.iterator(chunk_size=CHUNK):
+        for pk, width, height, name, original_name in rows_streamed(rows):
             if pk in left_out:
                 continue
             extension = name.rsplit(".", 1)[-1].lower() if "." in name[-6:] else "jpg"
@@ -513,9 +525,7 @@ class DatasetSource:
             "y2",
         )
         left_out = self.assessment().left_out
-        for box_id, image_id, concept_id, concept_name, provenance, *corners in rows.iterator(
-            chunk_size=CHUNK
-        ):
+        for box_id, image_id, concept_id, concept_name, provenance, *corners in rows_streamed(rows):
             if image_id in left_out:
                 continue
             fine = ""

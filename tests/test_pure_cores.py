@@ -29,6 +29,7 @@ PURE_CORES = [
     "review/overlaps.py",
     "benchmark/splits.py",
     "benchmark/class_selection.py",
+    "benchmark/read_ahead.py",
     "benchmark/dataset_stats.py",
     "benchmark/completeness.py",
     "benchmark/metrics",
