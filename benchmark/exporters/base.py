@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -165,14 +166,18 @@ class OutputTree:
         self.folders: list[str] = []  # made with make_dir: kept in an archive even when empty
         self.unlisted: list[str] = []  # written here but not in the listing (manifest.json)
         self.scratch = Spool()  # into an archive: the files written to `root`, to add at the end
-        self._made: set[Path] = set()
+        # Paths as strings: a file per image costs no Path object (pathlib interns every part of every path,
+        # a million file names in the interpreter's table of interned strings).
+        self._root = os.fspath(root)
+        self._made: set[str] = set()
 
     @contextmanager
     def open(self, relpath: str) -> Iterator[HashingWriter]:
-        path = self.root / relpath
-        if path.parent not in self._made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._made.add(path.parent)
+        path = os.path.join(self._root, relpath)
+        folder = os.path.dirname(path)
+        if folder not in self._made:
+            os.makedirs(folder, exist_ok=True)
+            self._made.add(folder)
         # 64 KiB, not more: writers batch their lines already, and ILSVRC keeps a list per class open at once
         # (with 1 MiB buffers, 80 classes held 80 MiB once each list passed 1 MiB).
         with open(path, "wb", buffering=1 << 16) as raw:
@@ -191,8 +196,8 @@ class OutputTree:
 
     def make_dir(self, relpath: str) -> None:
         """A folder that exists even if nothing is written into it (archives keep it as an entry)."""
-        path = self.root / relpath
-        path.mkdir(parents=True, exist_ok=True)
+        path = os.path.join(self._root, relpath)
+        os.makedirs(path, exist_ok=True)
         self._made.add(path)
         self.folders.append(relpath)
 
