@@ -521,21 +521,21 @@ class DatasetSource:
             "y2",
         )
         left_out = self.assessment().left_out
-        for box_id, image_id, concept_id, concept_name, provenance, *corners in rows_streamed(rows):
+        for box_id, image_id, concept_id, concept_name, provenance, x1, y1, x2, y2 in rows_streamed(rows):
             if image_id in left_out:
                 continue
             fine = ""
             if mapping is not None and mapping[concept_id] != concept_id:
                 fine, concept_id = concept_name, mapping[concept_id]
-            yield ExportBox(
-                box_id,
-                image_id,
-                concept_id,
-                *corners,
-                **attributes.get(box_id, {}),
-                fine=fine,
-                provenance=provenance,
-            )
+            extra = attributes.get(box_id)
+            if extra is None:  # most boxes have no reviewer's attributes: no dict to unpack
+                yield ExportBox(
+                    box_id, image_id, concept_id, x1, y1, x2, y2, fine=fine, provenance=provenance
+                )
+            else:
+                yield ExportBox(
+                    box_id, image_id, concept_id, x1, y1, x2, y2, **extra, fine=fine, provenance=provenance
+                )
 
     def labels(self, split: str) -> Iterator[ExportLabel]:
         images = None if self.version is None else self._image_ids(split)

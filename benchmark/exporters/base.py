@@ -395,10 +395,11 @@ class ExportContext:
 
     def _count_boxes(self, split: str, records: Iterator[ImageRecord]) -> Iterator[ImageRecord]:
         # Counted after the merge, so the manifest counts the boxes written (not the blacklisted ones).
+        boxes, provenance = self.counts.boxes, self.counts.provenance
         for record in records:
             for box in record.boxes:
-                self.counts.boxes[(box.category_id, split)] += 1
-                self.counts.provenance[box.provenance] += 1
+                boxes[(box.category_id, split)] += 1
+                provenance[box.provenance] += 1
             yield record
 
     def copy_image(self, relpath: str, image: ExportImage) -> None:
