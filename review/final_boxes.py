@@ -12,8 +12,8 @@ from django.db.models import Exists, OuterRef
 from annotation.final_labels import FinalBoxRow, final_boxes_set
 from annotation.models import Box, BoxState, Dataset, FinalBox
 
-from .models import OPEN_STATES, OverlapCheck, ReviewItem
-from .selectors import finalized_boxes
+from .models import OverlapCheck
+from .selectors import finalized_boxes, open_review_box_ids
 
 CHUNK_IMAGES = 1000
 
@@ -57,12 +57,10 @@ def images_out_of_step(dataset: Dataset) -> list[int]:
     accepted_as_final = Box.objects.filter(
         pk=OuterRef("box_id"), concept_id=OuterRef("concept_id"), state=BoxState.ACCEPTED
     )
-    open_items = ReviewItem.objects.filter(state__in=OPEN_STATES)
     stale = [
         rows.filter(~Exists(accepted_as_final)),
         rows.filter(~Exists(OverlapCheck.objects.filter(box_id=OuterRef("box_id")))),
-        rows.filter(box_id__in=open_items.values("box_a")),
-        rows.filter(box_id__in=open_items.filter(box_b__isnull=False).values("box_b")),
+        *(rows.filter(box_id__in=ids) for ids in open_review_box_ids()),
     ]
     images = set(missing.values_list("image_id", flat=True).distinct())
     for part in stale:
