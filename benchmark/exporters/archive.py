@@ -6,20 +6,27 @@ keeps open side by side) go to a scratch directory and are added after, with the
 Neither the tree's listing nor the archive's index is held in memory: the zip's central directory (one record
 per file, about 500 bytes each in zipfile's objects, so half a gigabyte at a million per-image files) is kept
 on disk until the archive is closed.
+
+An entry written whole is compressed and put in with its header complete, in one pass: zipfile's own `writestr`
+writes a header, the data, then seeks back to rewrite the header with the CRC and sizes (each seek flushes
+the file's buffer), and makes a deflate stream with a 32 KiB window and its 256 KiB of state for every entry
+(about 50 µs before any data, for a VOC annotation of a few hundred bytes). An entry of at most 4 KiB is
+deflated with a 4 KiB window, which reaches every byte of it, so it compresses as well for a tenth of the set-up.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import marshal
 import os
-import pickle
 import shutil
 import stat
 import tarfile
 import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +45,11 @@ def archive_kind(out: Path) -> str | None:
     return None
 
 
+# zipfile's record of an entry, as plain values in slot order (None for a slot not set): marshal writes and reads
+# such a list several times faster than pickle writes and reads the ZipInfo.
+_INFO_SLOTS = zipfile.ZipInfo.__slots__
+
+
 class _SpooledEntries:
     """zipfile's list of entries, kept on disk: zipfile appends each entry after writing it, counts them
     and, when closing, iterates them once to write the central directory; nothing else is asked of it."""
@@ -47,7 +59,9 @@ class _SpooledEntries:
         self._count = 0
 
     def append(self, info: zipfile.ZipInfo) -> None:
-        pickle.dump(info, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        record = marshal.dumps([getattr(info, name, None) for name in _INFO_SLOTS])
+        self._file.write(len(record).to_bytes(4, "little"))
+        self._file.write(record)
         self._count += 1
 
     def __len__(self) -> int:
@@ -56,8 +70,15 @@ class _SpooledEntries:
     def __iter__(self) -> Iterator[zipfile.ZipInfo]:
         self._file.flush()
         self._file.seek(0)
+        read = self._file.read
         for _ in range(self._count):
-            yield pickle.load(self._file)
+            info = zipfile.ZipInfo()
+            for name, value in zip(
+                _INFO_SLOTS, marshal.loads(read(int.from_bytes(read(4), "little"))), strict=True
+            ):
+                if value is not None:
+                    setattr(info, name, value)
+            yield info
         self._file.seek(0, 2)
 
     def close(self) -> None:
@@ -80,6 +101,31 @@ class StreamingZipFile(zipfile.ZipFile):
         self.filelist = _SpooledEntries()  # type: ignore[assignment]
         self.NameToInfo = _Unnamed()
 
+    def write_whole(self, info: zipfile.ZipInfo, data: bytes, level: int) -> None:
+        """`data` deflated at `level` as the entry `info`, its header written once with the CRC and sizes
+        (no seek back); what `writestr` stores, without its per-entry costs (module docstring)."""
+        small = len(data) <= SMALL_ENTRY
+        deflate = zlib.compressobj(level, zlib.DEFLATED, -12 if small else -15, 4 if small else 8)
+        packed = deflate.compress(data) + deflate.flush()
+        if max(len(data), len(packed)) > zipfile.ZIP64_LIMIT:
+            self.writestr(info, data)  # ZIP64 sizes in the header: zipfile's own path
+            return
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.flag_bits = 0
+        info.file_size, info.compress_size, info.CRC = len(data), len(packed), zlib.crc32(data)
+        with self._lock:
+            if self._writing:
+                raise ValueError("another entry of the zip is open for writing")
+            # Every write of zipfile's leaves the file at `start_dir`, the end of the last entry.
+            info.header_offset = self.start_dir
+            self._writecheck(info)
+            self._didModify = True
+            header = info.FileHeader(False)
+            self.fp.write(header)
+            self.fp.write(packed)
+            self.start_dir += len(header) + len(packed)
+            self.filelist.append(info)
+
     def close(self) -> None:
         entries = self.filelist
         try:
@@ -90,6 +136,8 @@ class StreamingZipFile(zipfile.ZipFile):
 
 
 COPY_CHUNK = 1 << 20
+# An entry written whole up to this size is deflated with a window of this size (module docstring).
+SMALL_ENTRY = 4096
 # A copied file (an image) is held in memory up to this size on its way into a tar (whose header needs its size
 # first); a larger one spills to a temporary file.
 TAR_SPOOL = 8 << 20
@@ -106,23 +154,26 @@ def copy_hashed(source: IO[bytes], target: IO[bytes]) -> tuple[str, int]:
 
 
 class ZipSink:
-    """A zip being written entry by entry (deflate level 1: exports are mostly short text and JPEGs)."""
+    """A zip being written entry by entry (deflate level 1: exports are mostly short text and JPEGs). Every
+    entry carries the time the zip was begun."""
+
+    LEVEL = 1
 
     def __init__(self, out: Path) -> None:
-        self._zip = StreamingZipFile(out, compression=zipfile.ZIP_DEFLATED, compresslevel=1)
+        self._zip = StreamingZipFile(out, compression=zipfile.ZIP_DEFLATED, compresslevel=self.LEVEL)
+        self._date_time = time.localtime()[:6]
 
-    @staticmethod
-    def _entry(relpath: str) -> zipfile.ZipInfo:
+    def _entry(self, relpath: str) -> zipfile.ZipInfo:
         """An entry as a file on disk would make it: a regular file readable by all (zipfile's own default
         for written data is owner-only, 0600, which an unzipped export would keep)."""
-        info = zipfile.ZipInfo(relpath, date_time=time.localtime()[:6])
+        info = zipfile.ZipInfo(relpath, date_time=self._date_time)
         info.compress_type = zipfile.ZIP_DEFLATED
-        info._compresslevel = 1  # type: ignore[attr-defined]  # zipfile reads it when opening the entry
+        info._compresslevel = self.LEVEL  # type: ignore[attr-defined]  # zipfile reads it when opening the entry
         info.external_attr = (stat.S_IFREG | 0o644) << 16
         return info
 
     def write(self, relpath: str, data: bytes) -> None:
-        self._zip.writestr(self._entry(relpath), data)
+        self._zip.write_whole(self._entry(relpath), data, self.LEVEL)
 
     def copy(self, relpath: str, source: IO[bytes]) -> tuple[str, int]:
         """Copy `source` in as `relpath`; its sha256 and size."""
