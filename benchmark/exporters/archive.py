@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import io
-import marshal
 import os
 import shutil
 import stat
+import struct
 import tarfile
 import tempfile
 import time
@@ -45,40 +45,81 @@ def archive_kind(out: Path) -> str | None:
     return None
 
 
-# zipfile's record of an entry, as plain values in slot order (None for a slot not set): marshal writes and reads
-# such a list several times faster than pickle writes and reads the ZipInfo.
-_INFO_SLOTS = zipfile.ZipInfo.__slots__
+_CENTRAL_RECORD = struct.Struct(zipfile.structCentralDir)
+
+
+def central_record(info: zipfile.ZipInfo) -> bytes:
+    """An entry's record in the zip's central directory, byte for byte as zipfile's close writes it (the ZIP64
+    extra field for sizes or an offset past 4 GiB included); stored and deflated entries only."""
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise ValueError(f"an export zip holds stored or deflated entries, not method {info.compress_type}")
+    year, month, day, hour, minute, second = info.date_time
+    file_size, compress_size, offset = info.file_size, info.compress_size, info.header_offset
+    zip64: list[int] = []
+    if file_size > zipfile.ZIP64_LIMIT or compress_size > zipfile.ZIP64_LIMIT:
+        zip64 += [file_size, compress_size]
+        file_size = compress_size = 0xFFFFFFFF
+    if offset > zipfile.ZIP64_LIMIT:
+        zip64.append(offset)
+        offset = 0xFFFFFFFF
+    extra, min_version = info.extra, 0
+    if zip64:
+        own = zipfile._strip_extra(extra, (1,))  # type: ignore[attr-defined]
+        extra = struct.pack("<HH" + "Q" * len(zip64), 1, 8 * len(zip64), *zip64) + own
+        min_version = zipfile.ZIP64_VERSION
+    filename, flag_bits = info._encodeFilenameFlags()  # type: ignore[attr-defined]
+    return (
+        _CENTRAL_RECORD.pack(
+            zipfile.stringCentralDir,
+            max(min_version, info.create_version),
+            info.create_system,
+            max(min_version, info.extract_version),
+            info.reserved,
+            flag_bits,
+            info.compress_type,
+            hour << 11 | minute << 5 | second // 2,
+            (year - 1980) << 9 | month << 5 | day,
+            info.CRC,
+            compress_size,
+            file_size,
+            len(filename),
+            len(extra),
+            len(info.comment),
+            0,
+            info.internal_attr,
+            info.external_attr,
+            offset,
+        )
+        + filename
+        + extra
+        + info.comment
+    )
 
 
 class _SpooledEntries:
-    """zipfile's list of entries, kept on disk: zipfile appends each entry after writing it, counts them
-    and, when closing, iterates them once to write the central directory; nothing else is asked of it."""
+    """zipfile's list of entries, kept on disk as their central directory records, encoded as each entry is
+    appended (`central_record`). zipfile only appends to it and counts it; `StreamingZipFile` copies the
+    records into the zip at its close, and zipfile's own end-of-archive code, which would encode each entry
+    again, iterates nothing."""
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile()
         self._count = 0
 
     def append(self, info: zipfile.ZipInfo) -> None:
-        record = marshal.dumps([getattr(info, name, None) for name in _INFO_SLOTS])
-        self._file.write(len(record).to_bytes(4, "little"))
-        self._file.write(record)
+        self._file.write(central_record(info))
         self._count += 1
 
     def __len__(self) -> int:
         return self._count
 
     def __iter__(self) -> Iterator[zipfile.ZipInfo]:
+        return iter(())
+
+    def copy_to(self, target: IO[bytes]) -> None:
         self._file.flush()
         self._file.seek(0)
-        read = self._file.read
-        for _ in range(self._count):
-            info = zipfile.ZipInfo()
-            for name, value in zip(
-                _INFO_SLOTS, marshal.loads(read(int.from_bytes(read(4), "little"))), strict=True
-            ):
-                if value is not None:
-                    setattr(info, name, value)
-            yield info
+        shutil.copyfileobj(self._file, target, COPY_CHUNK)
         self._file.seek(0, 2)
 
     def close(self) -> None:
@@ -125,6 +166,13 @@ class StreamingZipFile(zipfile.ZipFile):
             self.fp.write(packed)
             self.start_dir += len(header) + len(packed)
             self.filelist.append(info)
+
+    def _write_end_record(self) -> None:
+        # The central directory goes in first, as encoded entry by entry; zipfile then writes the end records
+        # (ZIP64's when the count, offset or size needs them), reading the directory's size from the file.
+        if isinstance(self.filelist, _SpooledEntries):
+            self.filelist.copy_to(self.fp)  # type: ignore[arg-type]
+        super()._write_end_record()  # type: ignore[misc]
 
     def close(self) -> None:
         entries = self.filelist

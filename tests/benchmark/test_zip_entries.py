@@ -115,3 +115,53 @@ def test_an_entry_cannot_be_written_whole_while_another_is_open(tmp_path):
     with zipfile.ZipFile(tmp_path / "out.zip") as zf:
         assert zf.namelist() == ["open.bin"] and zf.read("open.bin") == b"half"
     assert os.path.getsize(tmp_path / "out.zip") > 0
+
+
+def _zipfiles_directory(infos: list[zipfile.ZipInfo]) -> bytes:
+    """The central directory zipfile's own close writes for these entries (its end records cut off)."""
+    buffer = io.BytesIO()
+    zf = zipfile.ZipFile(buffer, "w")
+    zf.filelist = list(infos)
+    zf._write_end_record()
+    raw = buffer.getvalue()
+    end = raw.find(b"PK\x06\x06") if b"PK\x06\x06" in raw else raw.rfind(b"PK\x05\x06")
+    zf.fp = None  # nothing more to write
+    return raw[:end]
+
+
+def test_central_records_are_the_bytes_zipfile_writes_for_them():
+    def entry(name, **fields):
+        info = zipfile.ZipInfo(name, date_time=(2026, 12, 7, 23, 59, 58))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = (stat.S_IFREG | 0o644) << 16
+        for key, value in fields.items():
+            setattr(info, key, value)
+        return info
+
+    giant = zipfile.ZIP64_LIMIT + 10
+    infos = [
+        entry("a.xml", CRC=123, compress_size=200, file_size=400, header_offset=0),
+        entry("ünïcode ✓/b.txt", CRC=1, compress_size=1, file_size=1, header_offset=4096),
+        entry("past 4 GiB.xml", CRC=5, compress_size=20, file_size=40, header_offset=giant),
+        entry("huge.bin", CRC=6, compress_size=giant, file_size=giant + 1, header_offset=giant * 2),
+        entry(
+            "stored/",
+            compress_type=zipfile.ZIP_STORED,
+            external_attr=0o40755 << 16 | 0x10,
+            header_offset=9,
+            CRC=0,
+            compress_size=0,
+            file_size=0,
+        ),
+        entry(
+            "with extra.txt",
+            extra=b"\x0a\x00\x04\x00abcd",
+            CRC=7,
+            compress_size=3,
+            file_size=3,
+            header_offset=giant,
+        ),
+    ]
+    assert b"".join(archive.central_record(i) for i in infos) == _zipfiles_directory(infos)
+    with pytest.raises(ValueError, match="stored or deflated"):
+        archive.central_record(entry("x.bz2", compress_type=zipfile.ZIP_BZIP2))
