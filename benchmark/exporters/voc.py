@@ -9,11 +9,15 @@ xmin = round(x1) + 1, xmax = round(x2) and spans xmax - xmin + 1 = round(x2) - r
 from __future__ import annotations
 
 from contextlib import ExitStack
+from functools import lru_cache
 from xml.sax.saxutils import escape
 
 from .base import ExportBox, ExportCategory, ExportContext, ExportImage, HashingWriter, ImageRecord
 
 LIST_FLUSH = 2000
+
+# Class names, the dataset's and the folder's name repeat on every image: each escaped once.
+_escaped = lru_cache(maxsize=4096)(escape)
 
 
 def devkit_corners(box: ExportBox, width: int, height: int) -> tuple[int, int, int, int]:
@@ -42,7 +46,7 @@ def _object_xml(name: str, box: ExportBox, image: ExportImage, corners) -> str:
         else ""
     )
     return (
-        f"  <object><name>{escape(name)}</name><pose>{box.viewpoint.capitalize()}</pose>"
+        f"  <object><name>{_escaped(name)}</name><pose>{_escaped(box.viewpoint.capitalize())}</pose>"
         f"<truncated>{truncated(box, image.width, image.height)}</truncated>"
         f"<occluded>{int(box.occluded)}</occluded><difficult>{int(box.difficult)}</difficult>"
         f"<bndbox><xmin>{xmin}</xmin><ymin>{ymin}</ymin><xmax>{xmax}</xmax><ymax>{ymax}</ymax></bndbox>"
@@ -59,9 +63,9 @@ def annotation_xml(
 ) -> str:
     parts = [
         "<annotation>\n",
-        f"  <folder>{escape(folder)}</folder>\n",
+        f"  <folder>{_escaped(folder)}</folder>\n",
         f"  <filename>{escape(image.file_name)}</filename>\n",
-        f"  <source><database>{escape(dataset)}</database></source>\n",
+        f"  <source><database>{_escaped(dataset)}</database></source>\n",
         f"  <size><width>{image.width}</width><height>{image.height}</height><depth>3</depth></size>\n",
         "  <segmented>0</segmented>\n",
     ]
