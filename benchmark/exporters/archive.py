@@ -45,7 +45,9 @@ def archive_kind(out: Path) -> str | None:
     return None
 
 
-_CENTRAL_RECORD = struct.Struct(zipfile.structCentralDir)
+# A central directory file header (PKWARE's APPNOTE 4.3.12), as zipfile packs it.
+_CENTRAL_SIGNATURE = b"PK\x01\x02"
+_CENTRAL_RECORD = struct.Struct("<4s4B4HL2L5H2L")
 
 
 def central_record(info: zipfile.ZipInfo) -> bytes:
@@ -70,7 +72,7 @@ def central_record(info: zipfile.ZipInfo) -> bytes:
     filename, flag_bits = info._encodeFilenameFlags()  # type: ignore[attr-defined]
     return (
         _CENTRAL_RECORD.pack(
-            zipfile.stringCentralDir,
+            _CENTRAL_SIGNATURE,
             max(min_version, info.create_version),
             info.create_system,
             max(min_version, info.extract_version),
@@ -154,16 +156,19 @@ class StreamingZipFile(zipfile.ZipFile):
         info.compress_type = zipfile.ZIP_DEFLATED
         info.flag_bits = 0
         info.file_size, info.compress_size, info.CRC = len(data), len(packed), zlib.crc32(data)
-        with self._lock:
-            if self._writing:
+        fp = self.fp
+        assert fp is not None, "the zip is closed"
+        # zipfile's own state, as its `mkdir` uses it (not in the type stubs).
+        with self._lock:  # type: ignore[attr-defined]
+            if self._writing:  # type: ignore[attr-defined]
                 raise ValueError("another entry of the zip is open for writing")
             # Every write of zipfile's leaves the file at `start_dir`, the end of the last entry.
             info.header_offset = self.start_dir
-            self._writecheck(info)
+            self._writecheck(info)  # type: ignore[attr-defined]
             self._didModify = True
             header = info.FileHeader(False)
-            self.fp.write(header)
-            self.fp.write(packed)
+            fp.write(header)
+            fp.write(packed)
             self.start_dir += len(header) + len(packed)
             self.filelist.append(info)
 
