@@ -144,15 +144,13 @@ class StreamingZipFile(zipfile.ZipFile):
         self.filelist = _SpooledEntries()  # type: ignore[assignment]
         self.NameToInfo = _Unnamed()
 
-    def write_whole(self, info: zipfile.ZipInfo, data: bytes, level: int) -> None:
-        """`data` deflated at `level` as the entry `info`, its header written once with the CRC and sizes
-        (no seek back); what `writestr` stores, without its per-entry costs (module docstring)."""
+    def write_whole(self, info: zipfile.ZipInfo, data: bytes) -> None:
+        """`data` deflated at the zip's level as the entry `info`, its header written once with the CRC and
+        sizes (no seek back); what `writestr` stores, without its per-entry costs (module docstring)."""
+        level = zlib.Z_DEFAULT_COMPRESSION if self.compresslevel is None else self.compresslevel
         small = len(data) <= SMALL_ENTRY
         deflate = zlib.compressobj(level, zlib.DEFLATED, -12 if small else -15, 4 if small else 8)
         packed = deflate.compress(data) + deflate.flush()
-        if max(len(data), len(packed)) > zipfile.ZIP64_LIMIT:
-            self.writestr(info, data)  # ZIP64 sizes in the header: zipfile's own path
-            return
         info.compress_type = zipfile.ZIP_DEFLATED
         info.flag_bits = 0
         info.file_size, info.compress_size, info.CRC = len(data), len(packed), zlib.crc32(data)
@@ -166,7 +164,7 @@ class StreamingZipFile(zipfile.ZipFile):
             info.header_offset = self.start_dir
             self._writecheck(info)  # type: ignore[attr-defined]
             self._didModify = True
-            header = info.FileHeader(False)
+            header = info.FileHeader()  # with ZIP64's sizes when the entry needs them
             fp.write(header)
             fp.write(packed)
             self.start_dir += len(header) + len(packed)
@@ -175,8 +173,7 @@ class StreamingZipFile(zipfile.ZipFile):
     def _write_end_record(self) -> None:
         # The central directory goes in first, as encoded entry by entry; zipfile then writes the end records
         # (ZIP64's when the count, offset or size needs them), reading the directory's size from the file.
-        if isinstance(self.filelist, _SpooledEntries):
-            self.filelist.copy_to(self.fp)  # type: ignore[arg-type]
+        self.filelist.copy_to(self.fp)  # type: ignore[attr-defined]
         super()._write_end_record()  # type: ignore[misc]
 
     def close(self) -> None:
@@ -226,7 +223,7 @@ class ZipSink:
         return info
 
     def write(self, relpath: str, data: bytes) -> None:
-        self._zip.write_whole(self._entry(relpath), data, self.LEVEL)
+        self._zip.write_whole(self._entry(relpath), data)
 
     def copy(self, relpath: str, source: IO[bytes]) -> tuple[str, int]:
         """Copy `source` in as `relpath`; its sha256 and size."""
